@@ -1,2 +1,50 @@
-//! placeholder
-fn main() {}
+//! Project automation, run as `cargo xtask <task>` (alias in `.cargo/config.toml`).
+//!
+//! std-only on purpose: it must build in seconds on a fresh machine. One module per task.
+//!
+//! - `ci`: exactly what `.ci/run` runs — fmt check, clippy with `-D warnings`, the workspace
+//!   tests, then the loom models.
+//! - `loom`: the loom models alone (`--cfg loom`, release, bounded preemptions).
+//! - `fuzz`: every cargo-fuzz target in `fuzz/` for a bounded time each.
+
+mod ci;
+mod cmd;
+mod fuzz;
+mod loom;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  ci                     fmt --check, clippy -D warnings, cargo test --workspace, loom models
+  loom                   the loom models only (RUSTFLAGS=--cfg loom, release, LOOM_MAX_PREEMPTIONS=2)
+  fuzz [--seconds S]     run each cargo-fuzz target in fuzz/ for S seconds (default 60; needs
+                         a nightly toolchain with cargo-fuzz, see fuzz/README.md)
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "ci" => ci::run(rest),
+        "loom" => loom::run(rest),
+        "fuzz" => fuzz::run(rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => Err(format!("unknown task `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

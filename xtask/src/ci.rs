@@ -1,0 +1,29 @@
+//! `cargo xtask ci`: the whole CI gate, exactly what `.ci/run` runs.
+
+use crate::cmd::{cargo, run as run_command};
+
+/// fmt check, clippy (`-D warnings`, all targets so benches cannot rot), the workspace tests,
+/// then the loom models.
+pub fn run_all() -> Result<(), String> {
+    let mut fmt = cargo();
+    fmt.args(["fmt", "--all", "--check"]);
+    run_command(fmt)?;
+
+    let mut clippy = cargo();
+    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    run_command(clippy)?;
+
+    let mut test = cargo();
+    test.args(["test", "--workspace"]);
+    run_command(test)?;
+
+    crate::loom::run(&[])
+}
+
+/// Entry point for `cargo xtask ci` (takes no options).
+pub fn run(args: &[String]) -> Result<(), String> {
+    if let Some(unexpected) = args.first() {
+        return Err(format!("`ci` takes no options, got `{unexpected}`"));
+    }
+    run_all()
+}
