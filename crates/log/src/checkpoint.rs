@@ -1,0 +1,193 @@
+//! Kafka's offset checkpoint files (spec §1.4): `recovery-point-offset-checkpoint`,
+//! `log-start-offset-checkpoint` (and the same format for `replication-offset-checkpoint`).
+//!
+//! ```text
+//! 0                 <- version
+//! 2                 <- entry count
+//! orders 0 1234     <- <topic> <partition> <offset>
+//! orders 1 99
+//! ```
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::CorruptKind;
+use crate::fsutil::write_atomic;
+use crate::{Error, Result, TopicPartition};
+
+/// File name of the recovery-point checkpoint in a log-dir root.
+pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
+/// File name of the log-start-offset checkpoint in a log-dir root.
+pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+
+/// One offset checkpoint file: a map topic-partition -> offset.
+#[derive(Debug, Clone)]
+pub struct OffsetCheckpointFile {
+    path: PathBuf,
+}
+
+impl OffsetCheckpointFile {
+    /// A handle on the checkpoint at `path` (nothing is read or created yet).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self { path: path.into() }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Reads the checkpoint. A missing or empty file, or one with only the version line, is an
+    /// empty map. Both `\n` and `\r\n` line ends are accepted.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when the file exists but cannot be read; [`Error::Corrupt`] with the line
+    /// number when it does not parse (Kafka's rules: version 0 only, exact entry count).
+    pub fn read(&self) -> Result<BTreeMap<TopicPartition, i64>> {
+        let text = match fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => return Err(Error::io("read checkpoint", &self.path, e)),
+        };
+        parse(&text).map_err(|(position, kind)| Error::Corrupt {
+            path: self.path.clone(),
+            position,
+            kind,
+        })
+    }
+
+    /// Reads the checkpoint the way Kafka's LogManager does: any error (unreadable or corrupt)
+    /// yields an empty map, so every partition falls back to offset 0 (full recovery).
+    pub fn read_or_empty(&self) -> BTreeMap<TopicPartition, i64> {
+        self.read().unwrap_or_default()
+    }
+
+    /// Writes the checkpoint atomically: `<file>.tmp`, fsync, rename, fsync the directory.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the failing step.
+    pub fn write(&self, entries: &BTreeMap<TopicPartition, i64>) -> Result<()> {
+        write_atomic(&self.path, format(entries).as_bytes())
+    }
+}
+
+/// Renders the checkpoint text (`\n` line ends, as Kafka writes on Unix).
+pub(crate) fn format(entries: &BTreeMap<TopicPartition, i64>) -> String {
+    let mut out = format!("0\n{}\n", entries.len());
+    for (tp, offset) in entries {
+        out.push_str(&format!("{} {} {}\n", tp.topic, tp.partition, offset));
+    }
+    out
+}
+
+/// Parses checkpoint text; errors carry a 1-based line number.
+pub(crate) fn parse(text: &str) -> Result<BTreeMap<TopicPartition, i64>, (u64, CorruptKind)> {
+    let mut lines = text.lines().map(|l| l.strip_suffix('\r').unwrap_or(l));
+    let Some(version) = lines.next() else {
+        return Ok(BTreeMap::new());
+    };
+    let version: i64 = version
+        .trim()
+        .parse()
+        .map_err(|_| (1, CorruptKind::MalformedVersion))?;
+    if version != 0 {
+        return Err((1, CorruptKind::UnsupportedVersion(version)));
+    }
+    let Some(count) = lines.next() else {
+        return Ok(BTreeMap::new());
+    };
+    let expected: u64 = count
+        .trim()
+        .parse()
+        .map_err(|_| (2, CorruptKind::MalformedCount))?;
+    let mut entries = BTreeMap::new();
+    let mut found = 0u64;
+    for (index, line) in lines.enumerate() {
+        let line_no = index as u64 + 3;
+        if line.trim().is_empty() && found == expected {
+            continue;
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let [topic, partition, offset] = tokens[..] else {
+            return Err((line_no, CorruptKind::MalformedLine));
+        };
+        let partition: i32 = partition
+            .parse()
+            .map_err(|_| (line_no, CorruptKind::MalformedLine))?;
+        let offset: i64 = offset
+            .parse()
+            .map_err(|_| (line_no, CorruptKind::MalformedLine))?;
+        entries.insert(TopicPartition::new(topic, partition), offset);
+        found += 1;
+    }
+    if found != expected {
+        return Err((2, CorruptKind::CountMismatch { expected, found }));
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = OffsetCheckpointFile::new(dir.path().join(RECOVERY_POINT_CHECKPOINT));
+        assert!(file.read().unwrap().is_empty());
+        let mut map = BTreeMap::new();
+        map.insert(TopicPartition::new("a-b", 3), 17);
+        map.insert(TopicPartition::new("__consumer_offsets", 0), 0);
+        file.write(&map).unwrap();
+        assert_eq!(file.read().unwrap(), map);
+        let text = fs::read_to_string(file.path()).unwrap();
+        assert_eq!(text, "0\n2\n__consumer_offsets 0 0\na-b 3 17\n");
+    }
+
+    #[test]
+    fn kafka_reading_rules() {
+        assert!(parse("").unwrap().is_empty());
+        assert!(parse("0\n").unwrap().is_empty());
+        assert_eq!(
+            parse("0\r\n1\r\nt 0 5\r\n").unwrap()[&TopicPartition::new("t", 0)],
+            5
+        );
+        assert_eq!(parse("0\n1\nt  0\t5\n").unwrap().len(), 1);
+        assert_eq!(
+            parse("1\n0\n").unwrap_err(),
+            (1, CorruptKind::UnsupportedVersion(1))
+        );
+        assert_eq!(parse("x\n").unwrap_err().1, CorruptKind::MalformedVersion);
+        assert_eq!(parse("0\nx\n").unwrap_err().1, CorruptKind::MalformedCount);
+        assert_eq!(
+            parse("0\n1\nt 0\n").unwrap_err(),
+            (3, CorruptKind::MalformedLine)
+        );
+        assert_eq!(
+            parse("0\n1\nt x 5\n").unwrap_err(),
+            (3, CorruptKind::MalformedLine)
+        );
+        assert_eq!(
+            parse("0\n2\nt 0 5\n").unwrap_err().1,
+            CorruptKind::CountMismatch {
+                expected: 2,
+                found: 1
+            }
+        );
+    }
+
+    #[test]
+    fn corrupt_file_reads_as_empty_for_the_loader() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOG_START_OFFSET_CHECKPOINT);
+        fs::write(&path, "0\n3\nt 0 1\n").unwrap();
+        let file = OffsetCheckpointFile::new(&path);
+        assert!(matches!(
+            file.read(),
+            Err(Error::Corrupt { position: 2, .. })
+        ));
+        assert!(file.read_or_empty().is_empty());
+    }
+}

@@ -1,0 +1,243 @@
+//! The crate's one error type.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong in the log layer.
+///
+/// I/O errors carry the path and the operation; corruption of files this crate owns (checkpoints)
+/// is [`Error::Corrupt`] with a small matchable [`CorruptKind`]. Errors of the lower layers are
+/// wrapped with their source chain intact.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O call failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done ("open", "fsync", "rename", ...).
+        op: &'static str,
+        /// The file or directory involved.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// A file owned by this crate (a checkpoint) does not parse.
+    #[error("corrupt {path} at line {position}: {kind}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number of the offending line.
+        position: u64,
+        /// What is wrong.
+        kind: CorruptKind,
+    },
+    /// A configuration value is out of range or does not parse.
+    #[error("invalid config {key}={value}: {reason}")]
+    InvalidConfig {
+        /// Kafka's name of the setting, e.g. `segment.bytes`.
+        key: &'static str,
+        /// The rejected value as text.
+        value: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+    /// `LogConfig::set` was given a key seglog does not know.
+    #[error("unknown config key {key:?}")]
+    UnknownConfig {
+        /// The key as given.
+        key: String,
+    },
+    /// Another process (or another `Log` in this process) holds the directory lock.
+    #[error("{path} is locked by another process (or another open Log); close it first")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// A directory name is not `<topic>-<partition>` (optionally with a Kafka suffix).
+    #[error("{name:?} is not a topic-partition directory name")]
+    InvalidPartitionDir {
+        /// The name that did not parse.
+        name: String,
+    },
+    /// A read or a log-start move asked for an offset outside `[log_start_offset, log_end_offset]`.
+    #[error(
+        "offset {offset} is out of range: log start offset {log_start_offset}, \
+         log end offset {log_end_offset}"
+    )]
+    OffsetOutOfRange {
+        /// The requested offset.
+        offset: i64,
+        /// The log start offset at the time of the request.
+        log_start_offset: i64,
+        /// The log end offset at the time of the request.
+        log_end_offset: i64,
+    },
+    /// An appended batch was rejected; nothing of that append was written.
+    #[error("append rejected: {kind}")]
+    InvalidAppend {
+        /// Why.
+        kind: AppendErrorKind,
+    },
+    /// A write or fsync failed earlier; the log refuses writes until it is reopened (recovered).
+    #[error("log {dir} is poisoned by an earlier failed {op}; reopen it to recover")]
+    Poisoned {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The operation that failed first.
+        op: &'static str,
+    },
+    /// A write was attempted on a log opened with `Log::open_read_only`.
+    #[error("log {dir} is open read-only")]
+    ReadOnly {
+        /// The partition directory.
+        dir: PathBuf,
+    },
+    /// The log was closed.
+    #[error("log {dir} is closed")]
+    Closed {
+        /// The partition directory.
+        dir: PathBuf,
+    },
+}
+
+/// What is wrong with a corrupt checkpoint file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorruptKind {
+    /// The version line is not a number.
+    #[error("malformed version line")]
+    MalformedVersion,
+    /// The version is not 0.
+    #[error("unsupported checkpoint version {0}")]
+    UnsupportedVersion(i64),
+    /// The count line is not a number.
+    #[error("malformed entry count")]
+    MalformedCount,
+    /// An entry line is not `<topic> <partition> <offset>`.
+    #[error("malformed line")]
+    MalformedLine,
+    /// The number of entries differs from the header count.
+    #[error("expected {expected} entries, found {found}")]
+    CountMismatch {
+        /// The header's count.
+        expected: u64,
+        /// Entries actually present.
+        found: u64,
+    },
+}
+
+/// Why an append was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendErrorKind {
+    /// A batch is larger than `max.message.bytes`.
+    #[error("batch of {size} bytes at position {position} exceeds max.message.bytes {max}")]
+    BatchTooLarge {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// Its size including the 12-byte log overhead.
+        size: u64,
+        /// The configured limit.
+        max: i64,
+    },
+    /// The whole append is larger than `segment.bytes`.
+    #[error("append of {size} bytes exceeds segment.bytes {max}")]
+    AppendTooLarge {
+        /// Total bytes.
+        size: u64,
+        /// `segment.bytes`.
+        max: i64,
+    },
+    /// The buffer holds no complete batch.
+    #[error("no complete record batch in {size} bytes")]
+    Empty {
+        /// Bytes given.
+        size: u64,
+    },
+    /// Trailing bytes after the last complete batch.
+    #[error("{trailing} trailing bytes after the last complete batch")]
+    TrailingBytes {
+        /// How many.
+        trailing: u64,
+    },
+    /// Leader appends accept only magic v2 batches.
+    #[error("batch at position {position} has magic {magic}; leader appends need v2")]
+    UnsupportedMagic {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// Its magic byte.
+        magic: i8,
+    },
+    /// Clients may not write control batches.
+    #[error("batch at position {position} is a control batch")]
+    ControlBatch {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+    },
+    /// `lastOffsetDelta + 1` differs from the record count.
+    #[error(
+        "batch at position {position}: last offset delta {last_offset_delta} but {count} records"
+    )]
+    InconsistentCount {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The header's `lastOffsetDelta`.
+        last_offset_delta: i32,
+        /// The header's record count.
+        count: i32,
+    },
+    /// A CreateTime timestamp lies outside the `message.timestamp.{before,after}.max.ms` window.
+    #[error(
+        "batch at position {position}: timestamp {timestamp_ms} is outside [{min_ms}, {max_ms}]"
+    )]
+    TimestampOutOfRange {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The offending (max) timestamp.
+        timestamp_ms: i64,
+        /// Earliest accepted timestamp.
+        min_ms: i64,
+        /// Latest accepted timestamp.
+        max_ms: i64,
+    },
+    /// Follower batches must have strictly increasing offsets.
+    #[error("offsets out of order: batch last offset {last_offset} after {previous_last_offset}")]
+    OffsetsOutOfOrder {
+        /// The previous batch's last offset.
+        previous_last_offset: i64,
+        /// This batch's last offset.
+        last_offset: i64,
+    },
+    /// A follower append starts below the log end offset.
+    #[error("follower append starts at {first_offset}, below the log end offset {log_end_offset}")]
+    UnexpectedAppendOffset {
+        /// First offset of the append.
+        first_offset: i64,
+        /// The log end offset.
+        log_end_offset: i64,
+    },
+}
+
+impl Error {
+    /// Builds an [`Error::Io`].
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        Self::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Extension to attach the operation and path to an `io::Result`.
+pub(crate) trait IoContext<T> {
+    /// Maps the error to [`Error::Io`].
+    fn ctx(self, op: &'static str, path: &Path) -> Result<T, Error>;
+}
+
+impl<T> IoContext<T> for io::Result<T> {
+    fn ctx(self, op: &'static str, path: &Path) -> Result<T, Error> {
+        self.map_err(|source| Error::io(op, path, source))
+    }
+}

@@ -1,0 +1,85 @@
+//! The one durable-file protocol: write a temp file, fsync it, rename it over, fsync the directory.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::Result;
+use crate::error::IoContext;
+
+/// Atomically replaces `path` with `bytes`: write `<path>.tmp`, fsync it, rename it over `path`,
+/// then fsync the parent directory so the rename survives a power loss (KAFKA-3968, KAFKA-16541).
+///
+/// # Errors
+/// [`crate::Error::Io`] naming the step and the file that failed.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = tmp_path(path);
+    {
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .ctx("create", &tmp)?;
+        file.write_all(bytes).ctx("write", &tmp)?;
+        file.sync_all().ctx("fsync", &tmp)?;
+    }
+    fs::rename(&tmp, path).ctx("rename", path)?;
+    sync_parent(path)
+}
+
+/// `<path>.tmp`.
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".tmp");
+    PathBuf::from(name)
+}
+
+/// fsyncs the directory holding `path`.
+///
+/// # Errors
+/// [`crate::Error::Io`] if the directory cannot be opened or synced.
+pub(crate) fn sync_parent(path: &Path) -> Result<()> {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent),
+        _ => sync_dir(Path::new(".")),
+    }
+}
+
+/// fsyncs a directory so that creates, renames and deletes inside it are durable.
+///
+/// # Errors
+/// [`crate::Error::Io`] if the directory cannot be opened or synced.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    let handle = File::open(dir).ctx("open directory", dir)?;
+    handle.sync_all().ctx("fsync directory", dir)
+}
+
+/// Removes a file, treating "already gone" as success.
+///
+/// # Errors
+/// [`crate::Error::Io`] for any other failure.
+pub(crate) fn remove_if_exists(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(crate::Error::io("delete", path, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_atomically_and_leaves_no_tmp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cp");
+        write_atomic(&path, b"one").unwrap();
+        write_atomic(&path, b"two").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"two");
+        assert!(!tmp_path(&path).exists());
+        assert!(remove_if_exists(&path).unwrap());
+        assert!(!remove_if_exists(&path).unwrap());
+    }
+}

@@ -1,0 +1,195 @@
+//! Retention as pure functions over segment statistics (spec §5.6): which oldest segments may
+//! go, and why. The log applies them in Kafka's order: log-start breach, size, time.
+
+/// Why a segment was deleted by retention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetentionReason {
+    /// The whole segment lies below the log start offset (`DeleteRecords` or an earlier pass).
+    LogStartOffset,
+    /// The log was larger than `retention.bytes`.
+    Size,
+    /// The segment's largest timestamp was older than `retention.ms`.
+    Time,
+}
+
+/// One segment removed by [`crate::Log::delete_old_segments`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeletedSegment {
+    /// Its base offset.
+    pub base_offset: i64,
+    /// Its size in bytes.
+    pub size_bytes: u64,
+    /// Which rule removed it.
+    pub reason: RetentionReason,
+}
+
+/// What one retention pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RetentionReport {
+    /// Deleted segments, oldest first. Their files are renamed `.deleted` and unlinked after
+    /// `file.delete.delay.ms`.
+    pub deleted: Vec<DeletedSegment>,
+    /// The log start offset after the pass.
+    pub log_start_offset: i64,
+    /// Whether the active segment was rolled because every segment was deletable.
+    pub rolled: bool,
+    /// Base offsets of segments kept only because their largest timestamp lies in the future
+    /// (KAFKA-6482: e.g. microseconds written as milliseconds). Kafka 4.x logs a warning.
+    pub future_timestamp_segments: Vec<i64>,
+}
+
+/// What retention needs to know about one segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SegmentStat {
+    pub(crate) base_offset: i64,
+    pub(crate) size_bytes: i64,
+    /// Max record timestamp, or the `.log` mtime when the segment has none.
+    pub(crate) largest_timestamp_ms: i64,
+}
+
+/// Kafka's `deletableSegments`: the length of the longest prefix of `segments` (oldest first)
+/// that may be deleted. A segment qualifies only if its upper bound (the next base, or the LEO
+/// for the last one) is at or below the high watermark, the predicate holds, and it is not the
+/// last segment while empty. The walk stops at the first segment that does not qualify.
+pub(crate) fn deletable_prefix(
+    segments: &[SegmentStat],
+    high_watermark: i64,
+    log_end_offset: i64,
+    mut predicate: impl FnMut(&SegmentStat, Option<&SegmentStat>) -> bool,
+) -> usize {
+    let mut count = 0;
+    for (i, segment) in segments.iter().enumerate() {
+        let next = segments.get(i + 1);
+        let last_and_empty = next.is_none() && segment.size_bytes == 0;
+        let upper_bound = next.map_or(log_end_offset, |n| n.base_offset);
+        if high_watermark >= upper_bound && predicate(segment, next) && !last_and_empty {
+            count += 1;
+        } else {
+            break;
+        }
+    }
+    count
+}
+
+/// The log-start predicate: the next segment exists and starts at or below the log start.
+pub(crate) fn log_start_breached(
+    log_start_offset: i64,
+) -> impl FnMut(&SegmentStat, Option<&SegmentStat>) -> bool {
+    move |_, next| next.is_some_and(|n| n.base_offset <= log_start_offset)
+}
+
+/// The size predicate: with `diff = total − retention.bytes`, delete oldest first while
+/// `diff − size >= 0`. Returns `None` when size retention does not apply (disabled, or the log
+/// is below the limit).
+pub(crate) fn size_breached(
+    total_bytes: i64,
+    retention_bytes: i64,
+) -> Option<impl FnMut(&SegmentStat, Option<&SegmentStat>) -> bool> {
+    if retention_bytes < 0 || total_bytes < retention_bytes {
+        return None;
+    }
+    let mut diff = total_bytes - retention_bytes;
+    Some(move |segment: &SegmentStat, _: Option<&SegmentStat>| {
+        if diff - segment.size_bytes >= 0 {
+            diff -= segment.size_bytes;
+            true
+        } else {
+            false
+        }
+    })
+}
+
+/// The time predicate, strict: `now − largest_timestamp > retention.ms`. `None` when disabled.
+pub(crate) fn time_breached(
+    now_ms: i64,
+    retention_ms: i64,
+) -> Option<impl FnMut(&SegmentStat, Option<&SegmentStat>) -> bool> {
+    (retention_ms >= 0).then_some(move |segment: &SegmentStat, _: Option<&SegmentStat>| {
+        now_ms.saturating_sub(segment.largest_timestamp_ms) > retention_ms
+    })
+}
+
+/// Total size as i64 (KAFKA-5584: never sum sizes in 32 bits).
+pub(crate) fn total_bytes(segments: &[SegmentStat]) -> i64 {
+    segments.iter().map(|s| s.size_bytes).sum()
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn seg(base_offset: i64, size_bytes: i64, largest_timestamp_ms: i64) -> SegmentStat {
+        SegmentStat {
+            base_offset,
+            size_bytes,
+            largest_timestamp_ms,
+        }
+    }
+
+    #[test]
+    fn never_deletes_at_or_above_the_high_watermark() {
+        let segs = [seg(0, 100, 0), seg(10, 100, 0), seg(20, 100, 0)];
+        let all = |_: &SegmentStat, _: Option<&SegmentStat>| true;
+        assert_eq!(deletable_prefix(&segs, 9, 30, all), 0);
+        assert_eq!(deletable_prefix(&segs, 10, 30, all), 1);
+        assert_eq!(deletable_prefix(&segs, 29, 30, all), 2);
+        // The active segment is reachable only when HW == LEO.
+        assert_eq!(deletable_prefix(&segs, 30, 30, all), 3);
+    }
+
+    #[test]
+    fn last_empty_segment_is_never_deletable() {
+        let segs = [seg(0, 100, 0), seg(10, 0, 0)];
+        assert_eq!(deletable_prefix(&segs, 10, 10, |_, _| true), 1);
+    }
+
+    #[test]
+    fn log_start_predicate() {
+        let segs = [seg(0, 1, 0), seg(10, 1, 0), seg(20, 1, 0)];
+        assert_eq!(deletable_prefix(&segs, 30, 30, log_start_breached(15)), 1);
+        assert_eq!(deletable_prefix(&segs, 30, 30, log_start_breached(20)), 2);
+        assert_eq!(deletable_prefix(&segs, 30, 30, log_start_breached(9)), 0);
+    }
+
+    #[test]
+    fn size_predicate_deletes_while_the_remainder_stays_above_the_limit() {
+        let segs = [seg(0, 100, 0), seg(10, 100, 0), seg(20, 100, 0)];
+        let total = total_bytes(&segs);
+        assert!(size_breached(total, 301).is_none());
+        assert!(size_breached(total, -1).is_none());
+        let pred = size_breached(total, 150).unwrap();
+        assert_eq!(deletable_prefix(&segs, 30, 30, pred), 1);
+        let pred = size_breached(total, 100).unwrap();
+        assert_eq!(deletable_prefix(&segs, 30, 30, pred), 2);
+        let pred = size_breached(total, 0).unwrap();
+        assert_eq!(deletable_prefix(&segs, 30, 30, pred), 3);
+    }
+
+    #[test]
+    fn time_predicate_is_strict_and_stops_at_future_timestamps() {
+        let segs = [seg(0, 1, 1000), seg(10, 1, 9_999_999), seg(20, 1, 1000)];
+        assert!(time_breached(2000, -1).is_none());
+        assert_eq!(
+            deletable_prefix(&segs, 30, 30, time_breached(2000, 1000).unwrap()),
+            0
+        );
+        assert_eq!(
+            deletable_prefix(&segs, 30, 30, time_breached(2001, 1000).unwrap()),
+            1
+        );
+        // A future timestamp in segment 10 blocks everything after it (KAFKA-6482).
+        assert_eq!(
+            deletable_prefix(&segs, 30, 30, time_breached(50_000, 1000).unwrap()),
+            1
+        );
+    }
+
+    #[test]
+    fn sizes_sum_in_64_bits() {
+        let segs = [
+            seg(0, i64::from(i32::MAX), 0),
+            seg(1, i64::from(i32::MAX), 0),
+        ];
+        assert_eq!(total_bytes(&segs), 2 * i64::from(i32::MAX));
+    }
+}
