@@ -1,0 +1,276 @@
+//! The command-line interface: every subcommand, flag and default.
+//!
+//! This file is the contract that scripts rely on: subcommand names, flag names and the
+//! meaning of each flag. Change it only by adding.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `seglog`: open, inspect, verify and repair Kafka-compatible partition logs.
+#[derive(Debug, Parser)]
+#[command(name = "seglog", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// Hide progress bars (they are only drawn when stderr is a terminal anyway).
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+
+    /// The subcommand to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Append records to a log (created when it does not exist).
+    Produce(ProduceArgs),
+    /// Print records in offset order. Read-only.
+    Read(ReadArgs),
+    /// Summarise a log (or every partition of a `log.dirs` root). Read-only.
+    Info(InfoArgs),
+    /// Print the raw contents of a `.log`, `.index`, `.timeindex` file or a directory. Read-only.
+    Dump(DumpArgs),
+    /// Check the consistency of a whole log. Read-only; exit 1 when anything is wrong.
+    Verify(VerifyArgs),
+    /// Recover every segment as after a crash, then close the log cleanly.
+    Recover(RecoverArgs),
+    /// Apply retention and report what was deleted.
+    Retain(RetainArgs),
+    /// Show the engine at work: produce, roll, read, retain, crash, recover, verify.
+    Demo(DemoArgs),
+}
+
+/// How keys, values and header values are written as JSON strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum Encoding {
+    /// UTF-8 text. On output, invalid UTF-8 is replaced by U+FFFD, as a Kafka
+    /// `StringDeserializer` would; use `hex` for exact bytes.
+    #[default]
+    Utf8,
+    /// Lower-case hexadecimal bytes (input accepts either case).
+    Hex,
+}
+
+/// Batch compression codec for `produce`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum CompressionArg {
+    /// No compression.
+    #[default]
+    None,
+    /// gzip (codec 1).
+    Gzip,
+    /// snappy, Kafka/xerial framing (codec 2).
+    Snappy,
+    /// lz4 frame (codec 3).
+    Lz4,
+    /// zstd (codec 4).
+    Zstd,
+}
+
+/// `seglog produce`.
+#[derive(Debug, Args)]
+pub struct ProduceArgs {
+    /// Partition directory (created when it does not exist).
+    pub dir: PathBuf,
+    /// JSON Lines input, one record per line; `-` reads standard input.
+    #[arg(long, value_name = "FILE|-", conflicts_with = "count")]
+    pub input: Option<PathBuf>,
+    /// How keys, values and header values are written in the input.
+    #[arg(long, value_enum, default_value_t = Encoding::Utf8)]
+    pub encoding: Encoding,
+    /// Records per batch.
+    #[arg(long, value_name = "N", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub batch_records: u32,
+    /// Batch compression.
+    #[arg(long, value_enum, default_value_t = CompressionArg::None)]
+    pub compression: CompressionArg,
+    /// fsync every batch before reporting it (with `--json`, a line is printed only once
+    /// its batch is durable).
+    #[arg(long)]
+    pub durable: bool,
+    /// Generate N synthetic records instead of reading `--input`.
+    #[arg(long, value_name = "N")]
+    pub count: Option<u64>,
+    /// Value size of each synthetic record, in bytes.
+    #[arg(long, value_name = "B", requires = "count")]
+    pub record_bytes: Option<usize>,
+    /// Topic configuration override, Kafka names (e.g. `segment.bytes=1048576`). Repeatable.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub config: Vec<String>,
+    /// Print one JSON line per appended batch: `{"base_offset": N, "last_offset": N}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog read`.
+#[derive(Debug, Args)]
+pub struct ReadArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// First offset to print (default: the log start offset).
+    #[arg(long, value_name = "OFFSET", conflicts_with = "from_timestamp",
+          value_parser = clap::value_parser!(i64).range(0..))]
+    pub from: Option<i64>,
+    /// Start at the first record whose timestamp is at least MS.
+    #[arg(long, value_name = "MS")]
+    pub from_timestamp: Option<i64>,
+    /// Stop after N records.
+    #[arg(long, value_name = "N")]
+    pub max_records: Option<u64>,
+    /// How keys, values and header values are printed.
+    #[arg(long, value_enum, default_value_t = Encoding::Utf8)]
+    pub encoding: Encoding,
+    /// Also print control records (transaction markers, KRaft control records).
+    #[arg(long)]
+    pub include_control: bool,
+    /// One JSON object per record.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog info`.
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Partition directory, or a `log.dirs` root holding partition directories.
+    pub dir: PathBuf,
+    /// One JSON object per partition.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog dump`.
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    /// A `.log`, `.index`, `.timeindex` or `.txnindex` file, or a directory.
+    pub path: PathBuf,
+    /// Also print every record of every batch.
+    #[arg(long)]
+    pub records: bool,
+    /// One JSON object per batch or index entry.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog verify`.
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog retain`.
+#[derive(Debug, Args)]
+pub struct RetainArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// Delete segments whose largest timestamp is more than MS older than `--now`
+    /// (`retention.ms`; negative = unlimited).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub retention_ms: Option<i64>,
+    /// Delete oldest segments while the log is larger than B bytes
+    /// (`retention.bytes`; negative = unlimited).
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    pub retention_bytes: Option<i64>,
+    /// Raise the log start offset to N first (like Kafka's DeleteRecords).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(i64).range(0..))]
+    pub log_start_offset: Option<i64>,
+    /// The current time for time retention, in ms since the epoch (default: the clock).
+    #[arg(long, value_name = "MS")]
+    pub now: Option<i64>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog demo`.
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to create the demo log (default: a temporary directory, removed afterwards).
+    pub dir: Option<PathBuf>,
+    /// How many records to produce.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000,
+          value_parser = clap::value_parser!(u64).range(1000..))]
+    pub records: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn produce_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "seglog",
+            "produce",
+            "d",
+            "--input",
+            "-",
+            "--encoding",
+            "hex",
+            "--batch-records",
+            "7",
+            "--compression",
+            "zstd",
+            "--durable",
+            "--config",
+            "segment.bytes=1048576",
+            "--config",
+            "index.interval.bytes=10",
+            "--json",
+        ])
+        .unwrap();
+        let Command::Produce(args) = cli.command else { panic!("not produce") };
+        assert_eq!(args.input.as_deref(), Some(std::path::Path::new("-")));
+        assert_eq!(args.encoding, Encoding::Hex);
+        assert_eq!(args.batch_records, 7);
+        assert_eq!(args.compression, CompressionArg::Zstd);
+        assert!(args.durable && args.json);
+        assert_eq!(args.config.len(), 2);
+    }
+
+    #[test]
+    fn conflicting_flags_are_rejected() {
+        assert!(Cli::try_parse_from(["seglog", "read", "d", "--from", "1", "--from-timestamp", "5"]).is_err());
+        assert!(Cli::try_parse_from(["seglog", "produce", "d", "--input", "x", "--count", "5"]).is_err());
+        assert!(Cli::try_parse_from(["seglog", "read", "d", "--from", "-1"]).is_err());
+        assert!(Cli::try_parse_from(["seglog", "produce", "d", "--batch-records", "0"]).is_err());
+    }
+
+    #[test]
+    fn quiet_is_global() {
+        let cli = Cli::try_parse_from(["seglog", "verify", "d", "--quiet"]).unwrap();
+        assert!(cli.quiet);
+        let cli = Cli::try_parse_from(["seglog", "-q", "demo", "--records", "5000"]).unwrap();
+        assert!(cli.quiet);
+    }
+
+    #[test]
+    fn retain_accepts_negative_retention() {
+        let cli = Cli::try_parse_from(["seglog", "retain", "d", "--retention-ms", "-1", "--now", "5"]).unwrap();
+        let Command::Retain(args) = cli.command else { panic!("not retain") };
+        assert_eq!(args.retention_ms, Some(-1));
+        assert_eq!(args.now, Some(5));
+    }
+}

@@ -1,0 +1,62 @@
+//! The `seglog` command-line tool, as a library: the clap interface, the JSON line types,
+//! input parsing and one module per subcommand. `src/main.rs` only parses, calls [`run`]
+//! and maps the [`Outcome`] or [`Error`] to an exit code (0 ok, 1 problems found, 2 bad
+//! usage or input).
+//!
+//! It deliberately does not implement storage: `produce`, `read`, `info`, `recover`,
+//! `retain` and `demo` go through the `seglog` log crate; `dump` and `verify` walk files
+//! directly with `seglog-records` and `seglog-index-core` so they can show (and judge)
+//! bytes the log layer would refuse or repair.
+//!
+//! ```
+//! use clap::Parser;
+//! use seglog_cli::{Cli, Command};
+//!
+//! let cli = Cli::try_parse_from(["seglog", "read", "/data/orders-0", "--from", "10", "--json"])?;
+//! assert!(matches!(cli.command, Command::Read(ref args) if args.from == Some(10) && args.json));
+//! # Ok::<(), clap::Error>(())
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod cli;
+mod encoding;
+mod error;
+mod input;
+mod output;
+mod progress;
+
+pub use cli::{
+    Cli, Command, CompressionArg, DemoArgs, DumpArgs, Encoding, InfoArgs, ProduceArgs, ReadArgs,
+    RecoverArgs, RetainArgs, VerifyArgs,
+};
+pub use error::{Error, InputErrorKind, OneLine};
+pub use input::{InputRecord, JsonLines};
+pub use output::{AppendedLine, Out, RecordLine, TimestampTypeName};
+pub use progress::Progress;
+
+/// Result with this crate's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How a subcommand ended when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything as expected (exit 0).
+    Ok,
+    /// The command ran and found problems, e.g. `verify` on a damaged log (exit 1).
+    ProblemsFound,
+}
+
+/// Runs a parsed command line.
+///
+/// # Errors
+/// Any [`Error`]: bad arguments, missing or unreadable paths, bad input, storage errors.
+pub fn run(cli: Cli) -> Result<Outcome> {
+    let _ = cli.quiet;
+    Err(Error::Usage { arg: "subcommand", reason: format!("{:?} is not implemented yet in this build", cli.command) })
+}
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+mod readme {}

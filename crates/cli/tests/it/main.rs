@@ -1,0 +1,4 @@
+//! Integration tests: they run the real `seglog` binary.
+
+mod support;
+mod walker;
