@@ -1,0 +1,180 @@
+//! The crate's one error type.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// Everything that can go wrong with a segment.
+///
+/// I/O errors name the file and the operation; corruption names the file, the byte position
+/// and a small matchable [`CorruptKind`]. Errors of the lower crates are wrapped with their
+/// source chain intact (index errors already name their file).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O call on a segment file failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// What we were doing.
+        op: IoOp,
+        /// The file (or directory).
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    // LOWER-CRATES: Index(#[from] seglog_index_core::Error), Records(#[from] seglog_records::Error)
+    /// The `.log` holds invalid bytes at `position`.
+    #[error("corrupt segment file {} at byte {position}: {kind}", path.display())]
+    Corrupt {
+        /// The `.log` file.
+        path: PathBuf,
+        /// Byte position in the file of the batch (or record) at fault.
+        position: u64,
+        /// What is wrong.
+        kind: CorruptKind,
+    },
+    /// `offset - base_offset` does not fit in `0..=i32::MAX`, so this offset cannot be
+    /// stored in this segment's indexes: the log must roll (Kafka's
+    /// `LogSegmentOffsetOverflowException`). Nothing was written.
+    #[error("offset {offset} does not fit in segment {} with base offset {base_offset}", path.display())]
+    OffsetOverflow {
+        /// The segment's `.log` file.
+        path: PathBuf,
+        /// The segment's base offset.
+        base_offset: i64,
+        /// The offset that does not fit.
+        offset: i64,
+    },
+    /// The offset or time index has no room for the entry this append would add: the log
+    /// must roll. Nothing was written.
+    #[error("index {} is full", path.display())]
+    IndexFull {
+        /// The full index file.
+        path: PathBuf,
+    },
+    /// The append would grow the `.log` past `i32::MAX` bytes, which index positions cannot
+    /// address. Nothing was written.
+    #[error("segment {} would grow past i32::MAX bytes ({size} + {append_bytes})", path.display())]
+    SegmentTooLarge {
+        /// The `.log` file.
+        path: PathBuf,
+        /// The current size.
+        size: u64,
+        /// The size of the rejected append.
+        append_bytes: u64,
+    },
+    /// An earlier write or fsync of this segment failed; it refuses further writes until it
+    /// is reopened and recovered (a failed fsync cannot be retried safely).
+    #[error("segment {} is poisoned by an earlier write or fsync failure", path.display())]
+    Poisoned {
+        /// The `.log` file.
+        path: PathBuf,
+    },
+    /// A mutating call on a segment opened read-only.
+    #[error("segment {} is open read-only", path.display())]
+    ReadOnly {
+        /// The `.log` file.
+        path: PathBuf,
+    },
+    /// A second writer (or a recovery) was attached to a segment that already has one.
+    #[error("segment {} already has a writer", path.display())]
+    WriterAttached {
+        /// The `.log` file.
+        path: PathBuf,
+    },
+    /// A [`crate::SegmentConfig`] field is out of range.
+    #[error("invalid segment config: {field} {reason}")]
+    InvalidConfig {
+        /// The field name.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+/// What is corrupt in a `.log` file; carried by [`Error::Corrupt`] and by
+/// [`crate::TruncationReason::Corrupt`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CorruptKind {
+    /// A batch failed the record layer's checks (size field, magic, CRC, records).
+    Batch(String /* LOWER-CRATES: seglog_records::CorruptKind */),
+    /// A batch that is not the last one of the readable region ends past that region
+    /// (found by readers walking headers, never by recovery, which calls it a partial tail).
+    BatchPastEnd,
+}
+
+impl fmt::Display for CorruptKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CorruptKind::Batch(kind) => write!(f, "{kind}"),
+            CorruptKind::BatchPastEnd => f.write_str("batch runs past the end of the segment"),
+        }
+    }
+}
+
+/// The operation of an [`Error::Io`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IoOp {
+    /// Creating a file.
+    Create,
+    /// Opening a file.
+    Open,
+    /// Reading.
+    Read,
+    /// Writing.
+    Write,
+    /// `fdatasync`/`fsync`.
+    Sync,
+    /// Changing a file's length.
+    SetLength,
+    /// `fallocate`.
+    Preallocate,
+    /// Reading metadata (length, mtime).
+    Metadata,
+    /// Renaming.
+    Rename,
+    /// Unlinking.
+    Remove,
+    /// `fsync` of a directory.
+    SyncDir,
+    /// `sendfile`.
+    SendFile,
+}
+
+impl fmt::Display for IoOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoOp::Create => "create",
+            IoOp::Open => "open",
+            IoOp::Read => "read",
+            IoOp::Write => "write",
+            IoOp::Sync => "fsync",
+            IoOp::SetLength => "set length of",
+            IoOp::Preallocate => "preallocate",
+            IoOp::Metadata => "stat",
+            IoOp::Rename => "rename",
+            IoOp::Remove => "remove",
+            IoOp::SyncDir => "fsync directory",
+            IoOp::SendFile => "sendfile from",
+        })
+    }
+}
+
+impl Error {
+    /// A closure that wraps an `io::Error` with `op` and `path`, for `map_err`.
+    pub(crate) fn io(op: IoOp, path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+        move |source| Error::Io {
+            op,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether this error means the segment files hold invalid bytes (as opposed to an I/O
+    /// failure or a caller error).
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corrupt { .. })
+    }
+}

@@ -1,0 +1,180 @@
+//! The `.log` I/O seam: every read, write, fsync, length change, rename and unlink of a
+//! `.log` file goes through here.
+//!
+//! It is deliberately small so that the fault injector (module `fault`, compiled for tests
+//! and with the `fault-injection` feature) can sit under it: fail the Nth write or fsync,
+//! and keep per file a "durable image" that only advances on a successful fsync.
+//! Without the feature the hooks compile away.
+//!
+//! Index files are memory-mapped by `seglog-index-core` and do not pass through here.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::UNIX_EPOCH;
+
+#[cfg(any(test, feature = "fault-injection"))]
+use crate::fault;
+
+/// An open `.log` file. The handle is shared (`Arc<File>`) with every [`crate::FileSlice`]
+/// cut from it, so a slice keeps reading after the file is renamed or unlinked.
+#[derive(Debug)]
+pub(crate) struct LogFile {
+    file: Arc<File>,
+    #[cfg(any(test, feature = "fault-injection"))]
+    tracked: Option<fault::Tracked>,
+}
+
+impl LogFile {
+    /// Creates a new, empty file; fails if `path` exists.
+    pub(crate) fn create_new(path: &Path) -> io::Result<LogFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        Ok(LogFile::wrap(file, path, true))
+    }
+
+    /// Opens an existing file, for reading and writing or only for reading.
+    pub(crate) fn open(path: &Path, writable: bool) -> io::Result<LogFile> {
+        let file = OpenOptions::new().read(true).write(writable).open(path)?;
+        Ok(LogFile::wrap(file, path, false))
+    }
+
+    #[cfg_attr(not(any(test, feature = "fault-injection")), allow(unused_variables))]
+    fn wrap(file: File, path: &Path, created: bool) -> LogFile {
+        #[cfg(any(test, feature = "fault-injection"))]
+        let tracked = fault::attach(path, &file, created);
+        LogFile {
+            file: Arc::new(file),
+            #[cfg(any(test, feature = "fault-injection"))]
+            tracked,
+        }
+    }
+
+    /// The shared handle, for slices.
+    pub(crate) fn handle(&self) -> &Arc<File> {
+        &self.file
+    }
+
+    /// Writes all of `buf` at `position` with positioned writes (one `pwrite` unless the
+    /// kernel returns a short write).
+    pub(crate) fn write_all_at(&self, buf: &[u8], position: u64) -> io::Result<()> {
+        #[cfg(any(test, feature = "fault-injection"))]
+        if let Some(tracked) = &self.tracked
+            && let Some(fault) = tracked.before_write()
+        {
+            // A failing ENOSPC write may have written a prefix, as a real one can.
+            let partial = fault.partial_len(buf.len());
+            if partial > 0 {
+                self.file.write_all_at(&buf[..partial], position)?;
+            }
+            return Err(fault.to_io_error());
+        }
+        self.file.write_all_at(buf, position)
+    }
+
+    /// `fdatasync`. With the fault injector, a successful sync advances the durable image.
+    pub(crate) fn sync_data(&self) -> io::Result<()> {
+        #[cfg(any(test, feature = "fault-injection"))]
+        if let Some(tracked) = &self.tracked {
+            if let Some(fault) = tracked.before_sync() {
+                return Err(fault.to_io_error());
+            }
+            self.file.sync_data()?;
+            return tracked.after_sync(&self.file);
+        }
+        self.file.sync_data()
+    }
+
+    /// Sets the file length (truncate or extend with zeros). Not durable until a sync.
+    pub(crate) fn set_len(&self, len: u64) -> io::Result<()> {
+        self.file.set_len(len)
+    }
+
+    /// Allocates `len` bytes of disk for the file with `fallocate` (mode 0: the file length
+    /// becomes `len`, the new tail reads as zeros), falling back to `set_len` where the file
+    /// system does not support it.
+    pub(crate) fn preallocate(&self, len: u64) -> io::Result<()> {
+        match rustix::fs::fallocate(&*self.file, rustix::fs::FallocateFlags::empty(), 0, len) {
+            Ok(()) => Ok(()),
+            Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => {
+                self.file.set_len(len)
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The current file length.
+    pub(crate) fn len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+
+    /// The modification time in milliseconds since the epoch.
+    pub(crate) fn modified_ms(&self) -> io::Result<i64> {
+        modified_ms(&self.file)
+    }
+
+    /// Reads exactly `buf.len()` bytes at `position`.
+    pub(crate) fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
+        read_exact_at(&self.file, buf, position)
+    }
+
+    /// Reads up to `buf.len()` bytes at `position`, stopping early only at end of file.
+    pub(crate) fn read_at_most(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
+        read_at_most(&self.file, buf, position)
+    }
+}
+
+/// Reads exactly `buf.len()` bytes at `position` from `file`.
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], position: u64) -> io::Result<()> {
+    file.read_exact_at(buf, position)
+}
+
+/// Reads up to `buf.len()` bytes at `position`, stopping early only at end of file.
+pub(crate) fn read_at_most(file: &File, buf: &mut [u8], position: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        match file.read_at(&mut buf[done..], position + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
+}
+
+/// The modification time of `file` in milliseconds since the epoch.
+pub(crate) fn modified_ms(file: &File) -> io::Result<i64> {
+    let modified = file.metadata()?.modified()?;
+    let ms = match modified.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_millis()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_millis()).unwrap_or(i64::MAX),
+    };
+    Ok(ms)
+}
+
+/// Renames `from` to `to` (an atomic move, no directory fsync).
+pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    fs::rename(from, to)?;
+    #[cfg(any(test, feature = "fault-injection"))]
+    fault::renamed(from, to);
+    Ok(())
+}
+
+/// Unlinks `path`.
+pub(crate) fn remove(path: &Path) -> io::Result<()> {
+    fs::remove_file(path)?;
+    #[cfg(any(test, feature = "fault-injection"))]
+    fault::removed(path);
+    Ok(())
+}
+
+/// fsyncs the directory `dir`, making created, renamed and removed names durable.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
