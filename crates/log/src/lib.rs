@@ -10,11 +10,15 @@ mod clock;
 mod config;
 mod error;
 mod fsutil;
+mod group_commit;
 mod lock;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod retention;
 mod segment_map;
 mod sync;
 mod topic_partition;
+mod view;
 
 pub use checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
@@ -28,6 +32,7 @@ pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
+pub use view::{Isolation, OffsetMetadata};
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

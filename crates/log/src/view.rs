@@ -1,0 +1,216 @@
+//! What readers see: an immutable snapshot of the segment map and the published offsets,
+//! swapped in whole by the single writer (`Published<LogView<S>>`).
+//!
+//! **Invariant:** every byte a snapshot lets a reader touch was written before the snapshot was
+//! published: the writer appends to the active segment first and publishes the new log end
+//! (segment base + byte position) after, and a roll publishes the new segment map together
+//! with the end offset that points into it. Readers bound every segment read by the published
+//! position, never by the file's current size, so they never see bytes past the published end.
+//!
+//! The view is generic over the segment handle so the loom models (`loom_*`) run this exact code
+//! against a fake segment.
+
+use crate::segment_map::SegmentMap;
+use crate::sync::{Arc, RwLock};
+use crate::{Error, Result};
+
+/// Where an offset lives: the offset, the base of its segment and a byte position there
+/// (Kafka's `LogOffsetMetadata`). For the log end, the position is the active segment's size;
+/// for the high watermark it is the start of the batch holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OffsetMetadata {
+    /// The offset.
+    pub offset: i64,
+    /// Base offset of the segment that holds it.
+    pub segment_base_offset: i64,
+    /// Byte position in that segment.
+    pub position: u64,
+}
+
+/// How far a read may go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isolation {
+    /// Up to the log end offset (followers, Kafka's `LOG_END`).
+    LogEnd,
+    /// Up to the high watermark (consumers, Kafka's `HIGH_WATERMARK`).
+    HighWatermark,
+}
+
+/// The size of a segment as readers may use it.
+pub(crate) trait SegmentSize {
+    /// Bytes of the segment that are published (for a sealed segment: all of it).
+    fn size_bytes(&self) -> u64;
+}
+
+/// One published state of the log.
+#[derive(Debug)]
+pub(crate) struct LogView<S> {
+    pub(crate) segments: Arc<SegmentMap<S>>,
+    pub(crate) log_start_offset: i64,
+    pub(crate) end: OffsetMetadata,
+    pub(crate) high_watermark: OffsetMetadata,
+}
+
+impl<S> Clone for LogView<S> {
+    fn clone(&self) -> Self {
+        Self {
+            segments: Arc::clone(&self.segments),
+            log_start_offset: self.log_start_offset,
+            end: self.end,
+            high_watermark: self.high_watermark,
+        }
+    }
+}
+
+/// The segments a read visits, oldest first, each with the byte position it must not pass.
+#[derive(Debug)]
+pub(crate) struct ReadPlan<S> {
+    pub(crate) steps: Vec<(S, u64)>,
+    /// The bound the read used (LEO or HW).
+    pub(crate) max_offset: OffsetMetadata,
+}
+
+impl<S: Clone + SegmentSize> LogView<S> {
+    /// Plans `read(start_offset, isolation)` as Kafka's `UnifiedLog.read` / `LocalLog.read`:
+    /// out of range below the log start or above the LEO; empty at or above the isolation
+    /// bound; otherwise the segments from `floor(start)` up to the bound's segment.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfRange`] naming the log start and end.
+    pub(crate) fn plan_read(&self, start_offset: i64, isolation: Isolation) -> Result<ReadPlan<S>> {
+        let out_of_range = || Error::OffsetOutOfRange {
+            offset: start_offset,
+            log_start_offset: self.log_start_offset,
+            log_end_offset: self.end.offset,
+        };
+        if start_offset < self.log_start_offset || start_offset > self.end.offset {
+            return Err(out_of_range());
+        }
+        let max_offset = match isolation {
+            Isolation::LogEnd => self.end,
+            Isolation::HighWatermark => self.high_watermark,
+        };
+        let mut steps = Vec::new();
+        if start_offset >= max_offset.offset {
+            return Ok(ReadPlan { steps, max_offset });
+        }
+        if self.segments.floor(start_offset).is_none() {
+            return Err(out_of_range());
+        }
+        for (base, segment) in self.segments.from_floor(start_offset) {
+            let bound = match base.cmp(&max_offset.segment_base_offset) {
+                std::cmp::Ordering::Less => segment.size_bytes(),
+                std::cmp::Ordering::Equal => max_offset.position,
+                std::cmp::Ordering::Greater => break,
+            };
+            steps.push((segment.clone(), bound));
+        }
+        Ok(ReadPlan { steps, max_offset })
+    }
+}
+
+/// A value readers load without waiting for the writer's I/O: the lock is held only to clone
+/// or replace an `Arc`.
+#[derive(Debug)]
+pub(crate) struct Published<T> {
+    current: RwLock<Arc<T>>,
+}
+
+impl<T> Published<T> {
+    pub(crate) fn new(value: T) -> Self {
+        Self {
+            current: RwLock::new(Arc::new(value)),
+        }
+    }
+
+    /// The current snapshot.
+    pub(crate) fn load(&self) -> Arc<T> {
+        match self.current.read() {
+            Ok(guard) => Arc::clone(&guard),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a
+    /// load-modify-publish sequence by the writer is never lost.
+    pub(crate) fn publish(&self, value: T) {
+        let value = Arc::new(value);
+        match self.current.write() {
+            Ok(mut guard) => *guard = value,
+            Err(poisoned) => *poisoned.into_inner() = value,
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    struct Fake(u64);
+    impl SegmentSize for Fake {
+        fn size_bytes(&self) -> u64 {
+            self.0
+        }
+    }
+
+    fn meta(offset: i64, segment_base_offset: i64, position: u64) -> OffsetMetadata {
+        OffsetMetadata {
+            offset,
+            segment_base_offset,
+            position,
+        }
+    }
+
+    fn view() -> LogView<Fake> {
+        let mut map = SegmentMap::new();
+        map.insert(0, Fake(1000));
+        map.insert(10, Fake(2000));
+        map.insert(20, Fake(3000));
+        LogView {
+            segments: Arc::new(map),
+            log_start_offset: 5,
+            end: meta(30, 20, 2500),
+            high_watermark: meta(15, 10, 700),
+        }
+    }
+
+    #[test]
+    fn out_of_range_names_start_and_end() {
+        let v = view();
+        for offset in [4, 31] {
+            match v.plan_read(offset, Isolation::LogEnd) {
+                Err(Error::OffsetOutOfRange {
+                    log_start_offset: 5,
+                    log_end_offset: 30,
+                    ..
+                }) => {}
+                other => panic!("{offset}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_follow_isolation() {
+        let v = view();
+        let plan = v.plan_read(7, Isolation::LogEnd).unwrap();
+        let bounds: Vec<u64> = plan.steps.iter().map(|s| s.1).collect();
+        assert_eq!(bounds, vec![1000, 2000, 2500]);
+        let plan = v.plan_read(7, Isolation::HighWatermark).unwrap();
+        let bounds: Vec<u64> = plan.steps.iter().map(|s| s.1).collect();
+        assert_eq!(bounds, vec![1000, 700]);
+        assert!(
+            v.plan_read(15, Isolation::HighWatermark)
+                .unwrap()
+                .steps
+                .is_empty()
+        );
+        assert!(
+            v.plan_read(22, Isolation::HighWatermark)
+                .unwrap()
+                .steps
+                .is_empty()
+        );
+        assert!(v.plan_read(30, Isolation::LogEnd).unwrap().steps.is_empty());
+    }
+}
