@@ -1,0 +1,335 @@
+//! The lifecycle both indexes share (Kafka's `AbstractIndex`): open or create and preallocate,
+//! map, trim, resize, truncate, flush, rename, close, delete.
+//!
+//! Locks, in acquisition order:
+//! * `slots` (`RwLock`, Kafka's remap lock): readers and appenders hold it shared while they
+//!   touch the buffer; truncate, resize and trim hold it exclusively. Appends never wait for
+//!   readers and readers never wait for appends.
+//! * the append mutex inside [`Slots`], taken under a shared `slots` lock.
+//! * `path`, only ever held for a clone or a rename.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use crate::entry::IndexEntry;
+use crate::error::Error;
+#[cfg(not(loom))]
+use crate::mmap::HeapBuffer;
+use crate::mmap::{Backing, FileBuffer, Push, Slots};
+use crate::sync::{Mutex, RwLock, lock, read, write};
+
+/// How the index was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// A read-write mapped file.
+    File,
+    /// A read-only mapped file: mutating calls fail with `Error::ReadOnly`.
+    ReadOnly,
+    /// A heap buffer; the path is used for error messages only.
+    Memory,
+}
+
+pub(crate) struct IndexCore<E> {
+    path: Mutex<PathBuf>,
+    base_offset: i64,
+    max_index_bytes: u32,
+    mode: Mode,
+    slots: RwLock<Slots>,
+    entry: PhantomData<fn() -> E>,
+}
+
+impl<E: IndexEntry> IndexCore<E> {
+    /// Kafka's `AbstractIndex` constructor for a writable index.
+    pub(crate) fn open(
+        path: PathBuf,
+        base_offset: i64,
+        max_index_bytes: u32,
+    ) -> Result<Self, Error> {
+        let existing = OpenOptions::new().read(true).write(true).open(&path);
+        let (file, len, published) = match existing {
+            Ok(file) => {
+                // Existing file: leave the length alone, map all of it; every whole entry counts
+                // (Kafka does not look for a zero tail; `sanity_check` does).
+                let len = file_len(&file, &path)?;
+                (file, len, len / E::SIZE)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let len = preallocated_len::<E>(&path, max_index_bytes)?;
+                let file = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+                    .map_err(|source| io_error(&path, "create", source))?;
+                file.set_len(len as u64)
+                    .map_err(|source| io_error(&path, "preallocate", source))?;
+                (file, len, 0)
+            }
+            Err(source) => return Err(io_error(&path, "open", source)),
+        };
+        let buffer =
+            FileBuffer::map(file, len, true).map_err(|source| io_error(&path, "map", source))?;
+        Ok(Self::with_backing(
+            path,
+            base_offset,
+            max_index_bytes,
+            Mode::File,
+            Backing::File(buffer),
+            published,
+        ))
+    }
+
+    /// A read-only mapping of an existing file.
+    pub(crate) fn open_read_only(path: PathBuf, base_offset: i64) -> Result<Self, Error> {
+        let file = File::open(&path).map_err(|source| io_error(&path, "open", source))?;
+        let len = file_len(&file, &path)?;
+        let buffer =
+            FileBuffer::map(file, len, false).map_err(|source| io_error(&path, "map", source))?;
+        let max = u32::try_from(len).unwrap_or(u32::MAX);
+        Ok(Self::with_backing(
+            path,
+            base_offset,
+            max,
+            Mode::ReadOnly,
+            Backing::File(buffer),
+            len / E::SIZE,
+        ))
+    }
+
+    /// A heap-backed index of `floor(max_index_bytes / SIZE)` slots (none if smaller than one
+    /// entry, so every append reports full).
+    pub(crate) fn in_memory(path: PathBuf, base_offset: i64, max_index_bytes: u32) -> Self {
+        let len = whole_entries::<E>(u64::from(max_index_bytes));
+        let len = usize::try_from(len).unwrap_or(0);
+        #[cfg(not(loom))]
+        let backing = Backing::Heap(HeapBuffer::zeroed(len));
+        // Under loom, the same public type runs over a buffer whose every slot is tracked.
+        #[cfg(loom)]
+        let backing = Backing::Loom(crate::mmap::LoomBuffer::zeroed(len, E::SIZE));
+        Self::with_backing(path, base_offset, max_index_bytes, Mode::Memory, backing, 0)
+    }
+
+    fn with_backing(
+        path: PathBuf,
+        base_offset: i64,
+        max_index_bytes: u32,
+        mode: Mode,
+        backing: Backing,
+        published: usize,
+    ) -> Self {
+        IndexCore {
+            path: Mutex::new(path),
+            base_offset,
+            max_index_bytes,
+            mode,
+            slots: RwLock::new(Slots::new(backing, E::SIZE, published)),
+            entry: PhantomData,
+        }
+    }
+
+    pub(crate) fn path(&self) -> PathBuf {
+        lock(&self.path).clone()
+    }
+
+    pub(crate) fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    pub(crate) fn entries(&self) -> usize {
+        read(&self.slots).published()
+    }
+
+    pub(crate) fn max_entries(&self) -> usize {
+        read(&self.slots).capacity()
+    }
+
+    pub(crate) fn file_len(&self) -> u64 {
+        read(&self.slots).byte_len() as u64
+    }
+
+    /// Calls `f` with the published entries' bytes, under the shared remap lock.
+    #[inline]
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        read(&self.slots).read(f)
+    }
+
+    /// Calls `f` with the published entries' bytes and the file length in bytes.
+    pub(crate) fn read_with_len<R>(&self, f: impl FnOnce(&[u8], u64) -> R) -> R {
+        let slots = read(&self.slots);
+        let len = slots.byte_len() as u64;
+        slots.read(|bytes| f(bytes, len))
+    }
+
+    /// Appends the entry `decide` returns (see [`Slots::push_with`]); `IndexFull` when the
+    /// buffer has no whole slot left.
+    pub(crate) fn push_with<B: AsRef<[u8]>>(
+        &self,
+        decide: impl FnOnce(&[u8], usize) -> Result<Option<B>, Error>,
+    ) -> Result<(), Error> {
+        self.ensure_writable()?;
+        let slots = read(&self.slots);
+        match slots.push_with(decide)? {
+            Push::Appended | Push::Skipped => Ok(()),
+            Push::NoRoom => Err(Error::IndexFull {
+                path: self.path(),
+                entries: slots.published(),
+            }),
+            Push::ReadOnly => Err(Error::ReadOnly { path: self.path() }),
+        }
+    }
+
+    /// Keeps the first `keep(published bytes)` entries.
+    pub(crate) fn truncate_with(&self, keep: impl FnOnce(&[u8]) -> usize) -> Result<(), Error> {
+        self.ensure_writable()?;
+        write(&self.slots).truncate_with(keep);
+        Ok(())
+    }
+
+    /// Kafka's `resize`: round down to whole entries; `false` if the length is unchanged.
+    pub(crate) fn resize(&self, new_len: u64) -> Result<bool, Error> {
+        self.resize_with(|_| new_len)
+    }
+
+    /// Kafka's `trimToValidSize`: `resize(entries * SIZE)`, computed under the same lock.
+    pub(crate) fn trim_to_valid_size(&self) -> Result<(), Error> {
+        self.resize_with(|published| (published * E::SIZE) as u64)
+            .map(drop)
+    }
+
+    /// Kafka's `reset`: drop every entry, then `resize(max_index_bytes)`.
+    pub(crate) fn reset(&self) -> Result<(), Error> {
+        self.ensure_writable()?;
+        let mut slots = write(&self.slots);
+        slots.truncate_with(|_| 0);
+        self.resize_locked(&mut slots, u64::from(self.max_index_bytes))
+            .map(drop)
+    }
+
+    fn resize_with(&self, new_len: impl FnOnce(usize) -> u64) -> Result<bool, Error> {
+        self.ensure_writable()?;
+        let mut slots = write(&self.slots);
+        let new_len = new_len(slots.published());
+        self.resize_locked(&mut slots, new_len)
+    }
+
+    fn resize_locked(&self, slots: &mut Slots, new_len: u64) -> Result<bool, Error> {
+        let rounded = whole_entries::<E>(new_len);
+        let invalid = || Error::InvalidSize {
+            path: self.path(),
+            size: new_len,
+            entry_size: E::SIZE,
+        };
+        let rounded = usize::try_from(rounded).map_err(|_| invalid())?;
+        if rounded == slots.byte_len() {
+            return Ok(false);
+        }
+        if rounded < slots.published() * E::SIZE {
+            return Err(invalid());
+        }
+        slots
+            .resize(rounded)
+            .map_err(|source| io_error(&self.path(), "resize", source))?;
+        Ok(true)
+    }
+
+    /// msync (a no-op in memory and read-only).
+    pub(crate) fn flush(&self) -> Result<(), Error> {
+        if self.mode != Mode::File {
+            return Ok(());
+        }
+        read(&self.slots)
+            .flush()
+            .map_err(|source| io_error(&self.path(), "flush", source))
+    }
+
+    /// Renames the file. Like Kafka, the new path is kept even when the rename fails, and the
+    /// parent directory is not fsynced (the segment layer does that).
+    pub(crate) fn rename_to(&self, new_path: PathBuf) -> Result<(), Error> {
+        self.ensure_writable()?;
+        let mut path = lock(&self.path);
+        let result = match self.mode {
+            Mode::File => fs::rename(&*path, &new_path),
+            Mode::ReadOnly | Mode::Memory => Ok(()),
+        };
+        let old = std::mem::replace(&mut *path, new_path);
+        result.map_err(|source| io_error(&old, "rename", source))
+    }
+
+    /// Trims (a writable file) and unmaps.
+    pub(crate) fn close(self) -> Result<(), Error> {
+        if self.mode == Mode::File {
+            self.trim_to_valid_size()?;
+        }
+        Ok(())
+    }
+
+    /// Unmaps, then removes the file (a missing file is fine).
+    pub(crate) fn delete(self) -> Result<(), Error> {
+        self.ensure_writable()?;
+        let IndexCore {
+            path, mode, slots, ..
+        } = self;
+        drop(slots);
+        let path = path
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if mode != Mode::File {
+            return Ok(());
+        }
+        match fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(source) => Err(io_error(&path, "delete", source)),
+        }
+    }
+
+    pub(crate) fn ensure_writable(&self) -> Result<(), Error> {
+        if self.mode == Mode::ReadOnly {
+            return Err(Error::ReadOnly { path: self.path() });
+        }
+        Ok(())
+    }
+
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.mode == Mode::ReadOnly
+    }
+}
+
+/// `len` rounded down to whole entries.
+fn whole_entries<E: IndexEntry>(len: u64) -> u64 {
+    len / E::SIZE as u64 * E::SIZE as u64
+}
+
+fn preallocated_len<E: IndexEntry>(path: &Path, max_index_bytes: u32) -> Result<usize, Error> {
+    let len = whole_entries::<E>(u64::from(max_index_bytes));
+    match usize::try_from(len) {
+        Ok(len) if len > 0 => Ok(len),
+        _ => Err(Error::InvalidSize {
+            path: path.to_path_buf(),
+            size: u64::from(max_index_bytes),
+            entry_size: E::SIZE,
+        }),
+    }
+}
+
+fn file_len(file: &File, path: &Path) -> Result<usize, Error> {
+    let len = file
+        .metadata()
+        .map_err(|source| io_error(path, "stat", source))?
+        .len();
+    usize::try_from(len).map_err(|_| Error::InvalidSize {
+        path: path.to_path_buf(),
+        size: len,
+        entry_size: 0,
+    })
+}
+
+pub(crate) fn io_error(path: &Path, op: &'static str, source: io::Error) -> Error {
+    Error::Io {
+        path: path.to_path_buf(),
+        op,
+        source,
+    }
+}

@@ -1,0 +1,466 @@
+//! Entry storage and the publish/observe protocol. The only `unsafe` code in the workspace.
+//!
+//! [`Slots`] owns a byte buffer (a mapped file, a heap buffer, or under `cfg(loom)` a
+//! loom-tracked buffer; see [`Buffer`]) and the count of *published* entries. Its safe API
+//! upholds one invariant that every `unsafe` block below relies on:
+//!
+//! **Invariant:** bytes below `published * slot_size` are never written while a `&Slots`
+//! exists, and `published * slot_size <= buffer.len()` at all times.
+//! * [`Slots::push_with`] writes only the slot at `published` (under the `append` mutex, so one
+//!   writer at a time), then publishes it with a `Release` store.
+//! * Readers load `published` with `Acquire` and only read below it, so they see fully written
+//!   entries and never an unwritten or half-written one.
+//! * Lowering `published` (truncation) and replacing the buffer (resize, trim) need
+//!   `&mut Slots`, i.e. no reader or appender holds a `&Slots` (the caller keeps `Slots` in a
+//!   `RwLock`: Kafka's "remap lock", KAFKA-19390). That is also what makes a shrink safe: a
+//!   reader never touches a mapped page beyond the end of the file (SIGBUS).
+//!
+//! Mapping a file is itself `unsafe`: the bytes can change under us if another process writes
+//! or truncates the file. We rely on the segment layer's exclusive directory lock, and we only
+//! shrink a file after unmapping it.
+
+use std::fs::File;
+use std::io;
+
+use crate::sync::{AtomicUsize, Mutex, Ordering, lock};
+
+/// Raw memory that holds entry bytes. Implemented by the mapped file, the heap buffer and the
+/// loom buffer; [`Backing`] dispatches to them.
+pub(crate) trait Buffer: Send + Sync {
+    /// Length in bytes.
+    fn len(&self) -> usize;
+
+    /// Calls `f` with bytes `0..len`.
+    ///
+    /// # Safety
+    /// `len <= self.len()` and nothing writes to `0..len` while `f` runs.
+    unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R;
+
+    /// Copies `bytes` to `at..at + bytes.len()`.
+    ///
+    /// # Safety
+    /// The range is within `self.len()`, the buffer is writable, and nothing else reads or
+    /// writes that range meanwhile.
+    unsafe fn write(&self, at: usize, bytes: &[u8]);
+
+    /// Makes written bytes durable (msync for a file; nothing for memory).
+    fn flush(&self) -> io::Result<()>;
+
+    /// Changes the length to `new_len`, keeping the bytes below `keep` (which is `<=` both the old
+    /// and the new length). New bytes are zero.
+    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()>;
+
+    /// Whether [`Buffer::write`] is allowed.
+    fn writable(&self) -> bool;
+}
+
+/// A memory-mapped index file.
+pub(crate) struct FileBuffer {
+    file: File,
+    /// `None` only between unmapping and remapping in `set_len`, or after a failed remap.
+    map: Option<memmap2::MmapRaw>,
+    writable: bool,
+}
+
+impl FileBuffer {
+    /// Maps the first `len` bytes of `file` (the caller has set the file to that length).
+    pub(crate) fn map(file: File, len: usize, writable: bool) -> io::Result<FileBuffer> {
+        let map = Self::map_raw(&file, len, writable)?;
+        Ok(FileBuffer {
+            file,
+            map: Some(map),
+            writable,
+        })
+    }
+
+    fn map_raw(file: &File, len: usize, writable: bool) -> io::Result<memmap2::MmapRaw> {
+        let mut options = memmap2::MmapOptions::new();
+        options.len(len);
+        // memmap2's `map_raw*` are safe functions: they hand out raw pointers, and every
+        // dereference below is an `unsafe` block with its own SAFETY note.
+        if writable {
+            options.map_raw(file)
+        } else {
+            options.map_raw_read_only(file)
+        }
+    }
+}
+
+impl Buffer for FileBuffer {
+    fn len(&self) -> usize {
+        self.map.as_ref().map_or(0, memmap2::MmapRaw::len)
+    }
+
+    unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        match &self.map {
+            Some(map) if len > 0 => {
+                // SAFETY: `len <= map.len()` (caller contract), so the range is inside one live
+                // mapping of a file at least that long (we never shrink a mapped file, and the
+                // directory is exclusively ours). Nothing writes to it while `f` runs (caller
+                // contract), so a shared slice is sound.
+                f(unsafe { std::slice::from_raw_parts(map.as_ptr(), len) })
+            }
+            _ => f(&[]),
+        }
+    }
+
+    unsafe fn write(&self, at: usize, bytes: &[u8]) {
+        if let Some(map) = &self.map {
+            debug_assert!(self.writable && at + bytes.len() <= map.len());
+            // SAFETY: the destination is inside a live read-write mapping and nobody else
+            // accesses it meanwhile (caller contract); `bytes` cannot overlap the mapping's
+            // unpublished tail because no slice over that range exists.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    bytes.as_ptr(),
+                    map.as_mut_ptr().add(at),
+                    bytes.len(),
+                );
+            }
+        }
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        match &self.map {
+            Some(map) if self.writable && map.len() > 0 => map.flush(),
+            _ if self.writable => self.file.sync_data(),
+            _ => Ok(()),
+        }
+    }
+
+    fn set_len(&mut self, new_len: usize, _keep: usize) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
+        // Unmap before changing the length (KAFKA-19390): no mapping may ever cover bytes
+        // past the end of the file.
+        self.map = None;
+        self.file.set_len(new_len as u64)?;
+        self.map = Some(Self::map_raw(&self.file, new_len, true)?);
+        Ok(())
+    }
+
+    fn writable(&self) -> bool {
+        self.writable
+    }
+}
+
+/// A zero-initialised heap buffer for indexes that never touch the disk.
+#[cfg_attr(loom, allow(dead_code))] // under loom, in-memory indexes use `LoomBuffer`
+pub(crate) struct HeapBuffer {
+    /// From `Box::<[u8]>::into_raw`; freed in `Drop`.
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: `HeapBuffer` owns its allocation like a `Box<[u8]>`. Shared access goes through
+// `with_prefix`/`write`, whose contracts (upheld by `Slots`) rule out data races.
+unsafe impl Send for HeapBuffer {}
+// SAFETY: as above.
+unsafe impl Sync for HeapBuffer {}
+
+#[cfg_attr(loom, allow(dead_code))]
+impl HeapBuffer {
+    pub(crate) fn zeroed(len: usize) -> HeapBuffer {
+        // `vec![0; n]` asks the allocator for zeroed pages, so a large buffer costs nothing
+        // until it is written.
+        let boxed: Box<[u8]> = vec![0u8; len].into_boxed_slice();
+        let len = boxed.len();
+        HeapBuffer {
+            ptr: Box::into_raw(boxed).cast::<u8>(),
+            len,
+        }
+    }
+}
+
+impl Drop for HeapBuffer {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from `Box::<[u8]>::into_raw` and are freed exactly once.
+        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+    }
+}
+
+impl Buffer for HeapBuffer {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        // SAFETY: `len <= self.len` and no concurrent writes to `0..len` (caller contract).
+        f(unsafe { std::slice::from_raw_parts(self.ptr, len) })
+    }
+
+    unsafe fn write(&self, at: usize, bytes: &[u8]) {
+        debug_assert!(at + bytes.len() <= self.len);
+        // SAFETY: inside the allocation, and nobody else accesses the range (caller contract).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(at), bytes.len()) }
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
+        let next = HeapBuffer::zeroed(new_len);
+        let keep = keep.min(new_len).min(self.len);
+        // SAFETY: `&mut self` excludes every other access; both ranges are in bounds.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr, next.ptr, keep) };
+        *self = next;
+        Ok(())
+    }
+
+    fn writable(&self) -> bool {
+        true
+    }
+}
+
+/// A buffer whose every slot is a loom `UnsafeCell`, so loom reports any read that is not
+/// ordered after the write of the same slot.
+#[cfg(loom)]
+pub(crate) struct LoomBuffer {
+    slots: Vec<loom::cell::UnsafeCell<Vec<u8>>>,
+    slot_size: usize,
+}
+
+#[cfg(loom)]
+impl LoomBuffer {
+    pub(crate) fn zeroed(len: usize, slot_size: usize) -> LoomBuffer {
+        let slots = (0..len / slot_size)
+            .map(|_| loom::cell::UnsafeCell::new(vec![0u8; slot_size]))
+            .collect();
+        LoomBuffer { slots, slot_size }
+    }
+}
+
+#[cfg(loom)]
+impl Buffer for LoomBuffer {
+    fn len(&self) -> usize {
+        self.slots.len() * self.slot_size
+    }
+
+    unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        let mut copy = Vec::with_capacity(len);
+        for cell in &self.slots[..len / self.slot_size] {
+            // SAFETY: loom checks the contract: it panics if this read races a write.
+            cell.with(|slot| copy.extend_from_slice(unsafe { &*slot }));
+        }
+        f(&copy)
+    }
+
+    unsafe fn write(&self, at: usize, bytes: &[u8]) {
+        let cell = &self.slots[at / self.slot_size];
+        // SAFETY: loom checks the contract: it panics if this write races any access.
+        cell.with_mut(|slot| unsafe { (*slot).copy_from_slice(bytes) });
+    }
+
+    fn flush(&self) -> io::Result<()> {
+        Ok(())
+    }
+
+    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
+        let next = LoomBuffer::zeroed(new_len, self.slot_size);
+        for (from, to) in self
+            .slots
+            .iter()
+            .zip(&next.slots)
+            .take(keep / self.slot_size)
+        {
+            // SAFETY: `&mut self` and a fresh buffer: no other access exists.
+            from.with(|src| to.with_mut(|dst| unsafe { (*dst).copy_from_slice(&*src) }));
+        }
+        *self = next;
+        Ok(())
+    }
+
+    fn writable(&self) -> bool {
+        true
+    }
+}
+
+/// The storage behind one index (static dispatch over the [`Buffer`] implementations).
+pub(crate) enum Backing {
+    File(FileBuffer),
+    Heap(HeapBuffer),
+    #[cfg(loom)]
+    Loom(LoomBuffer),
+}
+
+macro_rules! dispatch {
+    ($self:expr, $b:ident => $body:expr) => {
+        match $self {
+            Backing::File($b) => $body,
+            Backing::Heap($b) => $body,
+            #[cfg(loom)]
+            Backing::Loom($b) => $body,
+        }
+    };
+}
+
+impl Buffer for Backing {
+    fn len(&self) -> usize {
+        dispatch!(self, b => b.len())
+    }
+    unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        // SAFETY: same contract, forwarded.
+        dispatch!(self, b => unsafe { b.with_prefix(len, f) })
+    }
+    unsafe fn write(&self, at: usize, bytes: &[u8]) {
+        // SAFETY: same contract, forwarded.
+        dispatch!(self, b => unsafe { b.write(at, bytes) })
+    }
+    fn flush(&self) -> io::Result<()> {
+        dispatch!(self, b => b.flush())
+    }
+    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
+        dispatch!(self, b => b.set_len(new_len, keep))
+    }
+    fn writable(&self) -> bool {
+        dispatch!(self, b => b.writable())
+    }
+}
+
+/// Outcome of [`Slots::push_with`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Push {
+    /// The entry was written and published.
+    Appended,
+    /// The decision closure chose not to append.
+    Skipped,
+    /// No whole slot left in the buffer (or the entry has the wrong size).
+    NoRoom,
+    /// The buffer is a read-only mapping.
+    ReadOnly,
+}
+
+/// Fixed-size slots over a [`Backing`], with the entry count published atomically.
+pub(crate) struct Slots {
+    backing: Backing,
+    slot_size: usize,
+    /// Entries readers may read. See the module docs for the invariant.
+    published: AtomicUsize,
+    /// Serializes `push_with`.
+    append: Mutex<()>,
+}
+
+impl Slots {
+    /// Wraps `backing`, publishing its first `published` slots (clamped to whole slots).
+    pub(crate) fn new(backing: Backing, slot_size: usize, published: usize) -> Slots {
+        let published = published.min(backing.len() / slot_size);
+        Slots {
+            backing,
+            slot_size,
+            published: AtomicUsize::new(published),
+            append: Mutex::new(()),
+        }
+    }
+
+    /// Published entries (`Acquire`: the entries below it are fully written).
+    pub(crate) fn published(&self) -> usize {
+        self.published.load(Ordering::Acquire)
+    }
+
+    /// Whole slots the buffer can hold.
+    pub(crate) fn capacity(&self) -> usize {
+        self.backing.len() / self.slot_size
+    }
+
+    /// Buffer length in bytes (the file length for a mapped file).
+    pub(crate) fn byte_len(&self) -> usize {
+        self.backing.len()
+    }
+
+    /// Calls `f` with the published entries' bytes.
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        let published = self.published.load(Ordering::Acquire);
+        // SAFETY: `published * slot_size <= len` and those bytes are never written while
+        // `&self` lives (module invariant); the `Acquire` load pairs with the `Release` store in
+        // `push_with`, so all of them are fully written and visible.
+        unsafe { self.backing.with_prefix(published * self.slot_size, f) }
+    }
+
+    /// Appends one entry if `decide` says so. `decide` gets the published bytes and the
+    /// capacity in slots, and returns the entry's bytes, `None` to skip, or an error. Calls are
+    /// serialized, so the check and the append are atomic with respect to other appenders.
+    pub(crate) fn push_with<B, E>(
+        &self,
+        decide: impl FnOnce(&[u8], usize) -> Result<Option<B>, E>,
+    ) -> Result<Push, E>
+    where
+        B: AsRef<[u8]>,
+    {
+        if !self.backing.writable() {
+            return Ok(Push::ReadOnly);
+        }
+        let _append = lock(&self.append);
+        // Only `push_with` (serialized by `append`) and `&mut self` methods change `published`.
+        let published = self.published.load(Ordering::Relaxed);
+        let at = published * self.slot_size;
+        // SAFETY: bytes below `at` are never written while `&self` lives (module invariant).
+        let decision = unsafe {
+            self.backing
+                .with_prefix(at, |bytes| decide(bytes, self.capacity()))
+        }?;
+        let Some(entry) = decision else {
+            return Ok(Push::Skipped);
+        };
+        let entry = entry.as_ref();
+        if entry.len() != self.slot_size || at + self.slot_size > self.backing.len() {
+            return Ok(Push::NoRoom);
+        }
+        // SAFETY: `at..at + slot_size` is inside the buffer, which is writable. Readers only
+        // read below `published * slot_size = at`, other appenders are excluded by `append`,
+        // and remaps need `&mut self`.
+        unsafe { self.backing.write(at, entry) };
+        self.published.store(published + 1, Ordering::Release);
+        Ok(Push::Appended)
+    }
+
+    /// Keeps `keep(published bytes)` entries (never more than now). Exclusive access means no
+    /// reader can be reading a slot that a later append overwrites.
+    pub(crate) fn truncate_with(&mut self, keep: impl FnOnce(&[u8]) -> usize) {
+        let published = self.published();
+        let keep = self.read(keep).min(published);
+        self.published.store(keep, Ordering::Release);
+    }
+
+    /// Resizes the buffer to `new_len` bytes, keeping the published entries (the caller has
+    /// checked that `new_len` holds them).
+    pub(crate) fn resize(&mut self, new_len: usize) -> io::Result<()> {
+        let keep = self.published() * self.slot_size;
+        let result = self.backing.set_len(new_len, keep.min(new_len));
+        // Even after a failed remap, never publish more than the buffer holds.
+        let fits = self.backing.len() / self.slot_size;
+        if self.published() > fits {
+            self.published.store(fits, Ordering::Release);
+        }
+        result
+    }
+
+    /// Flushes written bytes (msync for a mapped file).
+    pub(crate) fn flush(&self) -> io::Result<()> {
+        self.backing.flush()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heap_push_publish_truncate_resize() {
+        let mut slots = Slots::new(Backing::Heap(HeapBuffer::zeroed(20)), 8, 0);
+        assert_eq!(slots.capacity(), 2);
+        let push = |s: &Slots, b: [u8; 8]| s.push_with(|_, _| Ok::<_, ()>(Some(b)));
+        assert_eq!(push(&slots, [1; 8]), Ok(Push::Appended));
+        assert_eq!(push(&slots, [2; 8]), Ok(Push::Appended));
+        assert_eq!(push(&slots, [3; 8]), Ok(Push::NoRoom));
+        assert_eq!(slots.read(<[u8]>::to_vec), [[1u8; 8], [2; 8]].concat());
+        slots.truncate_with(|_| 1);
+        assert_eq!(slots.published(), 1);
+        assert!(slots.resize(8).is_ok());
+        assert_eq!(slots.capacity(), 1);
+        assert_eq!(slots.read(<[u8]>::to_vec), vec![1u8; 8]);
+        assert!(slots.resize(0).is_ok());
+        assert_eq!(slots.published(), 0);
+    }
+}
