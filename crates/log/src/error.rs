@@ -93,6 +93,9 @@ pub enum Error {
         /// The partition directory.
         dir: PathBuf,
     },
+    /// An appended buffer holds a corrupt or malformed batch (bad CRC, bad framing).
+    #[error("append rejected: invalid batch")]
+    Records(#[source] seglog_records::Error),
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {

@@ -8,6 +8,7 @@ mod checkpoint;
 mod clean_shutdown;
 mod clock;
 mod config;
+mod deletion;
 mod error;
 mod fsutil;
 mod group_commit;
@@ -18,6 +19,7 @@ mod retention;
 mod segment_map;
 mod sync;
 mod topic_partition;
+mod validate;
 mod view;
 
 pub use checkpoint::{

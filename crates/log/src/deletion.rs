@@ -1,0 +1,72 @@
+//! Delayed deletion: segments removed from the log are renamed `.deleted` at once and unlinked
+//! `file.delete.delay.ms` later by [`crate::Log::tick`] (or at close). Readers that already hold
+//! a slice keep their open file and keep reading.
+
+use crate::sync::{Mutex, lock};
+
+/// Items waiting for their deletion time.
+#[derive(Debug)]
+pub(crate) struct DeleteQueue<T> {
+    pending: Mutex<Vec<(i64, T)>>,
+}
+
+impl<T> Default for DeleteQueue<T> {
+    fn default() -> Self {
+        Self {
+            pending: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> DeleteQueue<T> {
+    /// Queues `item` to be deleted at `due_ms`.
+    pub(crate) fn push(&self, due_ms: i64, item: T) {
+        lock(&self.pending).push((due_ms, item));
+    }
+
+    /// Removes and returns every item due at `now_ms`.
+    pub(crate) fn take_due(&self, now_ms: i64) -> Vec<T> {
+        let mut pending = lock(&self.pending);
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut *pending)
+            .into_iter()
+            .partition(|(at, _)| *at <= now_ms);
+        *pending = keep;
+        due.into_iter().map(|(_, item)| item).collect()
+    }
+
+    /// Removes and returns everything (close: delete now rather than leave `.deleted` files).
+    pub(crate) fn take_all(&self) -> Vec<T> {
+        std::mem::take(&mut *lock(&self.pending))
+            .into_iter()
+            .map(|(_, item)| item)
+            .collect()
+    }
+
+    /// Puts items back (a failed deletion is retried at the next tick).
+    pub(crate) fn requeue(&self, due_ms: i64, items: impl IntoIterator<Item = T>) {
+        lock(&self.pending).extend(items.into_iter().map(|item| (due_ms, item)));
+    }
+
+    /// Number of items waiting.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.pending).len()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_items_when_due() {
+        let queue = DeleteQueue::default();
+        queue.push(100, "a");
+        queue.push(50, "b");
+        assert!(queue.take_due(49).is_empty());
+        assert_eq!(queue.take_due(50), vec!["b"]);
+        assert_eq!(queue.len(), 1);
+        queue.requeue(10, ["c"]);
+        assert_eq!(queue.take_all().len(), 2);
+        assert_eq!(queue.len(), 0);
+    }
+}

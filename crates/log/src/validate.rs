@@ -1,0 +1,341 @@
+//! Validating appended batches and assigning offsets in place (Kafka's
+//! `analyzeAndValidateRecords` + `LogValidator`, spec §5.4), as pure functions over a buffer.
+
+use seglog_records::{BatchHeader, Batches, MAGIC_V2, TimestampType as RecordTimestampType};
+
+use crate::config::{LogConfig, TimestampType};
+use crate::{AppendErrorKind, Error, Result};
+
+/// Who is appending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The leader: offsets are assigned, batches fully validated.
+    Leader,
+    /// A follower: offsets are kept and must increase; a partial trailing batch (a fetch cut
+    /// mid-batch) is dropped as Kafka does.
+    Follower,
+}
+
+/// One batch of an append buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BatchSpan {
+    pub(crate) position: usize,
+    pub(crate) header: BatchHeader,
+}
+
+impl BatchSpan {
+    fn range(&self) -> std::ops::Range<usize> {
+        self.position..self.position + self.header.total_size as usize
+    }
+
+    /// Number of offsets the batch spans (`lastOffsetDelta + 1` for v2).
+    fn offset_span(&self) -> i64 {
+        self.header.last_offset - self.header.base_offset.unwrap_or(self.header.last_offset) + 1
+    }
+}
+
+/// What an append buffer holds, after validation (and, for the leader, offset assignment).
+#[derive(Debug, Clone)]
+pub(crate) struct Analysis {
+    pub(crate) batches: Vec<BatchSpan>,
+    /// Bytes of whole batches; the buffer is cut here before writing.
+    pub(crate) valid_bytes: usize,
+}
+
+impl Analysis {
+    /// First offset: the first batch's base offset, or for a legacy compressed wrapper its
+    /// last offset (the first is unknown without decompressing).
+    pub(crate) fn first_offset(&self) -> i64 {
+        self.batches
+            .first()
+            .map_or(-1, |b| b.header.base_offset.unwrap_or(b.header.last_offset))
+    }
+
+    /// The offset to roll at when a roll is needed: v2 (and uncompressed legacy) knows its
+    /// first offset; a legacy compressed wrapper uses `last − i32::MAX` (KAFKA-4451/6530).
+    pub(crate) fn roll_offset(&self) -> i64 {
+        self.batches
+            .first()
+            .map_or(-1, |b| match b.header.base_offset {
+                Some(base) => base,
+                None => b.header.last_offset - i64::from(i32::MAX),
+            })
+    }
+
+    /// Last offset of the last batch.
+    pub(crate) fn last_offset(&self) -> i64 {
+        self.batches.last().map_or(-1, |b| b.header.last_offset)
+    }
+
+    /// The largest batch max timestamp and the last offset of the first batch holding it
+    /// (Kafka's `shallowOffsetOfMaxTimestamp`); `(-1, first batch's last offset)` when no
+    /// batch has a timestamp.
+    pub(crate) fn max_timestamp(&self) -> (i64, i64) {
+        let mut max = (
+            -1,
+            self.batches.first().map_or(-1, |b| b.header.last_offset),
+        );
+        for b in &self.batches {
+            if b.header.max_timestamp_ms > max.0 {
+                max = (b.header.max_timestamp_ms, b.header.last_offset);
+            }
+        }
+        max
+    }
+
+    /// Number of records (offsets) the append covers, for `flush.messages`.
+    pub(crate) fn offset_count(&self) -> i64 {
+        self.batches.iter().map(BatchSpan::offset_span).sum()
+    }
+}
+
+/// Checks every batch of `buffer` for `origin`: framing, CRC, and for the leader magic v2,
+/// `max.message.bytes`, record counts, no control batches and the CreateTime window.
+///
+/// # Errors
+/// [`Error::InvalidAppend`] or [`Error::Records`] (a corrupt batch); nothing is written.
+pub(crate) fn analyze(
+    buffer: &[u8],
+    origin: Origin,
+    config: &LogConfig,
+    now_ms: i64,
+) -> Result<Analysis> {
+    let mut batches = Vec::new();
+    let mut iter = Batches::new(buffer, 0);
+    for batch in iter.by_ref() {
+        let batch = batch.map_err(Error::Records)?;
+        let header = *batch.header();
+        let position = header.position;
+        if origin == Origin::Leader {
+            check_leader_batch(&header, config, now_ms)?;
+        }
+        batch.ensure_valid().map_err(Error::Records)?;
+        if origin == Origin::Follower
+            && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
+            && header.last_offset <= previous
+        {
+            return Err(invalid(AppendErrorKind::OffsetsOutOfOrder {
+                previous_last_offset: previous,
+                last_offset: header.last_offset,
+            }));
+        }
+        batches.push(BatchSpan {
+            position: position as usize,
+            header,
+        });
+    }
+    let valid_bytes = iter.valid_bytes() as usize;
+    if batches.is_empty() {
+        return Err(invalid(AppendErrorKind::Empty {
+            size: buffer.len() as u64,
+        }));
+    }
+    if origin == Origin::Leader && valid_bytes < buffer.len() {
+        return Err(invalid(AppendErrorKind::TrailingBytes {
+            trailing: (buffer.len() - valid_bytes) as u64,
+        }));
+    }
+    Ok(Analysis {
+        batches,
+        valid_bytes,
+    })
+}
+
+fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> Result<()> {
+    let position = header.position;
+    if header.magic != MAGIC_V2 {
+        return Err(invalid(AppendErrorKind::UnsupportedMagic {
+            position,
+            magic: header.magic as i8,
+        }));
+    }
+    if i64::from(header.total_size) > i64::from(config.max_message_bytes) {
+        return Err(invalid(AppendErrorKind::BatchTooLarge {
+            position,
+            size: header.total_size.into(),
+            max: config.max_message_bytes.into(),
+        }));
+    }
+    if header.is_control {
+        return Err(invalid(AppendErrorKind::ControlBatch { position }));
+    }
+    let base = header.base_offset.unwrap_or(header.last_offset);
+    let last_offset_delta = (header.last_offset - base) as i32;
+    let count = header.record_count.unwrap_or(0);
+    if count <= 0 || i64::from(count) != i64::from(last_offset_delta) + 1 {
+        return Err(invalid(AppendErrorKind::InconsistentCount {
+            position,
+            last_offset_delta,
+            count,
+        }));
+    }
+    if config.message_timestamp_type == TimestampType::CreateTime
+        && header.timestamp_type == Some(RecordTimestampType::CreateTime)
+    {
+        let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
+        let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
+        let ts = header.max_timestamp_ms;
+        if ts >= 0 && (ts < min_ms || ts > max_ms) {
+            return Err(invalid(AppendErrorKind::TimestampOutOfRange {
+                position,
+                timestamp_ms: ts,
+                min_ms,
+                max_ms,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Leader: rewrites every batch's base offset so the append starts at `next_offset`, and
+/// stamps LogAppendTime when configured (recomputing the CRC). Updates `analysis` to match.
+///
+/// # Errors
+/// [`Error::Records`] if a rewrite fails (it cannot for a buffer `analyze` accepted).
+pub(crate) fn assign_offsets(
+    buffer: &mut [u8],
+    analysis: &mut Analysis,
+    next_offset: i64,
+    log_append_time_ms: Option<i64>,
+) -> Result<()> {
+    let mut next = next_offset;
+    for span in &mut analysis.batches {
+        let delta = span.offset_span() - 1;
+        let bytes = &mut buffer[span.range()];
+        seglog_records::set_base_offset(bytes, next).map_err(Error::Records)?;
+        span.header.base_offset = Some(next);
+        span.header.last_offset = next + delta;
+        if let Some(now) = log_append_time_ms {
+            seglog_records::set_log_append_time(bytes, now).map_err(Error::Records)?;
+            span.header.max_timestamp_ms = now;
+            span.header.timestamp_type = Some(RecordTimestampType::LogAppendTime);
+        }
+        next += delta + 1;
+    }
+    Ok(())
+}
+
+fn invalid(kind: AppendErrorKind) -> Error {
+    Error::InvalidAppend { kind }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use seglog_records::{BatchBuilder, BatchRef};
+
+    fn batch(base: i64, records: usize, ts: i64) -> Vec<u8> {
+        let mut b = BatchBuilder::new(base);
+        for i in 0..records {
+            b.append(ts + i as i64, None, Some(b"value"), &[]);
+        }
+        b.build().unwrap().to_vec()
+    }
+
+    fn config() -> LogConfig {
+        LogConfig {
+            message_timestamp_after_max_ms: i64::MAX,
+            ..LogConfig::default()
+        }
+    }
+
+    #[test]
+    fn leader_assigns_contiguous_offsets_and_keeps_crcs_valid() {
+        let mut buf = batch(0, 3, 100);
+        buf.extend(batch(0, 2, 50));
+        let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
+        assign_offsets(&mut buf, &mut a, 10, None).unwrap();
+        assert_eq!((a.first_offset(), a.last_offset()), (10, 14));
+        assert_eq!(a.max_timestamp(), (102, 12));
+        assert_eq!(a.offset_count(), 5);
+        let mut next = 10;
+        for b in Batches::new(&buf, 0) {
+            let b = b.unwrap();
+            b.ensure_valid().unwrap();
+            assert_eq!(b.header().base_offset, Some(next));
+            next = b.header().last_offset + 1;
+        }
+        assert_eq!(next, 15);
+    }
+
+    #[test]
+    fn log_append_time_restamps() {
+        let mut buf = batch(0, 2, 100);
+        let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
+        assign_offsets(&mut buf, &mut a, 0, Some(777)).unwrap();
+        let b = BatchRef::parse(&buf, 0).unwrap();
+        b.ensure_valid().unwrap();
+        assert_eq!(b.header().max_timestamp_ms, 777);
+        assert_eq!(a.max_timestamp(), (777, 1));
+    }
+
+    #[test]
+    fn leader_rejections() {
+        let buf = batch(0, 1, 100);
+        let small = LogConfig {
+            max_message_bytes: 10,
+            ..config()
+        };
+        let e = analyze(&buf, Origin::Leader, &small, 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::BatchTooLarge { .. }
+            }
+        ));
+        let mut bad = buf.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert!(matches!(
+            analyze(&bad, Origin::Leader, &config(), 0),
+            Err(Error::Records(_))
+        ));
+        let mut trailing = buf.clone();
+        trailing.extend([0u8; 10]);
+        let e = analyze(&trailing, Origin::Leader, &config(), 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::TrailingBytes { .. }
+            }
+        ));
+        let e = analyze(&[], Origin::Leader, &config(), 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::Empty { .. }
+            }
+        ));
+        let window = LogConfig {
+            message_timestamp_after_max_ms: 10,
+            ..config()
+        };
+        let e = analyze(&buf, Origin::Leader, &window, 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::TimestampOutOfRange { .. }
+            }
+        ));
+    }
+
+    #[test]
+    fn follower_needs_increasing_offsets_and_drops_a_partial_tail() {
+        let mut buf = batch(5, 2, 100);
+        buf.extend(batch(7, 1, 100));
+        let mut with_tail = buf.clone();
+        with_tail.extend(&batch(8, 1, 1)[..30]);
+        let a = analyze(&with_tail, Origin::Follower, &config(), 0).unwrap();
+        assert_eq!(a.valid_bytes, buf.len());
+        assert_eq!((a.first_offset(), a.last_offset()), (5, 7));
+        let mut out_of_order = batch(5, 2, 100);
+        out_of_order.extend(batch(6, 1, 100));
+        let e = analyze(&out_of_order, Origin::Follower, &config(), 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::OffsetsOutOfOrder { .. }
+            }
+        ));
+    }
+}
