@@ -12,6 +12,7 @@ mod deletion;
 mod error;
 mod fsutil;
 mod group_commit;
+mod home;
 mod lock;
 #[cfg(all(test, loom))]
 mod loom_models;

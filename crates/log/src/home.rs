@@ -1,0 +1,268 @@
+//! Where a log's directory-level state lives: the lock, the clean-shutdown marker and the two
+//! offset checkpoints (recovery point, log start offset).
+//!
+//! Kafka keeps them in the log-dir root, shared by every partition. seglog does the same and
+//! picks the root by one rule ("the state lives where the lock lives"):
+//!
+//! * [`crate::LogDir`] owns a root: it locks `<root>/.lock`, consumes `<root>/.kafka_cleanshutdown`
+//!   and reads/writes the root checkpoints for all its partitions.
+//! * A standalone `Log::open(partition_dir)` whose **parent looks like a log-dirs root** (it holds
+//!   `meta.properties` or one of Kafka's root checkpoint files or the marker) and whose name is
+//!   `<topic>-<partition>` behaves as a one-partition `LogDir` on that root: same lock, same
+//!   files, only its own checkpoint entry is updated, and the marker is consumed at open (so the
+//!   other partitions are recovered next time: safe) and rewritten at close only if it was there.
+//! * Any other standalone directory is its **own root**: `.lock`, `.kafka_cleanshutdown`,
+//!   `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` inside the partition
+//!   directory, in Kafka's formats, with one entry keyed by the directory's topic-partition (or
+//!   `seglog 0` when the name is not `<topic>-<partition>`). A broker ignores these files.
+//! * A read-only open only peeks at the same files and writes nothing.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::checkpoint::{
+    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+};
+use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
+use crate::lock::DirLock;
+use crate::{Result, TopicPartition, parse_partition_dir_name};
+
+/// What the loader needs from the directory-level state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InitialState {
+    pub(crate) had_clean_shutdown: bool,
+    /// From the recovery-point checkpoint; 0 when missing or unreadable.
+    pub(crate) recovery_point: i64,
+    /// From the log-start-offset checkpoint; 0 when missing or unreadable.
+    pub(crate) log_start_offset: i64,
+}
+
+/// Where a log's state lives; see the module docs.
+#[derive(Debug)]
+pub(crate) enum StateHome {
+    /// A standalone log with its state in `root` (the partition dir itself, or its parent).
+    Standalone {
+        _lock: DirLock,
+        root: PathBuf,
+        key: TopicPartition,
+        /// Whether to write the clean-shutdown marker at close: always for an own root; for a
+        /// shared parent root only if the marker was there at open (other partitions were
+        /// clean too).
+        write_marker: bool,
+    },
+    /// Part of a [`crate::LogDir`], which writes the root files.
+    LogDir,
+    /// Opened read-only: nothing is ever written.
+    ReadOnly,
+}
+
+/// Files in a directory that make it look like a Kafka `log.dirs` root.
+const ROOT_FILES: &[&str] = &[
+    "meta.properties",
+    RECOVERY_POINT_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    "replication-offset-checkpoint",
+    CLEAN_SHUTDOWN_FILE,
+];
+
+/// The topic-partition a partition directory's checkpoint entry is keyed by.
+pub(crate) fn key_for(dir: &Path) -> TopicPartition {
+    dir.file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| parse_partition_dir_name(n).ok())
+        .map_or_else(|| TopicPartition::new("seglog", 0), |p| p.topic_partition)
+}
+
+/// The root whose files hold this standalone directory's state, and whether it is shared.
+fn root_for(dir: &Path) -> (PathBuf, bool) {
+    let named = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| parse_partition_dir_name(n).is_ok());
+    if named
+        && let Some(parent) = dir.parent()
+        && !parent.as_os_str().is_empty()
+        && ROOT_FILES.iter().any(|f| parent.join(f).exists())
+    {
+        return (parent.to_path_buf(), true);
+    }
+    (dir.to_path_buf(), false)
+}
+
+/// Reads one entry of a checkpoint: the key's offset, or the only entry of a one-entry file
+/// (an own-root directory that was renamed), or 0. Unreadable files count as empty, as in
+/// Kafka's LogManager.
+fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> i64 {
+    let map = file.read_or_empty();
+    if let Some(offset) = map.get(key) {
+        return *offset;
+    }
+    if own_root && map.len() == 1 {
+        return map.values().next().copied().unwrap_or(0);
+    }
+    0
+}
+
+fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) -> InitialState {
+    InitialState {
+        had_clean_shutdown: clean,
+        recovery_point: entry(
+            &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
+            key,
+            own_root,
+        ),
+        log_start_offset: entry(
+            &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+            key,
+            own_root,
+        ),
+    }
+}
+
+/// Opens a standalone directory's state: lock, then consume the marker (before anything is
+/// loaded: KAFKA-10471), then read the checkpoints.
+///
+/// # Errors
+/// [`crate::Error::Locked`] if the root is locked; I/O errors of the lock or marker.
+pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
+    let (root, shared) = root_for(dir);
+    let lock = DirLock::acquire(&root)?;
+    let clean = CleanShutdownMarker::new(&root).consume()?;
+    let key = key_for(dir);
+    let state = read_state(&root, &key, !shared, clean);
+    let write_marker = !shared || clean;
+    Ok((
+        StateHome::Standalone {
+            _lock: lock,
+            root,
+            key,
+            write_marker,
+        },
+        state,
+    ))
+}
+
+/// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
+pub(crate) fn peek_read_only(dir: &Path) -> InitialState {
+    let (root, shared) = root_for(dir);
+    let clean = CleanShutdownMarker::new(&root).exists();
+    read_state(&root, &key_for(dir), !shared, clean)
+}
+
+impl StateHome {
+    /// Writes this log's entries into its root's checkpoints (standalone only; a `LogDir`
+    /// writes its own). `log_start_offset` is `None` when Kafka would omit the entry (the log
+    /// start equals the first segment's base).
+    ///
+    /// # Errors
+    /// I/O errors of the atomic checkpoint writes.
+    pub(crate) fn write_checkpoints(
+        &self,
+        recovery_point: i64,
+        log_start_offset: Option<i64>,
+    ) -> Result<()> {
+        let Self::Standalone { root, key, .. } = self else {
+            return Ok(());
+        };
+        update(
+            &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
+            key,
+            Some(recovery_point),
+        )?;
+        update(
+            &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+            key,
+            log_start_offset,
+        )
+    }
+
+    /// Writes the clean-shutdown marker if this home owns it (standalone; see `write_marker`).
+    ///
+    /// # Errors
+    /// I/O errors of the marker write.
+    pub(crate) fn write_clean_marker(&self) -> Result<()> {
+        match self {
+            Self::Standalone {
+                root,
+                write_marker: true,
+                ..
+            } => CleanShutdownMarker::new(root).write(),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Sets (or removes, with `None`) one entry of a checkpoint, keeping the others.
+fn update(file: &OffsetCheckpointFile, key: &TopicPartition, value: Option<i64>) -> Result<()> {
+    let mut map: BTreeMap<TopicPartition, i64> = file.read_or_empty();
+    match value {
+        Some(v) => {
+            map.insert(key.clone(), v);
+        }
+        None => {
+            map.remove(key);
+        }
+    }
+    file.write(&map)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_root_when_parent_is_not_a_log_dir() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("orders-3");
+        std::fs::create_dir(&dir).unwrap();
+        let (home, state) = open_standalone(&dir).unwrap();
+        assert!(!state.had_clean_shutdown);
+        assert_eq!(state.recovery_point, 0);
+        home.write_checkpoints(42, Some(7)).unwrap();
+        home.write_clean_marker().unwrap();
+        assert!(dir.join(CLEAN_SHUTDOWN_FILE).exists());
+        let text = std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
+        assert_eq!(text, "0\n1\norders 3 42\n");
+        assert!(matches!(
+            open_standalone(&dir),
+            Err(crate::Error::Locked { .. })
+        ));
+        drop(home);
+        let peek = peek_read_only(&dir);
+        assert_eq!(
+            peek,
+            InitialState {
+                had_clean_shutdown: true,
+                recovery_point: 42,
+                log_start_offset: 7
+            }
+        );
+        let (_home, state) = open_standalone(&dir).unwrap();
+        assert!(state.had_clean_shutdown);
+        assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
+    }
+
+    #[test]
+    fn shared_root_keeps_other_entries_and_marker_rule() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("meta.properties"), "version=1\n").unwrap();
+        std::fs::write(
+            tmp.path().join(RECOVERY_POINT_CHECKPOINT),
+            "0\n2\nother 0 5\norders 3 9\n",
+        )
+        .unwrap();
+        let dir = tmp.path().join("orders-3");
+        std::fs::create_dir(&dir).unwrap();
+        let (home, state) = open_standalone(&dir).unwrap();
+        assert_eq!(state.recovery_point, 9);
+        assert!(!state.had_clean_shutdown);
+        home.write_checkpoints(11, None).unwrap();
+        home.write_clean_marker().unwrap();
+        // The root was not clean at open, so the marker is not written for everybody.
+        assert!(!tmp.path().join(CLEAN_SHUTDOWN_FILE).exists());
+        let text = std::fs::read_to_string(tmp.path().join(RECOVERY_POINT_CHECKPOINT)).unwrap();
+        assert_eq!(text, "0\n2\norders 3 11\nother 0 5\n");
+        assert!(tmp.path().join(".lock").exists());
+        assert!(!dir.join(".lock").exists());
+    }
+}
