@@ -148,6 +148,9 @@ pub struct DumpArgs {
     /// Also print every record of every batch.
     #[arg(long)]
     pub records: bool,
+    /// How keys, values and header values are printed with `--records`.
+    #[arg(long, value_enum, default_value_t = Encoding::Utf8)]
+    pub encoding: Encoding,
     /// One JSON object per batch or index entry.
     #[arg(long)]
     pub json: bool,

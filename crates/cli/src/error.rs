@@ -56,16 +56,25 @@ pub enum Error {
     /// Writing to standard output failed.
     #[error("cannot write to standard output")]
     Stdout(#[source] io::Error),
-    /// A file could not be decoded (the file-level walkers of `dump` and `verify`).
-    #[error("{}: corrupt at byte {position}: {kind}", path.display())]
-    Corrupt {
+    /// A `.log` file holds bytes that are not valid batches (the file-level walkers of
+    /// `dump` and `verify`, and `read`'s decoding of what the log returned).
+    #[error("{}", path.display())]
+    Records {
         /// The file.
         path: PathBuf,
-        /// Byte position of the bad structure.
-        position: u64,
-        /// What is wrong.
-        kind: String,
+        /// What is wrong, with the byte position.
+        #[source]
+        source: seglog_records::Error,
     },
+    /// An index file could not be opened or read.
+    #[error(transparent)]
+    Index(#[from] seglog_index_core::Error),
+    /// A segment operation failed.
+    #[error(transparent)]
+    Segment(#[from] seglog_segment::Error),
+    /// A log operation failed.
+    #[error(transparent)]
+    Log(#[from] seglog::Error),
 }
 
 /// What is wrong with one input line.

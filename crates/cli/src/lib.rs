@@ -20,16 +20,20 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod cmd;
+mod dir;
 mod encoding;
 mod error;
 mod input;
 mod output;
 mod progress;
+mod view;
 
 pub use cli::{
     Cli, Command, CompressionArg, DemoArgs, DumpArgs, Encoding, InfoArgs, ProduceArgs, ReadArgs,
     RecoverArgs, RetainArgs, VerifyArgs,
 };
+pub use dir::{DirListing, SegmentFiles};
 pub use error::{Error, InputErrorKind, OneLine};
 pub use input::{InputRecord, JsonLines};
 pub use output::{AppendedLine, Out, RecordLine, TimestampTypeName};
@@ -53,7 +57,13 @@ pub enum Outcome {
 /// Any [`Error`]: bad arguments, missing or unreadable paths, bad input, storage errors.
 pub fn run(cli: Cli) -> Result<Outcome> {
     let _ = cli.quiet;
-    Err(Error::Usage { arg: "subcommand", reason: format!("{:?} is not implemented yet in this build", cli.command) })
+    match &cli.command {
+        Command::Dump(args) => cmd::dump::run(args),
+        other => Err(Error::Usage {
+            arg: "subcommand",
+            reason: format!("{other:?} is not implemented yet in this build"),
+        }),
+    }
 }
 
 /// The README's examples, compiled and run as doc tests.

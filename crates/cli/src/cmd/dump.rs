@@ -1,0 +1,457 @@
+//! `seglog dump PATH`: the raw contents of segment files, like Kafka's `DumpLogSegments`.
+//!
+//! A `.log` (or a KRaft snapshot `.checkpoint`, which holds batches too) prints its batch table,
+//! and with `--records` every record; `.index`/`.timeindex`/`.txnindex` print their entries;
+//! a directory prints all of its files. Nothing is written. Undecodable bytes are reported as
+//! problems (and the exit code is 1), not errors, so every readable part is still shown.
+
+use std::path::Path;
+
+use seglog_index_core::{OffsetIndex, TimeIndex};
+use seglog_records::{BatchRef, Batches, Record};
+use seglog_segment::{FileType, parse_file_name};
+use serde::Serialize;
+
+use crate::cli::{DumpArgs, Encoding};
+use crate::dir::DirListing;
+use crate::error::Error;
+use crate::output::{Out, TimestampTypeName};
+use crate::view::{self, MAX_DECOMPRESSED_BYTES};
+use crate::Outcome;
+
+/// Runs `seglog dump`.
+///
+/// # Errors
+/// [`Error::NotFound`] for a missing path; I/O errors; stdout errors.
+pub fn run(args: &DumpArgs) -> Result<Outcome, Error> {
+    let meta = std::fs::metadata(&args.path).map_err(Error::io("stat", &args.path))?;
+    let mut dumper = Dumper { args, out: Out::stdout(), problems: 0 };
+    if meta.is_dir() {
+        let listing = DirListing::read(&args.path)?;
+        let mut files: Vec<_> = listing
+            .segments
+            .values()
+            .flat_map(|s| [&s.log, &s.index, &s.time_index, &s.txn_index])
+            .flatten()
+            .chain(&listing.snapshots)
+            .chain(&listing.leftovers)
+            .chain(&listing.other)
+            .cloned()
+            .collect();
+        files.sort();
+        for file in files {
+            dumper.file(&file)?;
+        }
+    } else {
+        dumper.file(&args.path)?;
+    }
+    dumper.out.flush()?;
+    Ok(if dumper.problems == 0 { Outcome::Ok } else { Outcome::ProblemsFound })
+}
+
+struct Dumper<'a> {
+    args: &'a DumpArgs,
+    out: Out,
+    problems: usize,
+}
+
+/// What a file holds, by its name.
+enum Kind {
+    Log,
+    OffsetIndex(i64),
+    TimeIndex(i64),
+    TxnIndex,
+    Other,
+}
+
+fn kind_of(path: &Path) -> Kind {
+    if let Some(parsed) = parse_file_name(path) {
+        return match parsed.kind.file_type {
+            FileType::Log => Kind::Log,
+            FileType::Index => Kind::OffsetIndex(parsed.base_offset),
+            FileType::TimeIndex => Kind::TimeIndex(parsed.base_offset),
+            FileType::TxnIndex => Kind::TxnIndex,
+            FileType::Snapshot => Kind::Other,
+        };
+    }
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    // KRaft snapshots (`<offset>-<epoch>.checkpoint`) are record batches like a `.log`.
+    let kraft_snapshot = name.strip_suffix(".checkpoint").is_some_and(|stem| {
+        stem.split_once('-').is_some_and(|(a, b)| {
+            !a.is_empty() && !b.is_empty() && a.bytes().chain(b.bytes()).all(|c| c.is_ascii_digit())
+        })
+    });
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("log") => Kind::Log,
+        _ if kraft_snapshot => Kind::Log,
+        _ => Kind::Other,
+    }
+}
+
+#[derive(Serialize)]
+struct BatchLine<'a> {
+    file: &'a str,
+    position: u64,
+    base_offset: Option<i64>,
+    last_offset: i64,
+    count: Option<i32>,
+    size: u32,
+    magic: u8,
+    codec: &'static str,
+    crc: u32,
+    crc_valid: bool,
+    timestamp_type: Option<TimestampTypeName>,
+    base_timestamp: i64,
+    max_timestamp: i64,
+    producer_id: i64,
+    producer_epoch: i16,
+    base_sequence: i32,
+    last_sequence: i32,
+    partition_leader_epoch: i32,
+    transactional: bool,
+    control: bool,
+    delete_horizon_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    records: Option<Vec<DumpRecord>>,
+}
+
+#[derive(Serialize)]
+struct DumpRecord {
+    offset: i64,
+    timestamp: Option<i64>,
+    key_size: i64,
+    value_size: i64,
+    sequence: i32,
+    key: Option<String>,
+    value: Option<String>,
+    headers: Vec<(String, Option<String>)>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    control: Option<&'static str>,
+}
+
+#[derive(Serialize)]
+struct ProblemLine<'a> {
+    file: &'a str,
+    position: u64,
+    problem: String,
+}
+
+#[derive(Serialize)]
+struct OffsetEntryLine<'a> {
+    file: &'a str,
+    slot: usize,
+    offset: i64,
+    position: u32,
+}
+
+#[derive(Serialize)]
+struct TimeEntryLine<'a> {
+    file: &'a str,
+    slot: usize,
+    timestamp: i64,
+    offset: i64,
+}
+
+#[derive(Serialize)]
+struct TxnEntryLine<'a> {
+    file: &'a str,
+    slot: usize,
+    version: i16,
+    producer_id: i64,
+    first_offset: i64,
+    last_offset: i64,
+    last_stable_offset: i64,
+}
+
+#[derive(Serialize)]
+struct OtherFileLine<'a> {
+    file: &'a str,
+    size: u64,
+    text: Option<String>,
+}
+
+fn size_of(len: Option<&[u8]>) -> i64 {
+    len.map_or(-1, |b| b.len() as i64)
+}
+
+fn record_sequence(batch: &BatchRef<'_>, record: &Record) -> i32 {
+    let header = batch.header();
+    match header.base_offset {
+        Some(base) if header.base_sequence >= 0 => {
+            let sum = i64::from(header.base_sequence) + (record.offset - base);
+            if sum > i64::from(i32::MAX) { (sum - i64::from(i32::MAX) - 1) as i32 } else { sum as i32 }
+        }
+        _ => -1,
+    }
+}
+
+impl Dumper<'_> {
+    fn file(&mut self, path: &Path) -> Result<(), Error> {
+        match kind_of(path) {
+            Kind::Log => self.log(path),
+            Kind::OffsetIndex(base) => self.offset_index(path, base),
+            Kind::TimeIndex(base) => self.time_index(path, base),
+            Kind::TxnIndex => self.txn_index(path),
+            Kind::Other => self.other(path),
+        }
+    }
+
+    fn heading(&mut self, path: &Path) -> Result<(), Error> {
+        if !self.args.json {
+            self.out.line(format_args!("Dumping {}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    fn problem(&mut self, file: &str, position: u64, problem: String) -> Result<(), Error> {
+        self.problems += 1;
+        if self.args.json {
+            self.out.json(&ProblemLine { file, position, problem })
+        } else {
+            self.out.line(format_args!("problem at position {position}: {problem}"))
+        }
+    }
+
+    fn log(&mut self, path: &Path) -> Result<(), Error> {
+        self.heading(path)?;
+        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+        let file = path.display().to_string();
+        if !self.args.json {
+            let start = parse_file_name(path).map_or(0, |p| p.base_offset);
+            self.out.line(format_args!("Log starting offset: {start}"))?;
+        }
+        let mut batches = Batches::new(&bytes, 0);
+        for batch in batches.by_ref() {
+            match batch {
+                Ok(batch) => self.batch(&file, &batch)?,
+                Err(e) => {
+                    let position = e.position().unwrap_or(0);
+                    let rest = bytes.get(position as usize..).unwrap_or(&[]);
+                    let problem = if rest.iter().all(|b| *b == 0) {
+                        format!("{} zero bytes to the end of the file (preallocated or never written)", rest.len())
+                    } else {
+                        format!("{e}; the rest of the file ({} bytes) cannot be read as batches", rest.len())
+                    };
+                    self.problem(&file, position, problem)?;
+                }
+            }
+        }
+        let tail = batches.partial_tail_bytes();
+        if tail > 0 {
+            let position = batches.position();
+            self.problem(&file, position, format!("{tail} bytes of an incomplete batch at the end (a torn write)"))?;
+        }
+        Ok(())
+    }
+
+    fn batch(&mut self, file: &str, batch: &BatchRef<'_>) -> Result<(), Error> {
+        let h = *batch.header();
+        let crc_valid = view::crc_valid(batch);
+        let records = if self.args.records { Some(self.records(file, batch)?) } else { None };
+        if self.args.json {
+            self.out.json(&BatchLine {
+                file,
+                position: h.position,
+                base_offset: h.base_offset,
+                last_offset: h.last_offset,
+                count: h.record_count,
+                size: h.total_size,
+                magic: h.magic,
+                codec: h.compression.name(),
+                crc: h.crc,
+                crc_valid,
+                timestamp_type: view::timestamp_type_name(h.timestamp_type),
+                base_timestamp: h.base_timestamp_ms,
+                max_timestamp: h.max_timestamp_ms,
+                producer_id: h.producer_id,
+                producer_epoch: h.producer_epoch,
+                base_sequence: h.base_sequence,
+                last_sequence: view::last_sequence(&h),
+                partition_leader_epoch: h.partition_leader_epoch,
+                transactional: h.is_transactional,
+                control: h.is_control,
+                delete_horizon_ms: h.delete_horizon_ms(),
+                records,
+            })?;
+        } else {
+            let opt = |v: Option<String>| v.unwrap_or_else(|| "-".to_owned());
+            self.out.line(format_args!(
+                "baseOffset: {} lastOffset: {} count: {} baseSequence: {} lastSequence: {} producerId: {} \
+                 producerEpoch: {} partitionLeaderEpoch: {} isTransactional: {} isControl: {} deleteHorizonMs: {} \
+                 position: {} {}: {} size: {} magic: {} compresscodec: {} crc: {} isvalid: {}",
+                opt(h.base_offset.map(|o| o.to_string())),
+                h.last_offset,
+                opt(h.record_count.map(|c| c.to_string())),
+                h.base_sequence,
+                view::last_sequence(&h),
+                h.producer_id,
+                h.producer_epoch,
+                h.partition_leader_epoch,
+                h.is_transactional,
+                h.is_control,
+                opt(h.delete_horizon_ms().map(|t| t.to_string())),
+                h.position,
+                view::timestamp_label(h.timestamp_type),
+                h.max_timestamp_ms,
+                h.total_size,
+                h.magic,
+                h.compression.name(),
+                h.crc,
+                crc_valid,
+            ))?;
+            for r in records.iter().flatten() {
+                let ts = r.timestamp.map_or("NoTimestamp".to_owned(), |t| format!("{}: {t}", view::timestamp_label(h.timestamp_type)));
+                let mut line = format!(
+                    "| offset: {} {ts} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
+                    r.offset,
+                    r.key_size,
+                    r.value_size,
+                    r.sequence,
+                    r.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(","),
+                );
+                if let Some(marker) = r.control {
+                    line.push_str(&format!(" control: {marker}"));
+                }
+                line.push_str(&format!(" key: {} payload: {}", view::quoted(r.key.as_deref()), view::quoted(r.value.as_deref())));
+                self.out.line(line)?;
+            }
+        }
+        if !crc_valid {
+            self.problem(file, h.position, format!("checksum mismatch: stored {:#010x}, computed {:#010x}", h.crc, batch.compute_crc()))?;
+        }
+        Ok(())
+    }
+
+    fn records(&mut self, file: &str, batch: &BatchRef<'_>) -> Result<Vec<DumpRecord>, Error> {
+        let encoding: Encoding = self.args.encoding;
+        let control = batch.header().is_control;
+        let mut out = Vec::new();
+        for record in batch.records(MAX_DECOMPRESSED_BYTES) {
+            match record {
+                Ok(r) => out.push(DumpRecord {
+                    offset: r.offset,
+                    timestamp: r.timestamp_ms,
+                    key_size: size_of(r.key.as_deref()),
+                    value_size: size_of(r.value.as_deref()),
+                    sequence: record_sequence(batch, &r),
+                    key: encoding.encode_opt(r.key.as_deref()),
+                    value: encoding.encode_opt(r.value.as_deref()),
+                    headers: r.headers.iter().map(|h| (h.key.clone(), encoding.encode_opt(h.value.as_deref()))).collect(),
+                    control: control.then(|| view::control_marker(&r)),
+                }),
+                Err(e) => {
+                    let position = e.position().unwrap_or(batch.position());
+                    self.problem(file, position, format!("records cannot be decoded: {e}"))?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn offset_index(&mut self, path: &Path, base_offset: i64) -> Result<(), Error> {
+        self.heading(path)?;
+        let file = path.display().to_string();
+        let index = OffsetIndex::open_read_only(path, base_offset)?;
+        for slot in 0..index.entries() {
+            let Some(e) = index.entry(slot) else { break };
+            if self.args.json {
+                self.out.json(&OffsetEntryLine { file: &file, slot, offset: e.offset, position: e.position })?;
+            } else {
+                self.out.line(format_args!("offset: {} position: {}", e.offset, e.position))?;
+            }
+        }
+        if let Err(e) = index.sanity_check(None) {
+            self.problem(&file, corrupt_position(&e), e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn time_index(&mut self, path: &Path, base_offset: i64) -> Result<(), Error> {
+        self.heading(path)?;
+        let file = path.display().to_string();
+        let index = TimeIndex::open_read_only(path, base_offset)?;
+        for slot in 0..index.entries() {
+            let Some(e) = index.entry(slot) else { break };
+            if self.args.json {
+                self.out.json(&TimeEntryLine { file: &file, slot, timestamp: e.timestamp_ms, offset: e.offset })?;
+            } else {
+                self.out.line(format_args!("timestamp: {} offset: {}", e.timestamp_ms, e.offset))?;
+            }
+        }
+        if let Err(e) = index.sanity_check(None) {
+            self.problem(&file, corrupt_position(&e), e.to_string())?;
+        }
+        Ok(())
+    }
+
+    /// `.txnindex`: 34-byte entries (spec 2.4); a partial tail is ignored, as Kafka does.
+    fn txn_index(&mut self, path: &Path) -> Result<(), Error> {
+        self.heading(path)?;
+        let file = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+        for (slot, e) in bytes.chunks_exact(34).enumerate() {
+            let i64_at = |at: usize| i64::from_be_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
+            let line = TxnEntryLine {
+                file: &file,
+                slot,
+                version: i16::from_be_bytes([e[0], e[1]]),
+                producer_id: i64_at(2),
+                first_offset: i64_at(10),
+                last_offset: i64_at(18),
+                last_stable_offset: i64_at(26),
+            };
+            if self.args.json {
+                self.out.json(&line)?;
+            } else {
+                self.out.line(format_args!(
+                    "version: {} producerId: {} firstOffset: {} lastOffset: {} lastStableOffset: {}",
+                    line.version, line.producer_id, line.first_offset, line.last_offset, line.last_stable_offset
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checkpoints and metadata are small text files: print them; anything else by size.
+    fn other(&mut self, path: &Path) -> Result<(), Error> {
+        self.heading(path)?;
+        let meta = std::fs::metadata(path).map_err(Error::io("stat", path))?;
+        let text = if meta.len() <= 64 * 1024 {
+            let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+            String::from_utf8(bytes).ok().filter(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace()))
+        } else {
+            None
+        };
+        let file = path.display().to_string();
+        if self.args.json {
+            self.out.json(&OtherFileLine { file: &file, size: meta.len(), text })
+        } else {
+            match text {
+                Some(text) => self.out.line(text.trim_end()),
+                None => self.out.line(format_args!("({} bytes, not a segment file)", meta.len())),
+            }
+        }
+    }
+}
+
+fn corrupt_position(e: &seglog_index_core::Error) -> u64 {
+    match e {
+        seglog_index_core::Error::Corrupt { position, .. } => *position,
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_from_names() {
+        assert!(matches!(kind_of(Path::new("00000000000000000005.log")), Kind::Log));
+        assert!(matches!(kind_of(Path::new("00000000000000000005.index")), Kind::OffsetIndex(5)));
+        assert!(matches!(kind_of(Path::new("00000000000000000005.timeindex")), Kind::TimeIndex(5)));
+        assert!(matches!(kind_of(Path::new("00000000000000000010-0000000001.checkpoint")), Kind::Log));
+        assert!(matches!(kind_of(Path::new("leader-epoch-checkpoint")), Kind::Other));
+        assert!(matches!(kind_of(Path::new("x.log")), Kind::Log));
+    }
+}
