@@ -22,7 +22,13 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    // LOWER-CRATES: Index(#[from] seglog_index_core::Error), Records(#[from] seglog_records::Error)
+    /// An error from an offset or time index.
+    #[error(transparent)]
+    Index(#[from] seglog_index_core::Error),
+    /// An error from the record-batch layer that is not corruption of a file (for example
+    /// invalid builder input). Corruption found in a `.log` becomes [`Error::Corrupt`].
+    #[error(transparent)]
+    Records(#[from] seglog_records::Error),
     /// The `.log` holds invalid bytes at `position`.
     #[error("corrupt segment file {} at byte {position}: {kind}", path.display())]
     Corrupt {
@@ -98,7 +104,7 @@ pub enum Error {
 #[non_exhaustive]
 pub enum CorruptKind {
     /// A batch failed the record layer's checks (size field, magic, CRC, records).
-    Batch(String /* LOWER-CRATES: seglog_records::CorruptKind */),
+    Batch(seglog_records::CorruptKind),
     /// A batch that is not the last one of the readable region ends past that region
     /// (found by readers walking headers, never by recovery, which calls it a partial tail).
     BatchPastEnd,
@@ -172,9 +178,24 @@ impl Error {
         }
     }
 
+    /// Wraps a record-layer error found in the `.log` at `path`: corruption gets the path.
+    pub(crate) fn from_records(path: &Path, error: seglog_records::Error) -> Error {
+        match error {
+            seglog_records::Error::Corrupt { position, kind } => Error::Corrupt {
+                path: path.to_path_buf(),
+                position,
+                kind: CorruptKind::Batch(kind),
+            },
+            other => Error::Records(other),
+        }
+    }
+
     /// Whether this error means the segment files hold invalid bytes (as opposed to an I/O
     /// failure or a caller error).
     pub fn is_corruption(&self) -> bool {
-        matches!(self, Error::Corrupt { .. })
+        matches!(
+            self,
+            Error::Corrupt { .. } | Error::Index(seglog_index_core::Error::Corrupt { .. })
+        )
     }
 }

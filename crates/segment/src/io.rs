@@ -122,11 +122,6 @@ impl LogFile {
     pub(crate) fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
         read_exact_at(&self.file, buf, position)
     }
-
-    /// Reads up to `buf.len()` bytes at `position`, stopping early only at end of file.
-    pub(crate) fn read_at_most(&self, buf: &mut [u8], position: u64) -> io::Result<usize> {
-        read_at_most(&self.file, buf, position)
-    }
 }
 
 /// Reads exactly `buf.len()` bytes at `position` from `file`.

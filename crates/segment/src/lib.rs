@@ -1,6 +1,43 @@
-//! A Kafka log segment (work in progress).
+//! One Kafka log segment: the trio `<base offset, 20 digits>.log` / `.index` / `.timeindex`,
+//! byte-compatible with the files a Kafka broker writes (spec sections 1.1 and 3).
+//!
+//! * [`Segment`] is the shared read side (`Send + Sync`, in an `Arc`): offset translation,
+//!   zero-copy reads ([`FileSlice`]: `pread` or `sendfile`), lookup by timestamp, the next
+//!   offset, the max timestamp, flush, rename to `.deleted`, delete, close, recovery.
+//! * [`ActiveSegment`] is the one writer: appends with Kafka's index rule, truncation, the
+//!   roll decision, and [`ActiveSegment::seal`], which consumes it.
+//! * [`Segment::open`] opens existing files under a strict index policy: a missing,
+//!   zero-padded, short or inconsistent index is rebuilt by recovering the segment, never
+//!   trusted. Read-only opens never write to disk.
+//! * [`file_name`] / [`parse_file_name`] build and parse every segment file name.
+//!
+//! What it deliberately does not do: it knows nothing of the segment map, the log end
+//! offset, retention, checkpoints, producer state, leader epochs or `.txnindex` contents
+//! (it only renames and deletes a `.txnindex` with its segment). It does not validate or
+//! assign offsets of appended batches: the log does. It never fsyncs a directory by itself
+//! ([`sync_dir`] is there for the log's protocol).
+//!
+//! ```
+//! use seglog_segment::{ActiveSegment, SegmentConfig};
+//! use seglog_records::BatchBuilder;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let mut active = ActiveSegment::create(dir.path(), 0, &SegmentConfig::default())?;
+//! let mut builder = BatchBuilder::new(0);
+//! builder.append(1_700_000_000_000, None, Some(b"hello"), &[]);
+//! let batch = builder.build()?;
+//! active.append(0, 1_700_000_000_000, 0, &batch)?;
+//!
+//! let segment = active.seal()?;
+//! let slice = segment.read(0, 1024, u64::MAX, true)?.expect("offset 0 is here");
+//! assert_eq!(slice.read_to_vec()?, &batch[..]);
+//! assert_eq!(segment.read_next_offset()?, 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
 #![forbid(unsafe_code)]
 
+mod active;
 mod config;
 mod error;
 #[cfg(feature = "fault-injection")]
@@ -9,14 +46,25 @@ pub mod fault;
 mod fault;
 mod file_name;
 mod io;
+mod open;
+mod read;
+mod recover;
+mod segment;
 mod slice;
+mod walk;
 
+pub use crate::active::ActiveSegment;
 pub use crate::config::{RollParams, SegmentConfig};
 pub use crate::error::{CorruptKind, Error, IoOp};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
+pub use crate::open::{OpenOptions, OpenReport, RebuildReason};
+pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset};
+pub use crate::recover::{RecoveryReport, TruncationReason};
+pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
+pub use seglog_index_core::TimestampOffset;
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

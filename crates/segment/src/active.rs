@@ -1,0 +1,403 @@
+//! [`ActiveSegment`]: the unique writer of a segment (spec §3.2, §3.6, §3.7).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset};
+
+use crate::error::{Error, IoOp};
+use crate::file_name::{FileKind, FileType, file_path};
+use crate::io::{self, LogFile};
+use crate::recover::{RecoveryReport, recover_in_place};
+use crate::segment::{Indexes, OpenMode, Segment, finish_inactive};
+use crate::{Result, RollParams, SegmentConfig};
+
+/// The one writer of a segment: appends, truncates, decides when to roll, and seals.
+///
+/// It owns an `Arc<Segment>` that readers share; appends publish their bytes through it.
+/// Only one `ActiveSegment` (or recovery) can exist per segment at a time. Dropping it
+/// without [`ActiveSegment::seal`] leaves the files as a crash would (indexes untrimmed, a
+/// preallocated tail in place) and only releases the writer slot.
+#[derive(Debug)]
+pub struct ActiveSegment {
+    segment: Arc<Segment>,
+    bytes_since_last_index_entry: u64,
+    rolling_based_timestamp: Option<i64>,
+    created_ms: i64,
+    roll_jitter_ms: i64,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl ActiveSegment {
+    /// Creates a new, empty segment `base_offset` in `dir`: a new `.log` (preallocated to
+    /// `segment_bytes` with `fallocate` when `config.preallocate`; its logical size is 0) and
+    /// both indexes preallocated to `max_index_bytes`. Stray index files of the same name
+    /// (orphans without a `.log`) are removed first, as Kafka's roll does. Does not fsync
+    /// the directory (see [`crate::sync_dir`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::Io`] (`AlreadyExists` if the `.log` exists);
+    /// [`Error::Index`].
+    pub fn create(dir: &std::path::Path, base_offset: i64, config: &SegmentConfig) -> Result<Self> {
+        config.validate()?;
+        let log_path = file_path(dir, base_offset, FileKind::LOG);
+        let log = LogFile::create_new(&log_path).map_err(Error::io(IoOp::Create, &log_path))?;
+        if config.preallocate {
+            log.preallocate(u64::from(config.segment_bytes))
+                .map_err(Error::io(IoOp::Preallocate, &log_path))?;
+        }
+        let index_path = file_path(dir, base_offset, FileKind::INDEX);
+        let time_path = file_path(dir, base_offset, FileKind::TIME_INDEX);
+        for stray in [&index_path, &time_path] {
+            match io::remove(stray) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(IoOp::Remove, stray)(e));
+                }
+                _ => {}
+            }
+        }
+        let indexes = Indexes {
+            offset: OffsetIndex::open(&index_path, base_offset, config.max_index_bytes)?,
+            time: TimeIndex::open(&time_path, base_offset, config.max_index_bytes)?,
+        };
+        let segment = Arc::new(Segment::assemble(
+            dir,
+            base_offset,
+            config,
+            OpenMode::ReadWrite,
+            None,
+            log,
+            0,
+            indexes,
+        ));
+        ActiveSegment::resume(segment)
+    }
+
+    /// Makes an opened segment writable again (Kafka: the last segment after loading, or
+    /// the segment a truncation lands in): claims the writer slot and resizes both indexes
+    /// to `max_index_bytes`. The interval counter starts at 0 and the creation time is now,
+    /// as for a freshly opened Kafka segment; a new roll jitter is drawn.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`], [`Error::Poisoned`], [`Error::WriterAttached`]; [`Error::Index`]
+    /// if a resize fails.
+    pub fn resume(segment: Arc<Segment>) -> Result<Self> {
+        segment.attach_writer()?;
+        let active = ActiveSegment {
+            bytes_since_last_index_entry: 0,
+            rolling_based_timestamp: None,
+            created_ms: now_ms(),
+            roll_jitter_ms: segment.config.draw_roll_jitter_ms(),
+            segment,
+        };
+        active.resize_indexes()?;
+        Ok(active)
+    }
+
+    fn resize_indexes(&self) -> Result<()> {
+        let indexes = self.segment.indexes();
+        indexes.offset.resize(self.segment.config.max_index_bytes)?;
+        indexes.time.resize(self.segment.config.max_index_bytes)?;
+        Ok(())
+    }
+
+    /// The shared read side.
+    pub fn segment(&self) -> &Arc<Segment> {
+        &self.segment
+    }
+
+    /// The jitter (ms) subtracted from the age limit, drawn when this writer was made.
+    pub fn roll_jitter_ms(&self) -> i64 {
+        self.roll_jitter_ms
+    }
+
+    /// When this writer was made (or the segment last became empty), in ms since the epoch.
+    pub fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+
+    /// Overrides the creation time (for logs driven by a test clock).
+    pub fn set_created_ms(&mut self, created_ms: i64) {
+        self.created_ms = created_ms;
+    }
+
+    /// Appends `batches` (whole batches, offsets increasing and above what the segment
+    /// holds) with one positioned write, then publishes the new size to readers, then applies
+    /// Kafka's index step (spec §3.2): if more than `index_interval_bytes` were appended
+    /// since the last entry *before* this append, add `(largest_offset, start position of
+    /// this append)` to the offset index and the max timestamp so far to the time index.
+    /// `offset_of_max_timestamp` is the offset Kafka records with the max timestamp (the last
+    /// offset of the batch holding it). An empty `batches` does nothing.
+    ///
+    /// # Errors
+    /// Nothing is written when these are returned: [`Error::OffsetOverflow`] (the log must
+    /// roll), [`Error::IndexFull`] (roll), [`Error::SegmentTooLarge`], [`Error::Poisoned`],
+    /// [`Error::Index`] for an offset not above the last index entry. [`Error::Io`] if the
+    /// write fails: the segment is then poisoned (readers never see the partial bytes).
+    pub fn append(
+        &mut self,
+        largest_offset: i64,
+        largest_timestamp_ms: i64,
+        offset_of_max_timestamp: i64,
+        batches: &[u8],
+    ) -> Result<()> {
+        if batches.is_empty() {
+            return Ok(());
+        }
+        let segment = &*self.segment;
+        segment.ensure_writable()?;
+        let position = segment.size();
+        if relative_offset(segment.base_offset, largest_offset).is_none() {
+            return Err(Error::OffsetOverflow {
+                path: segment.log_path(),
+                base_offset: segment.base_offset,
+                offset: largest_offset,
+            });
+        }
+        let len = batches.len() as u64;
+        if position + len > i32::MAX as u64 {
+            return Err(Error::SegmentTooLarge {
+                path: segment.log_path(),
+                size: position,
+                append_bytes: len,
+            });
+        }
+        let indexes = segment.indexes();
+        let index_step =
+            self.bytes_since_last_index_entry > u64::from(segment.config.index_interval_bytes);
+        if index_step {
+            check_index_step(segment, &indexes, largest_offset, {
+                let max = segment.max_timestamp_and_offset();
+                if largest_timestamp_ms > max.timestamp_ms {
+                    TimestampOffset {
+                        timestamp_ms: largest_timestamp_ms,
+                        offset: offset_of_max_timestamp,
+                    }
+                } else {
+                    max
+                }
+            })?;
+        }
+        if position == 0 {
+            self.rolling_based_timestamp = Some(largest_timestamp_ms);
+        }
+        if let Err(e) = segment.log.write_all_at(batches, position) {
+            segment.poisoned.store(true, Ordering::Release);
+            return Err(Error::io(IoOp::Write, &segment.log_path())(e));
+        }
+        let max = segment.raise_max_timestamp(largest_timestamp_ms, offset_of_max_timestamp);
+        // Publish: readers load the size with Acquire and never read past it.
+        segment.size.store(position + len, Ordering::Release);
+        if index_step {
+            // `position` fits: the size check above keeps it below i32::MAX.
+            indexes.offset.append(largest_offset, position as u32)?;
+            indexes
+                .time
+                .maybe_append(max.timestamp_ms, max.offset, false)?;
+            self.bytes_since_last_index_entry = 0;
+        }
+        self.bytes_since_last_index_entry += len;
+        Ok(())
+    }
+
+    /// Kafka's `truncateTo` (spec §3.6): removes the batch holding `offset` and every batch
+    /// after it (batch granularity), truncates both indexes, and recomputes the max
+    /// timestamp. Returns the number of bytes removed (0 when no batch holds `offset` or a
+    /// later offset).
+    ///
+    /// Readers racing with a truncation may get an error for a slice that loses its bytes.
+    ///
+    /// # Errors
+    /// [`Error::Poisoned`]; [`Error::Corrupt`] for a corrupt header on the way; [`Error::Io`]
+    /// (the segment is then poisoned); [`Error::Index`].
+    pub fn truncate_to(&mut self, offset: i64) -> Result<u64> {
+        let segment = &*self.segment;
+        segment.ensure_writable()?;
+        let mapping = segment.translate_offset(offset, 0)?;
+        let indexes = segment.indexes();
+        indexes.offset.truncate_to(offset)?;
+        indexes.time.truncate_to(offset)?;
+        self.resize_indexes()?;
+        let old_size = segment.size();
+        let truncated = match mapping {
+            Some(mapping) => {
+                segment.size.store(mapping.position, Ordering::Release);
+                if let Err(e) = segment.log.set_len(mapping.position) {
+                    segment.poisoned.store(true, Ordering::Release);
+                    return Err(Error::io(IoOp::SetLength, &segment.log_path())(e));
+                }
+                old_size - mapping.position
+            }
+            None => 0,
+        };
+        if segment.size() == 0 {
+            self.created_ms = now_ms();
+            self.rolling_based_timestamp = None;
+        }
+        self.bytes_since_last_index_entry = 0;
+        if segment.max_timestamp_and_offset().timestamp_ms >= 0 {
+            let max = read_largest_timestamp(segment)?;
+            segment.set_max_timestamp(max);
+        }
+        Ok(truncated)
+    }
+
+    /// Recovers the segment in place (see [`Segment::recover`]) and makes it writable again
+    /// (indexes resized to `max_index_bytes`).
+    ///
+    /// # Errors
+    /// As [`Segment::recover`].
+    pub fn recover(&mut self) -> Result<RecoveryReport> {
+        self.segment.ensure_writable()?;
+        let report = recover_in_place(&self.segment)?;
+        self.resize_indexes()?;
+        self.bytes_since_last_index_entry = 0;
+        self.rolling_based_timestamp = None;
+        Ok(report)
+    }
+
+    /// Kafka's `shouldRoll` (spec §3.7): true if the incoming batches would not fit
+    /// (`size > max_segment_bytes - messages_size`), the segment is non-empty and old enough
+    /// (`time waited > max_segment_ms - jitter`, measured from the first batch's max
+    /// timestamp to the incoming max timestamp, or by the wall clock from creation when
+    /// there are no timestamps), an index is full (the time index keeps one spare slot), or
+    /// the incoming last offset does not fit relative to the base offset.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] / [`Error::Io`] reading the first batch header.
+    pub fn should_roll(&mut self, params: &RollParams) -> Result<bool> {
+        let size = self.segment.size() as i64;
+        let would_not_fit =
+            size > i64::from(params.max_segment_bytes) - params.messages_size as i64;
+        let old = size > 0
+            && self.time_waited_for_roll(params.now_ms, params.max_timestamp_in_messages)?
+                > params.max_segment_ms.saturating_sub(self.roll_jitter_ms);
+        let segment = &*self.segment;
+        let indexes = segment.indexes();
+        Ok(would_not_fit
+            || old
+            || indexes.offset.is_full()
+            || indexes.time.is_full()
+            || relative_offset(segment.base_offset, params.max_offset_in_messages).is_none())
+    }
+
+    fn time_waited_for_roll(&mut self, now_ms: i64, message_timestamp_ms: i64) -> Result<i64> {
+        if self.rolling_based_timestamp.is_none()
+            && let Some(first) = self.segment.batch_headers(0).next()
+        {
+            self.rolling_based_timestamp = Some(first?.max_timestamp_ms);
+        }
+        match self.rolling_based_timestamp {
+            Some(ts) if ts >= 0 => Ok(message_timestamp_ms.saturating_sub(ts)),
+            _ => Ok(now_ms.saturating_sub(self.created_ms)),
+        }
+    }
+
+    /// `fdatasync`s the `.log` and `msync`s the indexes (see [`Segment::flush`]).
+    ///
+    /// # Errors
+    /// As [`Segment::flush`].
+    pub fn flush(&self) -> Result<()> {
+        self.segment.flush()
+    }
+
+    /// Seals the segment (Kafka's `onBecomeInactiveSegment`, at roll): the final time-index
+    /// entry (the max timestamp, skipping the full check), trim the offset index, then the
+    /// time index, then the `.log` (a preallocated tail). Consumes the writer; the returned
+    /// segment cannot be appended to. Does not fsync (the log flushes rolled segments).
+    ///
+    /// # Errors
+    /// [`Error::Index`] / [`Error::Io`]; the writer is released either way, and
+    /// [`Segment::close`] can finish the job later.
+    pub fn seal(self) -> Result<Arc<Segment>> {
+        let segment = Arc::clone(&self.segment);
+        let result = finish_inactive(&segment);
+        drop(self);
+        result.map(|()| segment)
+    }
+
+    /// Kafka's `close` of the active segment: [`ActiveSegment::seal`], then flush.
+    ///
+    /// # Errors
+    /// As [`ActiveSegment::seal`] and [`Segment::flush`].
+    pub fn close(self) -> Result<Arc<Segment>> {
+        let segment = self.seal()?;
+        segment.flush()?;
+        Ok(segment)
+    }
+}
+
+impl Drop for ActiveSegment {
+    fn drop(&mut self) {
+        self.segment.detach_writer();
+    }
+}
+
+/// Refuses an index step that would fail after the write (so that a failed append writes
+/// nothing): a full index, or offsets that do not advance.
+fn check_index_step(
+    segment: &Segment,
+    indexes: &Indexes,
+    largest_offset: i64,
+    max_after: TimestampOffset,
+) -> Result<()> {
+    if indexes.offset.is_full() {
+        return Err(Error::IndexFull {
+            path: segment.path(FileType::Index),
+        });
+    }
+    if indexes.time.is_full() {
+        return Err(Error::IndexFull {
+            path: segment.path(FileType::TimeIndex),
+        });
+    }
+    if indexes.offset.entries() > 0 && largest_offset <= indexes.offset.last_offset() {
+        return Err(Error::Index(seglog_index_core::Error::InvalidOffset {
+            path: segment.path(FileType::Index),
+            offset: largest_offset,
+            last_offset: indexes.offset.last_offset(),
+        }));
+    }
+    let last_time = indexes.time.last_entry();
+    if indexes.time.entries() > 0 && max_after.offset < last_time.offset {
+        return Err(Error::Index(seglog_index_core::Error::InvalidOffset {
+            path: segment.path(FileType::TimeIndex),
+            offset: max_after.offset,
+            last_offset: last_time.offset,
+        }));
+    }
+    Ok(())
+}
+
+/// Kafka's `readLargestTimestamp`: the last time-index entry, or a larger batch max
+/// timestamp found scanning from that entry's indexed position.
+fn read_largest_timestamp(segment: &Segment) -> Result<TimestampOffset> {
+    let indexes = segment.indexes();
+    let last = indexes.time.last_entry();
+    let position = indexes.offset.lookup(last.offset).position;
+    drop(indexes);
+    let mut after = TimestampOffset {
+        timestamp_ms: -1,
+        offset: -1,
+    };
+    for header in segment.batch_headers(u64::from(position)) {
+        let header = header?;
+        if header.max_timestamp_ms > after.timestamp_ms {
+            after = TimestampOffset {
+                timestamp_ms: header.max_timestamp_ms,
+                offset: header.last_offset,
+            };
+        }
+    }
+    Ok(if after.timestamp_ms > last.timestamp_ms {
+        after
+    } else {
+        last
+    })
+}

@@ -1,0 +1,334 @@
+//! Opening an existing segment, and the strict index policy (rebuild instead of trusting a
+//! missing, zero-padded, short or inconsistent index; spec §7 bugs 1, 3, 5, 6).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use seglog_index_core::{OffsetIndex, TimeIndex};
+
+use crate::error::{Error, IoOp};
+use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
+use crate::io::LogFile;
+use crate::recover::RecoveryReport;
+use crate::segment::{Indexes, OpenMode, Segment};
+use crate::walk::{HeaderWalker, WalkEnd};
+use crate::{Result, SegmentConfig};
+
+/// How to open an existing segment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpenOptions {
+    /// Read-write (default) or read-only.
+    pub mode: OpenMode,
+    /// Recover the segment unconditionally (the log asks for this after an unclean
+    /// shutdown, for segments from the recovery point on). Default: false.
+    pub recover: bool,
+    /// Open the files carrying this temporary suffix (e.g. `.swap` during load).
+    /// Default: none.
+    pub suffix: Option<TempSuffix>,
+    /// Run index-core's full strict `sanity_check` over every entry (`true`, default), or
+    /// only the cheap checks (file length, last entry, tail walk) for a faster start.
+    pub full_index_check: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        OpenOptions {
+            mode: OpenMode::ReadWrite,
+            recover: false,
+            suffix: None,
+            full_index_check: true,
+        }
+    }
+}
+
+impl OpenOptions {
+    /// Read-only, otherwise the defaults.
+    pub fn read_only() -> Self {
+        OpenOptions {
+            mode: OpenMode::ReadOnly,
+            ..OpenOptions::default()
+        }
+    }
+}
+
+/// Why opening a segment rebuilt its indexes (by recovering the segment).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RebuildReason {
+    /// [`OpenOptions::recover`] asked for it.
+    Requested,
+    /// The index file does not exist (an empty active segment whose index Kafka never
+    /// materialised, KAFKA-13603, or a corpus snapshot that lost it).
+    MissingIndex {
+        /// Which index.
+        file_type: FileType,
+    },
+    /// index-core's strict check failed (zero-padded tail after a kill, KAFKA-1112 /
+    /// KAFKA-10207 / KAFKA-19200; bad length; entries out of order or out of range).
+    CorruptIndex {
+        /// Which index.
+        file_type: FileType,
+        /// Byte position in the index file of the first bad entry.
+        position: u64,
+        /// What is wrong.
+        kind: seglog_index_core::CorruptKind,
+    },
+    /// The last offset-index entry does not match the `.log`: no batch from its position on
+    /// ends at its offset.
+    IndexEntryMismatch {
+        /// The entry's offset.
+        offset: i64,
+        /// The entry's position.
+        position: u64,
+    },
+    /// The time index's last timestamp is below a batch's max timestamp after the last
+    /// offset-index entry: the index is short (its final entry was never written).
+    TimeIndexBehindLog {
+        /// The last time-index timestamp (-1 when empty).
+        index_timestamp_ms: i64,
+        /// The larger batch timestamp found in the `.log`.
+        log_timestamp_ms: i64,
+    },
+    /// The `.log` does not end with a whole, well-formed batch (a torn tail, a zero-filled
+    /// preallocated tail, or a corrupt header after the last index entry).
+    LogTail {
+        /// Where the walk stopped.
+        position: u64,
+    },
+}
+
+/// What [`Segment::open`] found and did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpenReport {
+    /// Why the indexes were rebuilt, if they were.
+    pub rebuilt: Option<RebuildReason>,
+    /// The recovery that rebuilt them. When it cut bytes (`truncated_bytes > 0`) the log
+    /// must treat every later segment as Kafka does after a truncating recovery.
+    pub recovery: Option<RecoveryReport>,
+}
+
+impl Segment {
+    /// Opens the existing segment `base_offset` in `dir`.
+    ///
+    /// The `.log`'s logical size is its file length (Kafka). The indexes are checked (see
+    /// [`RebuildReason`]); when any check fails, or when `options.recover`, the segment is
+    /// recovered: on disk in read-write mode, in memory in read-only mode. Nothing on disk is
+    /// changed when the checks pass.
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::Io`] if the `.log` cannot be opened (a missing
+    /// `.log` is `NotFound`); [`Error::Index`] if an index cannot be opened or created; the
+    /// errors of [`Segment::recover`] (notably [`Error::OffsetOverflow`]).
+    pub fn open(
+        dir: &Path,
+        base_offset: i64,
+        config: &SegmentConfig,
+        options: OpenOptions,
+    ) -> Result<(Arc<Segment>, OpenReport)> {
+        config.validate()?;
+        let suffix = options.suffix;
+        let path_of = |t| file_path(dir, base_offset, FileKind::new(t).with_suffix(suffix));
+        let log_path = path_of(FileType::Log);
+        let writable = options.mode == OpenMode::ReadWrite;
+        let log = LogFile::open(&log_path, writable).map_err(Error::io(IoOp::Open, &log_path))?;
+        let size = log.len().map_err(Error::io(IoOp::Metadata, &log_path))?;
+        let (index_path, time_path) = (path_of(FileType::Index), path_of(FileType::TimeIndex));
+        let missing = [
+            (FileType::Index, &index_path),
+            (FileType::TimeIndex, &time_path),
+        ]
+        .into_iter()
+        .find(|(_, p)| !p.exists())
+        .map(|(file_type, _)| file_type);
+        let max = config.max_index_bytes;
+        let indexes = if writable {
+            Indexes {
+                offset: OffsetIndex::open(&index_path, base_offset, max)?,
+                time: TimeIndex::open(&time_path, base_offset, max)?,
+            }
+        } else {
+            Indexes {
+                offset: if index_path.exists() {
+                    OffsetIndex::open_read_only(&index_path, base_offset)?
+                } else {
+                    OffsetIndex::in_memory(&index_path, base_offset, max)
+                },
+                time: if time_path.exists() {
+                    TimeIndex::open_read_only(&time_path, base_offset)?
+                } else {
+                    TimeIndex::in_memory(&time_path, base_offset, max)
+                },
+            }
+        };
+        let segment = Arc::new(Segment::assemble(
+            dir,
+            base_offset,
+            config,
+            options.mode,
+            suffix,
+            log,
+            size,
+            indexes,
+        ));
+        let rebuilt = if options.recover {
+            Some(RebuildReason::Requested)
+        } else if let Some(file_type) = missing {
+            Some(RebuildReason::MissingIndex { file_type })
+        } else {
+            check_indexes(&segment, options.full_index_check)?
+        };
+        let recovery = match rebuilt {
+            Some(_) => Some(segment.recover()?),
+            None => None,
+        };
+        Ok((segment, OpenReport { rebuilt, recovery }))
+    }
+}
+
+/// The strict policy: `None` when both indexes can be trusted.
+fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
+    let indexes = segment.indexes();
+    let size = segment.size();
+    let base_offset = segment.base_offset;
+    let corrupt = |file_type, e: seglog_index_core::Error| match e {
+        seglog_index_core::Error::Corrupt { position, kind, .. } => {
+            Ok(Some(RebuildReason::CorruptIndex {
+                file_type,
+                position,
+                kind,
+            }))
+        }
+        other => Err(Error::Index(other)),
+    };
+
+    // 1. The offset index's structure.
+    let offset_check = if full {
+        indexes.offset.sanity_check(Some(size))
+    } else {
+        quick_offset_check(&indexes.offset, size)
+    };
+    if let Err(e) = offset_check {
+        return corrupt(FileType::Index, e);
+    }
+
+    // 2. Walk the `.log` from the last entry to the end: the entry must be a batch start
+    //    whose chunk ends at the entry's offset, and the `.log` must end with a whole batch.
+    let entries = indexes.offset.entries();
+    let last_entry = entries.checked_sub(1).and_then(|n| indexes.offset.entry(n));
+    let start = last_entry.map_or(0, |e| u64::from(e.position));
+    let mismatch = |e: seglog_index_core::OffsetPosition| {
+        Ok(Some(RebuildReason::IndexEntryMismatch {
+            offset: e.offset,
+            position: u64::from(e.position),
+        }))
+    };
+    let mut found = last_entry.is_none();
+    let mut tail_max_timestamp = -1i64;
+    let mut log_last_offset = None;
+    let mut walker = HeaderWalker::new(segment.log.handle(), segment.log_path_arc(), start, size);
+    while let Some(header) = walker.next() {
+        let header = match header {
+            Ok(header) => header,
+            Err(e) if e.is_corruption() => {
+                return match last_entry {
+                    Some(entry) if walker.position() == start => mismatch(entry),
+                    _ => Ok(Some(RebuildReason::LogTail {
+                        position: walker.position(),
+                    })),
+                };
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(entry) = last_entry
+            && !found
+        {
+            if header.last_offset == entry.offset {
+                found = true;
+            } else if header.last_offset > entry.offset {
+                return mismatch(entry);
+            }
+        }
+        tail_max_timestamp = tail_max_timestamp.max(header.max_timestamp_ms);
+        log_last_offset = Some(header.last_offset);
+    }
+    if let WalkEnd::PartialTail { position } = walker.end_state() {
+        return Ok(Some(RebuildReason::LogTail { position }));
+    }
+    if let (false, Some(entry)) = (found, last_entry) {
+        return mismatch(entry);
+    }
+
+    // 3. The time index's structure, bounded by the log's last offset.
+    let max_offset = log_last_offset.unwrap_or(base_offset.saturating_sub(1));
+    let time_check = if full {
+        indexes.time.sanity_check(Some(max_offset))
+    } else {
+        quick_time_check(&indexes.time, max_offset)
+    };
+    if let Err(e) = time_check {
+        return corrupt(FileType::TimeIndex, e);
+    }
+
+    // 4. The time index must know the largest timestamp of the tail.
+    let last_time = indexes.time.last_entry();
+    if tail_max_timestamp > last_time.timestamp_ms {
+        return Ok(Some(RebuildReason::TimeIndexBehindLog {
+            index_timestamp_ms: last_time.timestamp_ms,
+            log_timestamp_ms: tail_max_timestamp,
+        }));
+    }
+    Ok(None)
+}
+
+/// The cheap offset-index checks: whole entries, a last entry that is not the zero padding
+/// of a preallocated file, and a position inside the `.log`.
+fn quick_offset_check(index: &OffsetIndex, log_size: u64) -> seglog_index_core::Result<()> {
+    use seglog_index_core::CorruptKind;
+    let corrupt = |position, kind| {
+        Err(seglog_index_core::Error::Corrupt {
+            path: index.path(),
+            position,
+            kind,
+        })
+    };
+    if index.file_len() % 8 != 0 {
+        return corrupt(index.file_len() / 8 * 8, CorruptKind::LengthNotMultiple);
+    }
+    let entries = index.entries();
+    if let Some(last) = entries.checked_sub(1).and_then(|n| index.entry(n)) {
+        let at = (entries as u64 - 1) * 8;
+        if entries > 1 && last.offset == index.base_offset() && last.position == 0 {
+            return corrupt(at, CorruptKind::ZeroPaddedTail);
+        }
+        if u64::from(last.position) >= log_size {
+            return corrupt(at, CorruptKind::PositionOutOfRange);
+        }
+    }
+    Ok(())
+}
+
+/// The cheap time-index checks: whole entries, no zero padding at the end, and a last offset
+/// inside the segment.
+fn quick_time_check(index: &TimeIndex, max_offset: i64) -> seglog_index_core::Result<()> {
+    use seglog_index_core::CorruptKind;
+    let corrupt = |position, kind| {
+        Err(seglog_index_core::Error::Corrupt {
+            path: index.path(),
+            position,
+            kind,
+        })
+    };
+    if index.file_len() % 12 != 0 {
+        return corrupt(index.file_len() / 12 * 12, CorruptKind::LengthNotMultiple);
+    }
+    let entries = index.entries();
+    if let Some(last) = entries.checked_sub(1).and_then(|n| index.entry(n)) {
+        let at = (entries as u64 - 1) * 12;
+        if entries > 1 && last.timestamp_ms == 0 && last.offset == index.base_offset() {
+            return corrupt(at, CorruptKind::ZeroPaddedTail);
+        }
+        if last.offset > max_offset || last.offset < index.base_offset() {
+            return corrupt(at, CorruptKind::OffsetOutOfRange);
+        }
+    }
+    Ok(())
+}

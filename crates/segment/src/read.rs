@@ -1,0 +1,253 @@
+//! The read side of [`Segment`]: offset translation, fetch reads, lookup by timestamp,
+//! the next offset, and header walks (spec §3.3, §3.4, §3.7).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use seglog_records::{BatchHeader, OwnedBatch};
+
+use crate::Result;
+use crate::error::{Error, IoOp};
+use crate::segment::Segment;
+use crate::slice::{FileSlice, SliceOffsets};
+use crate::walk::{HeaderWalker, WalkEnd};
+
+/// Where a batch is: Kafka's `LogOffsetPosition` from `translateOffset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LogOffsetPosition {
+    /// The last offset of the batch (not the offset asked for).
+    pub offset: i64,
+    /// Byte position of the batch in the `.log`.
+    pub position: u64,
+    /// Size of the batch in bytes.
+    pub size: u32,
+}
+
+/// A record found by timestamp: Kafka's `TimestampAndOffset`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TimestampAndOffset {
+    /// The record's timestamp.
+    pub timestamp_ms: i64,
+    /// The record's offset.
+    pub offset: i64,
+    /// The batch's partition leader epoch, unless it is -1 (none).
+    pub leader_epoch: Option<i32>,
+}
+
+impl Segment {
+    /// Kafka's `translateOffset`: the first batch at or after `starting_position` (and the
+    /// index floor of `offset`) whose last offset is `>= offset`, or `None` when the segment
+    /// holds no such batch. Batch granularity: the batch may begin below `offset`. Walks at
+    /// most about one index interval of headers.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if a header on the way is corrupt; [`Error::Io`].
+    pub fn translate_offset(
+        &self,
+        offset: i64,
+        starting_position: u64,
+    ) -> Result<Option<LogOffsetPosition>> {
+        // The index first, then the size: an index entry is published after the size that
+        // covers it, so the walk below always reaches the entry's batch.
+        let floor = u64::from(self.indexes().offset.lookup(offset).position);
+        let end = self.size();
+        let start = floor.max(starting_position);
+        for header in HeaderWalker::new(self.log.handle(), self.log_path_arc(), start, end) {
+            let header = header?;
+            if header.last_offset >= offset {
+                return Ok(Some(LogOffsetPosition {
+                    offset: header.last_offset,
+                    position: header.position,
+                    size: header.total_size,
+                }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Kafka's `LogSegment.read`: the bytes from the batch holding `start_offset` on, at most
+    /// `max_bytes` of them (at least the whole first batch when `min_one_message`), never
+    /// past `max_position` nor the published size. `None` when no batch of this segment
+    /// holds `start_offset` or a later offset (the log moves on to the next segment); an
+    /// empty slice when `max_bytes` is 0 (without `min_one_message`). The slice may end in the
+    /// middle of a batch, as in Kafka; consumers drop the partial batch.
+    ///
+    /// # Errors
+    /// As [`Segment::translate_offset`].
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        max_position: u64,
+        min_one_message: bool,
+    ) -> Result<Option<FileSlice>> {
+        let Some(first) = self.translate_offset(start_offset, 0)? else {
+            return Ok(None);
+        };
+        let adjusted = if min_one_message {
+            max_bytes.max(first.size)
+        } else {
+            max_bytes
+        };
+        let limit = max_position.min(self.size());
+        let len = limit
+            .saturating_sub(first.position)
+            .min(u64::from(adjusted));
+        let offsets = SliceOffsets {
+            segment_base_offset: self.base_offset,
+            start_offset,
+            first_batch_last_offset: first.offset,
+            first_batch_size: first.size,
+            first_entry_incomplete: adjusted < first.size,
+        };
+        Ok(Some(FileSlice::new(
+            Arc::clone(self.log.handle()),
+            self.log_path_arc(),
+            first.position,
+            len,
+            offsets,
+        )))
+    }
+
+    /// A slice of the raw bytes `[position, position + len)`, clamped to the published size
+    /// (for copying whole segments, e.g. the offset-overflow split, or dumping).
+    pub fn slice(&self, position: u64, len: u64) -> FileSlice {
+        let size = self.size();
+        let position = position.min(size);
+        let len = len.min(size - position);
+        let offsets = SliceOffsets {
+            segment_base_offset: self.base_offset,
+            start_offset: self.base_offset,
+            first_batch_last_offset: -1,
+            first_batch_size: 0,
+            first_entry_incomplete: false,
+        };
+        FileSlice::new(
+            Arc::clone(self.log.handle()),
+            self.log_path_arc(),
+            position,
+            len,
+            offsets,
+        )
+    }
+
+    /// Kafka's `findOffsetByTimestamp`: the first record with `timestamp >= timestamp_ms` and
+    /// `offset >= starting_offset`, starting from the time index and offset index floors and
+    /// scanning records inside each batch whose max timestamp qualifies (decompressing when
+    /// needed; KAFKA-16310). `None` if no record qualifies. Records of v0 batches have no
+    /// timestamp and read as -1.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a corrupt header or batch on the way; [`Error::Io`].
+    pub fn find_offset_by_timestamp(
+        &self,
+        timestamp_ms: i64,
+        starting_offset: i64,
+    ) -> Result<Option<TimestampAndOffset>> {
+        let indexes = self.indexes();
+        let time_floor = indexes.time.lookup(timestamp_ms);
+        let position = indexes
+            .offset
+            .lookup(time_floor.offset.max(starting_offset))
+            .position;
+        drop(indexes);
+        let end = self.size();
+        let path = self.log_path_arc();
+        let walker = HeaderWalker::new(
+            self.log.handle(),
+            Arc::clone(&path),
+            u64::from(position),
+            end,
+        );
+        for header in walker {
+            let header = header?;
+            if header.max_timestamp_ms < timestamp_ms || header.last_offset < starting_offset {
+                continue;
+            }
+            let batch = self.read_batch(&header)?;
+            let leader_epoch =
+                (header.partition_leader_epoch != -1).then_some(header.partition_leader_epoch);
+            for record in batch.records(self.config.max_decompressed_bytes) {
+                let record = record.map_err(|e| Error::from_records(&path, e))?;
+                let ts = record.timestamp_ms.unwrap_or(-1);
+                if ts >= timestamp_ms && record.offset >= starting_offset {
+                    return Ok(Some(TimestampAndOffset {
+                        timestamp_ms: ts,
+                        offset: record.offset,
+                        leader_epoch,
+                    }));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Kafka's `readNextOffset`: the last batch's `last_offset + 1`, or the base offset when
+    /// the segment is empty. Walks the headers after the last offset-index entry.
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] for a corrupt header; [`Error::Io`].
+    pub fn read_next_offset(&self) -> Result<i64> {
+        let indexes = self.indexes();
+        let position = indexes.offset.lookup(indexes.offset.last_offset()).position;
+        drop(indexes);
+        let mut next = self.base_offset;
+        for header in self.batch_headers(u64::from(position)) {
+            next = header?.next_offset();
+        }
+        Ok(next)
+    }
+
+    /// The headers of the batches from `position` (a batch boundary) to the published
+    /// size. A partial tail ends the iteration quietly; a corrupt header is one error.
+    pub fn batch_headers(&self, position: u64) -> BatchHeaders<'_> {
+        BatchHeaders {
+            walker: HeaderWalker::new(
+                self.log.handle(),
+                self.log_path_arc(),
+                position,
+                self.size(),
+            ),
+        }
+    }
+
+    /// Reads the whole batch whose header is `header` (from [`Segment::batch_headers`]).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the read fails; [`Error::Corrupt`] if the bytes no longer parse.
+    pub fn read_batch(&self, header: &BatchHeader) -> Result<OwnedBatch> {
+        let path = self.log_path_arc();
+        let mut bytes = vec![0u8; header.total_size as usize];
+        self.log
+            .read_exact_at(&mut bytes, header.position)
+            .map_err(Error::io(IoOp::Read, &path))?;
+        OwnedBatch::parse(Bytes::from(bytes), header.position)
+            .map_err(|e| Error::from_records(&path, e))
+    }
+}
+
+/// Iterator over batch headers; from [`Segment::batch_headers`].
+pub struct BatchHeaders<'a> {
+    walker: HeaderWalker<'a>,
+}
+
+impl BatchHeaders<'_> {
+    /// After the iteration: whether it ended exactly at the published size (`false` when it
+    /// stopped at a partial tail or a corrupt header).
+    pub fn ended_cleanly(&self) -> bool {
+        self.walker.end_state() == WalkEnd::Clean
+    }
+
+    /// The position after the last header yielded.
+    pub fn position(&self) -> u64 {
+        self.walker.position()
+    }
+}
+
+impl Iterator for BatchHeaders<'_> {
+    type Item = Result<BatchHeader>;
+
+    fn next(&mut self) -> Option<Result<BatchHeader>> {
+        self.walker.next()
+    }
+}

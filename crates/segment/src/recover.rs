@@ -1,0 +1,209 @@
+//! Recovery (spec §3.5): rebuild both indexes from the `.log` with Kafka's rule, validating
+//! every batch, and cut the `.log` after the last valid batch.
+
+use std::sync::atomic::Ordering;
+
+use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset};
+
+use crate::error::{CorruptKind, Error};
+use crate::segment::{Indexes, OpenMode, Segment, UNKNOWN_MAX};
+use crate::walk::{SCAN_CHUNK, scan_batches};
+use crate::{FileType, Result};
+
+/// Why recovery cut the `.log`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TruncationReason {
+    /// The bytes from `position` on are not a whole batch: a torn write or a short tail
+    /// (17 bytes or fewer, or a batch longer than the bytes left). Kafka ends quietly here.
+    PartialTail {
+        /// Where the partial bytes start.
+        position: u64,
+    },
+    /// The batch at `position` is corrupt (bad size field, magic, CRC, ...): it and
+    /// everything after it are cut, as Kafka does.
+    Corrupt {
+        /// Where the corrupt batch starts.
+        position: u64,
+        /// What is wrong with it.
+        kind: CorruptKind,
+    },
+}
+
+/// What a recovery found and did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Bytes of whole, valid batches kept.
+    pub valid_bytes: u64,
+    /// Bytes cut from the end (`size before - valid_bytes`); 0 when the log was clean.
+    pub truncated_bytes: u64,
+    /// Why bytes were cut, when they were.
+    pub reason: Option<TruncationReason>,
+    /// Valid batches.
+    pub batches: u64,
+    /// Entries in the rebuilt offset index.
+    pub index_entries: usize,
+    /// Entries in the rebuilt time index (including the final max-timestamp entry).
+    pub time_index_entries: usize,
+    /// The offset after the last valid batch (the base offset if there is none).
+    pub next_offset: i64,
+    /// The max timestamp and its offset (the last offset of its batch); -1 when none.
+    pub max_timestamp: TimestampOffset,
+    /// Whether the files were changed on disk (read-write mode) or only the in-memory view
+    /// (read-only mode).
+    pub on_disk: bool,
+}
+
+impl Segment {
+    /// Recovers the segment (Kafka's `LogSegment.recover`): rebuilds both indexes from the
+    /// `.log`, validating every batch's CRC, stops quietly at a partial tail and at the first
+    /// corrupt batch, and cuts the `.log` there. Read-write: the files are rewritten and
+    /// trimmed (after a close they are byte-identical to what Kafka writes). Read-only:
+    /// nothing is written; the indexes are rebuilt in memory and reads stop at the valid
+    /// length.
+    ///
+    /// Concurrent readers of this segment may see transiently wrong index answers while it
+    /// runs (the log recovers segments before publishing them).
+    ///
+    /// # Errors
+    /// [`Error::WriterAttached`] while an [`crate::ActiveSegment`] exists (use
+    /// [`crate::ActiveSegment::recover`]); [`Error::OffsetOverflow`] when a valid batch's
+    /// last offset does not fit relative to the base offset (Kafka propagates this so that
+    /// the loader splits the segment; the `.log` is left as it was); [`Error::Io`],
+    /// [`Error::Index`].
+    pub fn recover(&self) -> Result<RecoveryReport> {
+        match self.mode {
+            OpenMode::ReadWrite => {
+                let _guard = self.writer_guard()?;
+                recover_in_place(self)
+            }
+            OpenMode::ReadOnly => recover_in_memory(self),
+        }
+    }
+}
+
+/// Rebuilds the indexes in place and truncates the `.log` (the caller holds the writer slot).
+pub(crate) fn recover_in_place(segment: &Segment) -> Result<RecoveryReport> {
+    let indexes = segment.indexes();
+    indexes.offset.reset()?;
+    indexes.time.reset()?;
+    let end = segment.size();
+    let mut report = rebuild(segment, &indexes.offset, &indexes.time, end)?;
+    if report.truncated_bytes > 0 {
+        segment.size.store(report.valid_bytes, Ordering::Release);
+    }
+    // Kafka's `log.truncateTo(validBytes)` also drops a preallocated tail.
+    if let Err(e) = segment.trim_log() {
+        segment.poisoned.store(true, Ordering::Release);
+        return Err(e);
+    }
+    finish_indexes(&indexes.offset, &indexes.time, report.max_timestamp)?;
+    segment.set_max_timestamp(report.max_timestamp);
+    report.index_entries = indexes.offset.entries();
+    report.time_index_entries = indexes.time.entries();
+    report.on_disk = true;
+    Ok(report)
+}
+
+/// Rebuilds the indexes in memory and lowers the published size (writes nothing).
+pub(crate) fn recover_in_memory(segment: &Segment) -> Result<RecoveryReport> {
+    let end = segment.size();
+    let interval = u64::from(segment.config.index_interval_bytes);
+    // Room for every entry the rule can produce: one per `interval + 1` bytes, plus one.
+    let needed_entries = end / (interval + 1) + 2;
+    let bytes_for = |entry_size: u64| {
+        u32::try_from(needed_entries.saturating_mul(entry_size))
+            .unwrap_or(u32::MAX)
+            .max(segment.config.max_index_bytes)
+    };
+    let offset = OffsetIndex::in_memory(
+        segment.path(FileType::Index),
+        segment.base_offset,
+        bytes_for(8),
+    );
+    let time = TimeIndex::in_memory(
+        segment.path(FileType::TimeIndex),
+        segment.base_offset,
+        bytes_for(12),
+    );
+    let mut report = rebuild(segment, &offset, &time, end)?;
+    finish_indexes(&offset, &time, report.max_timestamp)?;
+    report.index_entries = offset.entries();
+    report.time_index_entries = time.entries();
+    report.on_disk = false;
+    segment.replace_indexes(Indexes { offset, time });
+    segment.set_max_timestamp(report.max_timestamp);
+    segment.size.store(report.valid_bytes, Ordering::Release);
+    Ok(report)
+}
+
+/// Kafka's loop over the batches of `[0, end)` (spec §3.5 step 2), appending to `offset` and
+/// `time` (which must be empty).
+fn rebuild(
+    segment: &Segment,
+    offset: &OffsetIndex,
+    time: &TimeIndex,
+    end: u64,
+) -> Result<RecoveryReport> {
+    let base_offset = segment.base_offset;
+    let interval = u64::from(segment.config.index_interval_bytes);
+    let path = segment.log_path_arc();
+    let mut max = UNKNOWN_MAX;
+    let mut last_index_entry = 0u64;
+    let mut batches = 0u64;
+    let mut next_offset = base_offset;
+    let outcome = scan_batches(
+        segment.log.handle(),
+        &path,
+        end,
+        SCAN_CHUNK,
+        true,
+        |batch| {
+            let header = batch.header();
+            if relative_offset(base_offset, header.last_offset).is_none() {
+                return Err(Error::OffsetOverflow {
+                    path: path.to_path_buf(),
+                    base_offset,
+                    offset: header.last_offset,
+                });
+            }
+            if header.max_timestamp_ms > max.timestamp_ms {
+                max = TimestampOffset {
+                    timestamp_ms: header.max_timestamp_ms,
+                    offset: header.last_offset,
+                };
+            }
+            let valid_bytes = header.position;
+            if valid_bytes - last_index_entry > interval {
+                let position = u32::try_from(valid_bytes).unwrap_or(u32::MAX);
+                offset.append(header.last_offset, position)?;
+                time.maybe_append(max.timestamp_ms, max.offset, false)?;
+                last_index_entry = valid_bytes;
+            }
+            batches += 1;
+            next_offset = header.next_offset();
+            Ok(())
+        },
+    )?;
+    Ok(RecoveryReport {
+        valid_bytes: outcome.valid_bytes,
+        truncated_bytes: end - outcome.valid_bytes,
+        reason: outcome.stop,
+        batches,
+        index_entries: 0,
+        time_index_entries: 0,
+        next_offset,
+        max_timestamp: max,
+        on_disk: false,
+    })
+}
+
+/// Spec §3.5 step 5: trim the offset index, add the final time-index entry, trim the time
+/// index.
+fn finish_indexes(offset: &OffsetIndex, time: &TimeIndex, max: TimestampOffset) -> Result<()> {
+    offset.trim_to_valid_size()?;
+    if max.timestamp_ms >= 0 {
+        time.maybe_append(max.timestamp_ms, max.offset, true)?;
+    }
+    time.trim_to_valid_size()?;
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! Walking the batches of a `.log` region `[position, end)`.
+//!
+//! * [`HeaderWalker`] reads only headers (Kafka's `FileLogInputStream` rules: a partial tail
+//!   ends the walk quietly, a bad header is one error). It reads the file in chunks and
+//!   parses every header that lies inside the chunk, so translating an offset costs one or
+//!   two `pread`s for a whole index interval.
+//! * [`scan_batches`] hands every whole batch (its bytes included) to a callback, reading the
+//!   file in large chunks: recovery validates each batch's CRC with it.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use seglog_records::{BatchHeader, BatchRef, HeaderRead, RECORD_BATCH_OVERHEAD};
+
+use crate::error::{Error, IoOp};
+use crate::recover::TruncationReason;
+use crate::{Result, io};
+
+/// Chunk size of header walks: about one default index interval plus a header.
+pub(crate) const HEADER_CHUNK: usize = 8 * 1024;
+/// Chunk size of full scans (recovery).
+pub(crate) const SCAN_CHUNK: usize = 1024 * 1024;
+
+/// How a header walk ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WalkEnd {
+    /// Still walking.
+    Running,
+    /// Exactly at `end`.
+    Clean,
+    /// Bytes remain at `position` that are not a whole batch (17 or fewer bytes, or a batch
+    /// longer than what remains).
+    PartialTail { position: u64 },
+    /// A header was corrupt (the error was yielded).
+    Failed,
+}
+
+/// Iterator over the batch headers of `[position, end)` of a file.
+pub(crate) struct HeaderWalker<'a> {
+    file: &'a File,
+    path: Arc<Path>,
+    position: u64,
+    end: u64,
+    buf: Vec<u8>,
+    buf_start: u64,
+    chunk: usize,
+    state: WalkEnd,
+}
+
+impl<'a> HeaderWalker<'a> {
+    pub(crate) fn new(file: &'a File, path: Arc<Path>, position: u64, end: u64) -> Self {
+        HeaderWalker::with_chunk(file, path, position, end, HEADER_CHUNK)
+    }
+
+    pub(crate) fn with_chunk(
+        file: &'a File,
+        path: Arc<Path>,
+        position: u64,
+        end: u64,
+        chunk: usize,
+    ) -> Self {
+        HeaderWalker {
+            file,
+            path,
+            position,
+            end,
+            buf: Vec::new(),
+            buf_start: 0,
+            chunk: chunk.max(RECORD_BATCH_OVERHEAD),
+            state: WalkEnd::Running,
+        }
+    }
+
+    /// How the walk ended (`Running` until `next` returned `None`).
+    pub(crate) fn end_state(&self) -> WalkEnd {
+        self.state
+    }
+
+    /// The position of the next header (after the last one yielded).
+    pub(crate) fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Makes `buf` cover `[position, position + need)`; returns the prefix there.
+    fn prefix(&mut self, need: usize) -> Result<&[u8]> {
+        let covered = self.position >= self.buf_start
+            && self.position + need as u64 <= self.buf_start + self.buf.len() as u64;
+        if !covered {
+            let remaining = self.end - self.position;
+            let len = usize::try_from(remaining)
+                .unwrap_or(usize::MAX)
+                .min(self.chunk);
+            self.buf.resize(len.max(need), 0);
+            let got = io::read_at_most(self.file, &mut self.buf, self.position)
+                .map_err(Error::io(IoOp::Read, &self.path))?;
+            self.buf.truncate(got);
+            self.buf_start = self.position;
+            if got < need {
+                return Err(Error::Io {
+                    op: IoOp::Read,
+                    path: self.path.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the file is shorter than the segment size (truncated concurrently?)",
+                    ),
+                });
+            }
+        }
+        let from = (self.position - self.buf_start) as usize;
+        Ok(&self.buf[from..from + need])
+    }
+}
+
+impl Iterator for HeaderWalker<'_> {
+    type Item = Result<BatchHeader>;
+
+    fn next(&mut self) -> Option<Result<BatchHeader>> {
+        if self.state != WalkEnd::Running {
+            return None;
+        }
+        if self.position >= self.end {
+            self.state = WalkEnd::Clean;
+            return None;
+        }
+        let remaining = self.end - self.position;
+        let need = usize::try_from(remaining)
+            .unwrap_or(usize::MAX)
+            .min(RECORD_BATCH_OVERHEAD);
+        let position = self.position;
+        let parsed = match self.prefix(need) {
+            Ok(prefix) => BatchHeader::parse(prefix, position, remaining),
+            Err(e) => {
+                self.state = WalkEnd::Failed;
+                return Some(Err(e));
+            }
+        };
+        match parsed {
+            Ok(HeaderRead::Batch(header)) => {
+                self.position = header.end_position();
+                Some(Ok(header))
+            }
+            Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
+                self.state = WalkEnd::PartialTail { position };
+                None
+            }
+            Err(e) => {
+                self.state = WalkEnd::Failed;
+                Some(Err(Error::from_records(&self.path, e)))
+            }
+        }
+    }
+}
+
+/// What [`scan_batches`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScanOutcome {
+    /// Bytes of whole, valid batches from the start of the scan.
+    pub valid_bytes: u64,
+    /// Why the scan stopped before `end`, if it did.
+    pub stop: Option<TruncationReason>,
+}
+
+/// Reads `[0, end)` of `file` in chunks of `chunk` bytes and calls `on_batch` with every
+/// whole batch, in order, after checking its CRC (Kafka's `ensureValid`) when `validate`.
+/// Stops quietly at a partial tail and at the first corrupt batch (reported in the outcome,
+/// not as an error). `on_batch` errors abort the scan.
+pub(crate) fn scan_batches(
+    file: &File,
+    path: &Path,
+    end: u64,
+    chunk: usize,
+    validate: bool,
+    mut on_batch: impl FnMut(&BatchRef<'_>) -> Result<()>,
+) -> Result<ScanOutcome> {
+    let chunk = chunk.max(RECORD_BATCH_OVERHEAD);
+    let mut buf = vec![0u8; usize::try_from(end).unwrap_or(usize::MAX).min(chunk)];
+    let mut position = 0u64;
+    loop {
+        let remaining = end - position;
+        if remaining == 0 {
+            return Ok(ScanOutcome {
+                valid_bytes: position,
+                stop: None,
+            });
+        }
+        // Fill the buffer from `position`, growing it for a batch larger than a chunk.
+        let want = usize::try_from(remaining)
+            .unwrap_or(usize::MAX)
+            .min(buf.len().max(chunk));
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let got = io::read_at_most(file, &mut buf[..want], position)
+            .map_err(Error::io(IoOp::Read, path))?;
+        if got < want {
+            return Err(Error::Io {
+                op: IoOp::Read,
+                path: path.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "the file is shorter than the segment size",
+                ),
+            });
+        }
+        let window = &buf[..got];
+        let window_is_last = got as u64 == remaining;
+        let mut at = 0usize;
+        let mut grow_to = None;
+        while at < got {
+            let batch_position = position + at as u64;
+            let header =
+                match BatchHeader::parse(&window[at..], batch_position, end - batch_position) {
+                    Ok(HeaderRead::Batch(header)) => header,
+                    Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
+                        return Ok(ScanOutcome {
+                            valid_bytes: batch_position,
+                            stop: Some(TruncationReason::PartialTail {
+                                position: batch_position,
+                            }),
+                        });
+                    }
+                    // The header crosses the window end: re-read from here.
+                    Err(seglog_records::Error::ShortPrefix { .. }) if !window_is_last => break,
+                    Err(e) => return corrupt_outcome(path, batch_position, e),
+                };
+            let size = header.total_size as usize;
+            if size > got - at {
+                // The batch crosses the window end (it fits in the file: the header parse
+                // checked `end`): re-read from here, with room for all of it.
+                grow_to = Some(size);
+                break;
+            }
+            let batch = match BatchRef::parse(&window[at..at + size], batch_position) {
+                Ok(batch) => batch,
+                Err(e) => return corrupt_outcome(path, batch_position, e),
+            };
+            if validate && let Err(e) = batch.ensure_valid() {
+                return corrupt_outcome(path, batch_position, e);
+            }
+            on_batch(&batch)?;
+            at += size;
+        }
+        if let Some(size) = grow_to
+            && buf.len() < size
+        {
+            buf.resize(size, 0);
+        }
+        position += at as u64;
+    }
+}
+
+fn corrupt_outcome(path: &Path, position: u64, e: seglog_records::Error) -> Result<ScanOutcome> {
+    match Error::from_records(path, e) {
+        Error::Corrupt { kind, .. } => Ok(ScanOutcome {
+            valid_bytes: position,
+            stop: Some(TruncationReason::Corrupt { position, kind }),
+        }),
+        other => Err(other),
+    }
+}
