@@ -33,6 +33,7 @@ pub use cli::{
     Cli, Command, CompressionArg, DemoArgs, DumpArgs, Encoding, InfoArgs, ProduceArgs, ReadArgs,
     RecoverArgs, RetainArgs, VerifyArgs,
 };
+pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir};
 pub use dir::{DirListing, SegmentFiles};
 pub use error::{Error, InputErrorKind, OneLine};
 pub use input::{InputRecord, JsonLines};
@@ -59,6 +60,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     let _ = cli.quiet;
     match &cli.command {
         Command::Dump(args) => cmd::dump::run(args),
+        Command::Verify(args) => cmd::verify::run(args, cli.quiet),
         other => Err(Error::Usage {
             arg: "subcommand",
             reason: format!("{other:?} is not implemented yet in this build"),
