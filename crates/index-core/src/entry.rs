@@ -8,6 +8,15 @@ pub trait IndexEntry: Copy + Send + Sync + 'static {
     /// Size of one entry in bytes (8 for `.index`, 12 for `.timeindex`).
     const SIZE: usize;
 
+    /// The raw on-disk form of one entry: `[u8; SIZE]`.
+    type Raw: Copy;
+
+    /// Views `bytes` as whole raw entries; a trailing partial entry is left out.
+    fn raw_entries(bytes: &[u8]) -> &[Self::Raw];
+
+    /// Decodes one raw entry.
+    fn from_raw(raw: &Self::Raw) -> Self;
+
     /// Decodes the entry in slot `slot` of `bytes` (slot `n` starts at byte `n * SIZE`).
     ///
     /// # Panics
@@ -61,6 +70,17 @@ impl OffsetEntry {
 
 impl IndexEntry for OffsetEntry {
     const SIZE: usize = 8;
+    type Raw = [u8; 8];
+
+    #[inline]
+    fn raw_entries(bytes: &[u8]) -> &[[u8; 8]] {
+        bytes.as_chunks::<8>().0
+    }
+
+    #[inline]
+    fn from_raw(raw: &[u8; 8]) -> Self {
+        OffsetEntry::decode(raw)
+    }
 
     #[inline]
     fn read(bytes: &[u8], slot: usize) -> Self {
@@ -122,6 +142,17 @@ impl TimeEntry {
 
 impl IndexEntry for TimeEntry {
     const SIZE: usize = 12;
+    type Raw = [u8; 12];
+
+    #[inline]
+    fn raw_entries(bytes: &[u8]) -> &[[u8; 12]] {
+        bytes.as_chunks::<12>().0
+    }
+
+    #[inline]
+    fn from_raw(raw: &[u8; 12]) -> Self {
+        TimeEntry::decode(raw)
+    }
 
     #[inline]
     fn read(bytes: &[u8], slot: usize) -> Self {

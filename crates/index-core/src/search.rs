@@ -44,14 +44,11 @@ pub enum Column {
 /// Compares the stored column as an `i64`: for relative offsets pass `target - base_offset`.
 #[must_use]
 pub fn floor_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> Option<usize> {
-    let entries = bytes.len() / E::SIZE;
+    let raw = E::raw_entries(bytes);
+    let warm = warm_entries::<E>();
     match column {
-        Column::Key => floor_by(entries, warm_entries::<E>(), target, |s| {
-            E::read(bytes, s).key()
-        }),
-        Column::Value => floor_by(entries, warm_entries::<E>(), target, |s| {
-            E::read(bytes, s).value()
-        }),
+        Column::Key => floor_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).key()),
+        Column::Value => floor_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).value()),
     }
 }
 
@@ -61,14 +58,11 @@ pub fn floor_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> O
 /// Same input rules as [`floor_slot`].
 #[must_use]
 pub fn ceiling_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> Option<usize> {
-    let entries = bytes.len() / E::SIZE;
+    let raw = E::raw_entries(bytes);
+    let warm = warm_entries::<E>();
     match column {
-        Column::Key => ceiling_by(entries, warm_entries::<E>(), target, |s| {
-            E::read(bytes, s).key()
-        }),
-        Column::Value => ceiling_by(entries, warm_entries::<E>(), target, |s| {
-            E::read(bytes, s).value()
-        }),
+        Column::Key => ceiling_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).key()),
+        Column::Value => ceiling_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).value()),
     }
 }
 
