@@ -2,7 +2,69 @@
 //! `file.delete.delay.ms` later by [`crate::Log::tick`] (or at close). Readers that already hold
 //! a slice keep their open file and keep reading.
 
+use std::path::{Path, PathBuf};
+
+use seglog_segment::{FileKind, FileType, Segment, TempSuffix, file_path};
+
+use crate::Result;
+use crate::fsutil::remove_if_exists;
+use std::sync::Arc;
+
 use crate::sync::{Mutex, lock};
+
+/// Something renamed `.deleted`, waiting to be unlinked.
+#[derive(Debug)]
+pub(crate) enum Doomed {
+    /// An open segment (readers may still hold it or slices of it).
+    Segment(Arc<Segment>),
+    /// Files of a segment that was never opened (dropped during load).
+    Files(Vec<PathBuf>),
+}
+
+impl Doomed {
+    /// Renames the files of the unopened segment `base_offset` to `*.deleted`.
+    ///
+    /// # Errors
+    /// I/O errors of the renames.
+    pub(crate) fn rename_files(dir: &Path, base_offset: i64) -> Result<Self> {
+        let mut renamed = Vec::new();
+        for file_type in [
+            FileType::Log,
+            FileType::Index,
+            FileType::TimeIndex,
+            FileType::TxnIndex,
+        ] {
+            let from = file_path(dir, base_offset, FileKind::new(file_type));
+            let to = file_path(
+                dir,
+                base_offset,
+                FileKind::new(file_type).with_suffix(Some(TempSuffix::Deleted)),
+            );
+            match std::fs::rename(&from, &to) {
+                Ok(()) => renamed.push(to),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(crate::Error::io("rename to .deleted", &from, e)),
+            }
+        }
+        Ok(Self::Files(renamed))
+    }
+
+    /// Unlinks the files.
+    ///
+    /// # Errors
+    /// I/O errors other than "already gone".
+    pub(crate) fn delete(&self) -> Result<()> {
+        match self {
+            Self::Segment(segment) => segment.delete_files().map_err(crate::Error::Segment),
+            Self::Files(paths) => {
+                for path in paths {
+                    remove_if_exists(path)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
 
 /// Items waiting for their deletion time.
 #[derive(Debug)]
@@ -48,6 +110,7 @@ impl<T> DeleteQueue<T> {
     }
 
     /// Number of items waiting.
+    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         lock(&self.pending).len()
     }

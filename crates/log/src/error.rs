@@ -96,6 +96,15 @@ pub enum Error {
     /// An appended buffer holds a corrupt or malformed batch (bad CRC, bad framing).
     #[error("append rejected: invalid batch")]
     Records(#[source] seglog_records::Error),
+    /// An error of the segment layer (I/O on a segment file, corruption, index errors).
+    #[error(transparent)]
+    Segment(#[from] seglog_segment::Error),
+    /// A read-only open found no segment to read.
+    #[error("{dir} holds no log segment")]
+    NoSegments {
+        /// The partition directory.
+        dir: PathBuf,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {

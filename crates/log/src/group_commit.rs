@@ -38,6 +38,7 @@ impl GroupCommit {
     }
 
     /// Every offset below the returned one is known durable.
+    #[cfg(test)]
     pub(crate) fn durable_end_offset(&self) -> i64 {
         lock(&self.state).durable_end_offset
     }

@@ -1,21 +1,67 @@
 //! seglog: an embeddable, Kafka-compatible segmented commit log.
 //!
-//! (Work in progress: the `Log` type lands once `seglog-segment` does.)
+//! A [`Log`] is one partition directory in Kafka's on-disk format: `.log` segments of record
+//! batches with sparse `.index` / `.timeindex` files, byte-compatible with what a Kafka broker
+//! writes and reads. A [`LogDir`] is a Kafka `log.dirs` root holding many partitions, with the
+//! root's lock, clean-shutdown marker and offset checkpoints. This crate is the facade most
+//! users depend on: it re-exports what they need from `seglog-segment`, `seglog-records` and
+//! `seglog-index-core`.
+//!
+//! What it does: opening and loading as Kafka's `LogLoader` (leftover `.deleted` / `.cleaned` /
+//! `.swap` files, recovery from the recovery point after an unclean shutdown), leader and
+//! follower appends with rolls, reads bounded by the log end or the high watermark, ListOffsets
+//! lookups, retention in Kafka's order, delayed deletion, truncation, flush policies, durable
+//! appends with group commit, and a read-only mode that never writes in the directory.
+//!
+//! What it deliberately does not do: replication, leader epochs and the leader-epoch cache,
+//! producer state and `.snapshot` files, transactions (`.txnindex` is renamed and deleted with
+//! its segment but never written), compaction, tiered storage, and the offset-overflow split of
+//! old segments (a segment whose offsets overflow is reported as an error). Background work
+//! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]): there are no hidden
+//! threads.
+//!
+//! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
+//! `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` in its root, in Kafka's
+//! formats. A standalone [`Log::open`] uses its parent's files when the parent looks like a
+//! `log.dirs` root, and otherwise keeps the same four files inside the partition directory
+//! (the directory is its own one-partition root). A broker ignores those files.
+//!
+//! ```
+//! use seglog::{BatchBuilder, Isolation, Log, LogConfig};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let log = Log::open(dir.path().join("orders-0"), LogConfig::default())?;
+//! let mut batch = BatchBuilder::new(0);
+//! batch.append(seglog::SystemClock.now_ms(), Some(b"key"), Some(b"value"), &[]);
+//! let info = log.append(&batch.build()?)?;
+//! assert_eq!((info.first_offset, log.log_end_offset()), (0, 1));
+//! let fetched = log.read(0, 1 << 20, Isolation::LogEnd, true)?;
+//! assert!(!fetched.slice.is_empty());
+//! log.close()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 #![forbid(unsafe_code)]
 
+mod append;
 mod checkpoint;
 mod clean_shutdown;
 mod clock;
 mod config;
 mod deletion;
 mod error;
+mod flush;
 mod fsutil;
 mod group_commit;
 mod home;
+mod load;
 mod lock;
+mod log;
+mod log_dir;
 #[cfg(all(test, loom))]
 mod loom_models;
+mod maintenance;
+mod read;
 mod retention;
 mod segment_map;
 mod sync;
@@ -23,6 +69,7 @@ mod topic_partition;
 mod validate;
 mod view;
 
+pub use append::{AppendInfo, Durability};
 pub use checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };
@@ -30,8 +77,19 @@ pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
 pub use error::{AppendErrorKind, CorruptKind, Error};
+pub use flush::TickReport;
+pub use load::{LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
+pub use log::{Log, OpenOptions, SegmentInfo};
+pub use log_dir::LogDir;
+pub use read::{FetchData, ListOffsets};
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
+pub use seglog_records::{
+    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
+};
+pub use seglog_segment::{
+    FileSlice, RebuildReason, RecoveryReport, SliceOffsets, TimestampAndOffset, TruncationReason,
+};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };

@@ -64,7 +64,7 @@ fn loom_reader_sees_end_offset_with_its_segment_across_append_roll_delete() {
         let mut map = SegmentMap::new();
         map.insert(0, Arc::clone(&first));
         let published = Arc::new(Published::new(LogView {
-            segments: Arc::new(map),
+            segments: std::sync::Arc::new(map),
             log_start_offset: 0,
             end: meta(0, &first),
             high_watermark: meta(0, &first),
@@ -86,7 +86,7 @@ fn loom_reader_sees_end_offset_with_its_segment_across_append_roll_delete() {
                 let mut map = (*old.segments).clone();
                 map.insert(1, Arc::clone(&second));
                 published.publish(LogView {
-                    segments: Arc::new(map),
+                    segments: std::sync::Arc::new(map),
                     end: meta(1, &second),
                     ..(*old).clone()
                 });
@@ -102,7 +102,7 @@ fn loom_reader_sees_end_offset_with_its_segment_across_append_roll_delete() {
                 let mut map = (*old.segments).clone();
                 map.remove(0);
                 published.publish(LogView {
-                    segments: Arc::new(map),
+                    segments: std::sync::Arc::new(map),
                     log_start_offset: 1,
                     ..(*old).clone()
                 });

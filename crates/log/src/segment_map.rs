@@ -5,7 +5,6 @@
 //! whole snapshot in, so readers iterate a map that never changes under them (KAFKA-12955).
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
 
 /// An ordered map of segments by base offset. The active segment is the last entry.
 #[derive(Debug, Clone)]
@@ -47,24 +46,11 @@ impl<S> SegmentMap<S> {
         self.by_base.remove(&base_offset)
     }
 
-    /// The segment at exactly `base_offset`.
-    pub(crate) fn get(&self, base_offset: i64) -> Option<&S> {
-        self.by_base.get(&base_offset)
-    }
-
     /// The segment that would hold `offset`: the last one with base <= offset.
     pub(crate) fn floor(&self, offset: i64) -> Option<(i64, &S)> {
         self.by_base
             .range(..=offset)
             .next_back()
-            .map(|(k, v)| (*k, v))
-    }
-
-    /// The first segment with base > `offset`.
-    pub(crate) fn higher(&self, offset: i64) -> Option<(i64, &S)> {
-        self.by_base
-            .range((Bound::Excluded(offset), Bound::Unbounded))
-            .next()
             .map(|(k, v)| (*k, v))
     }
 
@@ -124,8 +110,6 @@ mod tests {
         assert_eq!(r(-5, 15), vec![0, 10]);
         assert_eq!(r(10, 10), Vec::<i64>::new());
         assert_eq!(r(25, i64::MAX), vec![20]);
-        assert_eq!(m.higher(10).map(|x| x.0), Some(20));
-        assert_eq!(m.higher(20), None);
         assert_eq!(
             m.from_floor(12).map(|(k, _)| k).collect::<Vec<_>>(),
             vec![10, 20]
@@ -142,8 +126,6 @@ mod tests {
             let m = map(&bases);
             let expected = bases.iter().copied().filter(|&b| b <= target).max();
             prop_assert_eq!(m.floor(target).map(|x| x.0), expected);
-            let higher = bases.iter().copied().find(|&b| b > target);
-            prop_assert_eq!(m.higher(target).map(|x| x.0), higher);
         }
     }
 }

@@ -82,11 +82,6 @@ impl Analysis {
         }
         max
     }
-
-    /// Number of records (offsets) the append covers, for `flush.messages`.
-    pub(crate) fn offset_count(&self) -> i64 {
-        self.batches.iter().map(BatchSpan::offset_span).sum()
-    }
 }
 
 /// Checks every batch of `buffer` for `origin`: framing, CRC, and for the leader magic v2,
@@ -187,8 +182,27 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
     Ok(())
 }
 
-/// Leader: rewrites every batch's base offset so the append starts at `next_offset`, and
-/// stamps LogAppendTime when configured (recomputing the CRC). Updates `analysis` to match.
+/// Leader: stamps every batch with LogAppendTime `now_ms` (recomputing its CRC). Done before
+/// taking the writer lock: it does not depend on the offsets.
+///
+/// # Errors
+/// [`Error::Records`] if a rewrite fails (it cannot for a buffer `analyze` accepted).
+pub(crate) fn stamp_log_append_time(
+    buffer: &mut [u8],
+    analysis: &mut Analysis,
+    now_ms: i64,
+) -> Result<()> {
+    for span in &mut analysis.batches {
+        seglog_records::set_log_append_time(&mut buffer[span.range()], now_ms)
+            .map_err(Error::Records)?;
+        span.header.max_timestamp_ms = now_ms;
+        span.header.timestamp_type = Some(RecordTimestampType::LogAppendTime);
+    }
+    Ok(())
+}
+
+/// Leader: rewrites every batch's base offset so the append starts at `next_offset` (outside
+/// the CRC: no checksum work under the writer lock). Updates `analysis` to match.
 ///
 /// # Errors
 /// [`Error::Records`] if a rewrite fails (it cannot for a buffer `analyze` accepted).
@@ -196,20 +210,13 @@ pub(crate) fn assign_offsets(
     buffer: &mut [u8],
     analysis: &mut Analysis,
     next_offset: i64,
-    log_append_time_ms: Option<i64>,
 ) -> Result<()> {
     let mut next = next_offset;
     for span in &mut analysis.batches {
         let delta = span.offset_span() - 1;
-        let bytes = &mut buffer[span.range()];
-        seglog_records::set_base_offset(bytes, next).map_err(Error::Records)?;
+        seglog_records::set_base_offset(&mut buffer[span.range()], next).map_err(Error::Records)?;
         span.header.base_offset = Some(next);
         span.header.last_offset = next + delta;
-        if let Some(now) = log_append_time_ms {
-            seglog_records::set_log_append_time(bytes, now).map_err(Error::Records)?;
-            span.header.max_timestamp_ms = now;
-            span.header.timestamp_type = Some(RecordTimestampType::LogAppendTime);
-        }
         next += delta + 1;
     }
     Ok(())
@@ -244,10 +251,9 @@ mod tests {
         let mut buf = batch(0, 3, 100);
         buf.extend(batch(0, 2, 50));
         let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
-        assign_offsets(&mut buf, &mut a, 10, None).unwrap();
+        assign_offsets(&mut buf, &mut a, 10).unwrap();
         assert_eq!((a.first_offset(), a.last_offset()), (10, 14));
         assert_eq!(a.max_timestamp(), (102, 12));
-        assert_eq!(a.offset_count(), 5);
         let mut next = 10;
         for b in Batches::new(&buf, 0) {
             let b = b.unwrap();
@@ -262,7 +268,8 @@ mod tests {
     fn log_append_time_restamps() {
         let mut buf = batch(0, 2, 100);
         let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
-        assign_offsets(&mut buf, &mut a, 0, Some(777)).unwrap();
+        stamp_log_append_time(&mut buf, &mut a, 777).unwrap();
+        assign_offsets(&mut buf, &mut a, 0).unwrap();
         let b = BatchRef::parse(&buf, 0).unwrap();
         b.ensure_valid().unwrap();
         assert_eq!(b.header().max_timestamp_ms, 777);

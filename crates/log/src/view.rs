@@ -11,7 +11,10 @@
 //! against a fake segment.
 
 use crate::segment_map::SegmentMap;
-use crate::sync::{Arc, RwLock};
+use crate::sync::RwLock;
+
+/// A published snapshot (a loom `Arc` under `--cfg loom`).
+pub(crate) type Snapshot<T> = crate::sync::Arc<T>;
 use crate::{Error, Result};
 
 /// Where an offset lives: the offset, the base of its segment and a byte position there
@@ -45,7 +48,7 @@ pub(crate) trait SegmentSize {
 /// One published state of the log.
 #[derive(Debug)]
 pub(crate) struct LogView<S> {
-    pub(crate) segments: Arc<SegmentMap<S>>,
+    pub(crate) segments: std::sync::Arc<SegmentMap<S>>,
     pub(crate) log_start_offset: i64,
     pub(crate) end: OffsetMetadata,
     pub(crate) high_watermark: OffsetMetadata,
@@ -54,7 +57,7 @@ pub(crate) struct LogView<S> {
 impl<S> Clone for LogView<S> {
     fn clone(&self) -> Self {
         Self {
-            segments: Arc::clone(&self.segments),
+            segments: std::sync::Arc::clone(&self.segments),
             log_start_offset: self.log_start_offset,
             end: self.end,
             high_watermark: self.high_watermark,
@@ -113,28 +116,28 @@ impl<S: Clone + SegmentSize> LogView<S> {
 /// or replace an `Arc`.
 #[derive(Debug)]
 pub(crate) struct Published<T> {
-    current: RwLock<Arc<T>>,
+    current: RwLock<Snapshot<T>>,
 }
 
 impl<T> Published<T> {
     pub(crate) fn new(value: T) -> Self {
         Self {
-            current: RwLock::new(Arc::new(value)),
+            current: RwLock::new(Snapshot::new(value)),
         }
     }
 
     /// The current snapshot.
-    pub(crate) fn load(&self) -> Arc<T> {
+    pub(crate) fn load(&self) -> Snapshot<T> {
         match self.current.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+            Ok(guard) => Snapshot::clone(&guard),
+            Err(poisoned) => Snapshot::clone(&poisoned.into_inner()),
         }
     }
 
     /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a
     /// load-modify-publish sequence by the writer is never lost.
     pub(crate) fn publish(&self, value: T) {
-        let value = Arc::new(value);
+        let value = Snapshot::new(value);
         match self.current.write() {
             Ok(mut guard) => *guard = value,
             Err(poisoned) => *poisoned.into_inner() = value,
@@ -168,7 +171,7 @@ mod tests {
         map.insert(10, Fake(2000));
         map.insert(20, Fake(3000));
         LogView {
-            segments: Arc::new(map),
+            segments: std::sync::Arc::new(map),
             log_start_offset: 5,
             end: meta(30, 20, 2500),
             high_watermark: meta(15, 10, 700),

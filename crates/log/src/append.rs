@@ -1,0 +1,304 @@
+//! Appending (spec §5.4) and rolling (spec §5.3).
+
+use seglog_segment::{ActiveSegment, RollParams};
+
+use crate::config::TimestampType;
+use crate::deletion::Doomed;
+use crate::log::{Log, Writer};
+use std::sync::Arc;
+
+use crate::validate::{self, Origin};
+use crate::view::{LogView, OffsetMetadata, Snapshot};
+use crate::{AppendErrorKind, Error, Result};
+
+/// How durable an append must be when it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Returns once the bytes are written to the OS (page cache) and visible to readers.
+    /// A process crash (`kill -9`) loses nothing; an OS crash or power loss may lose any
+    /// suffix of the log above the recovery point — recovery then cuts the log after the last
+    /// whole, valid batch. Kafka's default: durability comes from replication, and
+    /// `flush.messages` / `flush.ms` / [`Log::flush`] move the recovery point.
+    #[default]
+    PageCache,
+    /// Returns only after this append and everything before it are fsynced (`fdatasync` of
+    /// the `.log`, `msync` of the indexes, directory fsync after a roll) and the recovery point
+    /// has passed them: it survives an OS crash or power loss, as far as the device honours
+    /// cache flushes. Concurrent durable appenders share one fsync (group commit).
+    Fsync,
+}
+
+/// What an append wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendInfo {
+    /// Offset of the first record.
+    pub first_offset: i64,
+    /// Offset of the last record.
+    pub last_offset: i64,
+    /// The largest batch max timestamp (-1 when none), after LogAppendTime stamping.
+    pub max_timestamp_ms: i64,
+    /// The last offset of the batch holding the max timestamp (Kafka's shallow offset).
+    pub offset_of_max_timestamp_ms: i64,
+    /// The append time stamped on the batches, with `message.timestamp.type=LogAppendTime`.
+    pub log_append_time_ms: Option<i64>,
+    /// Number of batches written.
+    pub batch_count: usize,
+    /// Bytes written.
+    pub size_bytes: u64,
+    /// Whether a new segment was rolled before writing.
+    pub rolled: bool,
+    /// The log start offset at the time of the append.
+    pub log_start_offset: i64,
+}
+
+impl Log {
+    /// Appends one or more concatenated v2 batches as the leader: validates them (framing,
+    /// CRC, `max.message.bytes`, record counts, no control batches, the CreateTime window),
+    /// assigns offsets from the log end offset (rewriting base offsets in place), stamps
+    /// LogAppendTime when configured, rolls when the active segment says so, writes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidAppend`] / [`Error::Records`] for bad input (nothing written);
+    /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`]; [`Error::Segment`] on I/O
+    /// failure (the log is then poisoned).
+    pub fn append(&self, batches: &[u8]) -> Result<AppendInfo> {
+        self.append_with(batches, Durability::PageCache)
+    }
+
+    /// [`Log::append`] that returns only once the bytes are fsynced ([`Durability::Fsync`]).
+    ///
+    /// # Errors
+    /// As [`Log::append`], plus fsync failures (which poison the log).
+    pub fn append_durable(&self, batches: &[u8]) -> Result<AppendInfo> {
+        self.append_with(batches, Durability::Fsync)
+    }
+
+    /// [`Log::append`] with an explicit [`Durability`].
+    ///
+    /// # Errors
+    /// As [`Log::append_durable`].
+    pub fn append_with(&self, batches: &[u8], durability: Durability) -> Result<AppendInfo> {
+        self.append_inner(batches, Origin::Leader, durability)
+    }
+
+    /// Appends batches as a follower: offsets are kept (they must increase, and the first
+    /// must be at or above the log end offset), CRCs are checked, `max.message.bytes` is not;
+    /// legacy v0/v1 batches are accepted; a partial trailing batch is dropped as Kafka does.
+    ///
+    /// # Errors
+    /// As [`Log::append`], with [`AppendErrorKind::OffsetsOutOfOrder`] and
+    /// [`AppendErrorKind::UnexpectedAppendOffset`].
+    pub fn append_as_follower(&self, batches: &[u8]) -> Result<AppendInfo> {
+        self.append_as_follower_with(batches, Durability::PageCache)
+    }
+
+    /// [`Log::append_as_follower`] with an explicit [`Durability`].
+    ///
+    /// # Errors
+    /// As [`Log::append_as_follower`].
+    pub fn append_as_follower_with(
+        &self,
+        batches: &[u8],
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        self.append_inner(batches, Origin::Follower, durability)
+    }
+
+    fn append_inner(
+        &self,
+        batches: &[u8],
+        origin: Origin,
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.dir.clone(),
+            });
+        }
+        let now = self.clock.now_ms();
+        // Validation and CRC work happen before the writer lock.
+        let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
+        let mut buffer = batches[..analysis.valid_bytes].to_vec();
+        let log_append_time_ms = (origin == Origin::Leader
+            && self.config.message_timestamp_type == TimestampType::LogAppendTime)
+            .then_some(now);
+        if let Some(now) = log_append_time_ms {
+            validate::stamp_log_append_time(&mut buffer, &mut analysis, now)?;
+        }
+        let size = buffer.len() as u64;
+        if size > self.segment_config.segment_bytes.into() {
+            return Err(Error::InvalidAppend {
+                kind: AppendErrorKind::AppendTooLarge {
+                    size,
+                    max: self.config.segment_bytes.into(),
+                },
+            });
+        }
+
+        let mut writer = self.writable()?;
+        let mut view = self.published.load();
+        let log_end_offset = view.end.offset;
+        match origin {
+            Origin::Leader => validate::assign_offsets(&mut buffer, &mut analysis, log_end_offset)?,
+            Origin::Follower => {
+                if analysis.first_offset() < log_end_offset {
+                    return Err(Error::InvalidAppend {
+                        kind: AppendErrorKind::UnexpectedAppendOffset {
+                            first_offset: analysis.first_offset(),
+                            log_end_offset,
+                        },
+                    });
+                }
+            }
+        }
+        let last_offset = analysis.last_offset();
+        let (max_timestamp_ms, offset_of_max_timestamp_ms) = analysis.max_timestamp();
+        let params = RollParams {
+            max_segment_ms: self.config.segment_ms,
+            max_segment_bytes: self.segment_config.segment_bytes,
+            max_timestamp_in_messages: max_timestamp_ms,
+            max_offset_in_messages: last_offset,
+            messages_size: size,
+            now_ms: now,
+        };
+        let active = writer.active.as_mut().ok_or_else(|| Error::Closed {
+            dir: self.dir.clone(),
+        })?;
+        let rolled = active.should_roll(&params)?;
+        if rolled {
+            view = self.roll_locked(&mut writer, &view, Some(analysis.roll_offset()), now)?;
+        }
+        let active = writer.active.as_mut().ok_or_else(|| Error::Closed {
+            dir: self.dir.clone(),
+        })?;
+        active
+            .append(
+                last_offset,
+                max_timestamp_ms,
+                offset_of_max_timestamp_ms,
+                &buffer,
+            )
+            .map_err(|e| self.poisoned_by("append", e))?;
+        let segment = active.segment();
+        let end = OffsetMetadata {
+            offset: last_offset + 1,
+            segment_base_offset: segment.base_offset(),
+            position: segment.size(),
+        };
+        self.published.publish(LogView {
+            end,
+            ..(*view).clone()
+        });
+        drop(writer);
+
+        let info = AppendInfo {
+            first_offset: analysis.first_offset(),
+            last_offset,
+            max_timestamp_ms,
+            offset_of_max_timestamp_ms,
+            log_append_time_ms,
+            batch_count: analysis.batches.len(),
+            size_bytes: size,
+            rolled,
+            log_start_offset: view.log_start_offset,
+        };
+        let unflushed = end.offset.saturating_sub(self.recovery_point());
+        match durability {
+            Durability::Fsync => {
+                self.group_commit
+                    .wait_durable(end.offset, || self.flush_to(i64::MAX, false))?;
+            }
+            Durability::PageCache if unflushed >= self.config.flush_messages => {
+                self.flush_to(end.offset, false)?;
+            }
+            Durability::PageCache => {}
+        }
+        Ok(info)
+    }
+
+    /// Rolls to a new active segment (Kafka's `LocalLog.roll`): base
+    /// `max(expected, log end offset)`; an empty active segment at that base is replaced by a
+    /// fresh one (KAFKA-6388). The old active segment is sealed (final time-index entry,
+    /// trimmed files) and the new map is published with the log end pointing into the new
+    /// segment. The caller holds the writer lock. Returns the published view.
+    ///
+    /// # Errors
+    /// Segment errors; a failure after the old segment was sealed poisons the log.
+    pub(crate) fn roll_locked(
+        &self,
+        writer: &mut Writer,
+        view: &LogView<Arc<seglog_segment::Segment>>,
+        expected: Option<i64>,
+        now_ms: i64,
+    ) -> Result<Snapshot<LogView<Arc<seglog_segment::Segment>>>> {
+        let log_end_offset = view.end.offset;
+        let new_base = expected.unwrap_or(0).max(log_end_offset);
+        let active = writer.active.take().ok_or_else(|| Error::Closed {
+            dir: self.dir.clone(),
+        })?;
+        let active_base = active.segment().base_offset();
+        let mut segments = (*view.segments).clone();
+        if new_base == active_base && active.segment().is_empty() {
+            // KAFKA-6388: the empty active segment is replaced, not duplicated.
+            let old = active.seal().map_err(|e| self.poisoned_by("seal", e))?;
+            old.mark_deleted()
+                .map_err(|e| self.poisoned_by("rename", e))?;
+            segments.remove(active_base);
+            self.deletions.push(
+                now_ms.saturating_add(self.config.file_delete_delay_ms),
+                Doomed::Segment(old),
+            );
+        } else if new_base <= active_base {
+            writer.active = Some(active);
+            return Err(Error::InvalidAppend {
+                kind: AppendErrorKind::UnexpectedAppendOffset {
+                    first_offset: new_base,
+                    log_end_offset,
+                },
+            });
+        } else {
+            active.seal().map_err(|e| self.poisoned_by("seal", e))?;
+        }
+        let mut created = ActiveSegment::create(&self.dir, new_base, &self.segment_config)
+            .map_err(|e| self.poisoned_by("create segment", e))?;
+        created.set_created_ms(now_ms);
+        segments.insert(new_base, Arc::clone(created.segment()));
+        writer.active = Some(created);
+        self.dir_dirty
+            .store(true, std::sync::atomic::Ordering::Release);
+        let end = OffsetMetadata {
+            offset: log_end_offset,
+            segment_base_offset: new_base,
+            position: 0,
+        };
+        let high_watermark = if view.high_watermark.offset >= log_end_offset {
+            end
+        } else {
+            view.high_watermark
+        };
+        self.published.publish(LogView {
+            segments: Arc::new(segments),
+            log_start_offset: view.log_start_offset,
+            end,
+            high_watermark,
+        });
+        Ok(self.published.load())
+    }
+
+    /// Rolls the active segment now (if it holds any data), e.g. before archiving it.
+    ///
+    /// # Errors
+    /// As [`Log::append`].
+    pub fn roll(&self) -> Result<()> {
+        let mut writer = self.writable()?;
+        let view = self.published.load();
+        let empty = writer
+            .active
+            .as_ref()
+            .is_some_and(|a| a.segment().is_empty());
+        if !empty {
+            self.roll_locked(&mut writer, &view, None, self.clock.now_ms())?;
+        }
+        Ok(())
+    }
+}

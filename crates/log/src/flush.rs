@@ -1,0 +1,118 @@
+//! Flushing (spec §5.8) and the explicit background work of [`Log::tick`].
+
+use std::sync::atomic::Ordering;
+
+use crate::Result;
+use crate::fsutil::sync_dir;
+use crate::log::Log;
+use crate::retention::RetentionReport;
+use crate::sync::lock;
+
+/// What one [`Log::tick`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TickReport {
+    /// Deleted segments (or leftover file sets) unlinked because their delay passed.
+    pub unlinked: usize,
+    /// The retention pass.
+    pub retention: RetentionReport,
+    /// The recovery point after the tick, when a flush ran.
+    pub flushed_to: Option<i64>,
+}
+
+impl Log {
+    /// Flushes everything appended so far (Kafka's `flush`): `fdatasync` of each `.log` and
+    /// `msync` of its indexes from the recovery point to the log end offset, then a directory
+    /// fsync if segments were created or renamed (KAFKA-3968). The recovery point becomes the
+    /// log end offset. Readers are not blocked; appends continue meanwhile.
+    ///
+    /// # Errors
+    /// Segment I/O errors; a failed fsync poisons the log.
+    pub fn flush(&self) -> Result<()> {
+        self.flush_to(i64::MAX, false).map(drop)
+    }
+
+    /// Flushes the segments holding offsets below `offset` and raises the recovery point to
+    /// `min(offset, log end offset)`. Returns the new recovery point.
+    ///
+    /// # Errors
+    /// As [`Log::flush`].
+    pub fn flush_up_to(&self, offset: i64) -> Result<i64> {
+        self.flush_to(offset, false)
+    }
+
+    /// The flush itself; `force_active` also flushes an empty active segment (close).
+    pub(crate) fn flush_to(&self, up_to: i64, force_active: bool) -> Result<i64> {
+        if self.read_only {
+            return Ok(self.recovery_point());
+        }
+        self.check_poison()?;
+        // Serializes flushes. Never taken by readers or under the writer lock.
+        let mut flusher = lock(&self.flusher);
+        let view = self.published.load();
+        let target = up_to.min(view.end.offset);
+        let recovery_point = self.recovery_point();
+        let dir_dirty = self.dir_dirty.swap(false, Ordering::AcqRel);
+        if target <= recovery_point && !force_active && !dir_dirty {
+            return Ok(recovery_point);
+        }
+        let range_end = if force_active { i64::MAX } else { target };
+        for (_, segment) in view.segments.range(recovery_point, range_end) {
+            segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
+        }
+        if dir_dirty && let Err(e) = sync_dir(&self.dir) {
+            self.dir_dirty.store(true, Ordering::Release);
+            *lock(&self.poison) = Some("fsync directory");
+            return Err(e);
+        }
+        let new_point = self
+            .recovery_point
+            .fetch_max(target, Ordering::AcqRel)
+            .max(target);
+        flusher.last_flush_ms = self.clock.now_ms();
+        drop(flusher);
+        self.group_commit.mark_durable(new_point);
+        Ok(new_point)
+    }
+
+    /// Runs the background work due at `now_ms`, on the caller's thread (no hidden threads):
+    /// unlinks `.deleted` segments whose `file.delete.delay.ms` passed, runs retention
+    /// ([`Log::delete_old_segments`] at `now_ms`), flushes segments sealed by rolls and — when
+    /// `flush.ms` elapsed since the last flush — everything, then rewrites a standalone log's
+    /// checkpoints if they changed. A closed or read-only log does nothing.
+    ///
+    /// # Errors
+    /// The first failure; deletions that failed are retried at the next tick.
+    pub fn tick(&self, now_ms: i64) -> Result<TickReport> {
+        let mut report = TickReport::default();
+        if self.read_only || self.lock_writer().closed {
+            return Ok(report);
+        }
+        let mut first_error = None;
+        let due = self.deletions.take_due(now_ms);
+        let mut failed = Vec::new();
+        for doomed in due {
+            match doomed.delete() {
+                Ok(()) => report.unlinked += 1,
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                    failed.push(doomed);
+                }
+            }
+        }
+        self.deletions.requeue(now_ms, failed);
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        report.retention = self.delete_old_segments_at(now_ms)?;
+        let active_base = self.published.load().segments.last().map_or(0, |(b, _)| b);
+        if self.recovery_point() < active_base {
+            report.flushed_to = Some(self.flush_to(active_base, false)?);
+        }
+        let last_flush_ms = lock(&self.flusher).last_flush_ms;
+        if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
+            report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
+        }
+        self.write_checkpoints(false)?;
+        Ok(report)
+    }
+}

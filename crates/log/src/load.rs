@@ -1,0 +1,370 @@
+//! Loading a partition directory (Kafka's `LogLoader.load`, spec §5.5).
+//!
+//! Order: (1) temporary files — delete `*.deleted` (not KRaft `*.checkpoint.deleted`, which do
+//! not parse as segment files), collect `*.cleaned` and `*.swap`, drop swaps at or above the
+//! lowest cleaned offset (an unfinished split), delete the cleaned files; (2) finish interrupted
+//! swaps — delete the old segment files the swaps replace; (3) rename `*.swap` to their final
+//! names; (4) open every `.log` in base order, deleting orphan index files; recover, after an
+//! unclean shutdown, every segment from the one holding the recovery point on, and when a
+//! recovery truncated a segment, delete every later segment. Then wipe the log if it ends below
+//! the checkpointed log start, make sure one segment exists, and resume the last one as the
+//! active segment. A read-only load does the same in memory and skips every file change.
+//!
+//! Files that are not segment files (`.snapshot`s are segment-named but ours to ignore,
+//! `leader-epoch-checkpoint`, `partition.metadata`, `quorum-state`, KRaft `*.checkpoint`, the
+//! lock and checkpoint files of a standalone log) are never touched.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use seglog_segment::{
+    ActiveSegment, FileKind, FileType, OpenMode, OpenOptions as SegmentOpenOptions, ParsedFileName,
+    RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_path, parse_file_name,
+};
+
+use crate::deletion::Doomed;
+use crate::fsutil::{remove_if_exists, sync_dir};
+use crate::home::InitialState;
+use crate::segment_map::SegmentMap;
+use crate::view::OffsetMetadata;
+use crate::{Error, Result};
+use std::sync::Arc;
+
+/// What happened to one segment while loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentLoad {
+    /// The segment's base offset.
+    pub base_offset: i64,
+    /// Why its indexes were rebuilt (a requested recovery, a missing or inconsistent index).
+    pub rebuilt: Option<RebuildReason>,
+    /// The recovery, when one ran: batches validated, bytes truncated and why.
+    pub recovery: Option<RecoveryReport>,
+}
+
+/// What [`crate::Log::open`] found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LoadReport {
+    /// Whether the clean-shutdown marker was present (nothing was scanned then).
+    pub had_clean_shutdown: bool,
+    /// The recovery point read from the checkpoint (0 when missing).
+    pub recovery_point_checkpoint: i64,
+    /// The log start offset read from the checkpoint (0 when missing).
+    pub log_start_offset_checkpoint: i64,
+    /// Leftover files removed: `*.deleted`, `*.cleaned`, invalid `*.swap`, orphan indexes,
+    /// old segment files replaced by a completed swap.
+    pub removed_files: Vec<PathBuf>,
+    /// `*.swap` files renamed to their final names (an interrupted swap completed).
+    pub completed_swaps: Vec<PathBuf>,
+    /// Every segment opened, oldest first.
+    pub segments: Vec<SegmentLoad>,
+    /// Segments dropped because an earlier segment's recovery truncated it (Kafka deletes
+    /// everything after a truncation), or because the log ended below the log start offset.
+    pub deleted_segments: Vec<i64>,
+    /// Whether a new empty segment was created (empty directory, or the log was wiped).
+    pub created_segment: Option<i64>,
+}
+
+impl LoadReport {
+    /// Segments whose recovery cut bytes, with how many.
+    pub fn truncations(&self) -> impl Iterator<Item = (i64, u64)> + '_ {
+        self.segments.iter().filter_map(|s| {
+            s.recovery
+                .as_ref()
+                .filter(|r| r.truncated_bytes > 0)
+                .map(|r| (s.base_offset, r.truncated_bytes))
+        })
+    }
+
+    /// Base offsets of the segments that were recovered (validated batch by batch).
+    pub fn recovered(&self) -> impl Iterator<Item = i64> + '_ {
+        self.segments
+            .iter()
+            .filter(|s| s.recovery.is_some())
+            .map(|s| s.base_offset)
+    }
+}
+
+/// The loaded state handed to the `Log`.
+pub(crate) struct Loaded {
+    pub(crate) segments: SegmentMap<Arc<Segment>>,
+    pub(crate) active: Option<ActiveSegment>,
+    pub(crate) log_start_offset: i64,
+    pub(crate) recovery_point: i64,
+    pub(crate) end: OffsetMetadata,
+    pub(crate) report: LoadReport,
+    /// Segments renamed `.deleted` during the load, to unlink after the delete delay.
+    pub(crate) deleted: Vec<Doomed>,
+}
+
+struct Loader<'a> {
+    dir: &'a Path,
+    config: &'a SegmentConfig,
+    read_only: bool,
+    report: LoadReport,
+}
+
+/// Loads `dir`; see the module docs.
+///
+/// # Errors
+/// I/O and segment errors; [`Error::NoSegments`] for a read-only open of a directory without
+/// any segment.
+pub(crate) fn load(
+    dir: &Path,
+    config: &SegmentConfig,
+    now_ms: i64,
+    state: InitialState,
+    read_only: bool,
+) -> Result<Loaded> {
+    let mut loader = Loader {
+        dir,
+        config,
+        read_only,
+        report: LoadReport {
+            had_clean_shutdown: state.had_clean_shutdown,
+            recovery_point_checkpoint: state.recovery_point,
+            log_start_offset_checkpoint: state.log_start_offset,
+            ..LoadReport::default()
+        },
+    };
+    if !read_only {
+        loader.clean_temporary_files()?;
+    }
+    let (mut segments, mut deleted) = loader.open_segments(state)?;
+
+    // Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd.
+    let mut wiped = false;
+    if let Some((_, last)) = segments.last()
+        && last.read_next_offset()? < state.log_start_offset
+    {
+        let all: Vec<i64> = segments.iter().map(|(b, _)| b).collect();
+        for base in all {
+            if let Some(segment) = segments.remove(base) {
+                loader.drop_segment(&segment, &mut deleted)?;
+            }
+        }
+        wiped = true;
+    }
+    if segments.is_empty() {
+        if read_only {
+            return Err(Error::NoSegments {
+                dir: dir.to_path_buf(),
+            });
+        }
+        let base = state.log_start_offset.max(0);
+        let active = ActiveSegment::create(dir, base, config)?;
+        segments.insert(base, Arc::clone(active.segment()));
+        loader.report.created_segment = Some(base);
+        sync_dir(dir)?;
+        drop(active);
+    }
+    let Some((last_base, last)) = segments.last().map(|(b, s)| (b, Arc::clone(s))) else {
+        return Err(Error::NoSegments {
+            dir: dir.to_path_buf(),
+        });
+    };
+    let log_end_offset = last.read_next_offset()?;
+    let first_base = segments.first().map_or(last_base, |(b, _)| b);
+    let log_start_offset = state.log_start_offset.max(first_base);
+    let recovery_point = if state.had_clean_shutdown && !wiped {
+        log_end_offset
+    } else {
+        state
+            .recovery_point
+            .clamp(0, log_end_offset)
+            .max(log_start_offset.min(log_end_offset))
+    };
+    let active = if read_only {
+        None
+    } else {
+        let mut active = ActiveSegment::resume(last)?;
+        active.set_created_ms(now_ms);
+        Some(active)
+    };
+    let end = OffsetMetadata {
+        offset: log_end_offset,
+        segment_base_offset: last_base,
+        position: segments.last().map_or(0, |(_, s)| s.size()),
+    };
+    Ok(Loaded {
+        segments,
+        active,
+        log_start_offset,
+        recovery_point,
+        end,
+        report: loader.report,
+        deleted,
+    })
+}
+
+impl Loader<'_> {
+    fn mode(&self) -> OpenMode {
+        if self.read_only {
+            OpenMode::ReadOnly
+        } else {
+            OpenMode::ReadWrite
+        }
+    }
+
+    /// Segment files in the directory, parsed.
+    fn segment_files(&self) -> Result<Vec<(PathBuf, ParsedFileName)>> {
+        let entries =
+            fs::read_dir(self.dir).map_err(|e| Error::io("list directory", self.dir, e))?;
+        let mut out = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", self.dir, e))?;
+            let path = entry.path();
+            if !path.is_file() {
+                continue;
+            }
+            if let Some(parsed) = parse_file_name(&path)
+                && parsed.kind.file_type != FileType::Snapshot
+            {
+                out.push((path, parsed));
+            }
+        }
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(out)
+    }
+
+    fn remove(&mut self, path: &Path) -> Result<()> {
+        if remove_if_exists(path)? {
+            self.report.removed_files.push(path.to_path_buf());
+        }
+        Ok(())
+    }
+
+    /// Passes 1–3: `.deleted`, `.cleaned`, `.swap`.
+    fn clean_temporary_files(&mut self) -> Result<()> {
+        let files = self.segment_files()?;
+        let mut cleaned = Vec::new();
+        let mut swaps = Vec::new();
+        for (path, parsed) in &files {
+            match parsed.kind.suffix {
+                Some(TempSuffix::Deleted) => self.remove(path)?,
+                Some(TempSuffix::Cleaned) => cleaned.push((path.clone(), *parsed)),
+                Some(TempSuffix::Swap) => swaps.push((path.clone(), *parsed)),
+                None => {}
+            }
+        }
+        let min_cleaned = cleaned
+            .iter()
+            .map(|(_, p)| p.base_offset)
+            .min()
+            .unwrap_or(i64::MAX);
+        let (valid_swaps, invalid_swaps): (Vec<_>, Vec<_>) = swaps
+            .into_iter()
+            .partition(|(_, p)| p.base_offset < min_cleaned);
+        for (path, _) in invalid_swaps.iter().chain(&cleaned) {
+            self.remove(path)?;
+        }
+        // Pass 2: the range of offsets the swapped-in segments cover.
+        let mut swap_range: Option<(i64, i64)> = None;
+        for (_, parsed) in valid_swaps
+            .iter()
+            .filter(|(_, p)| p.kind.file_type == FileType::Log)
+        {
+            let options = SegmentOpenOptions {
+                suffix: Some(TempSuffix::Swap),
+                ..SegmentOpenOptions::default()
+            };
+            let (segment, _) = Segment::open(self.dir, parsed.base_offset, self.config, options)?;
+            let next = segment.read_next_offset()?;
+            let (lo, hi) = swap_range.unwrap_or((i64::MAX, i64::MIN));
+            swap_range = Some((lo.min(parsed.base_offset), hi.max(next)));
+        }
+        if let Some((lo, hi)) = swap_range {
+            for (path, parsed) in &files {
+                let replaced = parsed.kind.suffix.is_none()
+                    && parsed.base_offset >= lo
+                    && parsed.base_offset < hi;
+                if replaced {
+                    self.remove(path)?;
+                }
+            }
+        }
+        // Pass 3: every remaining swap file (of any type) takes its final name.
+        for (path, parsed) in self.segment_files()? {
+            if parsed.kind.suffix == Some(TempSuffix::Swap) {
+                let target = file_path(self.dir, parsed.base_offset, parsed.kind.with_suffix(None));
+                fs::rename(&path, &target).map_err(|e| Error::io("rename swap file", &path, e))?;
+                self.report.completed_swaps.push(target);
+            }
+        }
+        if !self.report.removed_files.is_empty() || !self.report.completed_swaps.is_empty() {
+            sync_dir(self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// Pass 4 and recovery. Returns the map and the segments dropped after a truncation.
+    fn open_segments(
+        &mut self,
+        state: InitialState,
+    ) -> Result<(SegmentMap<Arc<Segment>>, Vec<Doomed>)> {
+        let files = self.segment_files()?;
+        let logs: BTreeSet<i64> = files
+            .iter()
+            .filter(|(_, p)| p.kind == FileKind::LOG)
+            .map(|(_, p)| p.base_offset)
+            .collect();
+        if !self.read_only {
+            for (path, parsed) in &files {
+                let orphan = parsed.kind.suffix.is_none()
+                    && parsed.kind.file_type.is_index()
+                    && !logs.contains(&parsed.base_offset);
+                if orphan {
+                    self.remove(path)?;
+                }
+            }
+        }
+        // Recovery covers the segment holding the recovery point and everything after it.
+        let recover_from = logs
+            .range(..=state.recovery_point)
+            .next_back()
+            .copied()
+            .unwrap_or(i64::MIN);
+        let mut segments = SegmentMap::new();
+        let mut dropped = Vec::new();
+        let mut truncated = false;
+        for &base in &logs {
+            if truncated {
+                // Not opened at all: a later segment after a truncation is garbage.
+                self.report.deleted_segments.push(base);
+                if !self.read_only {
+                    dropped.push(Doomed::rename_files(self.dir, base)?);
+                }
+                continue;
+            }
+            let recover = !state.had_clean_shutdown && base >= recover_from;
+            let options = SegmentOpenOptions {
+                mode: self.mode(),
+                recover,
+                ..SegmentOpenOptions::default()
+            };
+            let (segment, report) = Segment::open(self.dir, base, self.config, options)?;
+            truncated = report
+                .recovery
+                .as_ref()
+                .is_some_and(|r| r.truncated_bytes > 0);
+            self.report.segments.push(SegmentLoad {
+                base_offset: base,
+                rebuilt: report.rebuilt,
+                recovery: report.recovery,
+            });
+            segments.insert(base, segment);
+        }
+        Ok((segments, dropped))
+    }
+
+    /// Removes a segment from the log being loaded: renamed `.deleted` (unlinked later), or
+    /// only left out in read-only mode.
+    fn drop_segment(&mut self, segment: &Arc<Segment>, dropped: &mut Vec<Doomed>) -> Result<()> {
+        self.report.deleted_segments.push(segment.base_offset());
+        if !self.read_only {
+            segment.mark_deleted()?;
+            dropped.push(Doomed::Segment(Arc::clone(segment)));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,478 @@
+//! [`Log`]: one partition directory — open, offsets, segment listing, close.
+//!
+//! Appends live in `append.rs`, reads in `read.rs`, retention and truncation in
+//! `maintenance.rs`, flushing and `tick` in `flush.rs`, loading in `load.rs`.
+
+use std::path::{Path, PathBuf};
+// Plain std atomic: the recovery point is not part of the loom models.
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+use seglog_segment::{ActiveSegment, Segment, SegmentConfig};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::LogConfig;
+use crate::deletion::{DeleteQueue, Doomed};
+use crate::group_commit::GroupCommit;
+use crate::home::{self, InitialState, StateHome};
+use crate::load::{self, LoadReport, Loaded};
+use std::sync::Arc;
+
+use crate::sync::{Mutex, MutexGuard, lock};
+use crate::view::{LogView, OffsetMetadata, Published, SegmentSize};
+use crate::{Error, Result, TopicPartition};
+
+/// Options of [`Log::open_with`] beyond the config.
+#[derive(Debug, Clone)]
+pub struct OpenOptions {
+    /// The clock for rolls, retention, flush policies and LogAppendTime.
+    /// Default: [`SystemClock`].
+    pub clock: Arc<dyn Clock>,
+    /// Open without writing anything in the directory. Default: false.
+    pub read_only: bool,
+}
+
+impl Default for OpenOptions {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock),
+            read_only: false,
+        }
+    }
+}
+
+/// What one segment looks like, for listings ([`Log::segments`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentInfo {
+    /// Base offset (the number in the file names).
+    pub base_offset: i64,
+    /// Bytes in the `.log`.
+    pub size_bytes: u64,
+    /// Entries in the offset index.
+    pub index_entries: usize,
+    /// Entries in the time index.
+    pub time_index_entries: usize,
+    /// Largest record timestamp, if any record has one.
+    pub largest_timestamp_ms: Option<i64>,
+    /// The next segment's base offset, or the log end offset for the active segment: every
+    /// offset of this segment is below it.
+    pub next_offset: i64,
+    /// Whether this is the active (last) segment.
+    pub is_active: bool,
+    /// The `.log` path.
+    pub path: PathBuf,
+}
+
+/// One partition's log: a directory of segments with Kafka's on-disk format.
+///
+/// `Send + Sync`: share it in an `Arc`. Appends, rolls, retention and truncation are
+/// serialized by an internal writer lock; readers take no lock beyond cloning the published
+/// snapshot, so they run alongside appends and are never blocked by an fsync.
+#[derive(Debug)]
+pub struct Log {
+    pub(crate) dir: PathBuf,
+    pub(crate) topic_partition: TopicPartition,
+    pub(crate) config: LogConfig,
+    pub(crate) segment_config: SegmentConfig,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) read_only: bool,
+    pub(crate) published: Published<LogView<Arc<Segment>>>,
+    pub(crate) writer: Mutex<Writer>,
+    pub(crate) flusher: Mutex<FlushState>,
+    pub(crate) recovery_point: AtomicI64,
+    /// A segment file was created or renamed since the last directory fsync.
+    pub(crate) dir_dirty: AtomicBool,
+    /// Checkpoint values last written by a standalone log (to skip unchanged writes).
+    pub(crate) written_checkpoints: Mutex<Option<(i64, Option<i64>)>>,
+    pub(crate) group_commit: GroupCommit,
+    pub(crate) deletions: DeleteQueue<Doomed>,
+    pub(crate) poison: Mutex<Option<&'static str>>,
+    pub(crate) home: StateHome,
+    pub(crate) load_report: LoadReport,
+}
+
+/// State only the writer touches.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    /// The active segment's writer; `None` when read-only or closed.
+    pub(crate) active: Option<ActiveSegment>,
+    pub(crate) closed: bool,
+}
+
+/// State of the flusher (its mutex serializes flushes; never taken by readers or under the
+/// writer lock).
+#[derive(Debug)]
+pub(crate) struct FlushState {
+    pub(crate) last_flush_ms: i64,
+}
+
+impl SegmentSize for Arc<Segment> {
+    fn size_bytes(&self) -> u64 {
+        self.size()
+    }
+}
+
+impl Log {
+    /// Opens (or creates) the log in `dir` for reading and writing, with the system clock.
+    ///
+    /// Locks the directory's state root (see the crate docs: the partition directory itself,
+    /// or its parent when that is a Kafka `log.dirs` root), consumes the clean-shutdown marker
+    /// before loading, then loads as Kafka's `LogLoader` (spec §5.5).
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; [`Error::Locked`] when another process (or `Log`) holds the
+    /// directory; I/O and segment errors while loading.
+    pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
+        Self::open_with(dir, config, OpenOptions::default())
+    }
+
+    /// Opens the log without ever writing in `dir`: no lock file, no marker consumed, no
+    /// recovery written, missing or broken indexes rebuilt in memory, a torn tail hidden
+    /// from reads rather than truncated. For inspecting a directory a running broker owns or a
+    /// read-only copy. Writes return [`Error::ReadOnly`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidConfig`]; I/O and segment errors while loading.
+    pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
+        Self::open_with(
+            dir,
+            config,
+            OpenOptions {
+                read_only: true,
+                ..OpenOptions::default()
+            },
+        )
+    }
+
+    /// [`Log::open`] / [`Log::open_read_only`] with explicit [`OpenOptions`].
+    ///
+    /// # Errors
+    /// As [`Log::open`].
+    pub fn open_with(
+        dir: impl AsRef<Path>,
+        config: LogConfig,
+        options: OpenOptions,
+    ) -> Result<Self> {
+        config.validate()?;
+        let dir = dir.as_ref().to_path_buf();
+        if options.read_only {
+            let state = home::peek_read_only(&dir);
+            return Self::load(dir, config, options.clock, state, StateHome::ReadOnly, true);
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        let (home, state) = home::open_standalone(&dir)?;
+        Self::load(dir, config, options.clock, state, home, false)
+    }
+
+    /// Loads a partition directory for a [`crate::LogDir`] (which owns the root state).
+    pub(crate) fn open_in_log_dir(
+        dir: PathBuf,
+        config: LogConfig,
+        clock: Arc<dyn Clock>,
+        state: InitialState,
+        read_only: bool,
+    ) -> Result<Self> {
+        config.validate()?;
+        let home = if read_only {
+            StateHome::ReadOnly
+        } else {
+            StateHome::LogDir
+        };
+        Self::load(dir, config, clock, state, home, read_only)
+    }
+
+    fn load(
+        dir: PathBuf,
+        config: LogConfig,
+        clock: Arc<dyn Clock>,
+        state: InitialState,
+        home: StateHome,
+        read_only: bool,
+    ) -> Result<Self> {
+        let segment_config = segment_config(&config);
+        let Loaded {
+            segments,
+            active,
+            log_start_offset,
+            recovery_point,
+            end,
+            report,
+            deleted,
+        } = load::load(&dir, &segment_config, clock.now_ms(), state, read_only)?;
+        let now = clock.now_ms();
+        let high_watermark = OffsetMetadata {
+            offset: log_start_offset,
+            ..end
+        };
+        let view = LogView {
+            segments: Arc::new(segments),
+            log_start_offset,
+            end,
+            high_watermark: if log_start_offset >= end.offset {
+                end
+            } else {
+                high_watermark
+            },
+        };
+        let log = Self {
+            topic_partition: home::key_for(&dir),
+            dir,
+            config,
+            segment_config,
+            clock,
+            read_only,
+            published: Published::new(view),
+            writer: Mutex::new(Writer {
+                active,
+                closed: false,
+            }),
+            flusher: Mutex::new(FlushState { last_flush_ms: now }),
+            dir_dirty: AtomicBool::new(false),
+            written_checkpoints: Mutex::new(None),
+            recovery_point: AtomicI64::new(recovery_point),
+            group_commit: GroupCommit::new(recovery_point),
+            deletions: DeleteQueue::default(),
+            poison: Mutex::new(None),
+            home,
+            load_report: report,
+        };
+        let due = now.saturating_add(log.config.file_delete_delay_ms);
+        for segment in deleted {
+            log.deletions.push(due, segment);
+        }
+        // The high watermark starts at the log start offset (Kafka: the partition later
+        // restores it from replication-offset-checkpoint); set its position properly.
+        log.set_high_watermark(log_start_offset)?;
+        Ok(log)
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The topic-partition parsed from the directory name (`seglog-0` when it does not parse).
+    pub fn topic_partition(&self) -> &TopicPartition {
+        &self.topic_partition
+    }
+
+    /// The configuration the log was opened with.
+    pub fn config(&self) -> &LogConfig {
+        &self.config
+    }
+
+    /// Whether the log was opened read-only.
+    pub fn is_read_only(&self) -> bool {
+        self.read_only
+    }
+
+    /// What loading found and did (recovered and truncated segments, leftovers removed).
+    pub fn load_report(&self) -> &LoadReport {
+        &self.load_report
+    }
+
+    /// The first offset readers may fetch.
+    pub fn log_start_offset(&self) -> i64 {
+        self.published.load().log_start_offset
+    }
+
+    /// The offset the next appended record gets.
+    pub fn log_end_offset(&self) -> i64 {
+        self.published.load().end.offset
+    }
+
+    /// The log end offset with its segment and byte position.
+    pub fn log_end_offset_metadata(&self) -> OffsetMetadata {
+        self.published.load().end
+    }
+
+    /// The high watermark: consumers ([`crate::Isolation::HighWatermark`]) read below it.
+    pub fn high_watermark(&self) -> i64 {
+        self.published.load().high_watermark.offset
+    }
+
+    /// Every offset below this is flushed to disk (and is trusted without a scan after a
+    /// crash).
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point.load(Ordering::Acquire)
+    }
+
+    /// Number of segments.
+    pub fn segment_count(&self) -> usize {
+        self.published.load().segments.len()
+    }
+
+    /// Sets the high watermark, clamped to `[log start offset, log end offset]` (the caller —
+    /// a replication layer — decides it; a standalone user typically sets it to the LEO).
+    /// Returns the value set.
+    ///
+    /// # Errors
+    /// Segment errors while locating the offset's batch.
+    pub fn set_high_watermark(&self, offset: i64) -> Result<i64> {
+        let _writer = self.lock_writer();
+        let view = self.published.load();
+        let target = offset.clamp(view.log_start_offset, view.end.offset);
+        let metadata = self.offset_metadata(&view, target)?;
+        self.published.publish(LogView {
+            high_watermark: metadata,
+            ..(*view).clone()
+        });
+        Ok(target)
+    }
+
+    /// The metadata of `offset` (between the log start and the LEO) in `view`: the start of
+    /// the batch holding it, or the end of the segment when it falls in a gap.
+    pub(crate) fn offset_metadata(
+        &self,
+        view: &LogView<Arc<Segment>>,
+        offset: i64,
+    ) -> Result<OffsetMetadata> {
+        if offset >= view.end.offset {
+            return Ok(view.end);
+        }
+        let Some((base, segment)) = view.segments.floor(offset) else {
+            return Ok(view.end);
+        };
+        let position = match segment.translate_offset(offset, 0)? {
+            Some(found) => found.position,
+            None => segment.size(),
+        };
+        Ok(OffsetMetadata {
+            offset,
+            segment_base_offset: base,
+            position,
+        })
+    }
+
+    /// A description of every segment, oldest first.
+    pub fn segments(&self) -> Vec<SegmentInfo> {
+        let view = self.published.load();
+        let mut out = Vec::with_capacity(view.segments.len());
+        let mut iter = view.segments.iter().peekable();
+        while let Some((base, segment)) = iter.next() {
+            let next = iter.peek().map(|(b, _)| *b);
+            out.push(SegmentInfo {
+                base_offset: base,
+                size_bytes: segment.size(),
+                index_entries: segment.offset_index_entries(),
+                time_index_entries: segment.time_index_entries(),
+                largest_timestamp_ms: segment.largest_record_timestamp(),
+                next_offset: next.unwrap_or(view.end.offset),
+                is_active: next.is_none(),
+                path: segment.log_path(),
+            });
+        }
+        out
+    }
+
+    /// Closes the log: seals the active segment (final time-index entry, trimmed indexes),
+    /// flushes everything, deletes segments waiting for deletion, then writes the checkpoints
+    /// and — last, and only if nothing failed — the clean-shutdown marker. Idempotent; after it,
+    /// writes fail with [`Error::Closed`] and reads keep working.
+    ///
+    /// # Errors
+    /// I/O and segment errors; the marker is then not written, so the next open recovers.
+    pub fn close(&self) -> Result<()> {
+        let mut writer = self.lock_writer();
+        if writer.closed {
+            return Ok(());
+        }
+        writer.closed = true;
+        if self.read_only {
+            return Ok(());
+        }
+        self.check_poison()?;
+        if let Some(active) = writer.active.take() {
+            let sealed = active.seal().map_err(|e| self.poisoned_by("seal", e))?;
+            // Keep the published map pointing at the sealed read side (same Arc).
+            drop(sealed);
+        }
+        drop(writer);
+        self.flush_to(i64::MAX, true)?;
+        for doomed in self.deletions.take_all() {
+            doomed.delete()?;
+        }
+        self.write_checkpoints(true)?;
+        self.home.write_clean_marker()
+    }
+
+    /// Writes this log's checkpoint entries when it owns them (standalone logs). With `force`
+    /// false, skips the write when nothing changed since the last one.
+    pub(crate) fn write_checkpoints(&self, force: bool) -> Result<()> {
+        if !matches!(self.home, StateHome::Standalone { .. }) {
+            return Ok(());
+        }
+        let values = self.checkpoint_values();
+        let mut written = lock(&self.written_checkpoints);
+        if !force && *written == Some(values) {
+            return Ok(());
+        }
+        self.home.write_checkpoints(values.0, values.1)?;
+        *written = Some(values);
+        Ok(())
+    }
+
+    /// (recovery point, log start offset if Kafka would write it: above the first base).
+    pub(crate) fn checkpoint_values(&self) -> (i64, Option<i64>) {
+        let view = self.published.load();
+        let first_base = view
+            .segments
+            .first()
+            .map_or(view.log_start_offset, |(b, _)| b);
+        let log_start = (view.log_start_offset > first_base).then_some(view.log_start_offset);
+        (self.recovery_point(), log_start)
+    }
+
+    pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {
+        lock(&self.writer)
+    }
+
+    /// Fails if a write or fsync failed earlier.
+    pub(crate) fn check_poison(&self) -> Result<()> {
+        match *lock(&self.poison) {
+            Some(op) => Err(Error::Poisoned {
+                dir: self.dir.clone(),
+                op,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Records a failed write/fsync: the log refuses writes until reopened. Returns the
+    /// error for `?`.
+    pub(crate) fn poisoned_by(&self, op: &'static str, error: seglog_segment::Error) -> Error {
+        if !error.is_corruption() {
+            lock(&self.poison).get_or_insert(op);
+        }
+        Error::Segment(error)
+    }
+
+    /// The writer for a mutating call: not read-only, not closed, not poisoned.
+    pub(crate) fn writable(&self) -> Result<MutexGuard<'_, Writer>> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.dir.clone(),
+            });
+        }
+        let writer = self.lock_writer();
+        if writer.closed {
+            return Err(Error::Closed {
+                dir: self.dir.clone(),
+            });
+        }
+        self.check_poison()?;
+        Ok(writer)
+    }
+}
+
+/// The segment layer's view of a [`LogConfig`].
+pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
+    SegmentConfig {
+        segment_bytes: config.segment_bytes.max(14) as u32,
+        index_interval_bytes: config.index_interval_bytes.max(0) as u32,
+        max_index_bytes: config.segment_index_bytes.max(12) as u32,
+        preallocate: config.preallocate,
+        segment_ms: config.segment_ms,
+        segment_jitter_ms: config.segment_jitter_ms,
+        ..SegmentConfig::default()
+    }
+}

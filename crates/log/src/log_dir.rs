@@ -1,0 +1,276 @@
+//! [`LogDir`]: a Kafka `log.dirs` root holding many `<topic>-<partition>` directories, with the
+//! root's lock, clean-shutdown marker and offset checkpoints (spec §1.3–1.5).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::RwLock;
+
+use crate::checkpoint::{
+    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+};
+use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
+use crate::clock::Clock;
+use crate::config::LogConfig;
+use crate::fsutil::remove_if_exists;
+use crate::home::InitialState;
+use crate::lock::DirLock;
+use crate::log::{Log, OpenOptions};
+use std::sync::Arc;
+
+use crate::sync::{Mutex, lock};
+use crate::topic_partition::{PartitionDirKind, TopicPartition, parse_partition_dir_name};
+use crate::{Error, Result};
+
+/// A log-dirs root. Opening it locks `<root>/.lock`, consumes `<root>/.kafka_cleanshutdown`
+/// before loading anything (a crash while loading counts as unclean), reads the root
+/// checkpoints and loads every partition directory. Directories that are not
+/// `<topic>-<partition>` are ignored; `-stray` and `-future` directories are left alone;
+/// `-delete` directories are removed `file.delete.delay.ms` after opening (by
+/// [`LogDir::tick`]), without being loaded.
+#[derive(Debug)]
+pub struct LogDir {
+    root: PathBuf,
+    config: LogConfig,
+    clock: Arc<dyn Clock>,
+    read_only: bool,
+    _lock: Option<DirLock>,
+    had_clean_shutdown: bool,
+    logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
+    doomed_dirs: Mutex<Vec<(i64, PathBuf)>>,
+    closed: Mutex<bool>,
+}
+
+impl LogDir {
+    /// Opens (creating it if needed) the root `root`; every partition uses `config`.
+    ///
+    /// # Errors
+    /// [`Error::Locked`] if another process holds the root; load errors of any partition
+    /// (the marker is already consumed then, so the next open recovers).
+    pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
+        Self::open_with(root, config, OpenOptions::default())
+    }
+
+    /// [`LogDir::open`] with a clock, or read-only (nothing written, no lock).
+    ///
+    /// # Errors
+    /// As [`LogDir::open`].
+    pub fn open_with(
+        root: impl AsRef<Path>,
+        config: LogConfig,
+        options: OpenOptions,
+    ) -> Result<Self> {
+        config.validate()?;
+        let root = root.as_ref().to_path_buf();
+        let marker = CleanShutdownMarker::new(&root);
+        let (lock, had_clean_shutdown) = if options.read_only {
+            (None, marker.exists())
+        } else {
+            std::fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
+            let lock = DirLock::acquire(&root)?;
+            (Some(lock), marker.consume()?)
+        };
+        let recovery_points =
+            OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_empty();
+        let log_starts =
+            OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_empty();
+        let now = options.clock.now_ms();
+        let mut logs = BTreeMap::new();
+        let mut doomed_dirs = Vec::new();
+        let entries =
+            std::fs::read_dir(&root).map_err(|e| Error::io("list directory", &root, e))?;
+        let mut dirs = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io("list directory", &root, e))?;
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            }
+        }
+        dirs.sort();
+        for dir in dirs {
+            let Some(parsed) = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| parse_partition_dir_name(n).ok())
+            else {
+                continue;
+            };
+            match parsed.kind {
+                PartitionDirKind::Live => {}
+                PartitionDirKind::Delete => {
+                    doomed_dirs.push((now.saturating_add(config.file_delete_delay_ms), dir));
+                    continue;
+                }
+                PartitionDirKind::Stray | PartitionDirKind::Future => continue,
+            }
+            let tp = parsed.topic_partition;
+            if !options.read_only {
+                // A stale marker from standalone use of this directory must never vouch for it.
+                remove_if_exists(&dir.join(CLEAN_SHUTDOWN_FILE))?;
+            }
+            let state = InitialState {
+                had_clean_shutdown,
+                recovery_point: recovery_points.get(&tp).copied().unwrap_or(0),
+                log_start_offset: log_starts.get(&tp).copied().unwrap_or(0),
+            };
+            let log = Log::open_in_log_dir(
+                dir,
+                config.clone(),
+                Arc::clone(&options.clock),
+                state,
+                options.read_only,
+            )?;
+            logs.insert(tp, Arc::new(log));
+        }
+        let log_dir = Self {
+            root,
+            config,
+            clock: options.clock,
+            read_only: options.read_only,
+            _lock: lock,
+            had_clean_shutdown,
+            logs: RwLock::new(logs),
+            doomed_dirs: Mutex::new(doomed_dirs),
+            closed: Mutex::new(false),
+        };
+        // Written at once so the root looks like a log dir to standalone opens from now on.
+        log_dir.checkpoint()?;
+        Ok(log_dir)
+    }
+
+    /// The root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the marker was there at open (nothing was scanned then).
+    pub fn had_clean_shutdown(&self) -> bool {
+        self.had_clean_shutdown
+    }
+
+    /// Every loaded log, by topic-partition.
+    pub fn logs(&self) -> Vec<(TopicPartition, Arc<Log>)> {
+        self.read_logs()
+            .iter()
+            .map(|(tp, log)| (tp.clone(), Arc::clone(log)))
+            .collect()
+    }
+
+    /// The log of `topic_partition`, if loaded.
+    pub fn log(&self, topic_partition: &TopicPartition) -> Option<Arc<Log>> {
+        self.read_logs().get(topic_partition).cloned()
+    }
+
+    /// The log of `topic_partition`, creating its directory `<root>/<topic>-<partition>` and
+    /// an empty log when it does not exist yet.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`]; I/O and load errors.
+    pub fn get_or_create(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.root.clone(),
+            });
+        }
+        let mut logs = match self.logs.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(log) = logs.get(topic_partition) {
+            return Ok(Arc::clone(log));
+        }
+        let dir = self.root.join(topic_partition.dir_name());
+        std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
+        crate::fsutil::sync_dir(&self.root)?;
+        let state = InitialState {
+            had_clean_shutdown: true,
+            recovery_point: 0,
+            log_start_offset: 0,
+        };
+        let log = Arc::new(Log::open_in_log_dir(
+            dir,
+            self.config.clone(),
+            Arc::clone(&self.clock),
+            state,
+            false,
+        )?);
+        logs.insert(topic_partition.clone(), Arc::clone(&log));
+        Ok(log)
+    }
+
+    /// Writes the root checkpoints for every log (recovery points; log start offsets above the
+    /// first segment's base), atomically.
+    ///
+    /// # Errors
+    /// I/O errors of the checkpoint writes.
+    pub fn checkpoint(&self) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        let mut recovery_points = BTreeMap::new();
+        let mut log_starts = BTreeMap::new();
+        for (tp, log) in self.read_logs().iter() {
+            let (recovery_point, log_start) = log.checkpoint_values();
+            recovery_points.insert(tp.clone(), recovery_point);
+            if let Some(log_start) = log_start {
+                log_starts.insert(tp.clone(), log_start);
+            }
+        }
+        OffsetCheckpointFile::new(self.root.join(RECOVERY_POINT_CHECKPOINT))
+            .write(&recovery_points)?;
+        OffsetCheckpointFile::new(self.root.join(LOG_START_OFFSET_CHECKPOINT)).write(&log_starts)
+    }
+
+    /// [`Log::tick`] for every log, removal of `-delete` directories that are due, then the
+    /// checkpoints.
+    ///
+    /// # Errors
+    /// The first failure.
+    pub fn tick(&self, now_ms: i64) -> Result<()> {
+        if self.read_only {
+            return Ok(());
+        }
+        for (_, log) in self.logs() {
+            log.tick(now_ms)?;
+        }
+        let due: Vec<PathBuf> = {
+            let mut doomed = lock(&self.doomed_dirs);
+            let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut *doomed)
+                .into_iter()
+                .partition(|(at, _)| *at <= now_ms);
+            *doomed = keep;
+            due.into_iter().map(|(_, dir)| dir).collect()
+        };
+        for dir in due {
+            std::fs::remove_dir_all(&dir).map_err(|e| Error::io("delete directory", &dir, e))?;
+        }
+        self.checkpoint()
+    }
+
+    /// Closes every log, writes the checkpoints, then the clean-shutdown marker (last, and
+    /// only when everything before succeeded). Idempotent.
+    ///
+    /// # Errors
+    /// The first failure; the marker is then not written.
+    pub fn close(&self) -> Result<()> {
+        let mut closed = lock(&self.closed);
+        if *closed || self.read_only {
+            *closed = true;
+            return Ok(());
+        }
+        for (_, log) in self.logs() {
+            log.close()?;
+        }
+        self.checkpoint()?;
+        CleanShutdownMarker::new(&self.root).write()?;
+        *closed = true;
+        Ok(())
+    }
+
+    fn read_logs(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, Arc<Log>>> {
+        match self.logs.read() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+}

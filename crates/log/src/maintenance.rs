@@ -1,0 +1,352 @@
+//! Retention (spec §5.6), `DeleteRecords`, and truncation (spec §5.7).
+
+use seglog_segment::{ActiveSegment, Segment};
+
+use crate::deletion::Doomed;
+use crate::log::{Log, Writer};
+use crate::retention::{
+    self, DeletedSegment, RetentionReason, RetentionReport, SegmentStat, deletable_prefix,
+};
+use std::sync::Arc;
+
+use crate::view::{LogView, OffsetMetadata};
+use crate::{Error, Result};
+
+type View = LogView<Arc<Segment>>;
+
+impl Log {
+    /// Kafka's `deleteOldSegments` with the clock's now: log-start-offset breach, then size
+    /// (`retention.bytes`), then time (`retention.ms`, from each segment's largest timestamp).
+    /// Never deletes a segment reaching at or above the high watermark; rolls the active
+    /// segment when every segment is deletable so one always remains. Deleted segments are
+    /// renamed `.deleted` and unlinked `file.delete.delay.ms` later by [`Log::tick`]; readers
+    /// holding them keep reading.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`]; segment I/O errors.
+    pub fn delete_old_segments(&self) -> Result<RetentionReport> {
+        self.delete_old_segments_at(self.clock.now_ms())
+    }
+
+    pub(crate) fn delete_old_segments_at(&self, now_ms: i64) -> Result<RetentionReport> {
+        let mut writer = self.writable()?;
+        let mut report = RetentionReport::default();
+        // 1. Log start offset: always.
+        let view = self.published.load();
+        let stats = segment_stats(&view)?;
+        let count = deletable_prefix(
+            &stats,
+            view.high_watermark.offset,
+            view.end.offset,
+            retention::log_start_breached(view.log_start_offset),
+        );
+        self.delete_segments(
+            &mut writer,
+            count,
+            RetentionReason::LogStartOffset,
+            now_ms,
+            &mut report,
+        )?;
+        // 2. Size.
+        let view = self.published.load();
+        let stats = segment_stats(&view)?;
+        if let Some(predicate) =
+            retention::size_breached(retention::total_bytes(&stats), self.config.retention_bytes)
+        {
+            let count = deletable_prefix(
+                &stats,
+                view.high_watermark.offset,
+                view.end.offset,
+                predicate,
+            );
+            self.delete_segments(
+                &mut writer,
+                count,
+                RetentionReason::Size,
+                now_ms,
+                &mut report,
+            )?;
+        }
+        // 3. Time.
+        let view = self.published.load();
+        let stats = segment_stats(&view)?;
+        if let Some(predicate) = retention::time_breached(now_ms, self.config.retention_ms) {
+            let count = deletable_prefix(
+                &stats,
+                view.high_watermark.offset,
+                view.end.offset,
+                predicate,
+            );
+            self.delete_segments(
+                &mut writer,
+                count,
+                RetentionReason::Time,
+                now_ms,
+                &mut report,
+            )?;
+            let view = self.published.load();
+            for stat in segment_stats(&view)? {
+                if stat.largest_timestamp_ms > now_ms {
+                    report.future_timestamp_segments.push(stat.base_offset);
+                }
+            }
+        }
+        report.log_start_offset = self.published.load().log_start_offset;
+        Ok(report)
+    }
+
+    /// Kafka's `deleteSegments`: raise the log start offset to the base of the segment after
+    /// the last deleted one (rolling first when every segment goes), publish the map without
+    /// them, rename their files `.deleted` and queue the unlink.
+    fn delete_segments(
+        &self,
+        writer: &mut Writer,
+        count: usize,
+        reason: RetentionReason,
+        now_ms: i64,
+        report: &mut RetentionReport,
+    ) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
+        let mut view = self.published.load();
+        if count == view.segments.len() {
+            // Keep at least one segment: roll a new empty active one first.
+            view = self.roll_locked(writer, &view, None, now_ms)?;
+            report.rolled = true;
+        }
+        let doomed: Vec<(i64, Arc<Segment>)> = view
+            .segments
+            .iter()
+            .take(count)
+            .map(|(b, s)| (b, Arc::clone(s)))
+            .collect();
+        let mut segments = (*view.segments).clone();
+        for (base, _) in &doomed {
+            segments.remove(*base);
+        }
+        let next_base = segments.first().map_or(view.end.offset, |(b, _)| b);
+        let log_start_offset = view.log_start_offset.max(next_base);
+        self.raise_recovery_point(log_start_offset);
+        let high_watermark = if view.high_watermark.offset < log_start_offset {
+            self.offset_metadata(&view, log_start_offset)?
+        } else {
+            view.high_watermark
+        };
+        self.published.publish(LogView {
+            segments: Arc::new(segments),
+            log_start_offset,
+            end: view.end,
+            high_watermark,
+        });
+        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        for (base, segment) in doomed {
+            report.deleted.push(DeletedSegment {
+                base_offset: base,
+                size_bytes: segment.size(),
+                reason,
+            });
+            segment
+                .mark_deleted()
+                .map_err(|e| self.poisoned_by("rename", e))?;
+            self.deletions.push(due, Doomed::Segment(segment));
+        }
+        self.dir_dirty
+            .store(true, std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    /// Kafka's `DeleteRecords` (`maybeIncrementLogStartOffset`): raises the log start offset
+    /// to `offset` (`-1` means the high watermark). Reads below it then fail; whole segments
+    /// below it are removed by the next retention pass. Returns the new log start offset.
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfRange`] when `offset` is above the high watermark or below -1;
+    /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`].
+    pub fn delete_records_before(&self, offset: i64) -> Result<i64> {
+        let _writer = self.writable()?;
+        let view = self.published.load();
+        let offset = if offset == -1 {
+            view.high_watermark.offset
+        } else {
+            offset
+        };
+        if offset < 0 || offset > view.high_watermark.offset {
+            return Err(Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: view.log_start_offset,
+                log_end_offset: view.end.offset,
+            });
+        }
+        if offset > view.log_start_offset {
+            self.raise_recovery_point(offset);
+            self.published.publish(LogView {
+                log_start_offset: offset,
+                ..(*view).clone()
+            });
+        }
+        Ok(self.published.load().log_start_offset)
+    }
+
+    /// Kafka's `truncateTo`: removes every offset at and above `offset` (at batch
+    /// granularity: the whole batch holding `offset` goes). A no-op at or above the log end.
+    /// Below the first segment it is [`Log::truncate_fully_and_start_at`]. The log end becomes
+    /// `offset`; the recovery point, high watermark and log start are lowered to it if needed.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`]; segment I/O errors (which
+    /// poison the log).
+    pub fn truncate_to(&self, offset: i64) -> Result<()> {
+        let mut writer = self.writable()?;
+        let view = self.published.load();
+        if offset >= view.end.offset {
+            return Ok(());
+        }
+        let first_base = view.segments.first().map_or(0, |(b, _)| b);
+        if offset < first_base {
+            return self.truncate_fully_locked(&mut writer, &view, offset);
+        }
+        let now_ms = self.clock.now_ms();
+        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        let mut segments = (*view.segments).clone();
+        let later: Vec<i64> = view
+            .segments
+            .iter()
+            .filter(|(b, _)| *b > offset)
+            .map(|(b, _)| b)
+            .collect();
+        let (floor_base, floor) = view
+            .segments
+            .floor(offset)
+            .map(|(b, s)| (b, Arc::clone(s)))
+            .ok_or_else(|| Error::NoSegments {
+                dir: self.dir.clone(),
+            })?;
+        // The active writer moves to the floor segment when it is not already there.
+        let mut active = writer.active.take().ok_or_else(|| Error::Closed {
+            dir: self.dir.clone(),
+        })?;
+        if active.segment().base_offset() != floor_base {
+            drop(active);
+            active =
+                ActiveSegment::resume(floor).map_err(|e| self.poisoned_by("resume segment", e))?;
+        }
+        for base in &later {
+            if let Some(segment) = segments.remove(*base) {
+                segment
+                    .mark_deleted()
+                    .map_err(|e| self.poisoned_by("rename", e))?;
+                self.deletions.push(due, Doomed::Segment(segment));
+            }
+        }
+        let truncated = active.truncate_to(offset);
+        let position = active.segment().size();
+        writer.active = Some(active);
+        truncated.map_err(|e| self.poisoned_by("truncate", e))?;
+        self.lower_after_truncation(&view, segments, offset, floor_base, position);
+        Ok(())
+    }
+
+    /// Kafka's `truncateFullyAndStartAt`: deletes every segment and starts an empty log at
+    /// `offset` (log start, log end, recovery point and high watermark all become `offset`).
+    ///
+    /// # Errors
+    /// As [`Log::truncate_to`].
+    pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
+        let mut writer = self.writable()?;
+        let view = self.published.load();
+        self.truncate_fully_locked(&mut writer, &view, offset)
+    }
+
+    fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {
+        let due = self
+            .clock
+            .now_ms()
+            .saturating_add(self.config.file_delete_delay_ms);
+        // Rename the old segments first: the new one may reuse a base offset.
+        drop(writer.active.take());
+        for (_, segment) in view.segments.iter() {
+            segment
+                .mark_deleted()
+                .map_err(|e| self.poisoned_by("rename", e))?;
+            self.deletions
+                .push(due, Doomed::Segment(Arc::clone(segment)));
+        }
+        let mut created = ActiveSegment::create(&self.dir, offset, &self.segment_config)
+            .map_err(|e| self.poisoned_by("create segment", e))?;
+        created.set_created_ms(self.clock.now_ms());
+        let mut segments = crate::segment_map::SegmentMap::new();
+        segments.insert(offset, Arc::clone(created.segment()));
+        writer.active = Some(created);
+        self.dir_dirty
+            .store(true, std::sync::atomic::Ordering::Release);
+        let end = OffsetMetadata {
+            offset,
+            segment_base_offset: offset,
+            position: 0,
+        };
+        self.recovery_point
+            .store(offset, std::sync::atomic::Ordering::Release);
+        self.group_commit.reset(offset);
+        self.published.publish(LogView {
+            segments: Arc::new(segments),
+            log_start_offset: offset,
+            end,
+            high_watermark: end,
+        });
+        Ok(())
+    }
+
+    fn lower_after_truncation(
+        &self,
+        view: &View,
+        segments: crate::segment_map::SegmentMap<Arc<Segment>>,
+        offset: i64,
+        floor_base: i64,
+        position: u64,
+    ) {
+        let end = OffsetMetadata {
+            offset,
+            segment_base_offset: floor_base,
+            position,
+        };
+        let recovery_point = self.recovery_point().min(offset);
+        self.recovery_point
+            .store(recovery_point, std::sync::atomic::Ordering::Release);
+        self.group_commit.reset(offset);
+        let high_watermark = if view.high_watermark.offset >= offset {
+            end
+        } else {
+            view.high_watermark
+        };
+        self.dir_dirty
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.published.publish(LogView {
+            segments: Arc::new(segments),
+            log_start_offset: view.log_start_offset.min(offset),
+            end,
+            high_watermark,
+        });
+    }
+
+    /// Raises the recovery point to `offset` if it was lower (a raised log start offset: what
+    /// lies below it is never read again).
+    fn raise_recovery_point(&self, offset: i64) {
+        self.recovery_point
+            .fetch_max(offset, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// Retention statistics of every segment in `view`, oldest first.
+fn segment_stats(view: &View) -> Result<Vec<SegmentStat>> {
+    view.segments
+        .iter()
+        .map(|(base, segment)| {
+            Ok(SegmentStat {
+                base_offset: base,
+                size_bytes: segment.size() as i64,
+                largest_timestamp_ms: segment.largest_timestamp()?,
+            })
+        })
+        .collect()
+}

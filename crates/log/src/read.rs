@@ -1,0 +1,135 @@
+//! Reading (spec §5.2) and lookups by time (Kafka's `fetchOffsetByTimestamp`, §3.4).
+
+use seglog_segment::{FileSlice, TimestampAndOffset};
+
+use crate::Result;
+use crate::log::Log;
+use crate::view::{Isolation, OffsetMetadata};
+
+/// The result of [`Log::read`].
+#[derive(Debug, Clone)]
+pub struct FetchData {
+    /// The bytes: whole batches from the one holding the start offset (which may begin below
+    /// it), possibly cut mid-batch at the end by `max_bytes`; empty at the end of the log.
+    pub slice: FileSlice,
+    /// Where the read started (the start offset, its segment and the batch position), or
+    /// the bound it hit when nothing was read.
+    pub fetch_offset: OffsetMetadata,
+    /// The high watermark when the read was planned.
+    pub high_watermark: i64,
+    /// The log start offset when the read was planned.
+    pub log_start_offset: i64,
+    /// The log end offset when the read was planned.
+    pub log_end_offset: i64,
+}
+
+/// Which offset [`Log::offset_for_timestamp`] looks for (Kafka's ListOffsets specs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListOffsets {
+    /// The log start offset (`EARLIEST_TIMESTAMP`, -2).
+    Earliest,
+    /// The log end offset (`LATEST_TIMESTAMP`, -1).
+    Latest,
+    /// The record with the largest timestamp (`MAX_TIMESTAMP`, -3), exactly (KAFKA-16310).
+    MaxTimestamp,
+    /// The first record with a timestamp at or after this one.
+    Timestamp(i64),
+}
+
+impl Log {
+    /// Reads from `start_offset` (Kafka's `UnifiedLog.read`): at most `max_bytes` (but at
+    /// least the first batch when `min_one_message`), never past the log end offset or the
+    /// high watermark per `isolation`. Never blocks on the writer or an fsync.
+    ///
+    /// # Errors
+    /// [`crate::Error::OffsetOutOfRange`] (naming the log start and end) below the log start
+    /// or above the log end; segment I/O errors.
+    pub fn read(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: Isolation,
+        min_one_message: bool,
+    ) -> Result<FetchData> {
+        let view = self.published.load();
+        let plan = view.plan_read(start_offset, isolation)?;
+        let data = |slice: FileSlice, fetch_offset| FetchData {
+            slice,
+            fetch_offset,
+            high_watermark: view.high_watermark.offset,
+            log_start_offset: view.log_start_offset,
+            log_end_offset: view.end.offset,
+        };
+        for (segment, max_position) in &plan.steps {
+            if let Some(slice) =
+                segment.read(start_offset, max_bytes, *max_position, min_one_message)?
+            {
+                let fetch_offset = OffsetMetadata {
+                    offset: start_offset,
+                    segment_base_offset: segment.base_offset(),
+                    position: slice.position(),
+                };
+                return Ok(data(slice, fetch_offset));
+            }
+        }
+        // Nothing to read: an empty slice at the bound.
+        let bound = plan.max_offset;
+        let (_, segment) = view
+            .segments
+            .floor(bound.segment_base_offset)
+            .or_else(|| view.segments.last())
+            .ok_or_else(|| crate::Error::NoSegments {
+                dir: self.dir.clone(),
+            })?;
+        Ok(data(segment.slice(bound.position, 0), bound))
+    }
+
+    /// Kafka's ListOffsets lookup. `Earliest` / `Latest` give the log start / end offset with
+    /// timestamp -1; `MaxTimestamp` the exact record holding the largest timestamp (ties: the
+    /// earliest segment); `Timestamp(t)` the first record at or after `t`, searched in the
+    /// first segment whose largest timestamp is `>= t`, from the log start offset. `None` when
+    /// no record qualifies.
+    ///
+    /// # Errors
+    /// Segment I/O or corruption errors.
+    pub fn offset_for_timestamp(&self, spec: ListOffsets) -> Result<Option<TimestampAndOffset>> {
+        let view = self.published.load();
+        let found = |offset| {
+            Some(TimestampAndOffset {
+                timestamp_ms: -1,
+                offset,
+                leader_epoch: None,
+            })
+        };
+        match spec {
+            ListOffsets::Earliest => Ok(found(view.log_start_offset)),
+            ListOffsets::Latest => Ok(found(view.end.offset)),
+            ListOffsets::MaxTimestamp => {
+                let mut best: Option<(i64, &_)> = None;
+                for (_, segment) in view.segments.iter() {
+                    if let Some(ts) = segment.largest_record_timestamp()
+                        && best.is_none_or(|(b, _)| ts > b)
+                    {
+                        best = Some((ts, segment));
+                    }
+                }
+                match best {
+                    Some((ts, segment)) => segment
+                        .find_offset_by_timestamp(ts, view.log_start_offset)
+                        .map_err(Into::into),
+                    None => Ok(None),
+                }
+            }
+            ListOffsets::Timestamp(target) => {
+                for (_, segment) in view.segments.iter() {
+                    if segment.largest_timestamp()? >= target {
+                        return segment
+                            .find_offset_by_timestamp(target, view.log_start_offset)
+                            .map_err(Into::into);
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+}
