@@ -6,7 +6,9 @@
 //!   tests, then the loom models.
 //! - `loom`: the loom models alone (`--cfg loom`, release, bounded preemptions).
 //! - `fuzz`: every cargo-fuzz target in `fuzz/` for a bounded time each.
+//! - `bench`: the macro benchmark suite in release mode, or the criterion benches.
 
+mod bench;
 mod ci;
 mod cmd;
 mod fuzz;
@@ -22,6 +24,10 @@ tasks:
   loom                   the loom models only (RUSTFLAGS=--cfg loom, release, LOOM_MAX_PREEMPTIONS=2)
   fuzz [--seconds S]     run each cargo-fuzz target in fuzz/ for S seconds (default 60; needs
                          a nightly toolchain with cargo-fuzz, see fuzz/README.md)
+  bench [--quick] [--rounds N] [--only GROUP,...] [--drop-caches]
+                         the macro suite (release): table on stdout, JSON in target/bench/
+  bench --criterion [ARGS] | bench -- [ARGS]
+                         cargo bench --workspace --bench '*' -- ARGS (criterion baselines)
 ";
 
 fn main() -> ExitCode {
@@ -34,6 +40,7 @@ fn main() -> ExitCode {
         "ci" => ci::run(rest),
         "loom" => loom::run(rest),
         "fuzz" => fuzz::run(rest),
+        "bench" => bench::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -1,0 +1,369 @@
+//! Contender (a): the physical ceiling. Plain `std::fs` doing the least any log could do with
+//! the same bytes: sequential `write_all` in 1 MiB chunks, `fdatasync` per batch when durable,
+//! sequential 1 MiB reads, a `pread` of exactly the right bytes for a point read (the position
+//! comes from a perfect in-memory index), `partition_point` on a `Vec` for an index lookup, and
+//! listing and opening the files for an open.
+
+use std::fs::{self, File};
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::data::Dataset;
+use crate::harness::{Trial, Work};
+use crate::{Result, io_error};
+
+/// Sequential write chunk and read buffer size.
+pub const CHUNK_BYTES: usize = 1 << 20;
+
+/// Writes the whole dataset image to a fresh file in 1 MiB `write_all` calls, no fsync.
+pub struct Append<'a> {
+    data: &'a Dataset,
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl<'a> Append<'a> {
+    /// Appends `data` to `dir/ceiling.log` on every run.
+    pub fn new(data: &'a Dataset, dir: &Path) -> Self {
+        Self {
+            data,
+            path: dir.join("ceiling-append.log"),
+            file: None,
+        }
+    }
+}
+
+impl Trial for Append<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.file = Some(File::create(&self.path).map_err(|e| io_error("create", &self.path, e))?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let file = self.file.as_mut().ok_or("not prepared")?;
+        for chunk in self.data.image.chunks(CHUNK_BYTES) {
+            file.write_all(chunk)
+                .map_err(|e| io_error("write", &self.path, e))?;
+        }
+        Ok(Work::new(
+            self.data.spec.records,
+            self.data.spec.payload_bytes(),
+        ))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        self.file = None;
+        fs::remove_file(&self.path).map_err(|e| io_error("remove", &self.path, e))
+    }
+}
+
+/// Writes `batches` batches one `write_all` each, `fdatasync` after each, from `writers`
+/// threads. Writers take turns writing (a mutex orders the bytes) and fsync outside the lock,
+/// so concurrent fsyncs may be merged by the kernel but never by us.
+pub struct DurableAppend<'a> {
+    data: &'a Dataset,
+    batches: usize,
+    writers: usize,
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl<'a> DurableAppend<'a> {
+    /// `batches` batches from `data`, spread round-robin over `writers` threads.
+    pub fn new(data: &'a Dataset, batches: usize, writers: usize, dir: &Path) -> Self {
+        let path = dir.join(format!("ceiling-durable-{writers}.log"));
+        let batches = batches.min(data.spec.batches());
+        Self {
+            data,
+            batches,
+            writers,
+            path,
+            file: None,
+        }
+    }
+}
+
+impl Trial for DurableAppend<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.file = Some(File::create(&self.path).map_err(|e| io_error("create", &self.path, e))?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let file = self.file.as_ref().ok_or("not prepared")?;
+        let order = Mutex::new(());
+        let path = &self.path;
+        let data = self.data;
+        let total = self.batches;
+        let writers = self.writers;
+        std::thread::scope(|scope| -> Result<()> {
+            let handles: Vec<_> = (0..writers)
+                .map(|writer| {
+                    let order = &order;
+                    scope.spawn(move || -> Result<()> {
+                        for batch in (writer..total).step_by(writers) {
+                            let bytes = data.batch(batch);
+                            {
+                                let _turn = order.lock().map_err(|_| "writer lock poisoned")?;
+                                (&*file)
+                                    .write_all(&bytes)
+                                    .map_err(|e| io_error("write", path, e))?;
+                            }
+                            file.sync_data()
+                                .map_err(|e| io_error("fdatasync", path, e))?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.join().map_err(|_| "writer thread panicked")??;
+            }
+            Ok(())
+        })?;
+        let records = total as u64 * self.data.spec.batch_records as u64;
+        Ok(Work::new(
+            records,
+            records * self.data.spec.record_bytes as u64,
+        ))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        self.file = None;
+        fs::remove_file(&self.path).map_err(|e| io_error("remove", &self.path, e))
+    }
+}
+
+/// Writes `data.image` to `path` (untimed set-up for the read workloads).
+///
+/// # Errors
+///
+/// On any I/O error.
+pub fn write_image(data: &Dataset, path: &Path) -> Result<()> {
+    fs::write(path, &data.image).map_err(|e| io_error("write", path, e))
+}
+
+/// Reads a file front to back in 1 MiB reads. Used for the scan and, as the raw-read figure,
+/// for recovery (recovery must read every byte once, as this does).
+pub struct SequentialRead {
+    path: PathBuf,
+    records: u64,
+    payload_bytes: u64,
+    buffer: Vec<u8>,
+}
+
+impl SequentialRead {
+    /// Reading `path`, which holds `records` records of `payload_bytes` total payload.
+    pub fn new(path: PathBuf, records: u64, payload_bytes: u64) -> Self {
+        Self {
+            path,
+            records,
+            payload_bytes,
+            buffer: vec![0; CHUNK_BYTES],
+        }
+    }
+}
+
+impl Trial for SequentialRead {
+    fn run(&mut self) -> Result<Work> {
+        let mut file = File::open(&self.path).map_err(|e| io_error("open", &self.path, e))?;
+        let mut total = 0u64;
+        loop {
+            let read = file
+                .read(&mut self.buffer)
+                .map_err(|e| io_error("read", &self.path, e))?;
+            if read == 0 {
+                break;
+            }
+            black_box(&self.buffer[..read]);
+            total += read as u64;
+        }
+        black_box(total);
+        Ok(Work::new(self.records, self.payload_bytes))
+    }
+}
+
+/// One `pread` of the batch holding each target offset, its position known in advance.
+pub struct PointRead<'a> {
+    data: &'a Dataset,
+    file: File,
+    path: PathBuf,
+    targets: &'a [u64],
+    buffer: Vec<u8>,
+}
+
+impl<'a> PointRead<'a> {
+    /// Point reads of `targets` from `path`, which holds `data.image`.
+    ///
+    /// # Errors
+    ///
+    /// If `path` cannot be opened.
+    pub fn new(data: &'a Dataset, path: PathBuf, targets: &'a [u64]) -> Result<Self> {
+        let file = File::open(&path).map_err(|e| io_error("open", &path, e))?;
+        Ok(Self {
+            data,
+            file,
+            path,
+            targets,
+            buffer: Vec::new(),
+        })
+    }
+}
+
+impl Trial for PointRead<'_> {
+    fn run(&mut self) -> Result<Work> {
+        for &offset in self.targets {
+            let batch = (offset / self.data.spec.batch_records as u64) as usize;
+            self.read_batch(batch)?;
+        }
+        let reads = self.targets.len() as u64;
+        Ok(Work::new(reads, reads * self.data.spec.record_bytes as u64))
+    }
+}
+
+impl PointRead<'_> {
+    fn read_batch(&mut self, batch: usize) -> Result<()> {
+        let range = self.data.batch_ranges[batch].clone();
+        self.buffer.resize(range.len(), 0);
+        self.file
+            .read_exact_at(&mut self.buffer, range.start as u64)
+            .map_err(|e| io_error("pread", &self.path, e))?;
+        black_box(&self.buffer);
+        Ok(())
+    }
+}
+
+/// For each target timestamp, `partition_point` over the batches' max timestamps held in a
+/// `Vec`, then one `pread` of that batch.
+pub struct TimestampRead<'a> {
+    reader: PointRead<'a>,
+    max_timestamps: Vec<i64>,
+    targets: &'a [i64],
+}
+
+impl<'a> TimestampRead<'a> {
+    /// Reads by timestamp from `path`, which holds `data.image`.
+    ///
+    /// # Errors
+    ///
+    /// If `path` cannot be opened.
+    pub fn new(data: &'a Dataset, path: PathBuf, targets: &'a [i64]) -> Result<Self> {
+        let max_timestamps = (0..data.spec.batches())
+            .map(|batch| data.timestamp_ms(data.spec.batch_offsets(batch).end - 1))
+            .collect();
+        Ok(Self {
+            reader: PointRead::new(data, path, &[])?,
+            max_timestamps,
+            targets,
+        })
+    }
+}
+
+impl Trial for TimestampRead<'_> {
+    fn run(&mut self) -> Result<Work> {
+        for &target in self.targets {
+            let batch = self.max_timestamps.partition_point(|&max| max < target);
+            self.reader
+                .read_batch(batch.min(self.max_timestamps.len() - 1))?;
+        }
+        let reads = self.targets.len() as u64;
+        Ok(Work::new(
+            reads,
+            reads * self.reader.data.spec.record_bytes as u64,
+        ))
+    }
+}
+
+/// `partition_point` on a sorted `Vec` of `(relative_offset, position)` entries: the floor
+/// (last entry with offset <= target).
+pub struct FloorLookup<'a> {
+    entries: Vec<(u32, u32)>,
+    targets: &'a [u32],
+}
+
+impl<'a> FloorLookup<'a> {
+    /// Floor lookups of `targets` in `entries` (sorted by offset).
+    pub fn new(entries: Vec<(u32, u32)>, targets: &'a [u32]) -> Self {
+        Self { entries, targets }
+    }
+}
+
+impl Trial for FloorLookup<'_> {
+    fn run(&mut self) -> Result<Work> {
+        let mut sum = 0u64;
+        for &target in self.targets {
+            let slot = self
+                .entries
+                .partition_point(|&(offset, _)| offset <= target);
+            let (_, position) = self.entries[slot.saturating_sub(1)];
+            sum = sum.wrapping_add(u64::from(position));
+        }
+        black_box(sum);
+        Ok(Work::new(self.targets.len() as u64, 0))
+    }
+}
+
+/// Lists a log directory and opens every file in it, keeping the handles (what any log must do
+/// at least to open its segments without reading them).
+pub struct OpenDirectory {
+    dir: PathBuf,
+    records: u64,
+    payload_bytes: u64,
+    opened: Vec<(File, u64)>,
+}
+
+impl OpenDirectory {
+    /// Opening every file in `dir`, which holds `records` records.
+    pub fn new(dir: PathBuf, records: u64, payload_bytes: u64) -> Self {
+        Self {
+            dir,
+            records,
+            payload_bytes,
+            opened: Vec::new(),
+        }
+    }
+}
+
+impl Trial for OpenDirectory {
+    fn run(&mut self) -> Result<Work> {
+        let entries = fs::read_dir(&self.dir).map_err(|e| io_error("list", &self.dir, e))?;
+        for entry in entries {
+            let path = entry.map_err(|e| io_error("list", &self.dir, e))?.path();
+            let file = File::open(&path).map_err(|e| io_error("open", &path, e))?;
+            let length = file
+                .metadata()
+                .map_err(|e| io_error("stat", &path, e))?
+                .len();
+            self.opened.push((file, length));
+        }
+        Ok(Work::new(self.records, self.payload_bytes)
+            .with_metric("files", self.opened.len() as f64))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        self.opened.clear();
+        Ok(())
+    }
+}
+
+/// Writes one `.log` file per batch (with empty `.index` and `.timeindex` beside it), named as
+/// Kafka names segments: the ceiling's 1,000-segment directory.
+///
+/// # Errors
+///
+/// On any I/O error.
+pub fn write_segment_files(data: &Dataset, dir: &Path) -> Result<()> {
+    for batch in 0..data.spec.batches() {
+        let base = data.spec.batch_offsets(batch).start;
+        let path = dir.join(format!("{base:020}.log"));
+        fs::write(&path, data.batch(batch)).map_err(|e| io_error("write", &path, e))?;
+        for extension in ["index", "timeindex"] {
+            let path = dir.join(format!("{base:020}.{extension}"));
+            fs::write(&path, b"").map_err(|e| io_error("write", &path, e))?;
+        }
+    }
+    Ok(())
+}

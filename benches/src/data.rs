@@ -1,0 +1,197 @@
+//! The records every contender writes: deterministic, incompressible values, timestamps one
+//! millisecond apart, grouped in batches as a producer would send them.
+//!
+//! seglog and the ceiling get Kafka v2 record batches (the bytes a broker stores); commitlog
+//! gets its own message sets holding the same values. Encoding happens before any clock starts.
+
+use std::ops::Range;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use commitlog::message::MessageBuf;
+
+use crate::Result;
+
+/// How much data, in what shape.
+#[derive(Clone, Copy, Debug)]
+pub struct DataSpec {
+    /// Number of records.
+    pub records: u64,
+    /// Value bytes per record (records have no key and no headers).
+    pub record_bytes: usize,
+    /// Records per batch (the last batch may be shorter).
+    pub batch_records: usize,
+}
+
+impl DataSpec {
+    /// Number of batches.
+    pub fn batches(&self) -> usize {
+        usize::try_from(self.records.div_ceil(self.batch_records as u64)).unwrap_or(usize::MAX)
+    }
+
+    /// Total value bytes.
+    pub fn payload_bytes(&self) -> u64 {
+        self.records * self.record_bytes as u64
+    }
+
+    /// The offsets of batch `batch`.
+    pub fn batch_offsets(&self, batch: usize) -> Range<u64> {
+        let start = batch as u64 * self.batch_records as u64;
+        start..(start + self.batch_records as u64).min(self.records)
+    }
+}
+
+/// Random bytes the values are cut from; a prime-ish stride picks a different window per record.
+const POOL_BYTES: usize = 1 << 20;
+
+/// Encoded batches, ready to append.
+pub struct Dataset {
+    /// The shape.
+    pub spec: DataSpec,
+    /// Timestamp of record 0; record `i` has `first_timestamp_ms + i`.
+    pub first_timestamp_ms: i64,
+    /// Every Kafka v2 batch back to back, base offsets as the log assigns them (0, 100, ...):
+    /// exactly the bytes a log holds after appending them all.
+    pub image: Bytes,
+    /// Byte range of each batch in `image`.
+    pub batch_ranges: Vec<Range<usize>>,
+    pool: Vec<u8>,
+}
+
+impl Dataset {
+    /// Generates `spec`'s records with a fixed seed, so every run writes the same bytes.
+    ///
+    /// # Errors
+    ///
+    /// If a batch cannot be encoded.
+    pub fn generate(spec: DataSpec) -> Result<Self> {
+        use rand::{RngCore, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0x5e9_109);
+        let mut pool = vec![0u8; POOL_BYTES + spec.record_bytes];
+        rng.fill_bytes(&mut pool);
+        // An hour in the past: inside every CreateTime window, far from time retention.
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(1_700_000_000_000, |now| now.as_millis() as i64);
+        let first_timestamp_ms = now_ms - 3_600_000;
+        let mut dataset = Self {
+            spec,
+            first_timestamp_ms,
+            image: Bytes::new(),
+            batch_ranges: Vec::with_capacity(spec.batches()),
+            pool,
+        };
+        let mut image = Vec::with_capacity(
+            usize::try_from(spec.payload_bytes()).unwrap_or(0) + spec.batches() * 128,
+        );
+        for batch in 0..spec.batches() {
+            let offsets = spec.batch_offsets(batch);
+            let values: Vec<&[u8]> = offsets
+                .clone()
+                .map(|offset| dataset.value(offset))
+                .collect();
+            let start = image.len();
+            let encoded = kafka_batch(offsets.start, dataset.timestamp_ms(offsets.start), &values)?;
+            image.extend_from_slice(&encoded);
+            dataset.batch_ranges.push(start..image.len());
+        }
+        dataset.image = Bytes::from(image);
+        Ok(dataset)
+    }
+
+    /// The value of the record at `offset`.
+    pub fn value(&self, offset: u64) -> &[u8] {
+        let start = (offset.wrapping_mul(2_654_435_761) % POOL_BYTES as u64) as usize;
+        &self.pool[start..start + self.spec.record_bytes]
+    }
+
+    /// The timestamp of the record at `offset`.
+    pub fn timestamp_ms(&self, offset: u64) -> i64 {
+        self.first_timestamp_ms + offset as i64
+    }
+
+    /// Batch `batch` as the producer sends it (shares `image`'s memory).
+    pub fn batch(&self, batch: usize) -> Bytes {
+        self.image.slice(self.batch_ranges[batch].clone())
+    }
+
+    /// commitlog message sets with the same values, one per batch.
+    ///
+    /// # Errors
+    ///
+    /// If commitlog refuses a value.
+    pub fn commitlog_message_sets(&self) -> Result<Vec<MessageBuf>> {
+        (0..self.spec.batches())
+            .map(|batch| {
+                let mut set = MessageBuf::default();
+                for offset in self.spec.batch_offsets(batch) {
+                    set.push(self.value(offset))
+                        .map_err(|error| format!("commitlog message set: {error:?}"))?;
+                }
+                Ok(set)
+            })
+            .collect()
+    }
+}
+
+/// One uncompressed Kafka v2 batch: no keys, no headers, CreateTime, no producer id.
+///
+/// PROVISIONAL: framing only, CRC left 0, until `seglog_records::BatchBuilder` lands; only the
+/// ceiling (which never parses) may use these bytes.
+fn kafka_batch(base_offset: u64, first_timestamp_ms: i64, values: &[&[u8]]) -> Result<Vec<u8>> {
+    fn varlong(out: &mut Vec<u8>, value: i64) {
+        let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
+        while zigzag >= 0x80 {
+            out.push((zigzag as u8) | 0x80);
+            zigzag >>= 7;
+        }
+        out.push(zigzag as u8);
+    }
+    let mut records = Vec::new();
+    for (delta, value) in values.iter().enumerate() {
+        let mut body = vec![0u8];
+        varlong(&mut body, delta as i64);
+        varlong(&mut body, delta as i64);
+        varlong(&mut body, -1);
+        varlong(&mut body, value.len() as i64);
+        body.extend_from_slice(value);
+        varlong(&mut body, 0);
+        varlong(&mut records, body.len() as i64);
+        records.extend_from_slice(&body);
+    }
+    let last_delta = i32::try_from(values.len().saturating_sub(1))?;
+    let max_timestamp_ms = first_timestamp_ms + i64::from(last_delta);
+    let mut batch = Vec::with_capacity(61 + records.len());
+    batch.extend_from_slice(&i64::try_from(base_offset)?.to_be_bytes());
+    batch.extend_from_slice(&i32::try_from(49 + records.len())?.to_be_bytes());
+    batch.extend_from_slice(&(-1i32).to_be_bytes());
+    batch.push(2);
+    batch.extend_from_slice(&0u32.to_be_bytes());
+    batch.extend_from_slice(&0i16.to_be_bytes());
+    batch.extend_from_slice(&last_delta.to_be_bytes());
+    batch.extend_from_slice(&first_timestamp_ms.to_be_bytes());
+    batch.extend_from_slice(&max_timestamp_ms.to_be_bytes());
+    batch.extend_from_slice(&(-1i64).to_be_bytes());
+    batch.extend_from_slice(&(-1i16).to_be_bytes());
+    batch.extend_from_slice(&(-1i32).to_be_bytes());
+    batch.extend_from_slice(&i32::try_from(values.len())?.to_be_bytes());
+    batch.extend_from_slice(&records);
+    Ok(batch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_cover_every_offset() {
+        let spec = DataSpec {
+            records: 250,
+            record_bytes: 10,
+            batch_records: 100,
+        };
+        assert_eq!(spec.batches(), 3);
+        assert_eq!(spec.batch_offsets(2), 200..250);
+        assert_eq!(spec.payload_bytes(), 2500);
+    }
+}

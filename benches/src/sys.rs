@@ -1,0 +1,105 @@
+//! Facts about this process and machine, read from `/proc`: peak resident memory, bytes read
+//! through `read(2)`-family syscalls, the file system under a path, and (only when asked, and
+//! only as root) dropping the page cache.
+
+use std::fs;
+use std::path::Path;
+
+use crate::{Result, io_error};
+
+/// Peak resident set size of this process in KiB (`VmHWM` in `/proc/self/status`).
+///
+/// It counts anonymous memory and every mapped file page that was resident (so mmap'd indexes
+/// count), which is what "memory the process holds" means to an operator.
+pub fn peak_rss_kib() -> Result<u64> {
+    status_field_kib("VmHWM:")
+}
+
+/// Current resident set size of this process in KiB (`VmRSS`).
+pub fn current_rss_kib() -> Result<u64> {
+    status_field_kib("VmRSS:")
+}
+
+/// Bytes this process has read through `read`, `pread` and friends (`rchar` in
+/// `/proc/self/io`), whether they came from the page cache or the disk. Page faults on mapped
+/// files are not counted.
+pub fn bytes_read() -> Result<u64> {
+    let path = Path::new("/proc/self/io");
+    let text = fs::read_to_string(path).map_err(|error| io_error("read", path, error))?;
+    field(&text, "rchar:").ok_or_else(|| format!("no rchar in {}", path.display()).into())
+}
+
+/// Writes back dirty pages and drops the clean page cache (`/proc/sys/vm/drop_caches`).
+///
+/// Needs root. The suite never does this unless `--drop-caches` is given: by default every read
+/// workload runs against a warm page cache, for every contender alike.
+pub fn drop_page_cache() -> Result<()> {
+    let status = std::process::Command::new("sync")
+        .status()
+        .map_err(|error| format!("could not run `sync`: {error}"))?;
+    if !status.success() {
+        return Err(format!("`sync` failed with {status}").into());
+    }
+    let path = Path::new("/proc/sys/vm/drop_caches");
+    fs::write(path, "3").map_err(|error| io_error("write (needs root)", path, error))
+}
+
+/// The file-system type mounted at the longest mount point that contains `path`
+/// (from `/proc/self/mounts`), e.g. `ext4` or `tmpfs`.
+pub fn fs_type(path: &Path) -> Option<String> {
+    let path = path.canonicalize().ok()?;
+    let mounts = fs::read_to_string("/proc/self/mounts").ok()?;
+    mounts
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let _device = fields.next()?;
+            let mount_point = fields.next()?;
+            let kind = fields.next()?;
+            path.starts_with(mount_point)
+                .then(|| (mount_point.len(), kind.to_owned()))
+        })
+        .max_by_key(|(length, _)| *length)
+        .map(|(_, kind)| kind)
+}
+
+/// The running kernel release (`/proc/sys/kernel/osrelease`), for the report.
+pub fn kernel_release() -> String {
+    fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|text| text.trim().to_owned())
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+fn status_field_kib(name: &str) -> Result<u64> {
+    let path = Path::new("/proc/self/status");
+    let text = fs::read_to_string(path).map_err(|error| io_error("read", path, error))?;
+    field(&text, name).ok_or_else(|| format!("no {name} in {}", path.display()).into())
+}
+
+/// The first number after `name` on the line that starts with it.
+fn field(text: &str, name: &str) -> Option<u64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(name))
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|number| number.parse().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_its_own_counters() {
+        let before = bytes_read().unwrap();
+        let _ = fs::read("/proc/self/status").unwrap();
+        assert!(bytes_read().unwrap() > before);
+        assert!(peak_rss_kib().unwrap() >= current_rss_kib().unwrap() / 2);
+    }
+
+    #[test]
+    fn parses_status_lines() {
+        let text = "Name:\tx\nVmHWM:\t   2164 kB\nVmRSS:\t 2000 kB\n";
+        assert_eq!(field(text, "VmHWM:"), Some(2164));
+        assert_eq!(field(text, "VmSwap:"), None);
+    }
+}

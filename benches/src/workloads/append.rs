@@ -1,0 +1,101 @@
+//! Appends: page cache only (1M x 100 B and 200k x 1 KiB in batches of 100), and durable
+//! (fsync per batch) with one writer and with eight.
+
+use crate::Result;
+use crate::ceiling;
+use crate::commitlog_contender;
+use crate::data::{DataSpec, Dataset};
+use crate::harness::{Contender, Role, WorkloadResult, measure, measure_together};
+use crate::workloads::{Context, names};
+
+/// `append 100B` and `append 1KiB`.
+///
+/// # Errors
+///
+/// The first failing trial.
+pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let mut results = Vec::new();
+    for (name, spec) in [
+        (names::APPEND_SMALL, context.plan.small),
+        (names::APPEND_LARGE, context.plan.large),
+    ] {
+        let data = Dataset::generate(spec)?;
+        let about = format!(
+            "{} records of {} B in batches of {}, no fsync; timed from the first append to the \
+             last (open and close untimed)",
+            spec.records, spec.record_bytes, spec.batch_records
+        );
+        let root = context
+            .scratch
+            .dir(&format!("append-{}", spec.record_bytes))?;
+        let contenders = vec![
+            Contender::new(
+                Role::Ceiling,
+                "ceiling (std::fs)",
+                ceiling::Append::new(&data, &root),
+            ),
+            Contender::new(
+                Role::Commitlog,
+                "commitlog 0.2",
+                commitlog_contender::Append::new(&data, root.join("commitlog"))?,
+            ),
+        ];
+        results.push(measure(name, &about, context.plan.rounds, contenders)?);
+    }
+    Ok(results)
+}
+
+/// `durable append 1 writer` and `durable append 8 writers`, measured in the same rounds so
+/// their ratio is paired.
+///
+/// # Errors
+///
+/// The first failing trial.
+pub fn run_durable(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let batches = context.plan.durable_batches;
+    let spec = DataSpec {
+        records: batches as u64 * context.plan.small.batch_records as u64,
+        ..context.plan.small
+    };
+    let data = Dataset::generate(spec)?;
+    let root = context.scratch.dir("durable")?;
+    let mut contenders = Vec::new();
+    for (workload, writers) in [(0, 1), (1, 8)] {
+        contenders.push((
+            workload,
+            Contender::new(
+                Role::Ceiling,
+                "ceiling (std::fs)",
+                ceiling::DurableAppend::new(&data, batches, writers, &root),
+            ),
+        ));
+        contenders.push((
+            workload,
+            Contender::new(
+                Role::Commitlog,
+                "commitlog 0.2",
+                commitlog_contender::DurableAppend::new(
+                    &data,
+                    batches,
+                    writers,
+                    root.join(format!("commitlog-{writers}")),
+                )?,
+            ),
+        ));
+    }
+    let about = |writers: usize| {
+        format!(
+            "{batches} batches of {} x {} B, each durable (fdatasync) before the writer moves on; \
+             {writers} writer thread(s)",
+            spec.batch_records, spec.record_bytes
+        )
+    };
+    measure_together(
+        &[
+            (names::DURABLE_ONE, &about(1)),
+            (names::DURABLE_EIGHT, &about(8)),
+        ],
+        context.plan.rounds,
+        contenders,
+    )
+}

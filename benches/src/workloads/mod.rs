@@ -1,0 +1,225 @@
+//! The workloads of the macro suite, their sizes in quick and full mode, and the order they run
+//! in. Each module builds its data and logs (untimed), then hands one trial per contender to
+//! the harness.
+
+mod append;
+mod index;
+mod open;
+mod read;
+mod rss;
+
+use crate::data::DataSpec;
+use crate::fsx::Scratch;
+use crate::harness::{Trial, WorkloadResult};
+use crate::{Result, sys};
+
+/// Workload names as printed, and as the targets refer to them.
+pub mod names {
+    /// 100-byte records, page cache.
+    pub const APPEND_SMALL: &str = "append 100B";
+    /// 1 KiB records, page cache.
+    pub const APPEND_LARGE: &str = "append 1KiB";
+    /// fsync per batch, one writer.
+    pub const DURABLE_ONE: &str = "durable append 1 writer";
+    /// fsync per batch, eight writers (group commit).
+    pub const DURABLE_EIGHT: &str = "durable append 8 writers";
+    /// Full scan of the 100 B log with CRC checks.
+    pub const SCAN_SMALL: &str = "scan 100B";
+    /// Full scan of the 1 KiB log with CRC checks.
+    pub const SCAN_LARGE: &str = "scan 1KiB";
+    /// Uniform random offsets.
+    pub const POINT_READ: &str = "point read";
+    /// Uniform random timestamps.
+    pub const TIMESTAMP_READ: &str = "read by timestamp";
+    /// Offset-index floor lookups on 1M entries.
+    pub const FLOOR: &str = "floor lookup 1M";
+    /// Open after a crash with nothing flushed.
+    pub const RECOVERY: &str = "recovery (unflushed)";
+    /// Clean open of 1,000 segments.
+    pub const OPEN_SEGMENTS: &str = "open 1000 segments";
+    /// Peak RSS while scanning the smaller log.
+    pub const RSS_SMALL: &str = "rss scan small";
+    /// Peak RSS while scanning a log four times larger.
+    pub const RSS_LARGE: &str = "rss scan large";
+}
+
+/// Workload groups, as `--only` names them.
+pub const GROUPS: &[&str] = &[
+    "append",
+    "durable",
+    "scan",
+    "point",
+    "timestamp",
+    "floor",
+    "recovery",
+    "open",
+    "rss",
+];
+
+/// Sizes for one mode.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// `quick` or `full`.
+    pub mode: &'static str,
+    /// Measured rounds per workload.
+    pub rounds: usize,
+    /// 100 B records (append, scan, point and timestamp reads, recovery).
+    pub small: DataSpec,
+    /// 1 KiB records (append, scan).
+    pub large: DataSpec,
+    /// Batches per durable-append run (split across the writers).
+    pub durable_batches: usize,
+    /// Reads per point-read and timestamp-read run.
+    pub point_reads: usize,
+    /// Entries in the floor-lookup index.
+    pub floor_entries: u32,
+    /// Lookups per floor-lookup run.
+    pub floor_lookups: usize,
+    /// Segments in the clean-open workload.
+    pub segments: usize,
+    /// The RSS logs are `rss_base` appended `rss_small_copies` or `rss_large_copies` times.
+    pub rss_base: DataSpec,
+    /// Copies in the small RSS log.
+    pub rss_small_copies: usize,
+    /// Copies in the large RSS log.
+    pub rss_large_copies: usize,
+}
+
+impl Plan {
+    /// The full suite: the sizes the issue names.
+    pub fn full() -> Self {
+        Self {
+            mode: "full",
+            rounds: 5,
+            small: DataSpec {
+                records: 1_000_000,
+                record_bytes: 100,
+                batch_records: 100,
+            },
+            large: DataSpec {
+                records: 200_000,
+                record_bytes: 1024,
+                batch_records: 100,
+            },
+            durable_batches: 2_000,
+            point_reads: 100_000,
+            floor_entries: 1_000_000,
+            floor_lookups: 1_000_000,
+            segments: 1_000,
+            rss_base: DataSpec {
+                records: 64 * 1024,
+                record_bytes: 1024,
+                batch_records: 100,
+            },
+            rss_small_copies: 4,
+            rss_large_copies: 16,
+        }
+    }
+
+    /// A short version for a quick look (under two minutes on two cores).
+    pub fn quick() -> Self {
+        Self {
+            mode: "quick",
+            rounds: 3,
+            small: DataSpec {
+                records: 200_000,
+                record_bytes: 100,
+                batch_records: 100,
+            },
+            large: DataSpec {
+                records: 40_000,
+                record_bytes: 1024,
+                batch_records: 100,
+            },
+            durable_batches: 400,
+            point_reads: 10_000,
+            floor_entries: 1_000_000,
+            floor_lookups: 200_000,
+            segments: 1_000,
+            rss_base: DataSpec {
+                records: 32 * 1024,
+                record_bytes: 1024,
+                batch_records: 100,
+            },
+            rss_small_copies: 2,
+            rss_large_copies: 8,
+        }
+    }
+}
+
+/// What every workload needs.
+pub struct Context {
+    /// Sizes.
+    pub plan: Plan,
+    /// Where logs go.
+    pub scratch: Scratch,
+    /// Drop the page cache before every timed read (root only).
+    pub drop_caches: bool,
+    /// Workload groups to run (all when empty).
+    pub only: Vec<String>,
+    /// Things that did not run, and why; they go into the report.
+    pub notes: Vec<String>,
+}
+
+impl Context {
+    fn wants(&self, group: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|name| name == group)
+    }
+
+    /// Wraps a read trial so the page cache is dropped before each run, when asked to.
+    pub fn cold<'a>(&self, trial: impl Trial + 'a) -> Box<dyn Trial + 'a> {
+        if self.drop_caches {
+            Box::new(Cold(trial))
+        } else {
+            Box::new(trial)
+        }
+    }
+}
+
+struct Cold<T>(T);
+
+impl<T: Trial> Trial for Cold<T> {
+    fn prepare(&mut self) -> Result<()> {
+        self.0.prepare()?;
+        sys::drop_page_cache()
+    }
+
+    fn run(&mut self) -> Result<crate::harness::Work> {
+        self.0.run()
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        self.0.cleanup()
+    }
+}
+
+/// Runs every selected workload group, in the issue's order.
+///
+/// # Errors
+///
+/// The first workload that fails.
+pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let mut results = Vec::new();
+    if context.wants("append") {
+        results.extend(append::run_page_cache(context)?);
+    }
+    if context.wants("durable") {
+        results.extend(append::run_durable(context)?);
+    }
+    if context.wants("scan") || context.wants("point") || context.wants("timestamp") {
+        results.extend(read::run(context)?);
+    }
+    if context.wants("floor") {
+        results.extend(index::run(context)?);
+    }
+    if context.wants("recovery") {
+        results.extend(open::run_recovery(context)?);
+    }
+    if context.wants("open") {
+        results.extend(open::run_segments(context)?);
+    }
+    if context.wants("rss") {
+        results.extend(rss::run(context)?);
+    }
+    Ok(results)
+}

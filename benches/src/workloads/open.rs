@@ -1,0 +1,137 @@
+//! Opening logs: recovery after a crash with nothing flushed, and the clean open of a log with
+//! 1,000 segments.
+
+use crate::Result;
+use crate::ceiling;
+use crate::child::{self, Job, Task};
+use crate::commitlog_contender;
+use crate::data::{DataSpec, Dataset};
+use crate::fsx;
+use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::workloads::{Context, names};
+
+/// `recovery (unflushed)`: a child process appends the 100 B dataset and exits without closing
+/// or flushing (a process crash: the page cache keeps what was written, nothing was fsynced or
+/// checkpointed). Each round opens a fresh copy of that directory.
+///
+/// # Errors
+///
+/// The first failing set-up or trial.
+pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let spec = context.plan.small;
+    let root = context.scratch.dir("recovery")?;
+    let data = Dataset::generate(spec)?;
+    let ceiling_file = root.join("ceiling.log");
+    ceiling::write_image(&data, &ceiling_file)?;
+    drop(data);
+
+    let commitlog_pristine = root.join("commitlog-crashed");
+    child::spawn(&Job {
+        task: Task::CrashWrite,
+        role: Role::Commitlog,
+        dir: commitlog_pristine.clone(),
+        spec,
+        copies: 1,
+    })?;
+
+    let about = format!(
+        "open a log of {} records of {} B left by a killed writer (no close, no fsync, no \
+         checkpoint); the ceiling reads the same bytes once",
+        spec.records, spec.record_bytes
+    );
+    let contenders = vec![
+        Contender::new(
+            Role::Ceiling,
+            "ceiling (std::fs read)",
+            context.cold(ceiling::SequentialRead::new(
+                ceiling_file,
+                spec.records,
+                spec.payload_bytes(),
+            )),
+        ),
+        Contender::new(
+            Role::Commitlog,
+            "commitlog 0.2",
+            context.cold(commitlog_contender::Open::new(
+                root.join("commitlog-open"),
+                Some(commitlog_pristine),
+                1 << 30,
+                spec.records,
+                spec.payload_bytes(),
+            )),
+        ),
+    ];
+    Ok(vec![measure(
+        names::RECOVERY,
+        &about,
+        context.plan.rounds,
+        contenders,
+    )?])
+}
+
+/// `open 1000 segments`: a cleanly closed log with one batch per segment.
+///
+/// # Errors
+///
+/// The first failing set-up or trial.
+pub fn run_segments(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let segments = context.plan.segments;
+    let spec = DataSpec {
+        records: segments as u64 * context.plan.small.batch_records as u64,
+        ..context.plan.small
+    };
+    let data = Dataset::generate(spec)?;
+    let root = context.scratch.dir("segments")?;
+
+    let ceiling_dir = context.scratch.dir("segments/ceiling")?;
+    ceiling::write_segment_files(&data, &ceiling_dir)?;
+
+    let commitlog_dir = root.join("commitlog");
+    let mut sets = data.commitlog_message_sets()?;
+    // One message set per segment: the 2-byte segment magic plus one set.
+    let commitlog_segment_bytes = 2 + sets.first().map_or(0, commitlog_contender::set_bytes);
+    {
+        let mut log = commitlog_contender::open(&commitlog_dir, commitlog_segment_bytes)?;
+        commitlog_contender::append_all(&mut log, &mut sets)?;
+        log.flush()
+            .map_err(|e| crate::io_error("flush", &commitlog_dir, e))?;
+    }
+    let written = fsx::file_sizes(&commitlog_dir, ".log")?.count;
+    if written != segments as u64 {
+        return Err(format!("commitlog wrote {written} segments, expected {segments}").into());
+    }
+
+    let about = format!(
+        "open a cleanly closed log of {segments} segments (one batch of {} x {} B each); the \
+         ceiling lists the directory and opens every file",
+        spec.batch_records, spec.record_bytes
+    );
+    let contenders = vec![
+        Contender::new(
+            Role::Ceiling,
+            "ceiling (std::fs open)",
+            context.cold(ceiling::OpenDirectory::new(
+                ceiling_dir,
+                spec.records,
+                spec.payload_bytes(),
+            )),
+        ),
+        Contender::new(
+            Role::Commitlog,
+            "commitlog 0.2",
+            context.cold(commitlog_contender::Open::new(
+                commitlog_dir,
+                None,
+                commitlog_segment_bytes,
+                spec.records,
+                spec.payload_bytes(),
+            )),
+        ),
+    ];
+    Ok(vec![measure(
+        names::OPEN_SEGMENTS,
+        &about,
+        context.plan.rounds,
+        contenders,
+    )?])
+}

@@ -1,0 +1,148 @@
+//! Reads of a log written once (untimed): a full scan in offset order with every batch's CRC
+//! checked, uniform random point reads by offset, and reads by timestamp.
+
+use rand::{Rng, SeedableRng};
+
+use crate::Result;
+use crate::ceiling;
+use crate::commitlog_contender;
+use crate::data::Dataset;
+use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::workloads::{Context, names};
+
+/// The scan, point-read and timestamp-read workloads selected in `context`.
+///
+/// # Errors
+///
+/// The first failing set-up or trial.
+pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let mut results = Vec::new();
+    let small = Dataset::generate(context.plan.small)?;
+    let small_logs = Logs::build(context, &small, "read-100")?;
+    if context.wants("scan") {
+        results.push(scan(context, names::SCAN_SMALL, &small, &small_logs)?);
+    }
+    if context.wants("point") {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let targets: Vec<u64> = (0..context.plan.point_reads)
+            .map(|_| rng.random_range(0..small.spec.records))
+            .collect();
+        let about = format!(
+            "{} reads of one record at a uniform random offset of {} (the batch that holds it \
+             is read; seglog then finds the record in it)",
+            targets.len(),
+            small.spec.records
+        );
+        let contenders = vec![
+            Contender::new(
+                Role::Ceiling,
+                "ceiling (pread)",
+                context.cold(ceiling::PointRead::new(
+                    &small,
+                    small_logs.ceiling.clone(),
+                    &targets,
+                )?),
+            ),
+            Contender::new(
+                Role::Commitlog,
+                "commitlog 0.2",
+                context.cold(commitlog_contender::PointRead::new(
+                    &small,
+                    &small_logs.commitlog,
+                    &targets,
+                )?),
+            ),
+        ];
+        results.push(measure(
+            names::POINT_READ,
+            &about,
+            context.plan.rounds,
+            contenders,
+        )?);
+    }
+    if context.wants("timestamp") {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let first = small.first_timestamp_ms;
+        let last = small.timestamp_ms(small.spec.records - 1);
+        let targets: Vec<i64> = (0..context.plan.point_reads)
+            .map(|_| rng.random_range(first..=last))
+            .collect();
+        let about = format!(
+            "{} reads of the first record with timestamp >= a uniform random time (commitlog \
+             has no timestamps)",
+            targets.len()
+        );
+        let contenders = vec![Contender::new(
+            Role::Ceiling,
+            "ceiling (partition_point + pread)",
+            context.cold(ceiling::TimestampRead::new(
+                &small,
+                small_logs.ceiling.clone(),
+                &targets,
+            )?),
+        )];
+        results.push(measure(
+            names::TIMESTAMP_READ,
+            &about,
+            context.plan.rounds,
+            contenders,
+        )?);
+    }
+    drop(small_logs);
+    drop(small);
+    if context.wants("scan") {
+        let large = Dataset::generate(context.plan.large)?;
+        let large_logs = Logs::build(context, &large, "read-1024")?;
+        results.push(scan(context, names::SCAN_LARGE, &large, &large_logs)?);
+    }
+    Ok(results)
+}
+
+fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<WorkloadResult> {
+    let spec = data.spec;
+    let about = format!(
+        "read all {} records of {} B in offset order, 1 MiB per read; seglog and commitlog \
+         check every CRC, the ceiling only reads",
+        spec.records, spec.record_bytes
+    );
+    let contenders = vec![
+        Contender::new(
+            Role::Ceiling,
+            "ceiling (std::fs)",
+            context.cold(ceiling::SequentialRead::new(
+                logs.ceiling.clone(),
+                spec.records,
+                spec.payload_bytes(),
+            )),
+        ),
+        Contender::new(
+            Role::Commitlog,
+            "commitlog 0.2",
+            context.cold(commitlog_contender::Scan::new(data, &logs.commitlog)?),
+        ),
+    ];
+    measure(name, &about, context.plan.rounds, contenders)
+}
+
+/// The same data written once by each contender.
+struct Logs {
+    ceiling: std::path::PathBuf,
+    commitlog: std::path::PathBuf,
+}
+
+impl Logs {
+    fn build(context: &Context, data: &Dataset, name: &str) -> Result<Self> {
+        let root = context.scratch.dir(name)?;
+        let ceiling = root.join("ceiling.log");
+        ceiling::write_image(data, &ceiling)?;
+        let commitlog = root.join("commitlog");
+        {
+            let mut log = commitlog_contender::open(&commitlog, 1 << 30)?;
+            let mut sets = data.commitlog_message_sets()?;
+            commitlog_contender::append_all(&mut log, &mut sets)?;
+            log.flush()
+                .map_err(|e| crate::io_error("flush", &commitlog, e))?;
+        }
+        Ok(Self { ceiling, commitlog })
+    }
+}

@@ -1,0 +1,85 @@
+//! `cargo xtask bench`: the macro benchmark suite (`benches/`, package `seglog-benches`) in
+//! release mode, or the per-crate criterion benches.
+//!
+//! - `cargo xtask bench [--quick] [--rounds N] [--only GROUP,...] [--drop-caches]` builds and
+//!   runs the suite: one table on stdout, the raw samples as JSON in `target/bench/`
+//!   (`$CARGO_TARGET_DIR/bench` when that is set).
+//! - `cargo xtask bench --criterion [ARGS]` (or `cargo xtask bench -- [ARGS]`) runs every
+//!   crate's criterion benches instead: `cargo bench --workspace --bench '*' -- ARGS`, e.g.
+//!   `--save-baseline main` then `--baseline main`.
+
+use std::path::PathBuf;
+
+use crate::cmd::{cargo, run as run_command, workspace_root};
+
+/// Options the suite binary understands; anything else is refused here, before a release build.
+const SUITE_FLAGS: &[&str] = &["--quick", "--drop-caches"];
+const SUITE_OPTIONS: &[&str] = &["--rounds", "--only"];
+
+/// Entry point for `cargo xtask bench`.
+pub fn run(args: &[String]) -> Result<(), String> {
+    if let Some(split) = args
+        .iter()
+        .position(|arg| arg == "--criterion" || arg == "--")
+    {
+        if split > 0 {
+            return Err(format!(
+                "`{}` must come first: the criterion benches take no suite options",
+                args[split]
+            ));
+        }
+        return criterion(&args[split + 1..]);
+    }
+    let mut suite_args = Vec::new();
+    let mut rest = args.iter();
+    while let Some(arg) = rest.next() {
+        if SUITE_FLAGS.contains(&arg.as_str()) {
+            suite_args.push(arg.clone());
+        } else if SUITE_OPTIONS.contains(&arg.as_str()) {
+            let value = rest.next().ok_or_else(|| format!("{arg} needs a value"))?;
+            suite_args.extend([arg.clone(), value.clone()]);
+        } else {
+            return Err(format!(
+                "`bench` does not know `{arg}` (options: --quick, --rounds N, --only GROUP,..., \
+                 --drop-caches, --criterion [ARGS])"
+            ));
+        }
+    }
+    let mut command = cargo();
+    command
+        .args([
+            "run",
+            "--release",
+            "--package",
+            "seglog-benches",
+            "--",
+            "--out-dir",
+        ])
+        .arg(out_dir())
+        .args(suite_args);
+    run_command(command)
+}
+
+/// `cargo bench` over every `[[bench]]` target of the workspace (criterion), passing `args` on.
+fn criterion(args: &[String]) -> Result<(), String> {
+    let mut command = cargo();
+    command
+        .args(["bench", "--workspace", "--bench", "*", "--"])
+        .args(args);
+    run_command(command)
+}
+
+/// `$CARGO_TARGET_DIR/bench`, else `<workspace>/target/bench`.
+fn out_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_relative() {
+                workspace_root().join(dir)
+            } else {
+                dir
+            }
+        })
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("bench")
+}
