@@ -1,0 +1,204 @@
+//! Leader and follower appends, rolls, reads and ListOffsets.
+
+use seglog::{AppendErrorKind, Error, Isolation, ListOffsets, LogConfig, TimestampType};
+
+use crate::support::*;
+
+#[test]
+fn leader_append_assigns_offsets_and_rolls() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    let mut expected = Vec::new();
+    for i in 0..40 {
+        let info = log.append(&numbered(T0 + i, &format!("b{i}"), 3)).unwrap();
+        assert_eq!(info.first_offset, i * 3);
+        assert_eq!(info.last_offset, i * 3 + 2);
+        for j in 0..3 {
+            expected.push((i * 3 + j, format!("b{i}-{j}").into_bytes()));
+        }
+    }
+    assert_eq!(log.log_end_offset(), 120);
+    assert!(log.segment_count() > 3, "{}", log.segment_count());
+    assert_eq!(values(&log), expected);
+    let segments = log.segments();
+    for pair in segments.windows(2) {
+        assert_eq!(pair[0].next_offset, pair[1].base_offset);
+        assert!(pair[0].size_bytes <= 1024);
+    }
+    assert!(segments.last().unwrap().is_active);
+}
+
+#[test]
+fn reads_respect_the_high_watermark_and_report_out_of_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    for i in 0..10 {
+        log.append(&numbered(T0 + i, "v", 1)).unwrap();
+    }
+    assert_eq!(log.high_watermark(), 0);
+    assert!(read_all(&log, 0, Isolation::HighWatermark).is_empty());
+    log.set_high_watermark(4).unwrap();
+    let upto_hw: Vec<i64> = read_all(&log, 0, Isolation::HighWatermark)
+        .iter()
+        .map(|r| r.0)
+        .collect();
+    assert_eq!(upto_hw, vec![0, 1, 2, 3]);
+    assert_eq!(log.set_high_watermark(99).unwrap(), 10);
+    match log.read(11, 100, Isolation::LogEnd, true) {
+        Err(Error::OffsetOutOfRange {
+            offset: 11,
+            log_start_offset: 0,
+            log_end_offset: 10,
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        log.read(10, 100, Isolation::LogEnd, true)
+            .unwrap()
+            .slice
+            .is_empty()
+    );
+}
+
+#[test]
+fn log_append_time_and_list_offsets() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let config = LogConfig {
+        message_timestamp_type: TimestampType::LogAppendTime,
+        ..small_config(1 << 20)
+    };
+    let log = open(dir.path(), config, &clock);
+    let info = log.append(&numbered(5, "x", 2)).unwrap();
+    assert_eq!(info.log_append_time_ms, Some(T0));
+    let records = read_all(&log, 0, Isolation::LogEnd);
+    assert!(records.iter().all(|r| r.1 == T0));
+
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(512), &clock);
+    // Timestamps inside one batch: the max is in the middle (KAFKA-16310).
+    let mut b = seglog::BatchBuilder::new(0);
+    b.append(T0 + 10, None, Some(b"a"), &[]);
+    b.append(T0 + 50, None, Some(b"b"), &[]);
+    b.append(T0 + 20, None, Some(b"c"), &[]);
+    log.append(&b.build().unwrap()).unwrap();
+    for i in 0..20 {
+        log.append(&numbered(T0 + 30 + i, "y", 1)).unwrap();
+    }
+    let max = log
+        .offset_for_timestamp(ListOffsets::MaxTimestamp)
+        .unwrap()
+        .unwrap();
+    assert_eq!((max.offset, max.timestamp_ms), (1, T0 + 50));
+    assert_eq!(
+        log.offset_for_timestamp(ListOffsets::Earliest)
+            .unwrap()
+            .unwrap()
+            .offset,
+        0
+    );
+    assert_eq!(
+        log.offset_for_timestamp(ListOffsets::Latest)
+            .unwrap()
+            .unwrap()
+            .offset,
+        23
+    );
+    let by_time = log
+        .offset_for_timestamp(ListOffsets::Timestamp(T0 + 15))
+        .unwrap()
+        .unwrap();
+    assert_eq!(by_time.offset, 1);
+    let by_time = log
+        .offset_for_timestamp(ListOffsets::Timestamp(T0 + 45))
+        .unwrap()
+        .unwrap();
+    assert_eq!((by_time.offset, by_time.timestamp_ms), (1, T0 + 50));
+    let late = log
+        .offset_for_timestamp(ListOffsets::Timestamp(T0 + 49))
+        .unwrap()
+        .unwrap();
+    assert_eq!(late.offset, 1);
+    assert!(
+        log.offset_for_timestamp(ListOffsets::Timestamp(T0 + 1000))
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn follower_appends_keep_offsets_and_gaps() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let mut b = seglog::BatchBuilder::new(10);
+    b.append(T0, None, Some(b"ten"), &[]);
+    log.append_as_follower(&b.build().unwrap()).unwrap();
+    let mut b = seglog::BatchBuilder::new(20);
+    b.append(T0, None, Some(b"twenty"), &[]);
+    log.append_as_follower(&b.build().unwrap()).unwrap();
+    assert_eq!(log.log_end_offset(), 21);
+    let offsets: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(offsets, vec![10, 20]);
+    let mut b = seglog::BatchBuilder::new(15);
+    b.append(T0, None, Some(b"late"), &[]);
+    let e = log.append_as_follower(&b.build().unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::UnexpectedAppendOffset { .. }
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn durable_appends_move_the_recovery_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    log.append(&numbered(T0, "a", 2)).unwrap();
+    assert_eq!(log.recovery_point(), 0);
+    log.append_durable(&numbered(T0, "b", 2)).unwrap();
+    assert_eq!(log.recovery_point(), 4);
+    let config = LogConfig {
+        flush_messages: 3,
+        ..small_config(1 << 20)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), config, &clock());
+    log.append(&numbered(T0, "a", 2)).unwrap();
+    assert_eq!(log.recovery_point(), 0);
+    log.append(&numbered(T0, "a", 2)).unwrap();
+    assert_eq!(log.recovery_point(), 4);
+}
+
+#[test]
+fn read_only_and_closed_logs_refuse_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    log.append(&numbered(T0, "a", 2)).unwrap();
+    log.close().unwrap();
+    assert!(matches!(
+        log.append(&numbered(T0, "a", 1)),
+        Err(Error::Closed { .. })
+    ));
+    assert_eq!(values(&log).len(), 2);
+    let ro = seglog::Log::open_read_only(dir.path(), small_config(1 << 20)).unwrap();
+    assert!(matches!(
+        ro.append(&numbered(T0, "a", 1)),
+        Err(Error::ReadOnly { .. })
+    ));
+    assert_eq!(values(&ro).len(), 2);
+}
+
+#[test]
+fn a_second_open_gets_a_clear_lock_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let _log = open(dir.path(), small_config(1 << 20), &clock());
+    let e = seglog::Log::open(dir.path(), small_config(1 << 20)).unwrap_err();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
+    // A read-only open needs no lock.
+    seglog::Log::open_read_only(dir.path(), small_config(1 << 20)).unwrap();
+}

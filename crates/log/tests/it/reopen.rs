@@ -1,0 +1,175 @@
+//! Close/reopen, crashes (drop without close), torn tails, and where state files live.
+
+use std::fs::OpenOptions;
+
+use seglog::{CLEAN_SHUTDOWN_FILE, Clock, RECOVERY_POINT_CHECKPOINT};
+
+use crate::support::*;
+
+#[test]
+fn clean_close_then_reopen_scans_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    for i in 0..30 {
+        log.append(&numbered(T0 + i, "r", 2)).unwrap();
+    }
+    let before = values(&log);
+    log.close().unwrap();
+    drop(log);
+    assert!(dir.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert!(log.load_report().had_clean_shutdown);
+    assert_eq!(log.load_report().recovered().count(), 0);
+    assert!(
+        !dir.path().join(CLEAN_SHUTDOWN_FILE).exists(),
+        "marker consumed at open"
+    );
+    assert_eq!(log.recovery_point(), 60);
+    assert_eq!(values(&log), before);
+    log.append(&numbered(T0, "after", 1)).unwrap();
+    assert_eq!(log.log_end_offset(), 61);
+}
+
+#[test]
+fn crash_recovers_from_the_recovery_point_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    for i in 0..30 {
+        log.append(&numbered(T0 + i, "r", 2)).unwrap();
+    }
+    log.tick(clock.now_ms()).unwrap(); // flushes the sealed segments, writes checkpoints
+    let recovery_point = log.recovery_point();
+    assert!(recovery_point > 0);
+    let before = values(&log);
+    drop(log); // crash: no close
+    let log = open(dir.path(), small_config(1024), &clock);
+    let report = log.load_report();
+    assert!(!report.had_clean_shutdown);
+    assert_eq!(report.recovery_point_checkpoint, recovery_point);
+    let recovered: Vec<i64> = report.recovered().collect();
+    assert!(!recovered.is_empty());
+    assert!(recovered.iter().all(|&b| b >= recovered[0]));
+    let first_recovered = recovered[0];
+    assert!(first_recovered <= recovery_point);
+    assert_eq!(values(&log), before);
+}
+
+#[test]
+fn torn_tail_is_cut_and_later_segments_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    for i in 0..30 {
+        log.append(&numbered(T0 + i, "r", 2)).unwrap();
+    }
+    let segments = log.segments();
+    assert!(segments.len() >= 3);
+    drop(log);
+    // Garbage in the middle of the second segment: it and everything after it go.
+    let victim = &segments[1];
+    let file = OpenOptions::new().write(true).open(&victim.path).unwrap();
+    use std::os::unix::fs::FileExt;
+    file.write_all_at(&[0xff; 64], 100).unwrap();
+    let log = open(dir.path(), small_config(1024), &clock);
+    let report = log.load_report();
+    let truncations: Vec<(i64, u64)> = report.truncations().collect();
+    assert_eq!(truncations.len(), 1, "{report:?}");
+    assert_eq!(truncations[0].0, victim.base_offset);
+    assert_eq!(report.deleted_segments.len(), segments.len() - 2);
+    let vals = values(&log);
+    assert!(log.log_end_offset() < segments[2].base_offset);
+    assert_eq!(vals.len() as i64, log.log_end_offset());
+    assert!(vals.iter().enumerate().all(|(i, v)| v.0 == i as i64));
+    // The deleted segments' files are `.deleted` until the delay passes.
+    let deleted = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".deleted")
+        })
+        .count();
+    assert!(deleted > 0);
+    log.tick(clock.now_ms() + 60_001).unwrap();
+    let deleted = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .ends_with(".deleted")
+        })
+        .count();
+    assert_eq!(deleted, 0);
+}
+
+#[test]
+fn standalone_state_lives_in_the_partition_dir_or_its_log_dir_root() {
+    // Own root: the parent is not a log dir.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("orders-3");
+    let clock = clock();
+    let log = open(&dir, small_config(1 << 20), &clock);
+    log.append(&numbered(T0, "x", 3)).unwrap();
+    log.close().unwrap();
+    drop(log);
+    assert!(dir.join(CLEAN_SHUTDOWN_FILE).exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap(),
+        "0\n1\norders 3 3\n"
+    );
+
+    // Shared root: the parent holds Kafka's root files.
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("meta.properties"), "version=0\n").unwrap();
+    let dir = root.path().join("orders-3");
+    let log = open(&dir, small_config(1 << 20), &clock);
+    log.append(&numbered(T0, "x", 3)).unwrap();
+    log.close().unwrap();
+    drop(log);
+    assert!(!dir.join(RECOVERY_POINT_CHECKPOINT).exists());
+    assert_eq!(
+        std::fs::read_to_string(root.path().join(RECOVERY_POINT_CHECKPOINT)).unwrap(),
+        "0\n1\norders 3 3\n"
+    );
+    // The root had no marker at open (another partition may be unclean): none written.
+    assert!(!root.path().join(CLEAN_SHUTDOWN_FILE).exists());
+}
+
+#[test]
+fn read_only_open_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    for i in 0..20 {
+        log.append(&numbered(T0 + i, "r", 2)).unwrap();
+    }
+    let before = values(&log);
+    drop(log); // crash, with a preallocated active index
+    let listing = |p: &std::path::Path| {
+        let mut v: Vec<(String, u64, std::time::SystemTime)> = std::fs::read_dir(p)
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let m = e.metadata().unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    m.len(),
+                    m.modified().unwrap(),
+                )
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let snapshot = listing(dir.path());
+    let ro = seglog::Log::open_read_only(dir.path(), small_config(1024)).unwrap();
+    assert_eq!(values(&ro), before);
+    drop(ro);
+    assert_eq!(listing(dir.path()), snapshot);
+}

@@ -1,0 +1,98 @@
+//! Shared helpers: batch builders, a full-log reader, configs and clocks.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use seglog::{BatchBuilder, Batches, Isolation, Log, LogConfig, ManualClock, OpenOptions};
+
+/// Clock start for tests: 2023-11-14, so CreateTime timestamps around it are "now".
+pub const T0: i64 = 1_700_000_000_000;
+
+/// One uncompressed v2 batch with a record per value, timestamps `ts, ts+1, ...`.
+pub fn batch(ts: i64, values: &[&[u8]]) -> Vec<u8> {
+    let mut builder = BatchBuilder::new(0);
+    for (i, value) in values.iter().enumerate() {
+        builder.append(ts + i as i64, None, Some(value), &[]);
+    }
+    builder.build().unwrap().to_vec()
+}
+
+/// A batch of `count` records whose values are `prefix-<i>`.
+pub fn numbered(ts: i64, prefix: &str, count: usize) -> Vec<u8> {
+    let values: Vec<Vec<u8>> = (0..count)
+        .map(|i| format!("{prefix}-{i}").into_bytes())
+        .collect();
+    let refs: Vec<&[u8]> = values.iter().map(Vec::as_slice).collect();
+    batch(ts, &refs)
+}
+
+/// Small segments, no retention, a permissive timestamp window.
+pub fn small_config(segment_bytes: i32) -> LogConfig {
+    LogConfig {
+        segment_bytes,
+        index_interval_bytes: 128,
+        segment_index_bytes: 4096,
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        ..LogConfig::default()
+    }
+}
+
+pub fn clock() -> Arc<ManualClock> {
+    Arc::new(ManualClock::new(T0))
+}
+
+pub fn open(dir: &Path, config: LogConfig, clock: &Arc<ManualClock>) -> Log {
+    Log::open_with(
+        dir,
+        config,
+        OpenOptions {
+            clock: clock.clone(),
+            read_only: false,
+        },
+    )
+    .unwrap()
+}
+
+/// Every record readable from `from` up to `isolation`'s bound: (offset, timestamp, value).
+pub fn read_all(log: &Log, from: i64, isolation: Isolation) -> Vec<(i64, i64, Option<Vec<u8>>)> {
+    let mut out = Vec::new();
+    let mut next = from;
+    loop {
+        let data = match log.read(next, 64 * 1024, isolation, true) {
+            Ok(data) => data,
+            Err(seglog::Error::OffsetOutOfRange { .. }) if next == from => return out,
+            Err(e) => panic!("read at {next}: {e}"),
+        };
+        if data.slice.is_empty() {
+            return out;
+        }
+        let bytes = data.slice.read_to_vec().unwrap();
+        let mut progressed = false;
+        for batch in Batches::new(&bytes, data.slice.position()) {
+            let batch = batch.unwrap();
+            batch.ensure_valid().unwrap();
+            for record in batch.records(1 << 24) {
+                let record = record.unwrap();
+                if record.offset >= next {
+                    out.push((
+                        record.offset,
+                        record.timestamp_ms.unwrap_or(-1),
+                        record.value.map(|v| v.to_vec()),
+                    ));
+                }
+            }
+            next = next.max(batch.header().last_offset + 1);
+            progressed = true;
+        }
+        assert!(progressed, "a read at {next} returned no whole batch");
+    }
+}
+
+/// Values of [`read_all`] up to the LEO.
+pub fn values(log: &Log) -> Vec<(i64, Vec<u8>)> {
+    read_all(log, log.log_start_offset(), Isolation::LogEnd)
+        .into_iter()
+        .map(|(o, _, v)| (o, v.unwrap_or_default()))
+        .collect()
+}
