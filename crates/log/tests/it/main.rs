@@ -4,4 +4,8 @@ mod support;
 
 mod appends;
 mod corpus;
+mod kafka_bugs;
+mod log_dir;
 mod reopen;
+mod retention;
+mod truncation;

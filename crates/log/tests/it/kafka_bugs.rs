@@ -1,0 +1,242 @@
+//! The log-level bugs of spec §7, one named test each.
+
+use std::os::unix::fs::FileExt;
+
+use seglog::{CLEAN_SHUTDOWN_FILE, Clock, Log, LogConfig};
+
+use crate::support::*;
+
+fn with_segments(
+    dir: &std::path::Path,
+    clock: &std::sync::Arc<seglog::ManualClock>,
+    config: LogConfig,
+) -> Log {
+    let log = open(dir, config, clock);
+    for i in 0..40 {
+        log.append(&numbered(T0 + i, "k", 2)).unwrap();
+    }
+    log
+}
+
+/// KAFKA-10471: the marker is deleted before loading, so a crash (or failure) while loading
+/// counts as unclean next time.
+#[test]
+fn kafka_10471_marker_is_consumed_before_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = with_segments(dir.path(), &clock, small_config(1024));
+    log.close().unwrap();
+    drop(log);
+    // Make loading fail after the marker was read: a time index that is a directory.
+    let ti = dir.path().join("00000000000000000000.timeindex");
+    std::fs::remove_file(&ti).unwrap();
+    std::fs::create_dir(&ti).unwrap();
+    assert!(Log::open(dir.path(), small_config(1024)).is_err());
+    assert!(!dir.path().join(CLEAN_SHUTDOWN_FILE).exists());
+    std::fs::remove_dir(&ti).unwrap();
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    assert_eq!(values(&log).len(), 80);
+}
+
+/// KAFKA-1112: kill -9 leaves the active segment's index untrimmed (preallocated, zero
+/// padded); the restart must recover it rather than fail.
+#[test]
+fn kafka_1112_zero_padded_active_index_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let active = log.segments().last().unwrap().base_offset;
+    drop(log);
+    let index = dir.path().join(format!("{active:020}.index"));
+    assert_eq!(
+        std::fs::metadata(&index).unwrap().len(),
+        4096,
+        "preallocated"
+    );
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert!(log.load_report().recovered().any(|b| b == active));
+    assert_eq!(values(&log).len(), 80);
+}
+
+/// KAFKA-10207 / KAFKA-19200: a zero-padded time index on a segment below the recovery point
+/// must not read as "largest timestamp 0" and trigger time retention.
+#[test]
+fn kafka_10207_zero_padded_time_index_does_not_trigger_time_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let first = log.segments()[0].base_offset;
+    log.close().unwrap();
+    drop(log);
+    let ti = dir.path().join(format!("{first:020}.timeindex"));
+    let file = std::fs::OpenOptions::new().write(true).open(&ti).unwrap();
+    file.set_len(4092).unwrap(); // zero padded to a whole number of entries, as preallocated
+    let config = LogConfig {
+        retention_ms: 24 * 3600 * 1000,
+        ..small_config(1024)
+    };
+    let log = open(dir.path(), config, &clock);
+    assert!(log.segments()[0].largest_timestamp_ms.unwrap() >= T0);
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    assert!(log.delete_old_segments().unwrap().deleted.is_empty());
+}
+
+/// KAFKA-6482: timestamps in the future block time retention (Kafka keeps the segment and
+/// warns; seglog reports it).
+#[test]
+fn kafka_6482_future_timestamps_block_time_retention() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let config = LogConfig {
+        retention_ms: 1000,
+        ..small_config(1024)
+    };
+    let log = open(dir.path(), config, &clock);
+    log.append(&numbered(T0 * 1000, "micros", 2)).unwrap();
+    log.roll().unwrap();
+    log.append(&numbered(T0 - 5000, "old", 2)).unwrap();
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    clock.advance(10_000);
+    let report = log.delete_old_segments().unwrap();
+    assert!(report.deleted.is_empty(), "{report:?}");
+    assert_eq!(report.future_timestamp_segments, vec![0]);
+}
+
+/// KAFKA-5634 / KAFKA-12177: nothing at or above the high watermark is deleted, and
+/// log-start retention runs first (so a second pass is a no-op).
+#[test]
+fn kafka_5634_retention_never_deletes_at_or_above_the_high_watermark() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let config = LogConfig {
+        retention_bytes: 0,
+        ..small_config(1024)
+    };
+    let log = with_segments(dir.path(), &clock, config);
+    let segments = log.segments();
+    log.set_high_watermark(segments[2].base_offset).unwrap();
+    let report = log.delete_old_segments().unwrap();
+    assert_eq!(report.deleted.len(), 2);
+    assert_eq!(log.log_start_offset(), segments[2].base_offset);
+    assert!(log.delete_old_segments().unwrap().deleted.is_empty());
+    assert_eq!(values(&log).first().unwrap().0, segments[2].base_offset);
+}
+
+/// KAFKA-4451 / KAFKA-6264: an offset more than i32::MAX above the base forces a roll; one
+/// exactly i32::MAX above still fits.
+#[test]
+fn kafka_6264_offset_overflow_forces_a_roll() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let follower = |base: i64| {
+        let mut b = seglog::BatchBuilder::new(base);
+        b.append(T0, None, Some(b"v"), &[]);
+        b.build().unwrap()
+    };
+    log.append_as_follower(&follower(0)).unwrap();
+    let max = i64::from(i32::MAX);
+    assert!(!log.append_as_follower(&follower(max)).unwrap().rolled);
+    assert_eq!(log.segment_count(), 1);
+    let info = log.append_as_follower(&follower(max + 1)).unwrap();
+    assert!(info.rolled);
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    assert_eq!(bases, vec![0, max + 1]);
+    let offsets: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(offsets, vec![0, max, max + 1]);
+    log.close().unwrap();
+    drop(log);
+    let log = Log::open(dir.path(), small_config(1 << 20)).unwrap();
+    assert_eq!(log.log_end_offset(), max + 2);
+}
+
+/// KAFKA-6388: a roll that lands on the base of an empty active segment (its tiny index
+/// reports full at once) replaces it instead of failing.
+#[test]
+fn kafka_6388_roll_onto_an_empty_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = LogConfig {
+        segment_index_bytes: 12,
+        ..small_config(1 << 20)
+    };
+    let log = open(dir.path(), config.clone(), &clock());
+    for i in 0..5 {
+        log.append(&numbered(T0 + i, "full", 1)).unwrap();
+    }
+    assert_eq!(values(&log).len(), 5);
+    assert!(log.segment_count() >= 5);
+    log.close().unwrap();
+    drop(log);
+    let log = open(dir.path(), config, &clock());
+    assert_eq!(values(&log).len(), 5);
+}
+
+/// KAFKA-13603: a clean shutdown with an empty active segment (no index written yet in
+/// Kafka) must reopen without treating it as corrupt.
+#[test]
+fn kafka_13603_clean_shutdown_with_an_empty_active_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = with_segments(dir.path(), &clock, small_config(1024));
+    log.roll().unwrap();
+    let active = log.segments().last().unwrap().clone();
+    assert_eq!(active.size_bytes, 0);
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_file(dir.path().join(format!("{:020}.index", active.base_offset))).unwrap();
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert!(log.load_report().had_clean_shutdown);
+    assert_eq!(log.log_end_offset(), 80);
+    assert_eq!(values(&log).len(), 80);
+}
+
+/// KAFKA-7283: indexes below the recovery point are not trusted blindly here: a corrupt one is
+/// detected and rebuilt (seglog's stricter policy), and reads stay correct.
+#[test]
+fn kafka_7283_corrupt_index_below_the_recovery_point_is_rebuilt() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let first = log.segments()[0].clone();
+    let expected = values(&log);
+    log.close().unwrap();
+    drop(log);
+    let index = dir.path().join(format!("{:020}.index", first.base_offset));
+    assert!(first.index_entries > 0);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap();
+    file.write_all_at(&[0, 0, 0, 7, 0, 0, 3, 0xff], 0).unwrap();
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert!(log.load_report().segments[0].rebuilt.is_some());
+    assert_eq!(values(&log), expected);
+}
+
+/// KAFKA-3968 / KAFKA-16541: checkpoints are written via a temp file and rename; no temp file
+/// is left behind and a torn temp file never replaces the checkpoint.
+#[test]
+fn kafka_16541_checkpoints_are_replaced_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = with_segments(dir.path(), &clock, small_config(1024));
+    log.tick(clock.now_ms()).unwrap();
+    let cp = dir.path().join(seglog::RECOVERY_POINT_CHECKPOINT);
+    assert!(cp.exists());
+    assert!(
+        !dir.path()
+            .join(format!("{}.tmp", seglog::RECOVERY_POINT_CHECKPOINT))
+            .exists()
+    );
+    // A crash mid-write leaves a torn .tmp: the real checkpoint is what counts.
+    std::fs::write(
+        dir.path()
+            .join(format!("{}.tmp", seglog::RECOVERY_POINT_CHECKPOINT)),
+        "0\n9",
+    )
+    .unwrap();
+    let recovery_point = log.recovery_point();
+    drop(log);
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert_eq!(log.load_report().recovery_point_checkpoint, recovery_point);
+}

@@ -1,0 +1,95 @@
+//! LogDir: a log.dirs root with many partitions and the root's state files.
+
+use seglog::{
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
+    RECOVERY_POINT_CHECKPOINT, TopicPartition,
+};
+
+use crate::support::*;
+
+#[test]
+fn root_state_is_kafka_compatible() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let options = OpenOptions {
+        clock: clock.clone(),
+        read_only: false,
+    };
+    let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
+    assert!(!dir.had_clean_shutdown());
+    let a = dir
+        .get_or_create(&TopicPartition::new("orders", 0))
+        .unwrap();
+    let b = dir
+        .get_or_create(&TopicPartition::new("my-topic", 12))
+        .unwrap();
+    for i in 0..30 {
+        a.append(&numbered(T0 + i, "a", 2)).unwrap();
+        b.append(&numbered(T0 + i, "b", 1)).unwrap();
+    }
+    b.set_high_watermark(30).unwrap();
+    b.delete_records_before(25).unwrap();
+    assert!(
+        seglog::Log::open(root.path().join("orders-0"), small_config(1024)).is_err(),
+        "root is locked"
+    );
+    dir.close().unwrap();
+    drop((a, b, dir));
+    assert_eq!(
+        std::fs::read_to_string(root.path().join(RECOVERY_POINT_CHECKPOINT)).unwrap(),
+        "0\n2\nmy-topic 12 30\norders 0 60\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join(LOG_START_OFFSET_CHECKPOINT)).unwrap(),
+        "0\n1\nmy-topic 12 25\n"
+    );
+    assert!(root.path().join(CLEAN_SHUTDOWN_FILE).exists());
+
+    let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
+    assert!(dir.had_clean_shutdown());
+    let a = dir.log(&TopicPartition::new("orders", 0)).unwrap();
+    let b = dir.log(&TopicPartition::new("my-topic", 12)).unwrap();
+    assert_eq!(values(&a).len(), 60);
+    assert_eq!(b.log_start_offset(), 25);
+    assert_eq!(a.load_report().recovered().count(), 0);
+    a.append(&numbered(T0, "crash", 1)).unwrap();
+    drop((a, b, dir)); // crash
+
+    let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
+    assert!(!dir.had_clean_shutdown());
+    let a = dir.log(&TopicPartition::new("orders", 0)).unwrap();
+    assert!(a.load_report().recovered().count() > 0);
+    assert_eq!(values(&a).len(), 61);
+    dir.close().unwrap();
+}
+
+#[test]
+fn ignores_foreign_dirs_and_removes_delete_dirs_later() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("lost+found")).unwrap();
+    let doomed = root
+        .path()
+        .join("old-0.0123456789abcdef0123456789abcdef-delete");
+    std::fs::create_dir(&doomed).unwrap();
+    std::fs::write(root.path().join("meta.properties"), "version=1\n").unwrap();
+    let clock = clock();
+    let dir = LogDir::open_with(
+        root.path(),
+        small_config(1024),
+        OpenOptions {
+            clock: clock.clone(),
+            read_only: false,
+        },
+    )
+    .unwrap();
+    assert!(dir.logs().is_empty());
+    dir.tick(T0 + 1).unwrap();
+    assert!(doomed.exists());
+    dir.tick(T0 + 60_000).unwrap();
+    assert!(!doomed.exists());
+    assert!(root.path().join("lost+found").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("meta.properties")).unwrap(),
+        "version=1\n"
+    );
+}
