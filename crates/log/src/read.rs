@@ -87,8 +87,8 @@ impl Log {
     /// Kafka's ListOffsets lookup. `Earliest` / `Latest` give the log start / end offset with
     /// timestamp -1; `MaxTimestamp` the exact record holding the largest timestamp (ties: the
     /// earliest segment); `Timestamp(t)` the first record at or after `t`, searched in the
-    /// first segment whose largest timestamp is `>= t`, from the log start offset. `None` when
-    /// no record qualifies.
+    /// first segment whose largest timestamp is `>= t` that holds such a record at or above the
+    /// log start offset. `None` when no record qualifies.
     ///
     /// # Errors
     /// Segment I/O or corruption errors.
@@ -121,11 +121,15 @@ impl Log {
                 }
             }
             ListOffsets::Timestamp(target) => {
-                for (_, segment) in view.segments.iter() {
-                    if segment.largest_timestamp()? >= target {
-                        return segment
-                            .find_offset_by_timestamp(target, view.log_start_offset)
-                            .map_err(Into::into);
+                // Kafka searches only the first segment whose largest timestamp qualifies; when
+                // its qualifying records all lie below the log start offset that answers
+                // nothing. seglog starts at the segment holding the log start and moves on.
+                for (_, segment) in view.segments.from_floor(view.log_start_offset) {
+                    if segment.largest_timestamp()? >= target
+                        && let Some(found) =
+                            segment.find_offset_by_timestamp(target, view.log_start_offset)?
+                    {
+                        return Ok(Some(found));
                     }
                 }
                 Ok(None)

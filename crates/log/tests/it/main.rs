@@ -3,9 +3,11 @@
 mod support;
 
 mod appends;
+mod concurrency;
 mod corpus;
 mod kafka_bugs;
 mod log_dir;
+mod model;
 mod reopen;
 mod retention;
 mod truncation;
