@@ -27,18 +27,22 @@ mod error;
 mod input;
 mod output;
 mod progress;
+mod scan;
 mod view;
 
 pub use cli::{
     Cli, Command, CompressionArg, DemoArgs, DumpArgs, Encoding, InfoArgs, ProduceArgs, ReadArgs,
     RecoverArgs, RetainArgs, VerifyArgs,
 };
+pub use cmd::info::{LogInfo, SegmentLine, Totals, log_info};
+pub use cmd::produce::{ProduceSummary, config_from_args, fill_value, now_ms};
 pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir};
 pub use dir::{DirListing, SegmentFiles};
 pub use error::{Error, InputErrorKind, OneLine};
 pub use input::{InputRecord, JsonLines};
 pub use output::{AppendedLine, Out, RecordLine, TimestampTypeName};
 pub use progress::Progress;
+pub use scan::for_each_record;
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -59,6 +63,9 @@ pub enum Outcome {
 pub fn run(cli: Cli) -> Result<Outcome> {
     let _ = cli.quiet;
     match &cli.command {
+        Command::Produce(args) => cmd::produce::run(args, cli.quiet),
+        Command::Read(args) => cmd::read::run(args, cli.quiet),
+        Command::Info(args) => cmd::info::run(args),
         Command::Dump(args) => cmd::dump::run(args),
         Command::Verify(args) => cmd::verify::run(args, cli.quiet),
         other => Err(Error::Usage {

@@ -1,4 +1,7 @@
 //! One module per subcommand.
 
 pub mod dump;
+pub mod info;
+pub mod produce;
+pub mod read;
 pub mod verify;

@@ -1,0 +1,236 @@
+//! `seglog info DIR`: log start/end offsets and one line per segment. Read-only.
+//!
+//! Given a `log.dirs` root (a directory of partition directories), it describes each
+//! partition.
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use seglog::{Log, LogConfig, SegmentInfo, parse_partition_dir_name};
+use seglog_records::{BatchHeader, BatchRef, HeaderRead, RECORD_BATCH_OVERHEAD};
+use serde::Serialize;
+
+use crate::cli::InfoArgs;
+use crate::dir::DirListing;
+use crate::error::Error;
+use crate::output::Out;
+use crate::view::MAX_DECOMPRESSED_BYTES;
+use crate::Outcome;
+
+/// One partition's summary (the `info --json` object).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LogInfo {
+    /// The partition directory.
+    pub dir: PathBuf,
+    /// Topic, when the directory is named `<topic>-<partition>`.
+    pub topic: Option<String>,
+    /// Partition number, likewise.
+    pub partition: Option<i32>,
+    /// First offset a reader may fetch.
+    pub log_start_offset: i64,
+    /// Offset the next record will get.
+    pub log_end_offset: i64,
+    /// Whether the directory was shut down cleanly (when unclean, the figures are after an
+    /// in-memory recovery; nothing was written).
+    pub clean_shutdown: bool,
+    /// Segments, oldest first.
+    pub segments: Vec<SegmentLine>,
+    /// Sums over the segments.
+    pub totals: Totals,
+}
+
+/// One segment of [`LogInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentLine {
+    /// Base offset (the file name).
+    pub base_offset: i64,
+    /// Bytes of the `.log`.
+    pub bytes: u64,
+    /// Offset index entries.
+    pub index_entries: usize,
+    /// Time index entries.
+    pub time_index_entries: usize,
+    /// Offset of the first record (`null` when empty).
+    pub first_offset: Option<i64>,
+    /// Offset of the last record (`null` when empty).
+    pub last_offset: Option<i64>,
+    /// Batches (legacy messages count one each).
+    pub batches: u64,
+    /// Records, control records included.
+    pub records: u64,
+    /// Largest record timestamp (`null` when no record has one).
+    pub largest_timestamp: Option<i64>,
+    /// Whether this is the active (last) segment.
+    pub active: bool,
+}
+
+/// Totals of [`LogInfo`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    /// Segments.
+    pub segments: usize,
+    /// Bytes of all `.log` files.
+    pub bytes: u64,
+    /// Offset index entries.
+    pub index_entries: usize,
+    /// Time index entries.
+    pub time_index_entries: usize,
+    /// Batches.
+    pub batches: u64,
+    /// Records.
+    pub records: u64,
+}
+
+/// Runs `seglog info`.
+///
+/// # Errors
+/// A missing directory, a log that cannot be loaded, stdout errors.
+pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
+    let listing = DirListing::read(&args.dir)?;
+    let dirs = if listing.is_log_dirs_root() { listing.partition_dirs() } else { vec![args.dir.clone()] };
+    let mut out = Out::stdout();
+    for (i, dir) in dirs.iter().enumerate() {
+        let info = log_info(dir)?;
+        if args.json {
+            out.json(&info)?;
+        } else {
+            if i > 0 {
+                out.line("")?;
+            }
+            print_info(&mut out, &info)?;
+        }
+    }
+    out.flush()?;
+    Ok(Outcome::Ok)
+}
+
+/// Describes the log in `dir`, opening it read-only.
+///
+/// # Errors
+/// A log that cannot be loaded; I/O errors reading segment headers.
+pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
+    let log = Log::open_read_only(dir, LogConfig::default())?;
+    let name = dir.file_name().and_then(|n| n.to_str()).and_then(|n| parse_partition_dir_name(n).ok());
+    let mut totals = Totals::default();
+    let mut segments = Vec::new();
+    for segment in log.segments() {
+        let line = segment_line(&segment)?;
+        totals.segments += 1;
+        totals.bytes += line.bytes;
+        totals.index_entries += line.index_entries;
+        totals.time_index_entries += line.time_index_entries;
+        totals.batches += line.batches;
+        totals.records += line.records;
+        segments.push(line);
+    }
+    Ok(LogInfo {
+        dir: dir.to_owned(),
+        topic: name.as_ref().map(|n| n.topic_partition.topic.clone()),
+        partition: name.as_ref().map(|n| n.topic_partition.partition),
+        log_start_offset: log.log_start_offset(),
+        log_end_offset: log.log_end_offset(),
+        clean_shutdown: log.load_report().had_clean_shutdown,
+        segments,
+        totals,
+    })
+}
+
+/// Walks the batch headers of a segment's published bytes (seeking over record data).
+fn segment_line(segment: &SegmentInfo) -> Result<SegmentLine, Error> {
+    let path = &segment.path;
+    let file = File::open(path).map_err(Error::io("open", path))?;
+    let mut line = SegmentLine {
+        base_offset: segment.base_offset,
+        bytes: segment.size_bytes,
+        index_entries: segment.index_entries,
+        time_index_entries: segment.time_index_entries,
+        first_offset: None,
+        last_offset: None,
+        batches: 0,
+        records: 0,
+        largest_timestamp: segment.largest_timestamp_ms,
+        active: segment.is_active,
+    };
+    let mut position = 0u64;
+    let mut prefix = [0u8; RECORD_BATCH_OVERHEAD];
+    while position < segment.size_bytes {
+        let remaining = segment.size_bytes - position;
+        let want = remaining.min(RECORD_BATCH_OVERHEAD as u64) as usize;
+        file.read_exact_at(&mut prefix[..want], position).map_err(Error::io("read", path))?;
+        let header = match BatchHeader::parse(&prefix[..want], position, remaining) {
+            Ok(HeaderRead::Batch(h)) => h,
+            // The log hides torn or corrupt tails from readers; stop where they start.
+            Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) | Err(_) => break,
+        };
+        let (first, count) = match (header.base_offset, header.record_count) {
+            (Some(first), Some(count)) => (first, u64::try_from(count).unwrap_or(0)),
+            // A legacy compressed wrapper: only its inner messages know.
+            _ => legacy_wrapper(&file, path, &header)?,
+        };
+        line.first_offset.get_or_insert(first);
+        line.last_offset = Some(header.last_offset);
+        line.batches += 1;
+        line.records += count;
+        position = header.end_position();
+    }
+    Ok(line)
+}
+
+/// First offset and record count of a legacy compressed wrapper, by decompressing it.
+fn legacy_wrapper(file: &File, path: &Path, header: &BatchHeader) -> Result<(i64, u64), Error> {
+    let mut bytes = vec![0u8; header.total_size as usize];
+    file.read_exact_at(&mut bytes, header.position).map_err(Error::io("read", path))?;
+    let records_err = |source| Error::Records { path: path.to_owned(), source };
+    let batch = BatchRef::parse(&bytes, header.position).map_err(records_err)?;
+    let mut first = None;
+    let mut count = 0;
+    for record in batch.records(MAX_DECOMPRESSED_BYTES) {
+        let record = record.map_err(records_err)?;
+        first.get_or_insert(record.offset);
+        count += 1;
+    }
+    Ok((first.unwrap_or(header.last_offset), count))
+}
+
+fn opt(value: Option<i64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| v.to_string())
+}
+
+/// Prints `info` as text.
+///
+/// # Errors
+/// Stdout errors.
+pub fn print_info(out: &mut Out, info: &LogInfo) -> Result<(), Error> {
+    out.line(format_args!("{}", info.dir.display()))?;
+    out.line(format_args!(
+        "  log start offset {}, log end offset {}, {}",
+        info.log_start_offset,
+        info.log_end_offset,
+        if info.clean_shutdown { "clean shutdown" } else { "not shut down cleanly (recovered in memory)" }
+    ))?;
+    out.line(format_args!(
+        "  {:>20} {:>12} {:>8} {:>8} {:>12} {:>12} {:>8} {:>10} {:>15}",
+        "base offset", "bytes", "index", "tindex", "first", "last", "batches", "records", "max timestamp"
+    ))?;
+    for s in &info.segments {
+        out.line(format_args!(
+            "  {:>20} {:>12} {:>8} {:>8} {:>12} {:>12} {:>8} {:>10} {:>15}{}",
+            s.base_offset,
+            s.bytes,
+            s.index_entries,
+            s.time_index_entries,
+            opt(s.first_offset),
+            opt(s.last_offset),
+            s.batches,
+            s.records,
+            opt(s.largest_timestamp),
+            if s.active { " (active)" } else { "" },
+        ))?;
+    }
+    let t = &info.totals;
+    out.line(format_args!(
+        "  total: {} segments, {} bytes, {} index + {} time index entries, {} batches, {} records",
+        t.segments, t.bytes, t.index_entries, t.time_index_entries, t.batches, t.records
+    ))
+}
