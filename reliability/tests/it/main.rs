@@ -1,0 +1,13 @@
+//! The reliability suites. Each module is one suite; the short versions run by default, the
+//! long versions through environment variables (see `docs/durability.md` and `cargo xtask
+//! crash`).
+
+mod bad_input;
+mod concurrency;
+mod corruption;
+mod crash;
+mod fuzz;
+mod io_faults;
+mod kafka_bugs;
+mod power_loss;
+mod support;

@@ -1,0 +1,67 @@
+//! Helpers shared by the suites: seeded randomness that reports its seed, and logs filled with
+//! self-verifying records.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use seglog::{Compression, Log, LogConfig};
+use seglog_reliability::{RecordId, build_batch, env_u64};
+
+/// A generator seeded from `SEGLOG_SEED` when set, else at random; the seed is printed so a
+/// failure can be replayed with `SEGLOG_SEED=<seed>`.
+pub fn seeded_rng(suite: &str) -> (StdRng, u64) {
+    let seed = std::env::var("SEGLOG_SEED")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| rand::rng().random());
+    eprintln!("{suite}: seed {seed} (replay with SEGLOG_SEED={seed})");
+    (StdRng::seed_from_u64(seed), seed)
+}
+
+/// Iterations from `var`, or `default`.
+pub fn iterations(var: &str, default: u64) -> u64 {
+    env_u64(var, default)
+}
+
+/// Appends `count` records of `stream` (from `seq`) in batches of 1-5, returning offset -> id.
+pub fn fill(
+    log: &Log,
+    stream: u64,
+    seq: &mut u64,
+    count: u64,
+    rng: &mut impl Rng,
+) -> BTreeMap<i64, RecordId> {
+    let mut out = BTreeMap::new();
+    let end = *seq + count;
+    while *seq < end {
+        let n = rng.random_range(1..=5u64).min(end - *seq);
+        let ids: Vec<RecordId> = (*seq..*seq + n).map(|seq| RecordId { stream, seq }).collect();
+        *seq += n;
+        let compression = Compression::ALL[rng.random_range(0..Compression::ALL.len())];
+        let info = log
+            .append(&build_batch(&ids, compression).unwrap())
+            .unwrap();
+        for (i, id) in ids.into_iter().enumerate() {
+            out.insert(info.first_offset + i as i64, id);
+        }
+    }
+    out
+}
+
+/// A standalone log at `<parent>/t-0` with `config`.
+pub fn open_in(parent: &Path, config: LogConfig) -> Log {
+    Log::open(parent.join("t-0"), config).unwrap()
+}
+
+/// Copies the regular files of `from` into `to` (created).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() && entry.file_name() != seglog::LOCK_FILE {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
