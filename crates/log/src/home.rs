@@ -206,7 +206,8 @@ fn update(file: &OffsetCheckpointFile, key: &TopicPartition, value: Option<i64>)
     file.write(&map)
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

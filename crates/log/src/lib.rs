@@ -27,12 +27,12 @@
 //! (the directory is its own one-partition root). A broker ignores those files.
 //!
 //! ```
-//! use seglog::{BatchBuilder, Isolation, Log, LogConfig};
+//! use seglog::{BatchBuilder, Clock, Isolation, Log, LogConfig, SystemClock};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let log = Log::open(dir.path().join("orders-0"), LogConfig::default())?;
 //! let mut batch = BatchBuilder::new(0);
-//! batch.append(seglog::SystemClock.now_ms(), Some(b"key"), Some(b"value"), &[]);
+//! batch.append(SystemClock.now_ms(), Some(b"key"), Some(b"value"), &[]);
 //! let info = log.append(&batch.build()?)?;
 //! assert_eq!((info.first_offset, log.log_end_offset()), (0, 1));
 //! let fetched = log.read(0, 1 << 20, Isolation::LogEnd, true)?;

@@ -124,7 +124,7 @@ impl Log {
                 // Kafka searches only the first segment whose largest timestamp qualifies; when
                 // its qualifying records all lie below the log start offset that answers
                 // nothing. seglog starts at the segment holding the log start and moves on.
-                for (_, segment) in view.segments.from_floor(view.log_start_offset) {
+                for (_, segment) in view.segments.starting_at_floor(view.log_start_offset) {
                     if segment.largest_timestamp()? >= target
                         && let Some(found) =
                             segment.find_offset_by_timestamp(target, view.log_start_offset)?

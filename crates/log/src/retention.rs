@@ -114,7 +114,8 @@ pub(crate) fn total_bytes(segments: &[SegmentStat]) -> i64 {
     segments.iter().map(|s| s.size_bytes).sum()
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

@@ -82,13 +82,14 @@ impl<S> SegmentMap<S> {
     }
 
     /// Segments from `floor(from)` (or the first) to the end.
-    pub(crate) fn from_floor(&self, from: i64) -> impl Iterator<Item = (i64, &S)> {
+    pub(crate) fn starting_at_floor(&self, from: i64) -> impl Iterator<Item = (i64, &S)> {
         let start = self.floor(from).map_or(i64::MIN, |(k, _)| k);
         self.by_base.range(start..).map(|(k, v)| (*k, v))
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use proptest::prelude::*;
@@ -111,7 +112,7 @@ mod tests {
         assert_eq!(r(10, 10), Vec::<i64>::new());
         assert_eq!(r(25, i64::MAX), vec![20]);
         assert_eq!(
-            m.from_floor(12).map(|(k, _)| k).collect::<Vec<_>>(),
+            m.starting_at_floor(12).map(|(k, _)| k).collect::<Vec<_>>(),
             vec![10, 20]
         );
     }

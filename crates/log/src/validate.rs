@@ -226,7 +226,8 @@ fn invalid(kind: AppendErrorKind) -> Error {
     Error::InvalidAppend { kind }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use seglog_records::{BatchBuilder, BatchRef};

@@ -100,7 +100,7 @@ impl<S: Clone + SegmentSize> LogView<S> {
         if self.segments.floor(start_offset).is_none() {
             return Err(out_of_range());
         }
-        for (base, segment) in self.segments.from_floor(start_offset) {
+        for (base, segment) in self.segments.starting_at_floor(start_offset) {
             let bound = match base.cmp(&max_offset.segment_base_offset) {
                 std::cmp::Ordering::Less => segment.size_bytes(),
                 std::cmp::Ordering::Equal => max_offset.position,
@@ -145,7 +145,8 @@ impl<T> Published<T> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

@@ -1,5 +1,8 @@
 //! Integration tests of the `seglog` crate, one module per topic.
 
+// Test helpers outside `#[test]` functions unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod support;
 
 mod appends;
