@@ -348,22 +348,3 @@ impl Trial for OpenDirectory {
         Ok(())
     }
 }
-
-/// Writes one `.log` file per batch (with empty `.index` and `.timeindex` beside it), named as
-/// Kafka names segments: the ceiling's 1,000-segment directory.
-///
-/// # Errors
-///
-/// On any I/O error.
-pub fn write_segment_files(data: &Dataset, dir: &Path) -> Result<()> {
-    for batch in 0..data.spec.batches() {
-        let base = data.spec.batch_offsets(batch).start;
-        let path = dir.join(format!("{base:020}.log"));
-        fs::write(&path, data.batch(batch)).map_err(|e| io_error("write", &path, e))?;
-        for extension in ["index", "timeindex"] {
-            let path = dir.join(format!("{base:020}.{extension}"));
-            fs::write(&path, b"").map_err(|e| io_error("write", &path, e))?;
-        }
-    }
-    Ok(())
-}

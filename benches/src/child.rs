@@ -121,18 +121,28 @@ pub fn main(args: &[String]) -> Result<()> {
     // Nothing is generated or loaded before the log is opened: the peak is the scan's.
     let baseline_rss_kib = sys::current_rss_kib()?;
     let start = Instant::now();
+    let mut elapsed = None;
     let (records, payload_bytes) = match job.role {
         Role::Ceiling => rss_scan_ceiling(&job.dir.join("ceiling.log"))?,
         Role::Commitlog => {
             let log = crate::commitlog_contender::open(&job.dir, 1 << 30)?;
             crate::commitlog_contender::scan(&log)?
         }
-        Role::Seglog => return Err("seglog rss-scan is not wired yet".into()),
+        Role::Seglog => {
+            let log = crate::seglog_contender::open(&job.dir, seglog::LogConfig::default())?;
+            let scanned = crate::seglog_contender::scan(&log)?;
+            elapsed = Some(start.elapsed());
+            // A clean close, so the next round opens without recovery.
+            crate::seglog_contender::close(&log)?;
+            scanned
+        }
     };
+    let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
+    let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
     let report = Report {
         records,
         payload_bytes,
-        elapsed_ns: u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX),
+        elapsed_ns,
         peak_rss_kib: sys::peak_rss_kib()?,
         baseline_rss_kib,
     };
@@ -151,6 +161,10 @@ fn crash_write(job: &Job) -> Result<()> {
             for _ in 0..job.copies {
                 crate::commitlog_contender::append_all(&mut log, &mut sets)?;
             }
+            finish_crash(job, &data, start, baseline_rss_kib, log)
+        }
+        Role::Seglog => {
+            let log = crate::seglog_contender::crash_write(job, &data)?;
             finish_crash(job, &data, start, baseline_rss_kib, log)
         }
         role => Err(format!("no crash-write for {}", role_name(role)).into()),

@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use commitlog::message::MessageBuf;
+use seglog_records::BatchBuilder;
 
 use crate::Result;
 
@@ -50,8 +51,9 @@ pub struct Dataset {
     pub spec: DataSpec,
     /// Timestamp of record 0; record `i` has `first_timestamp_ms + i`.
     pub first_timestamp_ms: i64,
-    /// Every Kafka v2 batch back to back, base offsets as the log assigns them (0, 100, ...):
-    /// exactly the bytes a log holds after appending them all.
+    /// Every Kafka v2 batch back to back, as the producer sends them (base offset 0 each):
+    /// byte for byte the size a log holds after appending them all (only the base offsets
+    /// differ, which the log rewrites in place).
     pub image: Bytes,
     /// Byte range of each batch in `image`.
     pub batch_ranges: Vec<Range<usize>>,
@@ -91,7 +93,7 @@ impl Dataset {
                 .map(|offset| dataset.value(offset))
                 .collect();
             let start = image.len();
-            let encoded = kafka_batch(offsets.start, dataset.timestamp_ms(offsets.start), &values)?;
+            let encoded = kafka_batch(dataset.timestamp_ms(offsets.start), &values)?;
             image.extend_from_slice(&encoded);
             dataset.batch_ranges.push(start..image.len());
         }
@@ -134,49 +136,14 @@ impl Dataset {
     }
 }
 
-/// One uncompressed Kafka v2 batch: no keys, no headers, CreateTime, no producer id.
-///
-/// PROVISIONAL: framing only, CRC left 0, until `seglog_records::BatchBuilder` lands; only the
-/// ceiling (which never parses) may use these bytes.
-fn kafka_batch(base_offset: u64, first_timestamp_ms: i64, values: &[&[u8]]) -> Result<Vec<u8>> {
-    fn varlong(out: &mut Vec<u8>, value: i64) {
-        let mut zigzag = ((value << 1) ^ (value >> 63)) as u64;
-        while zigzag >= 0x80 {
-            out.push((zigzag as u8) | 0x80);
-            zigzag >>= 7;
-        }
-        out.push(zigzag as u8);
-    }
-    let mut records = Vec::new();
+/// One uncompressed Kafka v2 batch as a producer sends it: base offset 0 (the log assigns
+/// offsets), no keys, no headers, CreateTime, no producer id.
+fn kafka_batch(first_timestamp_ms: i64, values: &[&[u8]]) -> Result<Bytes> {
+    let mut builder = BatchBuilder::new(0);
     for (delta, value) in values.iter().enumerate() {
-        let mut body = vec![0u8];
-        varlong(&mut body, delta as i64);
-        varlong(&mut body, delta as i64);
-        varlong(&mut body, -1);
-        varlong(&mut body, value.len() as i64);
-        body.extend_from_slice(value);
-        varlong(&mut body, 0);
-        varlong(&mut records, body.len() as i64);
-        records.extend_from_slice(&body);
+        builder.append(first_timestamp_ms + delta as i64, None, Some(value), &[]);
     }
-    let last_delta = i32::try_from(values.len().saturating_sub(1))?;
-    let max_timestamp_ms = first_timestamp_ms + i64::from(last_delta);
-    let mut batch = Vec::with_capacity(61 + records.len());
-    batch.extend_from_slice(&i64::try_from(base_offset)?.to_be_bytes());
-    batch.extend_from_slice(&i32::try_from(49 + records.len())?.to_be_bytes());
-    batch.extend_from_slice(&(-1i32).to_be_bytes());
-    batch.push(2);
-    batch.extend_from_slice(&0u32.to_be_bytes());
-    batch.extend_from_slice(&0i16.to_be_bytes());
-    batch.extend_from_slice(&last_delta.to_be_bytes());
-    batch.extend_from_slice(&first_timestamp_ms.to_be_bytes());
-    batch.extend_from_slice(&max_timestamp_ms.to_be_bytes());
-    batch.extend_from_slice(&(-1i64).to_be_bytes());
-    batch.extend_from_slice(&(-1i16).to_be_bytes());
-    batch.extend_from_slice(&(-1i32).to_be_bytes());
-    batch.extend_from_slice(&i32::try_from(values.len())?.to_be_bytes());
-    batch.extend_from_slice(&records);
-    Ok(batch)
+    Ok(builder.build()?)
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ mod data;
 mod fsx;
 mod harness;
 mod report;
+mod seglog_contender;
 mod sys;
 mod targets;
 mod workloads;

@@ -6,6 +6,7 @@ use crate::ceiling;
 use crate::commitlog_contender;
 use crate::data::{DataSpec, Dataset};
 use crate::harness::{Contender, Role, WorkloadResult, measure, measure_together};
+use crate::seglog_contender;
 use crate::workloads::{Context, names};
 
 /// `append 100B` and `append 1KiB`.
@@ -33,6 +34,11 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 Role::Ceiling,
                 "ceiling (std::fs)",
                 ceiling::Append::new(&data, &root),
+            ),
+            Contender::new(
+                Role::Seglog,
+                "seglog",
+                seglog_contender::Append::new(&data, root.join("seglog")),
             ),
             Contender::new(
                 Role::Commitlog,
@@ -67,6 +73,19 @@ pub fn run_durable(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 Role::Ceiling,
                 "ceiling (std::fs)",
                 ceiling::DurableAppend::new(&data, batches, writers, &root),
+            ),
+        ));
+        contenders.push((
+            workload,
+            Contender::new(
+                Role::Seglog,
+                "seglog",
+                seglog_contender::DurableAppend::new(
+                    &data,
+                    batches,
+                    writers,
+                    root.join(format!("seglog-{writers}")),
+                ),
             ),
         ));
         contenders.push((

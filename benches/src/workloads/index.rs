@@ -6,6 +6,7 @@ use rand::{Rng, SeedableRng};
 use crate::Result;
 use crate::ceiling;
 use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::seglog_contender;
 use crate::workloads::{Context, names};
 
 /// Relative offsets between consecutive index entries (a sparse index: about one entry per
@@ -34,11 +35,20 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
         targets.len(),
         entries.len()
     );
-    let contenders = vec![Contender::new(
-        Role::Ceiling,
-        "ceiling (Vec::partition_point)",
-        ceiling::FloorLookup::new(entries, &targets),
-    )];
+    let root = context.scratch.dir("floor")?;
+    let seglog_index = seglog_contender::FloorLookup::new(
+        &entries,
+        &root.join("00000000000000000000.index"),
+        &targets,
+    )?;
+    let contenders = vec![
+        Contender::new(
+            Role::Ceiling,
+            "ceiling (Vec::partition_point)",
+            ceiling::FloorLookup::new(entries, &targets),
+        ),
+        Contender::new(Role::Seglog, "seglog (OffsetIndex::lookup)", seglog_index),
+    ];
     Ok(vec![measure(
         names::FLOOR,
         &about,

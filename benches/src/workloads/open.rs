@@ -8,6 +8,7 @@ use crate::commitlog_contender;
 use crate::data::{DataSpec, Dataset};
 use crate::fsx;
 use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::seglog_contender;
 use crate::workloads::{Context, names};
 
 /// `recovery (unflushed)`: a child process appends the 100 B dataset and exits without closing
@@ -34,6 +35,15 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
         copies: 1,
     })?;
 
+    let seglog_pristine = root.join("seglog-crashed");
+    child::spawn(&Job {
+        task: Task::CrashWrite,
+        role: Role::Seglog,
+        dir: seglog_pristine.clone(),
+        spec,
+        copies: 1,
+    })?;
+
     let about = format!(
         "open a log of {} records of {} B left by a killed writer (no close, no fsync, no \
          checkpoint); the ceiling reads the same bytes once",
@@ -48,6 +58,17 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 spec.records,
                 spec.payload_bytes(),
             )),
+        ),
+        Contender::new(
+            Role::Seglog,
+            "seglog",
+            context.cold(seglog_contender::Open::new(
+                root.join("seglog-open"),
+                Some(seglog_pristine),
+                seglog::LogConfig::default(),
+                spec.records,
+                spec.payload_bytes(),
+            )?),
         ),
         Contender::new(
             Role::Commitlog,
@@ -83,8 +104,24 @@ pub fn run_segments(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     let data = Dataset::generate(spec)?;
     let root = context.scratch.dir("segments")?;
 
-    let ceiling_dir = context.scratch.dir("segments/ceiling")?;
-    ceiling::write_segment_files(&data, &ceiling_dir)?;
+    // One batch per segment: the second append into a segment would exceed segment.bytes.
+    let seglog_dir = root.join("seglog");
+    let seglog_config = seglog::LogConfig {
+        segment_bytes: i32::try_from(data.batch_ranges.first().map_or(0, |range| range.len()))?,
+        ..seglog::LogConfig::default()
+    };
+    {
+        let log = seglog_contender::open(&seglog_dir, seglog_config.clone())?;
+        seglog_contender::append_all(&log, &data)?;
+        seglog_contender::close(&log)?;
+        if log.segment_count() != segments {
+            return Err(format!(
+                "seglog wrote {} segments, expected {segments}",
+                log.segment_count()
+            )
+            .into());
+        }
+    }
 
     let commitlog_dir = root.join("commitlog");
     let mut sets = data.commitlog_message_sets()?;
@@ -103,7 +140,7 @@ pub fn run_segments(context: &mut Context) -> Result<Vec<WorkloadResult>> {
 
     let about = format!(
         "open a cleanly closed log of {segments} segments (one batch of {} x {} B each); the \
-         ceiling lists the directory and opens every file",
+         ceiling lists seglog's directory and opens every file in it",
         spec.batch_records, spec.record_bytes
     );
     let contenders = vec![
@@ -111,10 +148,21 @@ pub fn run_segments(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             Role::Ceiling,
             "ceiling (std::fs open)",
             context.cold(ceiling::OpenDirectory::new(
-                ceiling_dir,
+                seglog_dir.clone(),
                 spec.records,
                 spec.payload_bytes(),
             )),
+        ),
+        Contender::new(
+            Role::Seglog,
+            "seglog",
+            context.cold(seglog_contender::Open::new(
+                seglog_dir,
+                None,
+                seglog_config,
+                spec.records,
+                spec.payload_bytes(),
+            )?),
         ),
         Contender::new(
             Role::Commitlog,

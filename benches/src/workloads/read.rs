@@ -8,6 +8,7 @@ use crate::ceiling;
 use crate::commitlog_contender;
 use crate::data::Dataset;
 use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::seglog_contender;
 use crate::workloads::{Context, names};
 
 /// The scan, point-read and timestamp-read workloads selected in `context`.
@@ -44,6 +45,15 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 )?),
             ),
             Contender::new(
+                Role::Seglog,
+                "seglog",
+                context.cold(seglog_contender::PointRead::new(
+                    &small,
+                    &small_logs.seglog,
+                    &targets,
+                )),
+            ),
+            Contender::new(
                 Role::Commitlog,
                 "commitlog 0.2",
                 context.cold(commitlog_contender::PointRead::new(
@@ -72,15 +82,26 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
              has no timestamps)",
             targets.len()
         );
-        let contenders = vec![Contender::new(
-            Role::Ceiling,
-            "ceiling (partition_point + pread)",
-            context.cold(ceiling::TimestampRead::new(
-                &small,
-                small_logs.ceiling.clone(),
-                &targets,
-            )?),
-        )];
+        let contenders = vec![
+            Contender::new(
+                Role::Ceiling,
+                "ceiling (partition_point + pread)",
+                context.cold(ceiling::TimestampRead::new(
+                    &small,
+                    small_logs.ceiling.clone(),
+                    &targets,
+                )?),
+            ),
+            Contender::new(
+                Role::Seglog,
+                "seglog",
+                context.cold(seglog_contender::TimestampRead::new(
+                    &small,
+                    &small_logs.seglog,
+                    &targets,
+                )),
+            ),
+        ];
         results.push(measure(
             names::TIMESTAMP_READ,
             &about,
@@ -88,12 +109,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             contenders,
         )?);
     }
-    drop(small_logs);
+    small_logs.close()?;
     drop(small);
     if context.wants("scan") {
         let large = Dataset::generate(context.plan.large)?;
         let large_logs = Logs::build(context, &large, "read-1024")?;
         results.push(scan(context, names::SCAN_LARGE, &large, &large_logs)?);
+        large_logs.close()?;
     }
     Ok(results)
 }
@@ -116,6 +138,11 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
             )),
         ),
         Contender::new(
+            Role::Seglog,
+            "seglog",
+            context.cold(seglog_contender::Scan::new(data, &logs.seglog)),
+        ),
+        Contender::new(
             Role::Commitlog,
             "commitlog 0.2",
             context.cold(commitlog_contender::Scan::new(data, &logs.commitlog)?),
@@ -124,10 +151,12 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
     measure(name, &about, context.plan.rounds, contenders)
 }
 
-/// The same data written once by each contender.
+/// The same data written once by each contender. The seglog log stays open (one `Log` per
+/// directory: it holds the directory lock) and is closed at the end.
 struct Logs {
     ceiling: std::path::PathBuf,
     commitlog: std::path::PathBuf,
+    seglog: seglog::Log,
 }
 
 impl Logs {
@@ -143,6 +172,16 @@ impl Logs {
             log.flush()
                 .map_err(|e| crate::io_error("flush", &commitlog, e))?;
         }
-        Ok(Self { ceiling, commitlog })
+        let seglog = seglog_contender::open(&root.join("seglog"), seglog::LogConfig::default())?;
+        seglog_contender::append_all(&seglog, data)?;
+        Ok(Self {
+            ceiling,
+            commitlog,
+            seglog,
+        })
+    }
+
+    fn close(self) -> Result<()> {
+        seglog_contender::close(&self.seglog)
     }
 }

@@ -10,6 +10,7 @@ use crate::child::{self, Job, Task};
 use crate::commitlog_contender;
 use crate::data::{DataSpec, Dataset};
 use crate::harness::{Contender, Role, Trial, Work, WorkloadResult, measure_together};
+use crate::seglog_contender;
 use crate::workloads::{Context, names};
 use crate::{Result, io_error};
 
@@ -40,8 +41,17 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             }
             log.flush().map_err(|e| io_error("flush", &commitlog, e))?;
         }
+        let seglog = root.join("seglog");
+        {
+            let log = seglog_contender::open(&seglog, seglog::LogConfig::default())?;
+            for _ in 0..copies {
+                seglog_contender::append_all(&log, &base)?;
+            }
+            seglog_contender::close(&log)?;
+        }
         for (role, label, dir) in [
             (Role::Ceiling, "ceiling (std::fs)", root.clone()),
+            (Role::Seglog, "seglog", seglog),
             (Role::Commitlog, "commitlog 0.2", commitlog),
         ] {
             let trial = ScanChild {

@@ -1,0 +1,474 @@
+//! Contender (b): seglog, through its public API (`seglog::Log`, `seglog_index_core`), as an
+//! application would use it: leader appends of producer batches, `Log::read` fetches copied
+//! out with `pread` and decoded with `seglog_records`, ListOffsets by timestamp, open and close.
+
+use std::fs;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use seglog::{Isolation, ListOffsets, Log, LogConfig};
+use seglog_index_core::OffsetIndex;
+use seglog_records::OwnedBatches;
+
+use crate::child::Job;
+use crate::data::Dataset;
+use crate::harness::{Trial, Work};
+use crate::{Error, Result, io_error};
+
+/// Scan read size, as for every contender.
+const READ_BYTES: u32 = 1 << 20;
+
+/// Opens (or creates) a seglog log in `dir` with `config`.
+///
+/// # Errors
+///
+/// seglog's open errors, with the directory named.
+pub fn open(dir: &Path, config: LogConfig) -> Result<Log> {
+    Log::open(dir, config).map_err(|error| seglog_error("open", dir, error))
+}
+
+/// Appends every batch of `data`, in order, as the leader (page cache only).
+///
+/// # Errors
+///
+/// On the first failed append.
+pub fn append_all(log: &Log, data: &Dataset) -> Result<()> {
+    for range in &data.batch_ranges {
+        log.append(&data.image[range.clone()])
+            .map_err(|error| seglog_error("append", log.dir(), error))?;
+    }
+    Ok(())
+}
+
+/// Closes `log` cleanly.
+///
+/// # Errors
+///
+/// seglog's close errors.
+pub fn close(log: &Log) -> Result<()> {
+    log.close()
+        .map_err(|error| seglog_error("close", log.dir(), error))
+}
+
+fn seglog_error(operation: &str, dir: &Path, error: seglog::Error) -> Error {
+    format!("seglog {operation} {}: {error}", dir.display()).into()
+}
+
+/// Appends the whole dataset to a fresh log, page cache only.
+pub struct Append<'a> {
+    data: &'a Dataset,
+    dir: PathBuf,
+    log: Option<Log>,
+}
+
+impl<'a> Append<'a> {
+    /// Appending `data` into `dir` (recreated every run).
+    pub fn new(data: &'a Dataset, dir: PathBuf) -> Self {
+        Self {
+            data,
+            dir,
+            log: None,
+        }
+    }
+}
+
+impl Trial for Append<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.log = Some(open(&self.dir, LogConfig::default())?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let log = self.log.as_ref().ok_or("not prepared")?;
+        append_all(log, self.data)?;
+        let spec = self.data.spec;
+        check_end(log, spec.records)?;
+        Ok(Work::new(spec.records, spec.payload_bytes()))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        if let Some(log) = self.log.take() {
+            close(&log)?;
+        }
+        remove_dir(&self.dir)
+    }
+}
+
+/// Durable appends (`Log::append_durable`: returns once fsynced) from `writers` threads sharing
+/// one `Log`; concurrent appenders share fsyncs (group commit).
+pub struct DurableAppend<'a> {
+    data: &'a Dataset,
+    batches: usize,
+    writers: usize,
+    dir: PathBuf,
+    log: Option<Log>,
+}
+
+impl<'a> DurableAppend<'a> {
+    /// `batches` batches of `data`, round-robin over `writers` threads, into `dir`.
+    pub fn new(data: &'a Dataset, batches: usize, writers: usize, dir: PathBuf) -> Self {
+        let batches = batches.min(data.spec.batches());
+        Self {
+            data,
+            batches,
+            writers,
+            dir,
+            log: None,
+        }
+    }
+}
+
+impl Trial for DurableAppend<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.log = Some(open(&self.dir, LogConfig::default())?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let log = self.log.as_ref().ok_or("not prepared")?;
+        let (data, total, writers) = (self.data, self.batches, self.writers);
+        std::thread::scope(|scope| -> Result<()> {
+            let handles: Vec<_> = (0..writers)
+                .map(|writer| {
+                    scope.spawn(move || -> Result<()> {
+                        for batch in (writer..total).step_by(writers) {
+                            log.append_durable(&data.image[data.batch_ranges[batch].clone()])
+                                .map_err(|error| {
+                                    seglog_error("append_durable", log.dir(), error)
+                                })?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            for handle in handles {
+                handle.join().map_err(|_| "writer thread panicked")??;
+            }
+            Ok(())
+        })?;
+        let records = total as u64 * data.spec.batch_records as u64;
+        check_end(log, records)?;
+        Ok(Work::new(records, records * data.spec.record_bytes as u64))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        if let Some(log) = self.log.take() {
+            close(&log)?;
+        }
+        remove_dir(&self.dir)
+    }
+}
+
+/// Reads the whole log in offset order: `Log::read` of 1 MiB from the next offset, copied out
+/// (`pread`), every batch's CRC-32C checked and every record decoded.
+pub struct Scan<'a> {
+    log: &'a Log,
+    records: u64,
+    payload_bytes: u64,
+}
+
+impl<'a> Scan<'a> {
+    /// Scanning `log`, which holds `data`.
+    pub fn new(data: &Dataset, log: &'a Log) -> Self {
+        Self {
+            log,
+            records: data.spec.records,
+            payload_bytes: data.spec.payload_bytes(),
+        }
+    }
+}
+
+impl Trial for Scan<'_> {
+    fn run(&mut self) -> Result<Work> {
+        let (records, payload_bytes) = scan(self.log)?;
+        if records != self.records || payload_bytes != self.payload_bytes {
+            return Err(format!(
+                "seglog scan saw {records} records, expected {}",
+                self.records
+            )
+            .into());
+        }
+        Ok(Work::new(records, payload_bytes))
+    }
+}
+
+/// Reads every record of `log` in offset order, checking every batch's CRC; returns
+/// (records, value bytes).
+///
+/// # Errors
+///
+/// On a read error, a CRC mismatch or a malformed record.
+pub fn scan(log: &Log) -> Result<(u64, u64)> {
+    let (mut offset, mut records, mut payload_bytes) = (log.log_start_offset(), 0u64, 0u64);
+    let end = log.log_end_offset();
+    while offset < end {
+        let fetch = log
+            .read(offset, READ_BYTES, Isolation::LogEnd, true)
+            .map_err(|error| seglog_error("read", log.dir(), error))?;
+        let mut buffer = Vec::new();
+        fetch
+            .slice
+            .read_into(&mut buffer)
+            .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
+        let position = fetch.slice.position();
+        let mut next = offset;
+        for batch in OwnedBatches::new(Bytes::from(buffer), position).validated() {
+            let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
+            for record in batch.records(usize::MAX) {
+                let record = record.map_err(|error| format!("seglog record: {error}"))?;
+                if record.offset >= offset {
+                    payload_bytes += black_box(record.value).map_or(0, |value| value.len() as u64);
+                    records += 1;
+                }
+            }
+            next = batch.header().last_offset + 1;
+        }
+        if next == offset {
+            return Err(format!("seglog read at {offset} returned no whole batch").into());
+        }
+        offset = next;
+    }
+    Ok((records, payload_bytes))
+}
+
+/// One `Log::read` per target offset (the batch holding it, `min_one_message`), its CRC
+/// checked, records decoded up to the target.
+pub struct PointRead<'a> {
+    log: &'a Log,
+    targets: &'a [u64],
+    record_bytes: usize,
+}
+
+impl<'a> PointRead<'a> {
+    /// Point reads of `targets` from `log`, which holds `data`.
+    pub fn new(data: &Dataset, log: &'a Log, targets: &'a [u64]) -> Self {
+        Self {
+            log,
+            targets,
+            record_bytes: data.spec.record_bytes,
+        }
+    }
+}
+
+impl Trial for PointRead<'_> {
+    fn run(&mut self) -> Result<Work> {
+        for &offset in self.targets {
+            let offset = i64::try_from(offset)?;
+            black_box(read_record(self.log, offset)?);
+        }
+        let reads = self.targets.len() as u64;
+        Ok(Work::new(reads, reads * self.record_bytes as u64))
+    }
+}
+
+/// The value of the record at `offset`: fetch its batch, check the CRC, decode up to it.
+fn read_record(log: &Log, offset: i64) -> Result<Bytes> {
+    let fetch = log
+        .read(offset, 1, Isolation::LogEnd, true)
+        .map_err(|error| seglog_error("read", log.dir(), error))?;
+    let mut buffer = Vec::new();
+    fetch
+        .slice
+        .read_into(&mut buffer)
+        .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
+    let position = fetch.slice.position();
+    for batch in OwnedBatches::new(Bytes::from(buffer), position).validated() {
+        let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
+        for record in batch.records(usize::MAX) {
+            let record = record.map_err(|error| format!("seglog record: {error}"))?;
+            if record.offset == offset {
+                return record
+                    .value
+                    .ok_or_else(|| format!("record {offset} has no value").into());
+            }
+        }
+    }
+    Err(format!("seglog read at {offset} did not return it").into())
+}
+
+/// For each target timestamp, ListOffsets (`offset_for_timestamp`) then the read of that
+/// record.
+pub struct TimestampRead<'a> {
+    log: &'a Log,
+    targets: &'a [i64],
+    record_bytes: usize,
+}
+
+impl<'a> TimestampRead<'a> {
+    /// Reads by timestamp from `log`, which holds `data`.
+    pub fn new(data: &Dataset, log: &'a Log, targets: &'a [i64]) -> Self {
+        Self {
+            log,
+            targets,
+            record_bytes: data.spec.record_bytes,
+        }
+    }
+}
+
+impl Trial for TimestampRead<'_> {
+    fn run(&mut self) -> Result<Work> {
+        for &target in self.targets {
+            let found = self
+                .log
+                .offset_for_timestamp(ListOffsets::Timestamp(target))
+                .map_err(|error| seglog_error("offset_for_timestamp", self.log.dir(), error))?
+                .ok_or_else(|| format!("no record at or after timestamp {target}"))?;
+            black_box(read_record(self.log, found.offset)?);
+        }
+        let reads = self.targets.len() as u64;
+        Ok(Work::new(reads, reads * self.record_bytes as u64))
+    }
+}
+
+/// `OffsetIndex::lookup` (Kafka's floor search) on a memory-mapped `.index` file.
+pub struct FloorLookup<'a> {
+    index: OffsetIndex,
+    targets: &'a [u32],
+}
+
+impl<'a> FloorLookup<'a> {
+    /// Writes `entries` to a fresh `.index` file at `path` and maps it for lookups.
+    ///
+    /// # Errors
+    ///
+    /// If the index cannot be created or an append fails.
+    pub fn new(entries: &[(u32, u32)], path: &Path, targets: &'a [u32]) -> Result<Self> {
+        let bytes = u32::try_from(entries.len() * 8)?;
+        let index = OffsetIndex::open(path, 0, bytes)
+            .map_err(|error| format!("index {}: {error}", path.display()))?;
+        for &(offset, position) in entries {
+            index
+                .append(i64::from(offset), position)
+                .map_err(|error| format!("index append {}: {error}", path.display()))?;
+        }
+        Ok(Self { index, targets })
+    }
+}
+
+impl Trial for FloorLookup<'_> {
+    fn run(&mut self) -> Result<Work> {
+        let mut sum = 0u64;
+        for &target in self.targets {
+            let found = self.index.lookup(i64::from(target));
+            sum = sum.wrapping_add(u64::from(found.position));
+        }
+        black_box(sum);
+        Ok(Work::new(self.targets.len() as u64, 0))
+    }
+}
+
+/// `Log::open` of an existing directory: a crashed log (recovery from the recovery point, every
+/// batch's CRC checked) or a cleanly closed one (nothing scanned). Reports the bytes read by
+/// syscalls during the open (`read_kib`) and a budget of one segment plus 64 KiB
+/// (`read_budget_kib`): a clean open must not read sealed segments.
+pub struct Open {
+    dir: PathBuf,
+    pristine: Option<PathBuf>,
+    config: LogConfig,
+    records: u64,
+    payload_bytes: u64,
+    read_budget_kib: f64,
+    log: Option<Log>,
+}
+
+impl Open {
+    /// Opening `dir` with `config`. With `pristine`, `dir` is replaced by a fresh copy of it
+    /// before every run (a crashed log, which the open repairs); without it the log is closed
+    /// cleanly after every run.
+    ///
+    /// # Errors
+    ///
+    /// If the segment files cannot be listed.
+    pub fn new(
+        dir: PathBuf,
+        pristine: Option<PathBuf>,
+        config: LogConfig,
+        records: u64,
+        payload_bytes: u64,
+    ) -> Result<Self> {
+        let largest = crate::fsx::file_sizes(pristine.as_deref().unwrap_or(&dir), ".log")?.largest;
+        Ok(Self {
+            dir,
+            pristine,
+            config,
+            records,
+            payload_bytes,
+            read_budget_kib: (largest + 64 * 1024) as f64 / 1024.0,
+            log: None,
+        })
+    }
+}
+
+impl Trial for Open {
+    fn prepare(&mut self) -> Result<()> {
+        if let Some(pristine) = &self.pristine {
+            crate::fsx::copy_dir(pristine, &self.dir)?;
+        }
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let before = crate::sys::bytes_read()?;
+        let log = open(&self.dir, self.config.clone())?;
+        let read = crate::sys::bytes_read()?.saturating_sub(before);
+        check_end(&log, self.records)?;
+        let report = log.load_report();
+        let recovered = report.recovered().count();
+        if self.pristine.is_some() == report.had_clean_shutdown {
+            return Err(format!(
+                "expected a {} open, seglog saw clean shutdown = {}",
+                if self.pristine.is_some() {
+                    "crashed"
+                } else {
+                    "clean"
+                },
+                report.had_clean_shutdown
+            )
+            .into());
+        }
+        self.log = Some(log);
+        Ok(Work::new(self.records, self.payload_bytes)
+            .with_metric("read_kib", read as f64 / 1024.0)
+            .with_metric("read_budget_kib", self.read_budget_kib)
+            .with_metric("recovered_segments", recovered as f64))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        if let Some(log) = self.log.take() {
+            if self.pristine.is_some() {
+                drop(log);
+                remove_dir(&self.dir)?;
+            } else {
+                close(&log)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The child side of the crash workload: appends the dataset `job.copies` times into
+/// `job.dir` and hands the open log back (the caller exits without closing it).
+///
+/// # Errors
+///
+/// On a failed open or append.
+pub fn crash_write(job: &Job, data: &Dataset) -> Result<Log> {
+    let log = open(&job.dir, LogConfig::default())?;
+    for _ in 0..job.copies {
+        append_all(&log, data)?;
+    }
+    Ok(log)
+}
+
+fn check_end(log: &Log, records: u64) -> Result<()> {
+    let end = log.log_end_offset();
+    if u64::try_from(end).ok() != Some(records) {
+        return Err(format!("seglog log end offset is {end}, expected {records}").into());
+    }
+    Ok(())
+}
+
+fn remove_dir(dir: &Path) -> Result<()> {
+    fs::remove_dir_all(dir).map_err(|e| io_error("remove", dir, e))
+}
