@@ -104,11 +104,6 @@ impl DirListing {
     }
 }
 
-/// Short display name of a path (its file name).
-pub fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,8 @@ pub use cli::{
 };
 pub use cmd::info::{LogInfo, SegmentLine, Totals, log_info};
 pub use cmd::produce::{ProduceSummary, config_from_args, fill_value, now_ms};
+pub use cmd::recover::{RecoverReport, SegmentRecovery, recover_dir};
+pub use cmd::retain::{DeletedLine, RetainReport};
 pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir};
 pub use dir::{DirListing, SegmentFiles};
 pub use error::{Error, InputErrorKind, OneLine};
@@ -68,6 +70,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Info(args) => cmd::info::run(args),
         Command::Dump(args) => cmd::dump::run(args),
         Command::Verify(args) => cmd::verify::run(args, cli.quiet),
+        Command::Recover(args) => cmd::recover::run(args, cli.quiet),
+        Command::Retain(args) => cmd::retain::run(args),
         other => Err(Error::Usage {
             arg: "subcommand",
             reason: format!("{other:?} is not implemented yet in this build"),

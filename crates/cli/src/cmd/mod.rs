@@ -4,4 +4,6 @@ pub mod dump;
 pub mod info;
 pub mod produce;
 pub mod read;
+pub mod recover;
+pub mod retain;
 pub mod verify;

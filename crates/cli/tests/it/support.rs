@@ -128,7 +128,8 @@ pub fn copy_dir(src: &Path) -> (tempfile::TempDir, PathBuf) {
     for entry in std::fs::read_dir(src).unwrap() {
         let path = entry.unwrap().path();
         if path.is_file() {
-            std::fs::copy(&path, dst.join(path.file_name().unwrap())).unwrap();
+            // Not fs::copy: the corpus is read-only and copies must be writable.
+            std::fs::write(dst.join(path.file_name().unwrap()), std::fs::read(&path).unwrap()).unwrap();
         }
     }
     (tmp, dst)
