@@ -72,10 +72,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Verify(args) => cmd::verify::run(args, cli.quiet),
         Command::Recover(args) => cmd::recover::run(args, cli.quiet),
         Command::Retain(args) => cmd::retain::run(args),
-        other => Err(Error::Usage {
-            arg: "subcommand",
-            reason: format!("{other:?} is not implemented yet in this build"),
-        }),
+        Command::Demo(args) => cmd::demo::run(args, cli.quiet),
     }
 }
 

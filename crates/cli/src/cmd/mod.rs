@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod demo;
 pub mod dump;
 pub mod info;
 pub mod produce;
