@@ -17,8 +17,8 @@
 //! producer state and `.snapshot` files, transactions (`.txnindex` is renamed and deleted with
 //! its segment but never written), compaction, tiered storage, and the offset-overflow split of
 //! old segments (a segment whose offsets overflow is reported as an error). Background work
-//! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]): there are no hidden
-//! threads.
+//! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
+//! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` in its root, in Kafka's
@@ -44,6 +44,7 @@
 #![forbid(unsafe_code)]
 
 mod append;
+mod background;
 mod checkpoint;
 mod clean_shutdown;
 mod clock;
@@ -70,6 +71,7 @@ mod validate;
 mod view;
 
 pub use append::{AppendInfo, Durability};
+pub use background::Ticker;
 pub use checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };

@@ -11,6 +11,7 @@ mod corpus;
 mod kafka_bugs;
 mod log_dir;
 mod model;
+mod poisoning;
 mod reopen;
 mod retention;
 mod truncation;
