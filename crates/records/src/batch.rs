@@ -62,6 +62,26 @@ impl<'a> BatchRef<'a> {
         self.header.position
     }
 
+    /// The first offset, when known without decompressing (see [`BatchHeader::base_offset`]).
+    pub fn base_offset(&self) -> Option<i64> {
+        self.header.base_offset
+    }
+
+    /// The last offset of the batch (see [`BatchHeader::last_offset`]).
+    pub fn last_offset(&self) -> i64 {
+        self.header.last_offset
+    }
+
+    /// `last_offset() + 1`.
+    pub fn next_offset(&self) -> i64 {
+        self.header.next_offset()
+    }
+
+    /// The batch's max timestamp (see [`BatchHeader::max_timestamp_ms`]).
+    pub fn max_timestamp_ms(&self) -> i64 {
+        self.header.max_timestamp_ms
+    }
+
     /// The checksum of the bytes as they are (CRC-32C over `[21, end)` for v2, CRC-32 over
     /// `[16, end)` for legacy), to compare with `header().crc`.
     pub fn compute_crc(&self) -> u32 {
