@@ -45,12 +45,18 @@ pub struct LogContents {
     pub log_end_offset: i64,
     /// Every record in `[log_start_offset, log_end_offset)`, in offset order.
     pub records: Vec<ServedRecord>,
+    /// Offset ranges `[from, to)` inside `[log_start_offset, log_end_offset)` that hold no
+    /// record (only [`read_log_with_gaps`] accepts them).
+    pub gaps: Vec<(i64, i64)>,
 }
 
 impl LogContents {
     /// The record at `offset`, if served.
     pub fn get(&self, offset: i64) -> Option<ServedRecord> {
-        let index = usize::try_from(offset.checked_sub(self.log_start_offset)?).ok()?;
+        let index = self
+            .records
+            .binary_search_by_key(&offset, |r| r.offset)
+            .ok()?;
         self.records.get(index).copied()
     }
 }
@@ -63,14 +69,32 @@ impl LogContents {
 /// # Errors
 /// The first [`Violation`] found, or a read error turned into one.
 pub fn read_log(log: &Log) -> Result<LogContents, Violation> {
+    read(log, false)
+}
+
+/// [`read_log`], except that offset gaps are recorded in [`LogContents::gaps`] instead of being
+/// a violation (every other check still applies).
+///
+/// # Errors
+/// As [`read_log`].
+pub fn read_log_with_gaps(log: &Log) -> Result<LogContents, Violation> {
+    read(log, true)
+}
+
+fn read(log: &Log, allow_gaps: bool) -> Result<LogContents, Violation> {
     let log_start_offset = log.log_start_offset();
     let log_end_offset = log.log_end_offset();
     let mut records = Vec::new();
+    let mut gaps = Vec::new();
     let mut next = log_start_offset;
     while next < log_end_offset {
         let data = log
             .read(next, 256 * 1024, Isolation::LogEnd, true)
             .map_err(|e| violation!("read at {next} (log {log_start_offset}..{log_end_offset}): {e}"))?;
+        if data.slice.is_empty() && allow_gaps {
+            gaps.push((next, log_end_offset));
+            break;
+        }
         if data.slice.is_empty() {
             return Err(violation!(
                 "read at {next} returned nothing, but the log end offset is {log_end_offset}"
@@ -81,7 +105,8 @@ pub fn read_log(log: &Log) -> Result<LogContents, Violation> {
             .read_to_vec()
             .map_err(|e| violation!("reading the slice at {next}: {e}"))?;
         let before = next;
-        next = check_batches(&bytes, data.slice.position(), next, log_end_offset, &mut records)?;
+        let gaps = allow_gaps.then_some(&mut gaps);
+        next = check_batches(&bytes, data.slice.position(), next, log_end_offset, &mut records, gaps)?;
         if next == before {
             return Err(violation!(
                 "read at {next} returned {} bytes without a whole batch",
@@ -104,6 +129,7 @@ pub fn read_log(log: &Log) -> Result<LogContents, Violation> {
         log_start_offset,
         log_end_offset,
         records,
+        gaps,
     })
 }
 
@@ -115,6 +141,7 @@ fn check_batches(
     mut next: i64,
     log_end_offset: i64,
     out: &mut Vec<ServedRecord>,
+    mut gaps: Option<&mut Vec<(i64, i64)>>,
 ) -> Result<i64, Violation> {
     for batch in Batches::new(bytes, position) {
         let batch = batch.map_err(|e| violation!("served bytes at {position} do not parse: {e}"))?;
@@ -132,6 +159,12 @@ fn check_batches(
             let record = record.map_err(|e| violation!("a served record is malformed: {e}"))?;
             if record.offset < next {
                 continue; // A fetch starts at a batch boundary, below the asked offset.
+            }
+            if record.offset > next
+                && let Some(gaps) = gaps.as_deref_mut()
+            {
+                gaps.push((next, record.offset));
+                next = record.offset;
             }
             if record.offset != next {
                 return Err(violation!(

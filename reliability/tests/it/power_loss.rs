@@ -1,1 +1,421 @@
-//! placeholder
+//! Simulated power loss through the segment I/O seam.
+//!
+//! A random workload (page-cache and durable appends, flushes, rolls, retention, truncation,
+//! clean close and reopen) runs on a live log whose `.log` files are tracked by the fault
+//! injector. After every operation, one or two crash states are built ([`CrashImage`]): the
+//! durable image of each `.log` (what was fsynced), maybe a random part of the unsynced bytes
+//! with a torn last page, maybe lost names created or renamed since the last directory fsync,
+//! and index files left as they are, missing, zero-padded or cut short. Each state is reopened
+//! and must recover, serve only whole valid records without a gap, and serve every record
+//! that was acknowledged as durable (by `append_durable` or a completed `flush`).
+//!
+//! `SEGLOG_POWER_LOSS_ITERATIONS` sets the number of workloads (default 12, about 600 crash
+//! points); `SEGLOG_SEED` replays a run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use rand::{Rng, SeedableRng};
+use rand::rngs::StdRng;
+use seglog::{Clock, Compression, Log, LogConfig};
+use seglog_reliability::{
+    CrashImage, CrashOptions, RecordId, build_batch, check_acknowledged, read_log,
+    read_log_with_gaps, small_config,
+};
+use seglog_segment::fault::FaultInjector;
+
+use crate::support::{iterations, seeded_rng};
+
+/// The live side of one workload.
+struct Workload {
+    dir: std::path::PathBuf,
+    config: LogConfig,
+    faults: FaultInjector,
+    log: Option<Log>,
+    /// Records the log holds now, by offset (page-cache ones included).
+    model: BTreeMap<i64, RecordId>,
+    /// Records acknowledged as durable and not deliberately truncated since.
+    acked: BTreeMap<i64, RecordId>,
+    /// First offsets of the batches the log holds (truncation points that keep whole
+    /// batches: `truncate_to` works at batch granularity, as Kafka's does).
+    batch_starts: BTreeSet<i64>,
+    /// Names in the directory as of its last fsync.
+    durable_names: BTreeSet<String>,
+    stream: u64,
+    seq: u64,
+}
+
+impl Workload {
+    fn log(&self) -> &Log {
+        self.log.as_ref().expect("open log")
+    }
+
+    fn synced(&mut self) {
+        self.durable_names = CrashImage::list_names(&self.dir).unwrap();
+    }
+
+    fn append(&mut self, rng: &mut StdRng, durable: bool) -> Result<(), seglog::Error> {
+        let count = rng.random_range(1..=6u64);
+        let ids: Vec<RecordId> = (self.seq..self.seq + count)
+            .map(|seq| RecordId {
+                stream: self.stream,
+                seq,
+            })
+            .collect();
+        self.seq += count;
+        let compression = Compression::ALL[rng.random_range(0..Compression::ALL.len())];
+        let batch = build_batch(&ids, compression).unwrap();
+        let info = if durable {
+            self.log().append_durable(&batch)?
+        } else {
+            self.log().append(&batch)?
+        };
+        for (i, id) in ids.into_iter().enumerate() {
+            self.model.insert(info.first_offset + i as i64, id);
+        }
+        self.batch_starts.insert(info.first_offset);
+        if durable {
+            // Everything appended so far is durable now (one fsync covers the prefix).
+            self.acked = self.model.clone();
+            self.synced();
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, rng: &mut StdRng) {
+        let choice = rng.random_range(0..100);
+        if std::env::var_os("SEGLOG_TRACE").is_some() {
+            let log = self.log();
+            eprintln!(
+                "op {choice}: log {}..{} segments {:?}",
+                log.log_start_offset(),
+                log.log_end_offset(),
+                log.segments().iter().map(|s| s.base_offset).collect::<Vec<_>>()
+            );
+        }
+        match choice {
+            0..40 => self.append(rng, false).unwrap(),
+            40..78 => self.append(rng, true).unwrap(),
+            78..84 => {
+                self.log().flush().unwrap();
+                self.acked = self.model.clone();
+                self.synced();
+            }
+            84..89 => self.log().roll().unwrap(),
+            89..93 => {
+                let now = seglog::SystemClock.now_ms();
+                let hw = self.log().log_end_offset();
+                self.log().set_high_watermark(hw).unwrap();
+                self.log().tick(now).unwrap();
+                let start = self.log().log_start_offset();
+                self.model = self.model.split_off(&start);
+                self.acked = self.acked.split_off(&start);
+                self.batch_starts = self.batch_starts.split_off(&start);
+            }
+            93..97 => {
+                let points: Vec<i64> = self.batch_starts.iter().copied().collect();
+                let to = if points.is_empty() {
+                    self.log().log_end_offset()
+                } else {
+                    points[rng.random_range(0..points.len())]
+                };
+                self.log().truncate_to(to).unwrap();
+                self.model.split_off(&to);
+                self.acked.split_off(&to);
+                self.batch_starts.split_off(&to);
+                if !gaps_are_fatal() {
+                    // Known bug (`overlap_after_an_unsynced_truncation_and_a_roll`): an unsynced
+                    // truncation can come back after a power loss and shadow newer durable
+                    // records. `flush()` does not help (it covers [recovery point, LEO), empty
+                    // right after a truncation); a durable append into the truncated (active)
+                    // segment fsyncs it. Until the bug is fixed the workload does that.
+                    self.append(rng, true).unwrap();
+                }
+            }
+            _ => {
+                // Clean close, then reopen under a fresh injector (the old one's images of
+                // these files would go stale).
+                let log = self.log.take().expect("open log");
+                log.close().unwrap();
+                drop(log);
+                self.acked = self.model.clone();
+                self.faults = FaultInjector::install(&self.dir);
+                self.log = Some(Log::open(&self.dir, self.config.clone()).unwrap());
+                self.synced();
+            }
+        }
+    }
+}
+
+/// Whether the suite is strict about two known bugs: offset gaps after recovery
+/// (`gap_after_a_rolled_segment_lost_its_unsynced_tail`) are counted instead of failing, and
+/// truncations are flushed at once (`overlap_after_an_unsynced_truncation_and_a_roll`).
+/// `SEGLOG_STRICT_GAPS=1` turns both workarounds off.
+fn gaps_are_fatal() -> bool {
+    std::env::var("SEGLOG_STRICT_GAPS").is_ok_and(|v| v == "1")
+}
+
+/// [`read_log`], or [`read_log_with_gaps`] while gaps are tolerated.
+fn read(log: &Log) -> seglog_reliability::Result<seglog_reliability::LogContents> {
+    if gaps_are_fatal() {
+        read_log(log)
+    } else {
+        read_log_with_gaps(log)
+    }
+}
+
+/// What the crash states showed.
+#[derive(Default)]
+struct Tally {
+    crash_points: u64,
+    truncated_bytes: u64,
+    states_with_gap: u64,
+    records_after_gap: u64,
+}
+
+/// Reopens one crash state and checks it.
+fn check_crash_state(
+    w: &Workload,
+    image: &CrashImage,
+    target: &Path,
+    context: &str,
+    reopen_twice: bool,
+    tally: &mut Tally,
+) {
+    image.write_to(target).unwrap();
+    if let Ok(dump) = std::env::var("SEGLOG_DUMP_DIR") {
+        // Keep a copy of each crash state for post-mortems.
+        image.write_to(&Path::new(&dump).join(context.replace([' ', ',', '{', '}', ':'], "_"))).unwrap();
+    }
+    let live_start = w.log().log_start_offset();
+    let log = Log::open(target, w.config.clone())
+        .unwrap_or_else(|e| panic!("{context}: recovery failed: {e}\nfiles: {:?}", names(image)));
+    tally.truncated_bytes += log.load_report().truncations().map(|(_, n)| n).sum::<u64>();
+    tally.crash_points += 1;
+    let contents = read(&log).unwrap_or_else(|v| panic!("{context}: {v}\nfiles: {:?}", names(image)));
+    if let Some(&(gap_start, _)) = contents.gaps.first() {
+        tally.states_with_gap += 1;
+        tally.records_after_gap += contents
+            .records
+            .iter()
+            .filter(|r| r.offset >= gap_start)
+            .count() as u64;
+    }
+    assert!(
+        contents.log_start_offset <= live_start,
+        "{context}: the log start offset rose to {} (live: {live_start})",
+        contents.log_start_offset
+    );
+    let acked: BTreeMap<i64, RecordId> = w.acked.range(live_start..).map(|(o, i)| (*o, *i)).collect();
+    check_acknowledged(&contents, &acked).unwrap_or_else(|v| {
+        panic!("{context}: {v}\nfiles: {:?}\nload: {:?}", names(image), log.load_report())
+    });
+    for record in &contents.records {
+        // Whatever survived beyond the acknowledged prefix is something that was written.
+        if let Some(id) = w.model.get(&record.offset)
+            && *id != record.id
+            && w.acked.contains_key(&record.offset)
+        {
+            panic!("{context}: offset {} holds {:?}", record.offset, record.id);
+        }
+    }
+    if reopen_twice {
+        // Recovery converges: a clean reopen serves the same, and so does a crash reopen.
+        log.close().unwrap();
+        drop(log);
+        let again = Log::open(target, w.config.clone()).unwrap();
+        assert_eq!(read(&again).unwrap(), contents, "{context}: second open differs");
+        drop(again);
+        let third = Log::open(target, w.config.clone()).unwrap();
+        assert_eq!(read(&third).unwrap(), contents, "{context}: third open differs");
+    }
+    std::fs::remove_dir_all(target).unwrap();
+}
+
+fn names(image: &CrashImage) -> Vec<(String, usize)> {
+    image
+        .files
+        .iter()
+        .map(|(n, b)| (n.clone(), b.len()))
+        .collect()
+}
+
+#[test]
+fn power_loss_keeps_every_durable_acknowledgement() {
+    let workloads = iterations("SEGLOG_POWER_LOSS_ITERATIONS", 12);
+    let (mut rng, seed) = seeded_rng("power_loss");
+    let mut tally = Tally::default();
+    for workload in 0..workloads {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("live").join("t-0");
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut config = small_config(rng.random_range(2048..12_000));
+        config.index_interval_bytes = rng.random_range(0..1500);
+        config.file_delete_delay_ms = i64::MAX / 2; // Renamed, never unlinked: see CrashImage.
+        config.retention_bytes = if rng.random_bool(0.5) {
+            rng.random_range(4000..30_000)
+        } else {
+            -1
+        };
+        let faults = FaultInjector::install(&dir);
+        let log = Log::open(&dir, config.clone()).unwrap();
+        let mut w = Workload {
+            dir: dir.clone(),
+            config,
+            faults,
+            log: Some(log),
+            model: BTreeMap::new(),
+            acked: BTreeMap::new(),
+            batch_starts: BTreeSet::new(),
+            durable_names: BTreeSet::new(),
+            stream: workload,
+            seq: 0,
+        };
+        w.synced();
+        let steps = rng.random_range(20..45);
+        for step in 0..steps {
+            w.step(&mut rng);
+            for variant in 0..rng.random_range(1..=2) {
+                let options = CrashOptions::random(&mut rng, 4096);
+                let image =
+                    CrashImage::capture(&w.dir, &w.faults, &w.durable_names, &options, &mut rng)
+                        .unwrap();
+                let context = format!(
+                    "seed {seed}, workload {workload}, step {step}, variant {variant}, {options:?}"
+                );
+                let target = tmp.path().join(format!("crash-{step}-{variant}")).join("t-0");
+                let reopen_twice = rng.random_bool(0.1);
+                check_crash_state(&w, &image, &target, &context, reopen_twice, &mut tally);
+            }
+        }
+        // The live log itself closes cleanly and reopens identical.
+        let before = read_log(w.log()).unwrap();
+        w.log.take().unwrap().close().unwrap();
+        let reopened = Log::open(&dir, w.config.clone()).unwrap();
+        assert_eq!(read_log(&reopened).unwrap(), before, "seed {seed}");
+    }
+    eprintln!(
+        "power_loss: {workloads} workloads, {} crash points, {} torn bytes cut by recovery, \
+         {} states with an offset gap (known bug), {} records served after a gap",
+        tally.crash_points, tally.truncated_bytes, tally.states_with_gap, tally.records_after_gap
+    );
+}
+
+/// BUG (seglog `load.rs` / `append.rs`): a roll does not fsync the sealed segment, and loading
+/// after an unclean shutdown only drops later segments when a recovery *truncated* bytes. So
+/// after a power loss that kept the new segment's name but not the old segment's unsynced
+/// tail (both legitimate: neither was acknowledged as durable), the log has an offset gap: the
+/// log end offset is the new segment's base, the offsets in between do not exist, and any
+/// page-cache data that reached the new segment is served after the gap.
+#[test]
+#[ignore = "BUG: after power loss, a rolled segment that lost its unsynced tail leaves an offset gap \
+            (LEO = next segment base, records after the gap served); see docs/durability.md"]
+fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live").join("t-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let faults = FaultInjector::install(&dir);
+    let config = small_config(1 << 20);
+    let log = Log::open(&dir, config.clone()).unwrap();
+    let ids = |from: u64, to: u64| -> Vec<RecordId> {
+        (from..to).map(|seq| RecordId { stream: 1, seq }).collect()
+    };
+    log.append_durable(&build_batch(&ids(0, 5), Compression::None).unwrap())
+        .unwrap(); // offsets 0-4, durable
+    log.append(&build_batch(&ids(5, 10), Compression::None).unwrap())
+        .unwrap(); // offsets 5-9, page cache only
+    log.roll().unwrap(); // new segment 10; segment 0 sealed but not fsynced
+    log.append(&build_batch(&ids(10, 12), Compression::None).unwrap())
+        .unwrap(); // offsets 10-11 in segment 10, page cache only
+
+    // The crash: segment 0 as fsynced (offsets 0-4); the kernel happened to write back
+    // segment 10 (its name and data). Index files as they are.
+    let mut image = CrashImage::capture(
+        &dir,
+        &faults,
+        &CrashImage::list_names(&dir).unwrap(),
+        &CrashOptions {
+            torn_tails: false,
+            lose_unsynced_entries: false,
+            index_fate: seglog_reliability::IndexFate::AsIs,
+            leftover_checkpoint_tmp: false,
+            max_index_bytes: 4096,
+        },
+        &mut rand::rngs::StdRng::seed_from_u64(1),
+    )
+    .unwrap();
+    let segment_10 = "00000000000000000010.log".to_owned();
+    image
+        .files
+        .insert(segment_10.clone(), std::fs::read(dir.join(&segment_10)).unwrap());
+    let target = tmp.path().join("crashed").join("t-0");
+    image.write_to(&target).unwrap();
+
+    let recovered = Log::open(&target, config).unwrap();
+    let contents = read_log_with_gaps(&recovered).unwrap();
+    assert_eq!(
+        contents.gaps,
+        Vec::<(i64, i64)>::new(),
+        "offsets 5-9 are gone but the log serves 10-11 after them (log end offset {})",
+        contents.log_end_offset
+    );
+}
+
+/// BUG (seglog `maintenance.rs` `truncate_to`, `flush.rs` `flush_to`, `load.rs`): a truncation
+/// is never fsynced once the log rolls past it (it lowers the recovery point to the truncation
+/// offset, and later flushes start at the segment holding the recovery point, which is the new
+/// segment after a roll), and loading does not check that a recovered segment ends at or below
+/// the next segment's base. After `truncate_to`, a roll, a *durable* append and a power loss,
+/// the truncated batches come back in the old segment and overlap the new one: a sequential
+/// reader is served the old records instead of the acknowledged ones, and batches beyond the
+/// log end offset.
+#[test]
+#[ignore = "BUG: after truncate_to + roll + durable append + power loss, the unsynced truncation \
+            is undone and old batches shadow acknowledged ones; see docs/durability.md"]
+fn overlap_after_an_unsynced_truncation_and_a_roll() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live").join("t-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let faults = FaultInjector::install(&dir);
+    let config = small_config(1 << 20);
+    let log = Log::open(&dir, config.clone()).unwrap();
+    let ids = |from: u64, to: u64| -> Vec<RecordId> {
+        (from..to).map(|seq| RecordId { stream: 1, seq }).collect()
+    };
+    log.append_durable(&build_batch(&ids(0, 5), Compression::None).unwrap())
+        .unwrap(); // offsets 0-4
+    log.append_durable(&build_batch(&ids(5, 10), Compression::None).unwrap())
+        .unwrap(); // offsets 5-9, durable
+    log.truncate_to(5).unwrap(); // a follower drops 5-9 (not fsynced)
+    log.roll().unwrap(); // new segment 5
+    log.append_durable(&build_batch(&ids(100, 102), Compression::None).unwrap())
+        .unwrap(); // new offsets 5-6, acknowledged as durable
+    let acked: BTreeMap<i64, RecordId> = (0..5)
+        .map(|o| (o, RecordId { stream: 1, seq: o as u64 }))
+        .chain([5, 6].map(|o| (o, RecordId { stream: 1, seq: 95 + o as u64 })))
+        .collect();
+    check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
+    let image = CrashImage::capture(
+        &dir,
+        &faults,
+        &CrashImage::list_names(&dir).unwrap(),
+        &CrashOptions {
+            torn_tails: false,
+            lose_unsynced_entries: false,
+            index_fate: seglog_reliability::IndexFate::AsIs,
+            leftover_checkpoint_tmp: false,
+            max_index_bytes: 4096,
+        },
+        &mut rand::rngs::StdRng::seed_from_u64(1),
+    )
+    .unwrap();
+    let target = tmp.path().join("crashed").join("t-0");
+    image.write_to(&target).unwrap();
+    let recovered = Log::open(&target, config).unwrap();
+    let contents = read_log(&recovered).and_then(|c| check_acknowledged(&c, &acked));
+    assert!(
+        contents.is_ok(),
+        "{contents:?}: segments {:?}",
+        recovered.segments()
+    );
+}
