@@ -185,10 +185,7 @@ impl Log {
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
-        self.published.publish(LogView {
-            end,
-            ..(*view).clone()
-        });
+        self.published.publish(view.appended(end));
         drop(writer);
 
         let info = AppendInfo {
@@ -266,22 +263,8 @@ impl Log {
         writer.active = Some(created);
         self.dir_dirty
             .store(true, std::sync::atomic::Ordering::Release);
-        let end = OffsetMetadata {
-            offset: log_end_offset,
-            segment_base_offset: new_base,
-            position: 0,
-        };
-        let high_watermark = if view.high_watermark.offset >= log_end_offset {
-            end
-        } else {
-            view.high_watermark
-        };
-        self.published.publish(LogView {
-            segments: Arc::new(segments),
-            log_start_offset: view.log_start_offset,
-            end,
-            high_watermark,
-        });
+        self.published
+            .publish(view.rolled(Arc::new(segments), new_base));
         Ok(self.published.load())
     }
 

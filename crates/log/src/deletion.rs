@@ -110,7 +110,7 @@ impl<T> DeleteQueue<T> {
     }
 
     /// Number of items waiting.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn len(&self) -> usize {
         lock(&self.pending).len()
     }

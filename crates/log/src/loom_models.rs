@@ -76,36 +76,25 @@ fn loom_reader_sees_end_offset_with_its_segment_across_append_roll_delete() {
                 // Append one batch to segment 0: write, then publish.
                 first.written.fetch_add(100, Ordering::Release);
                 let old = published.load();
-                published.publish(LogView {
-                    end: meta(1, &first),
-                    ..(*old).clone()
-                });
+                published.publish(old.appended(meta(1, &first)));
                 // Roll: new map and new end in one snapshot.
                 let second = segment(1);
                 let old = published.load();
                 let mut map = (*old.segments).clone();
                 map.insert(1, Arc::clone(&second));
-                published.publish(LogView {
-                    segments: std::sync::Arc::new(map),
-                    end: meta(1, &second),
-                    ..(*old).clone()
-                });
+                published.publish(old.rolled(std::sync::Arc::new(map), 1));
                 second.written.fetch_add(50, Ordering::Release);
                 let old = published.load();
+                let next = old.appended(meta(2, &second));
                 published.publish(LogView {
-                    end: meta(2, &second),
-                    high_watermark: meta(2, &second),
-                    ..(*old).clone()
+                    high_watermark: next.end,
+                    ..next
                 });
                 // Retention: drop segment 0 and raise the log start in one snapshot.
                 let old = published.load();
                 let mut map = (*old.segments).clone();
                 map.remove(0);
-                published.publish(LogView {
-                    segments: std::sync::Arc::new(map),
-                    log_start_offset: 1,
-                    ..(*old).clone()
-                });
+                published.publish(old.trimmed(std::sync::Arc::new(map), 1, old.high_watermark));
             })
         };
 

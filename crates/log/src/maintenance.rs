@@ -133,12 +133,8 @@ impl Log {
         } else {
             view.high_watermark
         };
-        self.published.publish(LogView {
-            segments: Arc::new(segments),
-            log_start_offset,
-            end: view.end,
-            high_watermark,
-        });
+        self.published
+            .publish(view.trimmed(Arc::new(segments), log_start_offset, high_watermark));
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {

@@ -65,6 +65,54 @@ impl<S> Clone for LogView<S> {
     }
 }
 
+impl<S> LogView<S> {
+    /// The view after an append whose bytes are written: the log end moves to `end`.
+    pub(crate) fn appended(&self, end: OffsetMetadata) -> Self {
+        Self {
+            end,
+            ..self.clone()
+        }
+    }
+
+    /// The view after a roll: the new map (holding the new active segment at `new_base`) and
+    /// the log end pointing at its start, published together. A high watermark at the log end
+    /// follows it into the new segment.
+    pub(crate) fn rolled(&self, segments: std::sync::Arc<SegmentMap<S>>, new_base: i64) -> Self {
+        let end = OffsetMetadata {
+            offset: self.end.offset,
+            segment_base_offset: new_base,
+            position: 0,
+        };
+        let high_watermark = if self.high_watermark.offset >= self.end.offset {
+            end
+        } else {
+            self.high_watermark
+        };
+        Self {
+            segments,
+            log_start_offset: self.log_start_offset,
+            end,
+            high_watermark,
+        }
+    }
+
+    /// The view after retention: the map without the deleted segments and the raised log
+    /// start, published together.
+    pub(crate) fn trimmed(
+        &self,
+        segments: std::sync::Arc<SegmentMap<S>>,
+        log_start_offset: i64,
+        high_watermark: OffsetMetadata,
+    ) -> Self {
+        Self {
+            segments,
+            log_start_offset,
+            end: self.end,
+            high_watermark,
+        }
+    }
+}
+
 /// The segments a read visits, oldest first, each with the byte position it must not pass.
 #[derive(Debug)]
 pub(crate) struct ReadPlan<S> {
