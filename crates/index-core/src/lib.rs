@@ -37,6 +37,8 @@
 mod core;
 mod entry;
 mod error;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod mmap;
 mod offset_index;
 mod sanity;

@@ -21,6 +21,7 @@
 
 use std::fs::File;
 use std::io;
+use std::sync::PoisonError;
 
 use crate::sync::{AtomicUsize, Mutex, Ordering, lock};
 
@@ -220,7 +221,15 @@ impl Buffer for HeapBuffer {
 pub(crate) struct LoomBuffer {
     slots: Vec<loom::cell::UnsafeCell<Vec<u8>>>,
     slot_size: usize,
+    /// Touched (a `Relaxed` RMW, which orders nothing) before every slot access, so that loom
+    /// may switch threads between the accesses of one read, like real parallel threads.
+    schedule_point: loom::sync::atomic::AtomicUsize,
 }
+
+// SAFETY: every access to a slot goes through loom's `UnsafeCell::with`/`with_mut`, and loom
+// fails the model on any access that races another (that is what the models check).
+#[cfg(loom)]
+unsafe impl Sync for LoomBuffer {}
 
 #[cfg(loom)]
 impl LoomBuffer {
@@ -228,7 +237,11 @@ impl LoomBuffer {
         let slots = (0..len / slot_size)
             .map(|_| loom::cell::UnsafeCell::new(vec![0u8; slot_size]))
             .collect();
-        LoomBuffer { slots, slot_size }
+        LoomBuffer {
+            slots,
+            slot_size,
+            schedule_point: loom::sync::atomic::AtomicUsize::new(0),
+        }
     }
 }
 
@@ -241,6 +254,7 @@ impl Buffer for LoomBuffer {
     unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
         let mut copy = Vec::with_capacity(len);
         for cell in &self.slots[..len / self.slot_size] {
+            self.schedule_point.fetch_add(1, Ordering::Relaxed);
             // SAFETY: loom checks the contract: it panics if this read races a write.
             cell.with(|slot| copy.extend_from_slice(unsafe { &*slot }));
         }
@@ -249,6 +263,7 @@ impl Buffer for LoomBuffer {
 
     unsafe fn write(&self, at: usize, bytes: &[u8]) {
         let cell = &self.slots[at / self.slot_size];
+        self.schedule_point.fetch_add(1, Ordering::Relaxed);
         // SAFETY: loom checks the contract: it panics if this write races any access.
         cell.with_mut(|slot| unsafe { (*slot).copy_from_slice(bytes) });
     }
@@ -280,6 +295,7 @@ impl Buffer for LoomBuffer {
 /// The storage behind one index (static dispatch over the [`Buffer`] implementations).
 pub(crate) enum Backing {
     File(FileBuffer),
+    #[cfg_attr(loom, allow(dead_code))]
     Heap(HeapBuffer),
     #[cfg(loom)]
     Loom(LoomBuffer),
@@ -336,10 +352,12 @@ pub(crate) enum Push {
 pub(crate) struct Slots {
     backing: Backing,
     slot_size: usize,
-    /// Entries readers may read. See the module docs for the invariant.
+    /// Entries readers may read. See the module docs for the invariant. Written only by the
+    /// appender (under `append`) and by `&mut self` methods; loaded by readers.
     published: AtomicUsize,
-    /// Serializes `push_with`.
-    append: Mutex<()>,
+    /// Serializes `push_with` and holds the appender's own copy of the entry count, so the
+    /// appender never reads `published` back (it is the only writer of it).
+    append: Mutex<usize>,
 }
 
 impl Slots {
@@ -350,7 +368,7 @@ impl Slots {
             backing,
             slot_size,
             published: AtomicUsize::new(published),
-            append: Mutex::new(()),
+            append: Mutex::new(published),
         }
     }
 
@@ -391,9 +409,8 @@ impl Slots {
         if !self.backing.writable() {
             return Ok(Push::ReadOnly);
         }
-        let _append = lock(&self.append);
-        // Only `push_with` (serialized by `append`) and `&mut self` methods change `published`.
-        let published = self.published.load(Ordering::Relaxed);
+        let mut count = lock(&self.append);
+        let published = *count;
         let at = published * self.slot_size;
         // SAFETY: bytes below `at` are never written while `&self` lives (module invariant).
         let decision = unsafe {
@@ -411,6 +428,7 @@ impl Slots {
         // read below `published * slot_size = at`, other appenders are excluded by `append`,
         // and remaps need `&mut self`.
         unsafe { self.backing.write(at, entry) };
+        *count = published + 1;
         self.published.store(published + 1, Ordering::Release);
         Ok(Push::Appended)
     }
@@ -418,9 +436,8 @@ impl Slots {
     /// Keeps `keep(published bytes)` entries (never more than now). Exclusive access means no
     /// reader can be reading a slot that a later append overwrites.
     pub(crate) fn truncate_with(&mut self, keep: impl FnOnce(&[u8]) -> usize) {
-        let published = self.published();
-        let keep = self.read(keep).min(published);
-        self.published.store(keep, Ordering::Release);
+        let keep = self.read(keep).min(self.published());
+        self.set_published(keep);
     }
 
     /// Resizes the buffer to `new_len` bytes, keeping the published entries (the caller has
@@ -431,9 +448,17 @@ impl Slots {
         // Even after a failed remap, never publish more than the buffer holds.
         let fits = self.backing.len() / self.slot_size;
         if self.published() > fits {
-            self.published.store(fits, Ordering::Release);
+            self.set_published(fits);
         }
         result
+    }
+
+    fn set_published(&mut self, entries: usize) {
+        *self
+            .append
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = entries;
+        self.published.store(entries, Ordering::Release);
     }
 
     /// Flushes written bytes (msync for a mapped file).

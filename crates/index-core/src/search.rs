@@ -47,8 +47,8 @@ pub fn floor_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> O
     let raw = E::raw_entries(bytes);
     let warm = warm_entries::<E>();
     match column {
-        Column::Key => floor_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).key()),
-        Column::Value => floor_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).value()),
+        Column::Key => floor_by(raw, warm, target, |r| E::from_raw(r).key()),
+        Column::Value => floor_by(raw, warm, target, |r| E::from_raw(r).value()),
     }
 }
 
@@ -61,8 +61,8 @@ pub fn ceiling_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) ->
     let raw = E::raw_entries(bytes);
     let warm = warm_entries::<E>();
     match column {
-        Column::Key => ceiling_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).key()),
-        Column::Value => ceiling_by(raw.len(), warm, target, |s| E::from_raw(&raw[s]).value()),
+        Column::Key => ceiling_by(raw, warm, target, |r| E::from_raw(r).key()),
+        Column::Value => ceiling_by(raw, warm, target, |r| E::from_raw(r).value()),
     }
 }
 
@@ -92,54 +92,48 @@ fn warm_entries<E: IndexEntry>() -> usize {
 }
 
 #[inline]
-fn floor_by(entries: usize, warm: usize, target: i64, key: impl Fn(usize) -> i64) -> Option<usize> {
-    if entries == 0 {
+fn floor_by<R>(raw: &[R], warm: usize, target: i64, key: impl Fn(&R) -> i64) -> Option<usize> {
+    let first_hot = raw.len().checked_sub(1)?.saturating_sub(warm);
+    let (hot, cold) = (&raw[first_hot..], &raw[..=first_hot]);
+    if key(&hot[0]) <= target {
+        return Some(first_hot + last_where(hot, |r| key(r) <= target));
+    }
+    if key(&cold[0]) > target {
         return None;
     }
-    let first_hot = entries.saturating_sub(1 + warm);
-    if key(first_hot) <= target {
-        return Some(last_where(first_hot, entries - 1, |s| key(s) <= target));
-    }
-    if key(0) > target {
-        return None;
-    }
-    Some(last_where(0, first_hot, |s| key(s) <= target))
+    Some(last_where(cold, |r| key(r) <= target))
 }
 
 #[inline]
-fn ceiling_by(
-    entries: usize,
-    warm: usize,
-    target: i64,
-    key: impl Fn(usize) -> i64,
-) -> Option<usize> {
-    if entries == 0 {
-        return None;
+fn ceiling_by<R>(raw: &[R], warm: usize, target: i64, key: impl Fn(&R) -> i64) -> Option<usize> {
+    let first_hot = raw.len().checked_sub(1)?.saturating_sub(warm);
+    let (hot, cold) = (&raw[first_hot..], &raw[..=first_hot]);
+    if key(&hot[0]) < target {
+        let below = first_hot + last_where(hot, |r| key(r) < target);
+        return (below + 1 < raw.len()).then_some(below + 1);
     }
-    let first_hot = entries.saturating_sub(1 + warm);
-    if key(first_hot) < target {
-        let below = last_where(first_hot, entries - 1, |s| key(s) < target);
-        return (below + 1 < entries).then_some(below + 1);
-    }
-    if key(0) >= target {
+    if key(&cold[0]) >= target {
         return Some(0);
     }
     // key(0) < target <= key(first_hot): the answer is in 1..=first_hot.
-    Some(last_where(0, first_hot, |s| key(s) < target) + 1)
+    Some(last_where(cold, |r| key(r) < target) + 1)
 }
 
-/// The last slot in `lo..=hi` where `holds` is true, given `holds(lo)` and that `holds` is true
-/// on a prefix of the range. Branch-free halving (the shape of std's `partition_point`): the
-/// loop runs `ceil(log2(hi - lo + 1))` times whatever the data.
+/// The index of the last element of `range` for which `holds` is true, given that it holds for
+/// `range[0]` and on a prefix of `range`. Branch-free halving (the shape of std's
+/// `partition_point`): the loop runs `ceil(log2(len))` times whatever the data, and every index
+/// is provably in bounds, so there are no bounds checks either.
 #[inline]
-fn last_where(lo: usize, hi: usize, holds: impl Fn(usize) -> bool) -> usize {
-    let mut base = lo;
-    let mut size = hi - lo + 1;
-    while size > 1 {
-        let half = size / 2;
-        let mid = base + half;
-        base = std::hint::select_unpredictable(holds(mid), mid, base);
-        size -= half;
+fn last_where<R>(range: &[R], holds: impl Fn(&R) -> bool) -> usize {
+    let mut base = 0;
+    let mut rest = range;
+    while rest.len() > 1 {
+        let half = rest.len() / 2;
+        let right = holds(&rest[half]);
+        // Both candidates keep `len - half` elements so the trip count does not depend on the
+        // data; the left one re-includes `rest[half]`, which is false and never chosen.
+        base = std::hint::select_unpredictable(right, base + half, base);
+        rest = std::hint::select_unpredictable(right, &rest[half..], &rest[..rest.len() - half]);
     }
     base
 }
