@@ -44,6 +44,7 @@ pub(crate) struct HeaderWalker<'a> {
     end: u64,
     buf: Vec<u8>,
     buf_start: u64,
+    buf_len: usize,
     chunk: usize,
     state: WalkEnd,
 }
@@ -67,6 +68,7 @@ impl<'a> HeaderWalker<'a> {
             end,
             buf: Vec::new(),
             buf_start: 0,
+            buf_len: 0,
             chunk: chunk.max(RECORD_BATCH_OVERHEAD),
             state: WalkEnd::Running,
         }
@@ -82,20 +84,24 @@ impl<'a> HeaderWalker<'a> {
         self.position
     }
 
-    /// Makes `buf` cover `[position, position + need)`; returns the prefix there.
+    /// Makes the buffer cover `[position, position + need)`; returns the prefix there.
     fn prefix(&mut self, need: usize) -> Result<&[u8]> {
         let covered = self.position >= self.buf_start
-            && self.position + need as u64 <= self.buf_start + self.buf.len() as u64;
+            && self.position + need as u64 <= self.buf_start + self.buf_len as u64;
         if !covered {
             let remaining = self.end - self.position;
             let len = usize::try_from(remaining)
                 .unwrap_or(usize::MAX)
-                .min(self.chunk);
-            self.buf.resize(len.max(need), 0);
-            let got = io::read_at_most(self.file, &mut self.buf, self.position)
+                .min(self.chunk)
+                .max(need);
+            if self.buf.len() < len {
+                // `vec!` zeroes through the allocator: cheap, unlike `resize` in debug builds.
+                self.buf = vec![0; len];
+            }
+            let got = io::read_at_most(self.file, &mut self.buf[..len], self.position)
                 .map_err(Error::io(IoOp::Read, &self.path))?;
-            self.buf.truncate(got);
             self.buf_start = self.position;
+            self.buf_len = got;
             if got < need {
                 return Err(Error::Io {
                     op: IoOp::Read,
@@ -189,7 +195,7 @@ pub(crate) fn scan_batches(
             .unwrap_or(usize::MAX)
             .min(buf.len().max(chunk));
         if buf.len() < want {
-            buf.resize(want, 0);
+            buf = vec![0; want];
         }
         let got = io::read_at_most(file, &mut buf[..want], position)
             .map_err(Error::io(IoOp::Read, path))?;
@@ -244,7 +250,7 @@ pub(crate) fn scan_batches(
         if let Some(size) = grow_to
             && buf.len() < size
         {
-            buf.resize(size, 0);
+            buf = vec![0; size];
         }
         position += at as u64;
     }

@@ -1,0 +1,4 @@
+//! Integration tests of `seglog-segment`, one module per topic.
+
+mod corpus;
+mod support;
