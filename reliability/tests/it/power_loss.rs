@@ -24,7 +24,7 @@ use seglog_reliability::{
 };
 use seglog_segment::fault::FaultInjector;
 
-use crate::support::{iterations, seeded_rng};
+use crate::support::{gaps_are_fatal, iterations, read, seeded_rng};
 
 /// The live side of one workload.
 struct Workload {
@@ -144,23 +144,6 @@ impl Workload {
                 self.synced();
             }
         }
-    }
-}
-
-/// Whether the suite is strict about two known bugs: offset gaps after recovery
-/// (`gap_after_a_rolled_segment_lost_its_unsynced_tail`) are counted instead of failing, and
-/// truncations are flushed at once (`overlap_after_an_unsynced_truncation_and_a_roll`).
-/// `SEGLOG_STRICT_GAPS=1` turns both workarounds off.
-fn gaps_are_fatal() -> bool {
-    std::env::var("SEGLOG_STRICT_GAPS").is_ok_and(|v| v == "1")
-}
-
-/// [`read_log`], or [`read_log_with_gaps`] while gaps are tolerated.
-fn read(log: &Log) -> seglog_reliability::Result<seglog_reliability::LogContents> {
-    if gaps_are_fatal() {
-        read_log(log)
-    } else {
-        read_log_with_gaps(log)
     }
 }
 
