@@ -194,11 +194,15 @@ impl Demo {
         }
     }
 
+    /// Prints one step's detailed result as soon as it is known.
     fn row(&mut self, out: &mut Out, phase: &'static str, result: String) -> Result<(), Error> {
         out.line(format_args!("{phase:>18}: {result}"))?;
-        out.flush()?;
+        out.flush()
+    }
+
+    /// Adds a line to the summary table printed at the end.
+    fn summary(&mut self, phase: &'static str, result: String) {
         self.rows.push(Row { phase, result });
-        Ok(())
     }
 
     fn run(&mut self, out: &mut Out) -> Result<(), Error> {
@@ -241,6 +245,16 @@ impl Demo {
         }
         let elapsed = started.elapsed();
         progress.finish();
+        self.summary(
+            "produce",
+            format!(
+                "{} records/s, {:.1} MB/s ({} records, {:.1} MB)",
+                group(per_sec(self.records as f64, elapsed)),
+                per_sec(mb(bytes), elapsed),
+                group(self.records as f64),
+                mb(bytes)
+            ),
+        );
         self.row(
             out,
             "produce",
@@ -283,6 +297,10 @@ impl Demo {
         self.check(log.log_end_offset() == records as i64, || {
             format!("log end offset {} after producing {records} records", log.log_end_offset())
         });
+        self.summary(
+            "segments",
+            format!("{n} of {} bytes; index {} KiB, time index {} KiB", self.segment_bytes, index * 8 / 1024, time * 12 / 1024),
+        );
         self.row(
             out,
             "segments",
@@ -325,6 +343,10 @@ impl Demo {
         }
         let (median, p99) = percentiles(&mut times);
         self.check(bad == 0, || format!("{bad} of {OFFSET_LOOKUPS} reads by offset returned the wrong record"));
+        self.summary(
+            "read by offset",
+            format!("median {median:.1} µs, p99 {p99:.1} µs ({OFFSET_LOOKUPS} random offsets, {} correct)", OFFSET_LOOKUPS - bad),
+        );
         self.row(
             out,
             "read by offset",
@@ -346,6 +368,13 @@ impl Demo {
         }
         let (median, p99) = percentiles(&mut times);
         self.check(bad == 0, || format!("{bad} of {TIMESTAMP_LOOKUPS} lookups by timestamp found the wrong offset"));
+        self.summary(
+            "read by timestamp",
+            format!(
+                "median {median:.1} µs, p99 {p99:.1} µs ({TIMESTAMP_LOOKUPS} random timestamps, {} correct)",
+                TIMESTAMP_LOOKUPS - bad
+            ),
+        );
         self.row(
             out,
             "read by timestamp",
@@ -365,6 +394,10 @@ impl Demo {
         self.check(count == records && bad == 0, || {
             format!("scan read {count} records ({bad} wrong), expected {records}")
         });
+        self.summary(
+            "scan",
+            format!("{} records/s, {:.1} MB/s ({} records checked)", group(per_sec(count as f64, elapsed)), per_sec(mb(bytes), elapsed), group(count as f64)),
+        );
         self.row(
             out,
             "scan",
@@ -423,6 +456,10 @@ impl Demo {
         self.check(!report.deleted.is_empty() && left >= limit && left - oldest < limit, || {
             format!("retention.bytes={retention_bytes} left {left} bytes (oldest segment {oldest} bytes)")
         });
+        self.summary(
+            "retention",
+            format!("{} segments ({:.1} MB) deleted in {:.1} ms", report.deleted.len(), mb(deleted), elapsed.as_secs_f64() * 1e3),
+        );
         self.row(
             out,
             "reopen + retention",
@@ -506,6 +543,15 @@ impl Demo {
         if let Some(victim) = crash.victim_base {
             self.check(rebuilt.contains(&victim), || format!("the deleted index of segment {victim} was not rebuilt"));
         }
+        self.summary(
+            "recovery",
+            format!(
+                "reopen after the crash in {:.1} ms; {} bytes cut, {} segments' indexes rebuilt",
+                elapsed.as_secs_f64() * 1e3,
+                group(cut.iter().map(|(_, b)| *b).sum::<u64>() as f64),
+                rebuilt.len()
+            ),
+        );
         self.row(
             out,
             "recovery",
@@ -551,6 +597,16 @@ impl Demo {
         self.check(retained as u64 + count + lost as u64 == records, || {
             format!("{retained} deleted + {count} surviving + {lost} lost != {records} produced")
         });
+        self.summary(
+            "records",
+            format!(
+                "{} produced = {} removed by retention + {} lost in the crash + {} verified intact",
+                group(self.records as f64),
+                group(retained as f64),
+                group(lost as f64),
+                group(count as f64)
+            ),
+        );
         self.row(
             out,
             "accounting",
@@ -570,13 +626,26 @@ struct Crash {
     victim_base: Option<i64>,
 }
 
+/// `1234567.8` -> `"1,234,568"`.
+fn group(n: f64) -> String {
+    let digits = format!("{:.0}", n.max(0.0));
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
 fn print_summary(out: &mut Out, rows: &[Row]) -> Result<(), Error> {
     out.line("")?;
-    out.line("summary (measured in this run)")?;
+    out.line("summary (every figure measured in this run)")?;
     let width = rows.iter().map(|r| r.phase.len()).max().unwrap_or(0);
     for row in rows {
         out.line(format_args!("  {:<width$}  {}", row.phase, row.result))?;
@@ -598,6 +667,14 @@ mod tests {
         let first = w.first_offset_at(t);
         assert_eq!(w.timestamp(first), t);
         assert!(w.timestamp(first - 1) < t);
+    }
+
+    #[test]
+    fn groups_thousands() {
+        assert_eq!(group(0.0), "0");
+        assert_eq!(group(999.4), "999");
+        assert_eq!(group(1000.0), "1,000");
+        assert_eq!(group(1_460_757.2), "1,460,757");
     }
 
     #[test]
