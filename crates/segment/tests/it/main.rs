@@ -1,4 +1,5 @@
 //! Integration tests of `seglog-segment`, one module per topic.
 
+mod append_read;
 mod corpus;
 mod support;
