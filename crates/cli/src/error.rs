@@ -75,6 +75,16 @@ pub enum Error {
     /// A log operation failed.
     #[error(transparent)]
     Log(#[from] seglog::Error),
+    /// A log operation failed with an error that does not name the log (e.g. an offset out
+    /// of range): this adds the directory.
+    #[error("{}", dir.display())]
+    LogAt {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The log's error.
+        #[source]
+        source: seglog::Error,
+    },
 }
 
 /// What is wrong with one input line.

@@ -12,7 +12,7 @@ use crate::view::MAX_DECOMPRESSED_BYTES;
 const FETCH_BYTES: u32 = 4 << 20;
 
 /// Calls `f` with every record at or after `start_offset`, in offset order, up to the log
-/// end offset, with its batch's header. Control records are passed too (the header says
+/// end offset (as the log publishes it while reading), with its batch's header. Control records are passed too (the header says
 /// so). Stops early when `f` breaks.
 ///
 /// # Errors
@@ -24,8 +24,8 @@ pub fn for_each_record(
     mut f: impl FnMut(&BatchHeader, Record) -> Result<ControlFlow<()>, Error>,
 ) -> Result<(), Error> {
     let mut next = start_offset;
-    let end = log.log_end_offset();
-    while next < end {
+    loop {
+        // Out-of-range offsets are the log's error; at the log end the slice is empty.
         let data = log.read(next, FETCH_BYTES, Isolation::LogEnd, true)?;
         if data.slice.is_empty() {
             break;

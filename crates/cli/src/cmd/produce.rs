@@ -140,7 +140,14 @@ impl<'a> Producer<'a> {
             Box::new(BufReader::new(File::open(path).map_err(Error::io("open", path))?))
         };
         for record in JsonLines::new(reader, path, self.args.encoding) {
-            self.push(&record?)?;
+            match record {
+                Ok(record) => self.push(&record)?,
+                Err(e) => {
+                    // Every record before the bad line is appended; the error names the line.
+                    self.flush_batch()?;
+                    return Err(e);
+                }
+            }
         }
         self.flush_batch()
     }

@@ -34,7 +34,7 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     let mut printed = 0u64;
     let max = args.max_records.unwrap_or(u64::MAX);
     if max > 0 {
-        for_each_record(&log, start, |header, record| {
+        let scanned = for_each_record(&log, start, |header, record| {
             progress.set(u64::try_from(record.offset - start).unwrap_or(0));
             let control = header.is_control.then(|| view::control_marker(&record));
             if control.is_some() && !args.include_control {
@@ -48,6 +48,10 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
             }
             printed += 1;
             Ok(if printed >= max { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+        });
+        scanned.map_err(|e| match e {
+            Error::Log(source @ seglog::Error::OffsetOutOfRange { .. }) => Error::LogAt { dir: args.dir.clone(), source },
+            other => other,
         })?;
     }
     progress.finish();
