@@ -105,16 +105,29 @@ pub enum Error {
 pub enum CorruptKind {
     /// A batch failed the record layer's checks (size field, magic, CRC, records).
     Batch(seglog_records::CorruptKind),
-    /// A batch that is not the last one of the readable region ends past that region
-    /// (found by readers walking headers, never by recovery, which calls it a partial tail).
-    BatchPastEnd,
+    /// A batch's first offset is not above the previous batch's last offset. Kafka's
+    /// append path never writes this; its recovery would fail on the offset index
+    /// (`InvalidOffsetException`) and its loader would then empty the whole segment. We stop
+    /// at the batch instead (no checksum covers the offset fields).
+    OffsetsNotIncreasing {
+        /// The last offset of the previous batch.
+        previous_last_offset: i64,
+        /// This batch's first offset (its last offset for a legacy compressed wrapper).
+        first_offset: i64,
+    },
 }
 
 impl fmt::Display for CorruptKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CorruptKind::Batch(kind) => write!(f, "{kind}"),
-            CorruptKind::BatchPastEnd => f.write_str("batch runs past the end of the segment"),
+            CorruptKind::OffsetsNotIncreasing {
+                previous_last_offset,
+                first_offset,
+            } => write!(
+                f,
+                "batch offset {first_offset} is not above the previous last offset {previous_last_offset}"
+            ),
         }
     }
 }

@@ -151,6 +151,7 @@ fn rebuild(
     let mut last_index_entry = 0u64;
     let mut batches = 0u64;
     let mut next_offset = base_offset;
+    let mut previous_last_offset = None;
     let outcome = scan_batches(
         segment.log.handle(),
         &path,
@@ -159,6 +160,21 @@ fn rebuild(
         true,
         |batch| {
             let header = batch.header();
+            // Stricter than Kafka (see `CorruptKind::OffsetsNotIncreasing`).
+            let first_offset = header.base_offset.unwrap_or(header.last_offset);
+            if let Some(previous_last_offset) = previous_last_offset
+                && first_offset <= previous_last_offset
+            {
+                return Err(Error::Corrupt {
+                    path: path.to_path_buf(),
+                    position: header.position,
+                    kind: CorruptKind::OffsetsNotIncreasing {
+                        previous_last_offset,
+                        first_offset,
+                    },
+                });
+            }
+            previous_last_offset = Some(header.last_offset);
             if relative_offset(base_offset, header.last_offset).is_none() {
                 return Err(Error::OffsetOverflow {
                     path: path.to_path_buf(),

@@ -170,7 +170,8 @@ pub(crate) struct ScanOutcome {
 /// Reads `[0, end)` of `file` in chunks of `chunk` bytes and calls `on_batch` with every
 /// whole batch, in order, after checking its CRC (Kafka's `ensureValid`) when `validate`.
 /// Stops quietly at a partial tail and at the first corrupt batch (reported in the outcome,
-/// not as an error). `on_batch` errors abort the scan.
+/// not as an error). An `Error::Corrupt` from `on_batch` rejects that batch: the scan stops
+/// before it, as at any corruption. Other `on_batch` errors abort the scan.
 pub(crate) fn scan_batches(
     file: &File,
     path: &Path,
@@ -244,7 +245,17 @@ pub(crate) fn scan_batches(
             if validate && let Err(e) = batch.ensure_valid() {
                 return corrupt_outcome(path, batch_position, e);
             }
-            on_batch(&batch)?;
+            match on_batch(&batch) {
+                Ok(()) => {}
+                // The callback rejects this batch as corrupt: stop before it.
+                Err(Error::Corrupt { position, kind, .. }) => {
+                    return Ok(ScanOutcome {
+                        valid_bytes: position,
+                        stop: Some(TruncationReason::Corrupt { position, kind }),
+                    });
+                }
+                Err(e) => return Err(e),
+            }
             at += size;
         }
         if let Some(size) = grow_to

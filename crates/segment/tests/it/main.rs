@@ -2,4 +2,5 @@
 
 mod append_read;
 mod corpus;
+mod recovery;
 mod support;

@@ -85,12 +85,21 @@ pub struct Scan {
     prefix_max_ts: Vec<i64>,
 }
 
-/// Scans `bytes` (validated, with records), stopping at a partial tail or corruption.
+/// Scans `bytes` (validated, with records), stopping at a partial tail, corruption, or
+/// offsets that do not increase from batch to batch.
 pub fn scan(bytes: &[u8], base_position: u64) -> Scan {
     let mut out = Scan::default();
     for batch in Batches::new(bytes, base_position).validated() {
         let Ok(batch) = batch else { break };
         let header = *batch.header();
+        let first_offset = header.base_offset.unwrap_or(header.last_offset);
+        if out
+            .batches
+            .last()
+            .is_some_and(|b| first_offset <= b.last_offset)
+        {
+            break;
+        }
         let index = out.batches.len();
         out.batches.push(BatchInfo {
             position: header.position,

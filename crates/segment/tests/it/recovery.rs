@@ -1,0 +1,308 @@
+//! Recovery: torn tails at every byte, corrupted bytes, zero-filled tails, offset overflow,
+//! read-only (in-memory) recovery. Recovery never panics and never keeps a corrupt batch.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+use seglog_records::{Compression, CorruptKind as RecordsCorrupt};
+use seglog_segment::{
+    ActiveSegment, CorruptKind, Error, FileKind, OpenOptions, RebuildReason, Segment,
+    SegmentConfig, TruncationReason,
+};
+
+use crate::support::{
+    append_batch, batch, copy_dir, path, read, scan, simple_batch, small_config, tempdir,
+};
+
+/// A closed segment at base 0 with mixed batches; returns the dir and the batch sizes.
+fn closed_segment(config: &SegmentConfig) -> (tempfile::TempDir, Vec<usize>) {
+    let dir = tempdir();
+    let mut active = ActiveSegment::create(dir.path(), 0, config).unwrap();
+    let mut sizes = Vec::new();
+    let mut next = 0;
+    for i in 0..12i64 {
+        let compression =
+            [Compression::None, Compression::Gzip, Compression::Snappy][i as usize % 3];
+        let records: Vec<(i64, usize)> = (0..3)
+            .map(|j| (10_000 + i * 10 - j, 20 + j as usize))
+            .collect();
+        let bytes = batch(next, &records, compression);
+        append_batch(&mut active, &bytes);
+        next += 3;
+        sizes.push(bytes.len());
+    }
+    active.close().unwrap();
+    (dir, sizes)
+}
+
+fn write_log(dir: &Path, bytes: &[u8]) {
+    std::fs::write(path(dir, 0, FileKind::LOG), bytes).unwrap();
+}
+
+/// Recovers the segment in `dir` (read-write) and checks the result against the oracle of
+/// the bytes it held; returns the report, or `None` when a valid batch's offsets do not fit
+/// the segment (damage to the offset field, which no checksum covers): then recovery must
+/// raise `OffsetOverflow` and leave the `.log` alone.
+fn try_recover_and_check(
+    dir: &Path,
+    config: &SegmentConfig,
+) -> Option<seglog_segment::RecoveryReport> {
+    let before = read(&path(dir, 0, FileKind::LOG));
+    let oracle = scan(&before, 0);
+    let options = OpenOptions {
+        recover: true,
+        ..OpenOptions::default()
+    };
+    let (segment, report) = match Segment::open(dir, 0, config, options) {
+        Ok(opened) => opened,
+        Err(Error::OffsetOverflow { offset, .. }) => {
+            assert!(oracle.batches.iter().any(|b| b.last_offset == offset));
+            assert!(offset < 0 || offset > i64::from(i32::MAX));
+            assert_eq!(read(&path(dir, 0, FileKind::LOG)), before);
+            return None;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let recovery = report.recovery.unwrap();
+    assert_eq!(recovery.valid_bytes, oracle.valid_bytes);
+    assert_eq!(
+        recovery.truncated_bytes,
+        before.len() as u64 - oracle.valid_bytes
+    );
+    assert_eq!(recovery.batches as usize, oracle.batches.len());
+    assert_eq!(recovery.next_offset, oracle.next_offset(0));
+    assert_eq!(segment.size(), oracle.valid_bytes);
+    segment.close().unwrap();
+    drop(segment);
+    let after = read(&path(dir, 0, FileKind::LOG));
+    assert_eq!(
+        after,
+        &before[..oracle.valid_bytes as usize],
+        "kept bytes are a prefix"
+    );
+    // What is kept validates completely, and the indexes are Kafka's.
+    assert_eq!(scan(&after, 0).valid_bytes, after.len() as u64);
+    let (index, time) = oracle.kafka_recover_indexes(0, u64::from(config.index_interval_bytes));
+    assert_eq!(read(&path(dir, 0, FileKind::INDEX)), index);
+    assert_eq!(read(&path(dir, 0, FileKind::TIME_INDEX)), time);
+    Some(recovery)
+}
+
+fn recover_and_check(dir: &Path, config: &SegmentConfig) -> seglog_segment::RecoveryReport {
+    try_recover_and_check(dir, config).expect("offsets fit")
+}
+
+#[test]
+fn torn_tail_at_every_byte_of_the_last_batch() {
+    let config = small_config();
+    let (dir, sizes) = closed_segment(&config);
+    let full = read(&path(dir.path(), 0, FileKind::LOG));
+    let last_start = full.len() - sizes[sizes.len() - 1];
+    for len in last_start..full.len() {
+        let copy = copy_dir(dir.path());
+        write_log(copy.path(), &full[..len]);
+        let recovery = recover_and_check(copy.path(), &config);
+        assert_eq!(recovery.valid_bytes, last_start as u64, "cut at {len}");
+        let expected = (len > last_start).then_some(TruncationReason::PartialTail {
+            position: last_start as u64,
+        });
+        assert_eq!(recovery.reason, expected, "cut at {len}");
+    }
+}
+
+#[test]
+fn a_flipped_byte_is_never_kept() {
+    let config = small_config();
+    let (dir, sizes) = closed_segment(&config);
+    let full = read(&path(dir.path(), 0, FileKind::LOG));
+    // Every byte of a middle batch: 0..16 are not covered by the CRC (offset, length, epoch),
+    // the rest are.
+    let start: usize = sizes[..5].iter().sum();
+    for at in start..start + sizes[5] {
+        let copy = copy_dir(dir.path());
+        let mut bytes = full.clone();
+        bytes[at] ^= 0x5a;
+        write_log(copy.path(), &bytes);
+        let Some(recovery) = try_recover_and_check(copy.path(), &config) else {
+            assert!(at - start < 8, "only the offset field can overflow: {at}");
+            continue;
+        };
+        let covered_by_crc = at - start >= 17;
+        if covered_by_crc {
+            assert_eq!(recovery.valid_bytes, start as u64, "flip at {at}");
+            assert!(
+                matches!(recovery.reason, Some(TruncationReason::Corrupt { position, .. }) if position == start as u64),
+                "flip at {at}: {:?}",
+                recovery.reason
+            );
+        } else {
+            assert!(recovery.valid_bytes <= full.len() as u64, "flip at {at}");
+        }
+    }
+}
+
+#[test]
+fn zero_filled_tails_are_cut() {
+    let config = small_config();
+    let (dir, _) = closed_segment(&config);
+    let full = read(&path(dir.path(), 0, FileKind::LOG));
+    for zeros in [1, 12, 17, 18, 61, 100, 4096] {
+        let copy = copy_dir(dir.path());
+        let mut bytes = full.clone();
+        bytes.resize(full.len() + zeros, 0);
+        write_log(copy.path(), &bytes);
+        let recovery = recover_and_check(copy.path(), &config);
+        assert_eq!(recovery.valid_bytes, full.len() as u64);
+        assert_eq!(recovery.truncated_bytes, zeros as u64);
+        let position = full.len() as u64;
+        if zeros <= 17 {
+            assert_eq!(
+                recovery.reason,
+                Some(TruncationReason::PartialTail { position })
+            );
+        } else {
+            assert!(
+                matches!(
+                    recovery.reason,
+                    Some(TruncationReason::Corrupt {
+                        position: p,
+                        kind: CorruptKind::Batch(RecordsCorrupt::SizeBelowMinimum { size: 0, .. }),
+                    }) if p == position
+                ),
+                "{zeros}: {:?}",
+                recovery.reason
+            );
+        }
+    }
+}
+
+#[test]
+fn a_crashed_preallocated_segment_is_rebuilt_on_open() {
+    let dir = tempdir();
+    let config = SegmentConfig {
+        preallocate: true,
+        segment_bytes: 32 * 1024,
+        ..small_config()
+    };
+    let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+    for offset in 0..40 {
+        append_batch(&mut active, &simple_batch(offset, 1, 100 + offset, 40));
+    }
+    let size = active.segment().size();
+    drop(active); // a kill: nothing trimmed
+    assert_eq!(
+        std::fs::metadata(path(dir.path(), 0, FileKind::LOG))
+            .unwrap()
+            .len(),
+        32 * 1024
+    );
+    let (segment, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    // The indexes are zero-padded (caught first) and the log has a zero tail.
+    assert!(report.rebuilt.is_some(), "{report:?}");
+    let recovery = report.recovery.unwrap();
+    assert_eq!(recovery.valid_bytes, size);
+    assert_eq!(recovery.truncated_bytes, 32 * 1024 - size);
+    assert_eq!(segment.read_next_offset().unwrap(), 40);
+    assert_eq!(
+        std::fs::metadata(path(dir.path(), 0, FileKind::LOG))
+            .unwrap()
+            .len(),
+        size
+    );
+}
+
+#[test]
+fn offset_overflow_in_the_log_is_raised_and_the_log_kept() {
+    let dir = tempdir();
+    let config = small_config();
+    let mut log = simple_batch(0, 2, 10, 10);
+    let far = i64::from(i32::MAX) + 5;
+    log.extend(simple_batch(far, 1, 20, 10));
+    write_log(dir.path(), &log);
+    let options = OpenOptions {
+        recover: true,
+        ..OpenOptions::default()
+    };
+    let err = Segment::open(dir.path(), 0, &config, options).unwrap_err();
+    assert!(
+        matches!(err, Error::OffsetOverflow { offset, base_offset: 0, .. } if offset == far),
+        "{err}"
+    );
+    assert_eq!(read(&path(dir.path(), 0, FileKind::LOG)), log);
+}
+
+#[test]
+fn read_only_recovery_changes_nothing_on_disk() {
+    let config = small_config();
+    let (dir, sizes) = closed_segment(&config);
+    let full = read(&path(dir.path(), 0, FileKind::LOG));
+    let mut torn = full.clone();
+    torn.truncate(full.len() - 5);
+    torn.extend([0u8; 100]);
+    write_log(dir.path(), &torn);
+    let before: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (p.clone(), read(&p))
+        })
+        .collect();
+    let (segment, report) =
+        Segment::open(dir.path(), 0, &config, OpenOptions::read_only()).unwrap();
+    assert!(
+        matches!(report.rebuilt, Some(RebuildReason::LogTail { .. })),
+        "{report:?}"
+    );
+    let recovery = report.recovery.unwrap();
+    assert!(!recovery.on_disk);
+    let valid = (full.len() - sizes[sizes.len() - 1]) as u64;
+    assert_eq!(recovery.valid_bytes, valid);
+    assert_eq!(segment.size(), valid);
+    // Reads stop at the valid length.
+    let all = segment.read(0, u32::MAX, u64::MAX, true).unwrap().unwrap();
+    assert_eq!(all.len(), valid);
+    assert_eq!(segment.read_next_offset().unwrap(), 33);
+    assert!(segment.read(34, 100, u64::MAX, true).unwrap().is_none());
+    // Writes are refused; flush and close are no-ops.
+    assert!(matches!(
+        segment.mark_deleted(),
+        Err(Error::ReadOnly { .. })
+    ));
+    segment.flush().unwrap();
+    segment.close().unwrap();
+    for (p, bytes) in before {
+        assert_eq!(read(&p), bytes, "{}", p.display());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Arbitrary damage (overwritten runs of random bytes, cuts, appended garbage): recovery
+    /// never panics, keeps a prefix that validates completely, and agrees with the oracle.
+    #[test]
+    fn recovery_survives_arbitrary_damage(
+        damage in proptest::collection::vec((0.0f64..1.0, proptest::collection::vec(any::<u8>(), 1..40)), 0..4),
+        cut in proptest::option::of(0.0f64..1.0),
+        garbage in proptest::collection::vec(any::<u8>(), 0..80),
+    ) {
+        let config = small_config();
+        let (dir, _) = closed_segment(&config);
+        let mut bytes = read(&path(dir.path(), 0, FileKind::LOG));
+        for (at, run) in damage {
+            let at = (at * bytes.len() as f64) as usize;
+            for (i, b) in run.into_iter().enumerate() {
+                if let Some(x) = bytes.get_mut(at + i) {
+                    *x = b;
+                }
+            }
+        }
+        if let Some(cut) = cut {
+            let len = (cut * bytes.len() as f64) as usize;
+            bytes.truncate(len);
+        }
+        bytes.extend(garbage);
+        write_log(dir.path(), &bytes);
+        try_recover_and_check(dir.path(), &config);
+    }
+}
