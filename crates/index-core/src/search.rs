@@ -43,6 +43,7 @@ pub enum Column {
 /// `bytes` holds whole entries (a trailing partial entry is ignored) sorted by `column`.
 /// Compares the stored column as an `i64`: for relative offsets pass `target - base_offset`.
 #[must_use]
+#[inline]
 pub fn floor_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> Option<usize> {
     let raw = E::raw_entries(bytes);
     let warm = warm_entries::<E>();
@@ -57,6 +58,7 @@ pub fn floor_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> O
 ///
 /// Same input rules as [`floor_slot`].
 #[must_use]
+#[inline]
 pub fn ceiling_slot<E: IndexEntry>(bytes: &[u8], column: Column, target: i64) -> Option<usize> {
     let raw = E::raw_entries(bytes);
     let warm = warm_entries::<E>();
@@ -94,48 +96,47 @@ fn warm_entries<E: IndexEntry>() -> usize {
 #[inline]
 fn floor_by<R>(raw: &[R], warm: usize, target: i64, key: impl Fn(&R) -> i64) -> Option<usize> {
     let first_hot = raw.len().checked_sub(1)?.saturating_sub(warm);
-    let (hot, cold) = (&raw[first_hot..], &raw[..=first_hot]);
-    if key(&hot[0]) <= target {
-        return Some(first_hot + last_where(hot, |r| key(r) <= target));
-    }
-    if key(&cold[0]) > target {
+    let (start, section) = if key(&raw[first_hot]) <= target {
+        (first_hot, &raw[first_hot..])
+    } else if key(&raw[0]) <= target {
+        (0, &raw[..=first_hot])
+    } else {
         return None;
-    }
-    Some(last_where(cold, |r| key(r) <= target))
+    };
+    Some(start + last_where(section, |r| key(r) <= target))
 }
 
 #[inline]
 fn ceiling_by<R>(raw: &[R], warm: usize, target: i64, key: impl Fn(&R) -> i64) -> Option<usize> {
     let first_hot = raw.len().checked_sub(1)?.saturating_sub(warm);
-    let (hot, cold) = (&raw[first_hot..], &raw[..=first_hot]);
-    if key(&hot[0]) < target {
-        let below = first_hot + last_where(hot, |r| key(r) < target);
-        return (below + 1 < raw.len()).then_some(below + 1);
-    }
-    if key(&cold[0]) >= target {
+    let (start, section) = if key(&raw[first_hot]) < target {
+        (first_hot, &raw[first_hot..])
+    } else if key(&raw[0]) < target {
+        // key(0) < target <= key(first_hot): the answer is in 1..=first_hot.
+        (0, &raw[..=first_hot])
+    } else {
         return Some(0);
-    }
-    // key(0) < target <= key(first_hot): the answer is in 1..=first_hot.
-    Some(last_where(cold, |r| key(r) < target) + 1)
+    };
+    let below = start + last_where(section, |r| key(r) < target);
+    (below + 1 < raw.len()).then_some(below + 1)
 }
 
 /// The index of the last element of `range` for which `holds` is true, given that it holds for
 /// `range[0]` and on a prefix of `range`. Branch-free halving (the shape of std's
-/// `partition_point`): the loop runs `ceil(log2(len))` times whatever the data, and every index
-/// is provably in bounds, so there are no bounds checks either.
+/// `partition_point`): the loop runs `ceil(log2(len))` times whatever the data, every index is
+/// provably in bounds (no bounds checks), and only the start of the remaining range moves (one
+/// conditional move per step).
 #[inline]
 fn last_where<R>(range: &[R], holds: impl Fn(&R) -> bool) -> usize {
-    let mut base = 0;
     let mut rest = range;
     while rest.len() > 1 {
         let half = rest.len() / 2;
         let right = holds(&rest[half]);
         // Both candidates keep `len - half` elements so the trip count does not depend on the
         // data; the left one re-includes `rest[half]`, which is false and never chosen.
-        base = std::hint::select_unpredictable(right, base + half, base);
         rest = std::hint::select_unpredictable(right, &rest[half..], &rest[..rest.len() - half]);
     }
-    base
+    (rest.as_ptr().addr() - range.as_ptr().addr()) / size_of::<R>().max(1)
 }
 
 #[cfg(test)]
