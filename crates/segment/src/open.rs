@@ -228,9 +228,11 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
     while let Some(header) = walker.next() {
         let header = match header {
             Ok(header) => header,
+            // Before the entry's batch is found, a bad walk means a bad entry (it points
+            // into the middle of a batch); after it, the `.log` tail is bad.
             Err(e) if e.is_corruption() => {
                 return match last_entry {
-                    Some(entry) if walker.position() == start => mismatch(entry),
+                    Some(entry) if !found => mismatch(entry),
                     _ => Ok(Some(RebuildReason::LogTail {
                         position: walker.position(),
                     })),
@@ -250,11 +252,11 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
         tail_max_timestamp = tail_max_timestamp.max(header.max_timestamp_ms);
         log_last_offset = Some(header.last_offset);
     }
-    if let WalkEnd::PartialTail { position } = walker.end_state() {
-        return Ok(Some(RebuildReason::LogTail { position }));
-    }
     if let (false, Some(entry)) = (found, last_entry) {
         return mismatch(entry);
+    }
+    if let WalkEnd::PartialTail { position } = walker.end_state() {
+        return Ok(Some(RebuildReason::LogTail { position }));
     }
 
     // 3. The time index's structure, bounded by the log's last offset.

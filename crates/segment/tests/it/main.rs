@@ -2,5 +2,6 @@
 
 mod append_read;
 mod corpus;
+mod kafka_bugs;
 mod recovery;
 mod support;
