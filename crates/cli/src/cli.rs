@@ -244,7 +244,9 @@ mod tests {
             "--json",
         ])
         .unwrap();
-        let Command::Produce(args) = cli.command else { panic!("not produce") };
+        let Command::Produce(args) = cli.command else {
+            panic!("not produce")
+        };
         assert_eq!(args.input.as_deref(), Some(std::path::Path::new("-")));
         assert_eq!(args.encoding, Encoding::Hex);
         assert_eq!(args.batch_records, 7);
@@ -255,8 +257,22 @@ mod tests {
 
     #[test]
     fn conflicting_flags_are_rejected() {
-        assert!(Cli::try_parse_from(["seglog", "read", "d", "--from", "1", "--from-timestamp", "5"]).is_err());
-        assert!(Cli::try_parse_from(["seglog", "produce", "d", "--input", "x", "--count", "5"]).is_err());
+        assert!(
+            Cli::try_parse_from([
+                "seglog",
+                "read",
+                "d",
+                "--from",
+                "1",
+                "--from-timestamp",
+                "5"
+            ])
+            .is_err()
+        );
+        assert!(
+            Cli::try_parse_from(["seglog", "produce", "d", "--input", "x", "--count", "5"])
+                .is_err()
+        );
         assert!(Cli::try_parse_from(["seglog", "read", "d", "--from", "-1"]).is_err());
         assert!(Cli::try_parse_from(["seglog", "produce", "d", "--batch-records", "0"]).is_err());
     }
@@ -271,8 +287,19 @@ mod tests {
 
     #[test]
     fn retain_accepts_negative_retention() {
-        let cli = Cli::try_parse_from(["seglog", "retain", "d", "--retention-ms", "-1", "--now", "5"]).unwrap();
-        let Command::Retain(args) = cli.command else { panic!("not retain") };
+        let cli = Cli::try_parse_from([
+            "seglog",
+            "retain",
+            "d",
+            "--retention-ms",
+            "-1",
+            "--now",
+            "5",
+        ])
+        .unwrap();
+        let Command::Retain(args) = cli.command else {
+            panic!("not retain")
+        };
         assert_eq!(args.retention_ms, Some(-1));
         assert_eq!(args.now, Some(5));
     }

@@ -47,9 +47,15 @@ impl DirListing {
     pub fn read(dir: &Path) -> Result<Self, Error> {
         let meta = std::fs::metadata(dir).map_err(Error::io("stat", dir))?;
         if !meta.is_dir() {
-            return Err(Error::WrongKind { path: dir.to_owned(), expected: "not a directory" });
+            return Err(Error::WrongKind {
+                path: dir.to_owned(),
+                expected: "not a directory",
+            });
         }
-        let mut listing = DirListing { dir: dir.to_owned(), ..Default::default() };
+        let mut listing = DirListing {
+            dir: dir.to_owned(),
+            ..Default::default()
+        };
         let mut paths = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(Error::io("list", dir))? {
             let entry = entry.map_err(Error::io("list", dir))?;
@@ -126,7 +132,10 @@ mod tests {
             std::fs::write(dir.join(name), b"").unwrap();
         }
         let listing = DirListing::read(&dir).unwrap();
-        assert_eq!(listing.segments.keys().copied().collect::<Vec<_>>(), [0, 42, 99]);
+        assert_eq!(
+            listing.segments.keys().copied().collect::<Vec<_>>(),
+            [0, 42, 99]
+        );
         assert!(listing.segments[&0].index.is_some() && listing.segments[&42].index.is_none());
         assert!(listing.segments[&99].log.is_none());
         assert_eq!(listing.snapshots.len(), 1);
@@ -141,9 +150,15 @@ mod tests {
     #[test]
     fn missing_and_wrong_kind() {
         let tmp = tempfile::tempdir().unwrap();
-        assert!(matches!(DirListing::read(&tmp.path().join("nope")), Err(Error::NotFound { .. })));
+        assert!(matches!(
+            DirListing::read(&tmp.path().join("nope")),
+            Err(Error::NotFound { .. })
+        ));
         let file = tmp.path().join("f");
         std::fs::write(&file, b"x").unwrap();
-        assert!(matches!(DirListing::read(&file), Err(Error::WrongKind { .. })));
+        assert!(matches!(
+            DirListing::read(&file),
+            Err(Error::WrongKind { .. })
+        ));
     }
 }

@@ -196,6 +196,9 @@ mod tests {
             position: 57,
             kind: InputErrorKind::NegativeTimestamp(-5),
         };
-        assert_eq!(e.one_line().to_string(), "in.jsonl:3 (byte 57): timestamp -5 is negative");
+        assert_eq!(
+            e.one_line().to_string(),
+            "in.jsonl:3 (byte 57): timestamp -5 is negative"
+        );
     }
 }

@@ -52,11 +52,23 @@ pub struct JsonLines<R> {
 impl<R: BufRead> JsonLines<R> {
     /// Wraps `reader`; `path` is only used in error messages.
     pub fn new(reader: R, path: impl Into<PathBuf>, encoding: Encoding) -> Self {
-        JsonLines { reader, path: path.into(), encoding, line: 0, position: 0, buf: String::new() }
+        JsonLines {
+            reader,
+            path: path.into(),
+            encoding,
+            line: 0,
+            position: 0,
+            buf: String::new(),
+        }
     }
 
     fn error(&self, kind: InputErrorKind) -> Error {
-        Error::Input { path: self.path.clone(), line: self.line, position: self.position, kind }
+        Error::Input {
+            path: self.path.clone(),
+            line: self.line,
+            position: self.position,
+            kind,
+        }
     }
 
     fn decode(&self, line: Line) -> Result<InputRecord, InputErrorKind> {
@@ -64,7 +76,10 @@ impl<R: BufRead> JsonLines<R> {
         let field = |name: &str, text: Option<String>| -> Result<Option<Vec<u8>>, InputErrorKind> {
             text.map(|t| enc.decode(&t))
                 .transpose()
-                .map_err(|reason| InputErrorKind::Encoding { field: name.to_owned(), reason })
+                .map_err(|reason| InputErrorKind::Encoding {
+                    field: name.to_owned(),
+                    reason,
+                })
         };
         if let Some(ts) = line.timestamp.filter(|ts| *ts < 0) {
             return Err(InputErrorKind::NegativeTimestamp(ts));
@@ -124,11 +139,17 @@ mod tests {
             "\n",
             r#"{"key":"","value":"","offset":9,"timestamp_type":"create"}"#,
         );
-        let got: Vec<_> = parse(text, Encoding::Utf8).into_iter().map(Result::unwrap).collect();
+        let got: Vec<_> = parse(text, Encoding::Utf8)
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
         assert_eq!(got.len(), 3);
         assert_eq!(got[0].key.as_deref(), Some(&b"k"[..]));
         assert_eq!(got[0].timestamp_ms, Some(5));
-        assert_eq!(got[0].headers, vec![("h1".into(), Some(b"x".to_vec())), ("h2".into(), None)]);
+        assert_eq!(
+            got[0].headers,
+            vec![("h1".into(), Some(b"x".to_vec())), ("h2".into(), None)]
+        );
         assert_eq!(got[1], InputRecord::default());
         assert_eq!(got[2].key, Some(vec![]));
         assert_eq!(got[2].value, Some(vec![]));
@@ -136,7 +157,10 @@ mod tests {
 
     #[test]
     fn hex_values_decode_to_bytes() {
-        let got = parse(r#"{"key":null,"value":"00ff","headers":[["n","0a"]]}"#, Encoding::Hex);
+        let got = parse(
+            r#"{"key":null,"value":"00ff","headers":[["n","0a"]]}"#,
+            Encoding::Hex,
+        );
         let rec = got.into_iter().next().unwrap().unwrap();
         assert_eq!(rec.value, Some(vec![0, 0xff]));
         assert_eq!(rec.headers[0].1, Some(vec![0x0a]));
@@ -147,17 +171,36 @@ mod tests {
         let text = "{\"value\":\"ok\"}\n{\"value\":\"zz\"}\n";
         let got = parse(text, Encoding::Hex);
         // line 1 "ok" is not hex either
-        let Err(Error::Input { line, position, .. }) = &got[0] else { panic!("{got:?}") };
+        let Err(Error::Input { line, position, .. }) = &got[0] else {
+            panic!("{got:?}")
+        };
         assert_eq!((*line, *position), (1, 0));
         let Err(e) = &got[1] else { panic!() };
         let msg = e.one_line().to_string();
-        assert!(msg.starts_with("in.jsonl:2 (byte 15): value: invalid hex"), "{msg}");
+        assert!(
+            msg.starts_with("in.jsonl:2 (byte 15): value: invalid hex"),
+            "{msg}"
+        );
     }
 
     #[test]
     fn rejects_garbage_and_negative_timestamps() {
         let got = parse("not json\n{\"timestamp\":-3}\n", Encoding::Utf8);
-        assert!(got[0].as_ref().unwrap_err().one_line().to_string().contains("in.jsonl:1 (byte 0)"));
-        assert!(got[1].as_ref().unwrap_err().one_line().to_string().contains("timestamp -3 is negative"));
+        assert!(
+            got[0]
+                .as_ref()
+                .unwrap_err()
+                .one_line()
+                .to_string()
+                .contains("in.jsonl:1 (byte 0)")
+        );
+        assert!(
+            got[1]
+                .as_ref()
+                .unwrap_err()
+                .one_line()
+                .to_string()
+                .contains("timestamp -3 is negative")
+        );
     }
 }

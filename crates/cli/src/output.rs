@@ -16,7 +16,9 @@ pub struct Out {
 impl Out {
     /// Locks standard output.
     pub fn stdout() -> Self {
-        Out { inner: BufWriter::with_capacity(64 * 1024, io::stdout().lock()) }
+        Out {
+            inner: BufWriter::with_capacity(64 * 1024, io::stdout().lock()),
+        }
     }
 
     /// Writes `value` as one JSON line.
@@ -104,15 +106,29 @@ mod tests {
             serde_json::to_string(&line).unwrap(),
             r#"{"offset":7,"timestamp":5,"timestamp_type":"log_append","key":null,"value":"v","headers":[["h",null],["i","x"]]}"#
         );
-        let control = RecordLine { control: Some("COMMIT"), timestamp: None, timestamp_type: None, ..line };
+        let control = RecordLine {
+            control: Some("COMMIT"),
+            timestamp: None,
+            timestamp_type: None,
+            ..line
+        };
         let text = serde_json::to_string(&control).unwrap();
-        assert!(text.contains(r#""timestamp":null,"timestamp_type":null"#), "{text}");
+        assert!(
+            text.contains(r#""timestamp":null,"timestamp_type":null"#),
+            "{text}"
+        );
         assert!(text.ends_with(r#""control":"COMMIT"}"#), "{text}");
     }
 
     #[test]
     fn appended_line_field_names_are_the_contract() {
-        let line = AppendedLine { base_offset: 0, last_offset: 99 };
-        assert_eq!(serde_json::to_string(&line).unwrap(), r#"{"base_offset":0,"last_offset":99}"#);
+        let line = AppendedLine {
+            base_offset: 0,
+            last_offset: 99,
+        };
+        assert_eq!(
+            serde_json::to_string(&line).unwrap(),
+            r#"{"base_offset":0,"last_offset":99}"#
+        );
     }
 }

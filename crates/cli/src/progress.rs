@@ -13,12 +13,22 @@ pub struct Progress {
 impl Progress {
     /// A bar counting `total` bytes.
     pub fn bytes(total: u64, message: &str, quiet: bool) -> Self {
-        Self::new(total, message, quiet, "{msg:>10} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+        Self::new(
+            total,
+            message,
+            quiet,
+            "{msg:>10} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
     }
 
     /// A bar counting `total` records.
     pub fn records(total: u64, message: &str, quiet: bool) -> Self {
-        Self::new(total, message, quiet, "{msg:>10} [{bar:40}] {human_pos}/{human_len} records {per_sec} eta {eta}")
+        Self::new(
+            total,
+            message,
+            quiet,
+            "{msg:>10} [{bar:40}] {human_pos}/{human_len} records {per_sec} eta {eta}",
+        )
     }
 
     /// A hidden bar.

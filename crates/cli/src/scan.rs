@@ -35,13 +35,19 @@ pub fn for_each_record(
         let before = next;
         // The slice may end inside a batch (cut by FETCH_BYTES); Batches stops quietly there.
         for batch in Batches::new(&bytes, data.slice.position()) {
-            let batch = batch.map_err(|source| Error::Records { path: path.clone(), source })?;
+            let batch = batch.map_err(|source| Error::Records {
+                path: path.clone(),
+                source,
+            })?;
             let header = *batch.header();
             if header.last_offset < next {
                 continue;
             }
             for record in batch.records(MAX_DECOMPRESSED_BYTES) {
-                let record = record.map_err(|source| Error::Records { path: path.clone(), source })?;
+                let record = record.map_err(|source| Error::Records {
+                    path: path.clone(),
+                    source,
+                })?;
                 if record.offset < next {
                     continue;
                 }

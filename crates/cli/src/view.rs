@@ -51,7 +51,11 @@ pub fn timestamp_label(timestamp_type: Option<TimestampType>) -> &'static str {
 }
 
 /// One record as `read --json` prints it. `control` is set for records of control batches.
-pub fn record_line(record: &Record, control: Option<&'static str>, encoding: Encoding) -> RecordLine {
+pub fn record_line(
+    record: &Record,
+    control: Option<&'static str>,
+    encoding: Encoding,
+) -> RecordLine {
     RecordLine {
         offset: record.offset,
         timestamp: record.timestamp_ms,
@@ -71,7 +75,9 @@ pub fn record_line(record: &Record, control: Option<&'static str>, encoding: Enc
 pub fn record_text(line: &RecordLine) -> String {
     let mut text = format!("offset: {}", line.offset);
     match (line.timestamp, line.timestamp_type) {
-        (Some(ts), Some(TimestampTypeName::LogAppend)) => text.push_str(&format!(" LogAppendTime: {ts}")),
+        (Some(ts), Some(TimestampTypeName::LogAppend)) => {
+            text.push_str(&format!(" LogAppendTime: {ts}"))
+        }
         (Some(ts), _) => text.push_str(&format!(" CreateTime: {ts}")),
         (None, _) => text.push_str(" NoTimestamp"),
     }
@@ -81,8 +87,11 @@ pub fn record_text(line: &RecordLine) -> String {
     text.push_str(&format!(" key: {}", quoted(line.key.as_deref())));
     text.push_str(&format!(" value: {}", quoted(line.value.as_deref())));
     if !line.headers.is_empty() {
-        let headers: Vec<String> =
-            line.headers.iter().map(|(k, v)| format!("{}={}", quoted(Some(k)), quoted(v.as_deref()))).collect();
+        let headers: Vec<String> = line
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{}={}", quoted(Some(k)), quoted(v.as_deref())))
+            .collect();
         text.push_str(&format!(" headers: [{}]", headers.join(", ")));
     }
     text
@@ -107,10 +116,16 @@ pub fn last_sequence(header: &BatchHeader) -> i32 {
     if header.base_sequence < 0 {
         return -1;
     }
-    let Some(base_offset) = header.base_offset else { return -1 };
+    let Some(base_offset) = header.base_offset else {
+        return -1;
+    };
     let delta = header.last_offset - base_offset;
     let sum = i64::from(header.base_sequence) + delta;
-    if sum > i64::from(i32::MAX) { (sum - i64::from(i32::MAX) - 1) as i32 } else { sum as i32 }
+    if sum > i64::from(i32::MAX) {
+        (sum - i64::from(i32::MAX) - 1) as i32
+    } else {
+        sum as i32
+    }
 }
 
 #[cfg(test)]
@@ -122,18 +137,36 @@ mod tests {
     #[test]
     fn record_lines_keep_null_versus_empty() {
         let mut builder = BatchBuilder::new(5);
-        builder.append(10, None, Some(b""), &[("h", None), ("g", Some(b"\x00\xff"))]);
+        builder.append(
+            10,
+            None,
+            Some(b""),
+            &[("h", None), ("g", Some(b"\x00\xff"))],
+        );
         let bytes = builder.build().unwrap();
         let batch = Batches::new(&bytes, 0).next().unwrap().unwrap();
-        let record = batch.records(MAX_DECOMPRESSED_BYTES).next().unwrap().unwrap();
+        let record = batch
+            .records(MAX_DECOMPRESSED_BYTES)
+            .next()
+            .unwrap()
+            .unwrap();
         let line = record_line(&record, None, Encoding::Hex);
         assert_eq!(line.offset, 5);
         assert_eq!(line.key, None);
         assert_eq!(line.value.as_deref(), Some(""));
-        assert_eq!(line.headers, vec![("h".to_owned(), None), ("g".to_owned(), Some("00ff".to_owned()))]);
+        assert_eq!(
+            line.headers,
+            vec![
+                ("h".to_owned(), None),
+                ("g".to_owned(), Some("00ff".to_owned()))
+            ]
+        );
         assert_eq!(line.timestamp_type, Some(TimestampTypeName::Create));
         assert!(crc_valid(&batch));
-        assert_eq!(record_text(&line), r#"offset: 5 CreateTime: 10 key: null value: "" headers: ["h"=null, "g"="00ff"]"#);
+        assert_eq!(
+            record_text(&line),
+            r#"offset: 5 CreateTime: 10 key: null value: "" headers: ["h"=null, "g"="00ff"]"#
+        );
     }
 
     #[test]

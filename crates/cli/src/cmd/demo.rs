@@ -17,6 +17,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use seglog::{BatchBuilder, Batches, Isolation, ListOffsets, Log, LogConfig};
 
+use crate::Outcome;
 use crate::cli::DemoArgs;
 use crate::cmd::produce::{fill_value, now_ms};
 use crate::cmd::verify::verify_dir;
@@ -25,7 +26,6 @@ use crate::output::Out;
 use crate::progress::Progress;
 use crate::scan::for_each_record;
 use crate::view::MAX_DECOMPRESSED_BYTES;
-use crate::Outcome;
 
 /// Largest segment size of the demo log (small, so that it rolls many times).
 const MAX_SEGMENT_BYTES: u64 = 8 << 20;
@@ -69,7 +69,9 @@ impl Workload {
 
     /// Whether `record` is exactly what was produced at its offset.
     fn matches(&self, record: &seglog::Record, buf: &mut [u8]) -> bool {
-        let Ok(i) = u64::try_from(record.offset) else { return false };
+        let Ok(i) = u64::try_from(record.offset) else {
+            return false;
+        };
         self.value(i, buf);
         record.key.as_deref() == Some(&self.key(i)[..])
             && record.value.as_deref() == Some(&buf[..])
@@ -93,14 +95,17 @@ pub fn run(args: &DemoArgs, quiet: bool) -> Result<Outcome, Error> {
     let mut out = Out::stdout();
     let (_temp, dir) = prepare_dir(args.dir.as_deref())?;
     // About 20 segments or more, and at least 8 batches per segment.
-    let segment_bytes = (args.records * RECORD_SIZE_ESTIMATE / 20).clamp(MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES);
+    let segment_bytes =
+        (args.records * RECORD_SIZE_ESTIMATE / 20).clamp(MIN_SEGMENT_BYTES, MAX_SEGMENT_BYTES);
     let batch_records = (segment_bytes / RECORD_SIZE_ESTIMATE / 8).clamp(10, MAX_BATCH_RECORDS);
     let mut demo = Demo {
         dir,
         records: args.records,
         segment_bytes: segment_bytes as i32,
         batch_records,
-        workload: Workload { t0: now_ms() - (args.records / RECORDS_PER_MS) as i64 - 60_000 },
+        workload: Workload {
+            t0: now_ms() - (args.records / RECORDS_PER_MS) as i64 - 60_000,
+        },
         quiet,
         rows: Vec::new(),
         failures: Vec::new(),
@@ -125,7 +130,11 @@ pub fn run(args: &DemoArgs, quiet: bool) -> Result<Outcome, Error> {
         format!("demo FAILED: {} checks failed", demo.failures.len())
     })?;
     out.flush()?;
-    Ok(if demo.failures.is_empty() { Outcome::Ok } else { Outcome::ProblemsFound })
+    Ok(if demo.failures.is_empty() {
+        Outcome::Ok
+    } else {
+        Outcome::ProblemsFound
+    })
 }
 
 /// The partition directory: `DIR` itself (which must not hold a log yet), or a fresh
@@ -136,7 +145,10 @@ fn prepare_dir(dir: Option<&Path>) -> Result<(Option<tempfile::TempDir>, PathBuf
             if dir.exists() {
                 let mut entries = std::fs::read_dir(dir).map_err(Error::io("list", dir))?;
                 if entries.next().is_some() {
-                    return Err(Error::WrongKind { path: dir.to_owned(), expected: "not empty: give a new or empty directory" });
+                    return Err(Error::WrongKind {
+                        path: dir.to_owned(),
+                        expected: "not empty: give a new or empty directory",
+                    });
                 }
             }
             std::fs::create_dir_all(dir).map_err(Error::io("create directory", dir))?;
@@ -164,7 +176,6 @@ struct Demo {
     failures: Vec<String>,
 }
 
-
 fn per_sec(n: f64, elapsed: Duration) -> f64 {
     n / elapsed.as_secs_f64().max(1e-9)
 }
@@ -179,13 +190,17 @@ fn percentiles(samples: &mut [Duration]) -> (f64, f64) {
         return (0.0, 0.0);
     }
     samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
+    let at =
+        |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
     (at(0.5), at(0.99))
 }
 
 impl Demo {
     fn config(&self) -> LogConfig {
-        LogConfig { segment_bytes: self.segment_bytes, ..LogConfig::default() }
+        LogConfig {
+            segment_bytes: self.segment_bytes,
+            ..LogConfig::default()
+        }
     }
 
     fn check(&mut self, ok: bool, what: impl FnOnce() -> String) {
@@ -231,12 +246,23 @@ impl Demo {
             let end = (i + self.batch_records).min(self.records);
             for j in i..end {
                 self.workload.value(j, &mut value);
-                builder.append(self.workload.timestamp(j), Some(&self.workload.key(j)), Some(&value), &[]);
+                builder.append(
+                    self.workload.timestamp(j),
+                    Some(&self.workload.key(j)),
+                    Some(&value),
+                    &[],
+                );
             }
-            let batch = builder.build().map_err(|source| Error::Records { path: self.dir.clone(), source })?;
+            let batch = builder.build().map_err(|source| Error::Records {
+                path: self.dir.clone(),
+                source,
+            })?;
             let info = log.append(&batch)?;
             if info.first_offset != i as i64 || info.last_offset != end as i64 - 1 {
-                self.failures.push(format!("append of records {i}..{end} got offsets {}..={}", info.first_offset, info.last_offset));
+                self.failures.push(format!(
+                    "append of records {i}..{end} got offsets {}..={}",
+                    info.first_offset, info.last_offset
+                ));
             }
             bytes += info.size_bytes;
             batches += 1;
@@ -274,11 +300,18 @@ impl Demo {
         let index: usize = segments.iter().map(|s| s.index_entries).sum();
         let time: usize = segments.iter().map(|s| s.time_index_entries).sum();
         let bytes: u64 = segments.iter().map(|s| s.size_bytes).sum();
-        out.line(format_args!("{:>18}  {:>20} {:>12} {:>8} {:>8}", "", "base offset", "bytes", "index", "tindex"))?;
+        out.line(format_args!(
+            "{:>18}  {:>20} {:>12} {:>8} {:>8}",
+            "", "base offset", "bytes", "index", "tindex"
+        ))?;
         let n = segments.len();
         for (k, s) in segments.iter().enumerate() {
             if n > 6 && k == 3 {
-                out.line(format_args!("{:>18}  {:>20}", "", format!("... {} more", n - 5)))?;
+                out.line(format_args!(
+                    "{:>18}  {:>20}",
+                    "",
+                    format!("... {} more", n - 5)
+                ))?;
             }
             if n > 6 && (3..n - 2).contains(&k) {
                 continue;
@@ -295,11 +328,19 @@ impl Demo {
         }
         let records = self.records;
         self.check(log.log_end_offset() == records as i64, || {
-            format!("log end offset {} after producing {records} records", log.log_end_offset())
+            format!(
+                "log end offset {} after producing {records} records",
+                log.log_end_offset()
+            )
         });
         self.summary(
             "segments",
-            format!("{n} of {} bytes; index {} KiB, time index {} KiB", self.segment_bytes, index * 8 / 1024, time * 12 / 1024),
+            format!(
+                "{n} of {} bytes; index {} KiB, time index {} KiB",
+                self.segment_bytes,
+                index * 8 / 1024,
+                time * 12 / 1024
+            ),
         );
         self.row(
             out,
@@ -327,9 +368,15 @@ impl Demo {
             let bytes = data.slice.read_to_vec()?;
             let mut found = None;
             for batch in Batches::new(&bytes, data.slice.position()) {
-                let batch = batch.map_err(|source| Error::Records { path: data.slice.path().to_owned(), source })?;
+                let batch = batch.map_err(|source| Error::Records {
+                    path: data.slice.path().to_owned(),
+                    source,
+                })?;
                 for record in batch.records(MAX_DECOMPRESSED_BYTES) {
-                    let record = record.map_err(|source| Error::Records { path: data.slice.path().to_owned(), source })?;
+                    let record = record.map_err(|source| Error::Records {
+                        path: data.slice.path().to_owned(),
+                        source,
+                    })?;
                     if record.offset == offset {
                         found = Some(record);
                         break;
@@ -342,7 +389,9 @@ impl Demo {
             }
         }
         let (median, p99) = percentiles(&mut times);
-        self.check(bad == 0, || format!("{bad} of {OFFSET_LOOKUPS} reads by offset returned the wrong record"));
+        self.check(bad == 0, || {
+            format!("{bad} of {OFFSET_LOOKUPS} reads by offset returned the wrong record")
+        });
         self.summary(
             "read by offset",
             format!("median {median:.1} µs, p99 {p99:.1} µs ({OFFSET_LOOKUPS} random offsets, {} correct)", OFFSET_LOOKUPS - bad),
@@ -367,7 +416,9 @@ impl Demo {
             }
         }
         let (median, p99) = percentiles(&mut times);
-        self.check(bad == 0, || format!("{bad} of {TIMESTAMP_LOOKUPS} lookups by timestamp found the wrong offset"));
+        self.check(bad == 0, || {
+            format!("{bad} of {TIMESTAMP_LOOKUPS} lookups by timestamp found the wrong offset")
+        });
         self.summary(
             "read by timestamp",
             format!(
@@ -396,7 +447,12 @@ impl Demo {
         });
         self.summary(
             "scan",
-            format!("{} records/s, {:.1} MB/s ({} records checked)", group(per_sec(count as f64, elapsed)), per_sec(mb(bytes), elapsed), group(count as f64)),
+            format!(
+                "{} records/s, {:.1} MB/s ({} records checked)",
+                group(per_sec(count as f64, elapsed)),
+                per_sec(mb(bytes), elapsed),
+                group(count as f64)
+            ),
         );
         self.row(
             out,
@@ -440,9 +496,17 @@ impl Demo {
         };
         let retention_bytes = (total / 4 * 3) as i64;
         let started = Instant::now();
-        let log = Log::open(&self.dir, LogConfig { retention_bytes, ..self.config() })?;
+        let log = Log::open(
+            &self.dir,
+            LogConfig {
+                retention_bytes,
+                ..self.config()
+            },
+        )?;
         let open_time = started.elapsed();
-        self.check(log.load_report().had_clean_shutdown, || "the log was not clean after close".to_owned());
+        self.check(log.load_report().had_clean_shutdown, || {
+            "the log was not clean after close".to_owned()
+        });
         log.set_high_watermark(log.log_end_offset())?;
         let started = Instant::now();
         let report = log.delete_old_segments()?;
@@ -458,7 +522,12 @@ impl Demo {
         });
         self.summary(
             "retention",
-            format!("{} segments ({:.1} MB) deleted in {:.1} ms", report.deleted.len(), mb(deleted), elapsed.as_secs_f64() * 1e3),
+            format!(
+                "{} segments ({:.1} MB) deleted in {:.1} ms",
+                report.deleted.len(),
+                mb(deleted),
+                elapsed.as_secs_f64() * 1e3
+            ),
         );
         self.row(
             out,
@@ -482,14 +551,33 @@ impl Demo {
         let log_end_offset = log.log_end_offset();
         // The crash: no close, so no seal, no trimmed indexes, no clean-shutdown marker.
         drop(log);
-        let active = segments.last().ok_or_else(|| Error::WrongKind { path: self.dir.clone(), expected: "holds no segment" })?;
+        let active = segments.last().ok_or_else(|| Error::WrongKind {
+            path: self.dir.clone(),
+            expected: "holds no segment",
+        })?;
         let bytes = std::fs::read(&active.path).map_err(Error::io("read", &active.path))?;
         let batches: Vec<(u64, u32, i64)> = Batches::new(&bytes, 0)
-            .map(|b| b.map(|b| (b.position(), b.header().total_size, b.header().base_offset.unwrap_or(-1))))
+            .map(|b| {
+                b.map(|b| {
+                    (
+                        b.position(),
+                        b.header().total_size,
+                        b.header().base_offset.unwrap_or(-1),
+                    )
+                })
+            })
             .collect::<Result<_, _>>()
-            .map_err(|source| Error::Records { path: active.path.clone(), source })?;
-        let (Some(&(last_pos, last_size, _)), Some(&(flip_pos, _, flip_base))) = (batches.last(), batches.get(batches.len() / 2)) else {
-            return Err(Error::WrongKind { path: active.path.clone(), expected: "active segment holds too few batches for the demo" });
+            .map_err(|source| Error::Records {
+                path: active.path.clone(),
+                source,
+            })?;
+        let (Some(&(last_pos, last_size, _)), Some(&(flip_pos, _, flip_base))) =
+            (batches.last(), batches.get(batches.len() / 2))
+        else {
+            return Err(Error::WrongKind {
+                path: active.path.clone(),
+                expected: "active segment holds too few batches for the demo",
+            });
         };
         // Tear the last batch in half (a write cut short), flip one byte in the middle batch.
         let torn_len = last_pos + u64::from(last_size) / 2;
@@ -498,7 +586,10 @@ impl Demo {
         damaged[flip_at as usize] ^= 0x01;
         std::fs::write(&active.path, &damaged).map_err(Error::io("write", &active.path))?;
         // Delete the offset index of the oldest remaining sealed segment.
-        let victim = segments.iter().find(|s| !s.is_active).map(|s| s.path.with_extension("index"));
+        let victim = segments
+            .iter()
+            .find(|s| !s.is_active)
+            .map(|s| s.path.with_extension("index"));
         if let Some(index) = &victim {
             std::fs::remove_file(index).map_err(Error::io("delete", index))?;
         }
@@ -518,7 +609,12 @@ impl Demo {
             expected_end: flip_base,
             active_base: active.base_offset,
             flip_pos,
-            victim_base: victim.and_then(|_| segments.iter().find(|s| !s.is_active).map(|s| s.base_offset)),
+            victim_base: victim.and_then(|_| {
+                segments
+                    .iter()
+                    .find(|s| !s.is_active)
+                    .map(|s| s.base_offset)
+            }),
         })
     }
 
@@ -528,9 +624,16 @@ impl Demo {
         let elapsed = started.elapsed();
         let report = log.load_report().clone();
         let cut: Vec<(i64, u64)> = report.truncations().collect();
-        let rebuilt: Vec<i64> = report.segments.iter().filter(|s| s.rebuilt.is_some()).map(|s| s.base_offset).collect();
+        let rebuilt: Vec<i64> = report
+            .segments
+            .iter()
+            .filter(|s| s.rebuilt.is_some())
+            .map(|s| s.base_offset)
+            .collect();
         let lost = crash.log_end_offset - log.log_end_offset();
-        self.check(!report.had_clean_shutdown, || "the crashed log looked clean".to_owned());
+        self.check(!report.had_clean_shutdown, || {
+            "the crashed log looked clean".to_owned()
+        });
         self.check(log.log_end_offset() == crash.expected_end, || {
             format!(
                 "after recovery the log ends at {}, expected {} (the first offset of the corrupted batch at byte {})",
@@ -539,9 +642,14 @@ impl Demo {
                 crash.flip_pos
             )
         });
-        self.check(cut.iter().any(|(base, _)| *base == crash.active_base), || "recovery did not cut the active segment".to_owned());
+        self.check(
+            cut.iter().any(|(base, _)| *base == crash.active_base),
+            || "recovery did not cut the active segment".to_owned(),
+        );
         if let Some(victim) = crash.victim_base {
-            self.check(rebuilt.contains(&victim), || format!("the deleted index of segment {victim} was not rebuilt"));
+            self.check(rebuilt.contains(&victim), || {
+                format!("the deleted index of segment {victim} was not rebuilt")
+            });
         }
         self.summary(
             "recovery",
@@ -566,7 +674,11 @@ impl Demo {
         )?;
 
         self.check(log.log_start_offset() == crash.log_start_offset, || {
-            format!("the log start offset moved from {} to {} in recovery", crash.log_start_offset, log.log_start_offset())
+            format!(
+                "the log start offset moved from {} to {} in recovery",
+                crash.log_start_offset,
+                log.log_start_offset()
+            )
         });
         let survivors = u64::try_from(log.log_end_offset() - log.log_start_offset()).unwrap_or(0);
         let progress = Progress::records(survivors, "verify", self.quiet);
@@ -577,8 +689,15 @@ impl Demo {
         let started = Instant::now();
         let files = verify_dir(&self.dir, true)?;
         let verify_time = started.elapsed();
-        self.check(count == survivors && bad == 0, || format!("{count} records read ({bad} wrong), expected {survivors}"));
-        self.check(files.ok, || format!("verify found {} problems after recovery", files.problems.len()));
+        self.check(count == survivors && bad == 0, || {
+            format!("{count} records read ({bad} wrong), expected {survivors}")
+        });
+        self.check(files.ok, || {
+            format!(
+                "verify found {} problems after recovery",
+                files.problems.len()
+            )
+        });
         self.row(
             out,
             "verify",
@@ -640,7 +759,10 @@ fn group(n: f64) -> String {
 }
 
 fn file_name(path: &Path) -> String {
-    path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned())
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 fn print_summary(out: &mut Out, rows: &[Row]) -> Result<(), Error> {

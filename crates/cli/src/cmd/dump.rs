@@ -12,12 +12,12 @@ use seglog_records::{BatchRef, Batches, Record};
 use seglog_segment::{FileType, parse_file_name};
 use serde::Serialize;
 
+use crate::Outcome;
 use crate::cli::{DumpArgs, Encoding};
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::{Out, TimestampTypeName};
 use crate::view::{self, MAX_DECOMPRESSED_BYTES};
-use crate::Outcome;
 
 /// Runs `seglog dump`.
 ///
@@ -25,7 +25,11 @@ use crate::Outcome;
 /// [`Error::NotFound`] for a missing path; I/O errors; stdout errors.
 pub fn run(args: &DumpArgs) -> Result<Outcome, Error> {
     let meta = std::fs::metadata(&args.path).map_err(Error::io("stat", &args.path))?;
-    let mut dumper = Dumper { args, out: Out::stdout(), problems: 0 };
+    let mut dumper = Dumper {
+        args,
+        out: Out::stdout(),
+        problems: 0,
+    };
     if meta.is_dir() {
         let listing = DirListing::read(&args.path)?;
         let mut files: Vec<_> = listing
@@ -46,7 +50,11 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, Error> {
         dumper.file(&args.path)?;
     }
     dumper.out.flush()?;
-    Ok(if dumper.problems == 0 { Outcome::Ok } else { Outcome::ProblemsFound })
+    Ok(if dumper.problems == 0 {
+        Outcome::Ok
+    } else {
+        Outcome::ProblemsFound
+    })
 }
 
 struct Dumper<'a> {
@@ -179,7 +187,11 @@ fn record_sequence(batch: &BatchRef<'_>, record: &Record) -> i32 {
     match header.base_offset {
         Some(base) if header.base_sequence >= 0 => {
             let sum = i64::from(header.base_sequence) + (record.offset - base);
-            if sum > i64::from(i32::MAX) { (sum - i64::from(i32::MAX) - 1) as i32 } else { sum as i32 }
+            if sum > i64::from(i32::MAX) {
+                (sum - i64::from(i32::MAX) - 1) as i32
+            } else {
+                sum as i32
+            }
         }
         _ => -1,
     }
@@ -206,9 +218,14 @@ impl Dumper<'_> {
     fn problem(&mut self, file: &str, position: u64, problem: String) -> Result<(), Error> {
         self.problems += 1;
         if self.args.json {
-            self.out.json(&ProblemLine { file, position, problem })
+            self.out.json(&ProblemLine {
+                file,
+                position,
+                problem,
+            })
         } else {
-            self.out.line(format_args!("problem at position {position}: {problem}"))
+            self.out
+                .line(format_args!("problem at position {position}: {problem}"))
         }
     }
 
@@ -218,7 +235,8 @@ impl Dumper<'_> {
         let file = path.display().to_string();
         if !self.args.json {
             let start = parse_file_name(path).map_or(0, |p| p.base_offset);
-            self.out.line(format_args!("Log starting offset: {start}"))?;
+            self.out
+                .line(format_args!("Log starting offset: {start}"))?;
         }
         let mut batches = Batches::new(&bytes, 0);
         for batch in batches.by_ref() {
@@ -228,9 +246,15 @@ impl Dumper<'_> {
                     let position = e.position().unwrap_or(0);
                     let rest = bytes.get(position as usize..).unwrap_or(&[]);
                     let problem = if rest.iter().all(|b| *b == 0) {
-                        format!("{} zero bytes to the end of the file (preallocated or never written)", rest.len())
+                        format!(
+                            "{} zero bytes to the end of the file (preallocated or never written)",
+                            rest.len()
+                        )
                     } else {
-                        format!("{e}; the rest of the file ({} bytes) cannot be read as batches", rest.len())
+                        format!(
+                            "{e}; the rest of the file ({} bytes) cannot be read as batches",
+                            rest.len()
+                        )
                     };
                     self.problem(&file, position, problem)?;
                 }
@@ -239,7 +263,11 @@ impl Dumper<'_> {
         let tail = batches.partial_tail_bytes();
         if tail > 0 {
             let position = batches.position();
-            self.problem(&file, position, format!("{tail} bytes of an incomplete batch at the end (a torn write)"))?;
+            self.problem(
+                &file,
+                position,
+                format!("{tail} bytes of an incomplete batch at the end (a torn write)"),
+            )?;
         }
         Ok(())
     }
@@ -247,7 +275,11 @@ impl Dumper<'_> {
     fn batch(&mut self, file: &str, batch: &BatchRef<'_>) -> Result<(), Error> {
         let h = *batch.header();
         let crc_valid = view::crc_valid(batch);
-        let records = if self.args.records { Some(self.records(file, batch)?) } else { None };
+        let records = if self.args.records {
+            Some(self.records(file, batch)?)
+        } else {
+            None
+        };
         if self.args.json {
             self.out.json(&BatchLine {
                 file,
@@ -300,24 +332,42 @@ impl Dumper<'_> {
                 crc_valid,
             ))?;
             for r in records.iter().flatten() {
-                let ts = r.timestamp.map_or("NoTimestamp".to_owned(), |t| format!("{}: {t}", view::timestamp_label(h.timestamp_type)));
+                let ts = r.timestamp.map_or("NoTimestamp".to_owned(), |t| {
+                    format!("{}: {t}", view::timestamp_label(h.timestamp_type))
+                });
                 let mut line = format!(
                     "| offset: {} {ts} keySize: {} valueSize: {} sequence: {} headerKeys: [{}]",
                     r.offset,
                     r.key_size,
                     r.value_size,
                     r.sequence,
-                    r.headers.iter().map(|(k, _)| k.as_str()).collect::<Vec<_>>().join(","),
+                    r.headers
+                        .iter()
+                        .map(|(k, _)| k.as_str())
+                        .collect::<Vec<_>>()
+                        .join(","),
                 );
                 if let Some(marker) = r.control {
                     line.push_str(&format!(" control: {marker}"));
                 }
-                line.push_str(&format!(" key: {} payload: {}", view::quoted(r.key.as_deref()), view::quoted(r.value.as_deref())));
+                line.push_str(&format!(
+                    " key: {} payload: {}",
+                    view::quoted(r.key.as_deref()),
+                    view::quoted(r.value.as_deref())
+                ));
                 self.out.line(line)?;
             }
         }
         if !crc_valid {
-            self.problem(file, h.position, format!("checksum mismatch: stored {:#010x}, computed {:#010x}", h.crc, batch.compute_crc()))?;
+            self.problem(
+                file,
+                h.position,
+                format!(
+                    "checksum mismatch: stored {:#010x}, computed {:#010x}",
+                    h.crc,
+                    batch.compute_crc()
+                ),
+            )?;
         }
         Ok(())
     }
@@ -336,7 +386,11 @@ impl Dumper<'_> {
                     sequence: record_sequence(batch, &r),
                     key: encoding.encode_opt(r.key.as_deref()),
                     value: encoding.encode_opt(r.value.as_deref()),
-                    headers: r.headers.iter().map(|h| (h.key.clone(), encoding.encode_opt(h.value.as_deref()))).collect(),
+                    headers: r
+                        .headers
+                        .iter()
+                        .map(|h| (h.key.clone(), encoding.encode_opt(h.value.as_deref())))
+                        .collect(),
                     control: control.then(|| view::control_marker(&r)),
                 }),
                 Err(e) => {
@@ -355,9 +409,17 @@ impl Dumper<'_> {
         for slot in 0..index.entries() {
             let Some(e) = index.entry(slot) else { break };
             if self.args.json {
-                self.out.json(&OffsetEntryLine { file: &file, slot, offset: e.offset, position: e.position })?;
+                self.out.json(&OffsetEntryLine {
+                    file: &file,
+                    slot,
+                    offset: e.offset,
+                    position: e.position,
+                })?;
             } else {
-                self.out.line(format_args!("offset: {} position: {}", e.offset, e.position))?;
+                self.out.line(format_args!(
+                    "offset: {} position: {}",
+                    e.offset, e.position
+                ))?;
             }
         }
         if let Err(e) = index.sanity_check(None) {
@@ -373,9 +435,17 @@ impl Dumper<'_> {
         for slot in 0..index.entries() {
             let Some(e) = index.entry(slot) else { break };
             if self.args.json {
-                self.out.json(&TimeEntryLine { file: &file, slot, timestamp: e.timestamp_ms, offset: e.offset })?;
+                self.out.json(&TimeEntryLine {
+                    file: &file,
+                    slot,
+                    timestamp: e.timestamp_ms,
+                    offset: e.offset,
+                })?;
             } else {
-                self.out.line(format_args!("timestamp: {} offset: {}", e.timestamp_ms, e.offset))?;
+                self.out.line(format_args!(
+                    "timestamp: {} offset: {}",
+                    e.timestamp_ms, e.offset
+                ))?;
             }
         }
         if let Err(e) = index.sanity_check(None) {
@@ -418,17 +488,25 @@ impl Dumper<'_> {
         let meta = std::fs::metadata(path).map_err(Error::io("stat", path))?;
         let text = if meta.len() <= 64 * 1024 {
             let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
-            String::from_utf8(bytes).ok().filter(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace()))
+            String::from_utf8(bytes)
+                .ok()
+                .filter(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace()))
         } else {
             None
         };
         let file = path.display().to_string();
         if self.args.json {
-            self.out.json(&OtherFileLine { file: &file, size: meta.len(), text })
+            self.out.json(&OtherFileLine {
+                file: &file,
+                size: meta.len(),
+                text,
+            })
         } else {
             match text {
                 Some(text) => self.out.line(text.trim_end()),
-                None => self.out.line(format_args!("({} bytes, not a segment file)", meta.len())),
+                None => self
+                    .out
+                    .line(format_args!("({} bytes, not a segment file)", meta.len())),
             }
         }
     }
@@ -447,11 +525,26 @@ mod tests {
 
     #[test]
     fn kinds_from_names() {
-        assert!(matches!(kind_of(Path::new("00000000000000000005.log")), Kind::Log));
-        assert!(matches!(kind_of(Path::new("00000000000000000005.index")), Kind::OffsetIndex(5)));
-        assert!(matches!(kind_of(Path::new("00000000000000000005.timeindex")), Kind::TimeIndex(5)));
-        assert!(matches!(kind_of(Path::new("00000000000000000010-0000000001.checkpoint")), Kind::Log));
-        assert!(matches!(kind_of(Path::new("leader-epoch-checkpoint")), Kind::Other));
+        assert!(matches!(
+            kind_of(Path::new("00000000000000000005.log")),
+            Kind::Log
+        ));
+        assert!(matches!(
+            kind_of(Path::new("00000000000000000005.index")),
+            Kind::OffsetIndex(5)
+        ));
+        assert!(matches!(
+            kind_of(Path::new("00000000000000000005.timeindex")),
+            Kind::TimeIndex(5)
+        ));
+        assert!(matches!(
+            kind_of(Path::new("00000000000000000010-0000000001.checkpoint")),
+            Kind::Log
+        ));
+        assert!(matches!(
+            kind_of(Path::new("leader-epoch-checkpoint")),
+            Kind::Other
+        ));
         assert!(matches!(kind_of(Path::new("x.log")), Kind::Log));
     }
 }

@@ -11,12 +11,12 @@ use seglog::{Log, LogConfig, SegmentInfo, parse_partition_dir_name};
 use seglog_records::{BatchHeader, BatchRef, HeaderRead, RECORD_BATCH_OVERHEAD};
 use serde::Serialize;
 
+use crate::Outcome;
 use crate::cli::InfoArgs;
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::Out;
 use crate::view::MAX_DECOMPRESSED_BYTES;
-use crate::Outcome;
 
 /// One partition's summary (the `info --json` object).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -88,7 +88,11 @@ pub struct Totals {
 /// A missing directory, a log that cannot be loaded, stdout errors.
 pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
     let listing = DirListing::read(&args.dir)?;
-    let dirs = if listing.is_log_dirs_root() { listing.partition_dirs() } else { vec![args.dir.clone()] };
+    let dirs = if listing.is_log_dirs_root() {
+        listing.partition_dirs()
+    } else {
+        vec![args.dir.clone()]
+    };
     let mut out = Out::stdout();
     for (i, dir) in dirs.iter().enumerate() {
         let info = log_info(dir)?;
@@ -111,7 +115,10 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
 /// A log that cannot be loaded; I/O errors reading segment headers.
 pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
     let log = Log::open_read_only(dir, LogConfig::default())?;
-    let name = dir.file_name().and_then(|n| n.to_str()).and_then(|n| parse_partition_dir_name(n).ok());
+    let name = dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| parse_partition_dir_name(n).ok());
     let mut totals = Totals::default();
     let mut segments = Vec::new();
     for segment in log.segments() {
@@ -157,7 +164,8 @@ fn segment_line(segment: &SegmentInfo) -> Result<SegmentLine, Error> {
     while position < segment.size_bytes {
         let remaining = segment.size_bytes - position;
         let want = remaining.min(RECORD_BATCH_OVERHEAD as u64) as usize;
-        file.read_exact_at(&mut prefix[..want], position).map_err(Error::io("read", path))?;
+        file.read_exact_at(&mut prefix[..want], position)
+            .map_err(Error::io("read", path))?;
         let header = match BatchHeader::parse(&prefix[..want], position, remaining) {
             Ok(HeaderRead::Batch(h)) => h,
             // The log hides torn or corrupt tails from readers; stop where they start.
@@ -180,8 +188,12 @@ fn segment_line(segment: &SegmentInfo) -> Result<SegmentLine, Error> {
 /// First offset and record count of a legacy compressed wrapper, by decompressing it.
 fn legacy_wrapper(file: &File, path: &Path, header: &BatchHeader) -> Result<(i64, u64), Error> {
     let mut bytes = vec![0u8; header.total_size as usize];
-    file.read_exact_at(&mut bytes, header.position).map_err(Error::io("read", path))?;
-    let records_err = |source| Error::Records { path: path.to_owned(), source };
+    file.read_exact_at(&mut bytes, header.position)
+        .map_err(Error::io("read", path))?;
+    let records_err = |source| Error::Records {
+        path: path.to_owned(),
+        source,
+    };
     let batch = BatchRef::parse(&bytes, header.position).map_err(records_err)?;
     let mut first = None;
     let mut count = 0;
@@ -207,11 +219,23 @@ pub fn print_info(out: &mut Out, info: &LogInfo) -> Result<(), Error> {
         "  log start offset {}, log end offset {}, {}",
         info.log_start_offset,
         info.log_end_offset,
-        if info.clean_shutdown { "clean shutdown" } else { "not shut down cleanly (recovered in memory)" }
+        if info.clean_shutdown {
+            "clean shutdown"
+        } else {
+            "not shut down cleanly (recovered in memory)"
+        }
     ))?;
     out.line(format_args!(
         "  {:>20} {:>12} {:>8} {:>8} {:>12} {:>12} {:>8} {:>10} {:>15}",
-        "base offset", "bytes", "index", "tindex", "first", "last", "batches", "records", "max timestamp"
+        "base offset",
+        "bytes",
+        "index",
+        "tindex",
+        "first",
+        "last",
+        "batches",
+        "records",
+        "max timestamp"
     ))?;
     for s in &info.segments {
         out.line(format_args!(

@@ -12,12 +12,12 @@ use std::time::Instant;
 use seglog::{AppendInfo, Log, LogConfig};
 use seglog_records::{BatchBuilder, Compression, RECORD_BATCH_OVERHEAD};
 
+use crate::Outcome;
 use crate::cli::{CompressionArg, ProduceArgs};
 use crate::error::Error;
 use crate::input::{InputRecord, JsonLines};
 use crate::output::{AppendedLine, Out};
 use crate::progress::Progress;
-use crate::Outcome;
 
 /// Default value size of a synthetic record.
 const DEFAULT_RECORD_BYTES: usize = 100;
@@ -72,7 +72,10 @@ pub fn now_ms() -> i64 {
 pub fn run(args: &ProduceArgs, quiet: bool) -> Result<Outcome, Error> {
     let config = config_from_args(&args.config)?;
     if args.input.is_none() && args.count.is_none() {
-        return Err(Error::Usage { arg: "--input", reason: "give --input FILE (or - for stdin) or --count N".into() });
+        return Err(Error::Usage {
+            arg: "--input",
+            reason: "give --input FILE (or - for stdin) or --count N".into(),
+        });
     }
     std::fs::create_dir_all(&args.dir).map_err(Error::io("create directory", &args.dir))?;
     let log = Log::open(&args.dir, config)?;
@@ -80,8 +83,12 @@ pub fn run(args: &ProduceArgs, quiet: bool) -> Result<Outcome, Error> {
     let started = Instant::now();
     let mut producer = Producer::new(&log, args, &mut out);
     let result = match (&args.input, args.count) {
-        (Some(path), _) => producer.from_input(path),
-        (None, Some(count)) => producer.synthetic(count, args.record_bytes.unwrap_or(DEFAULT_RECORD_BYTES), quiet),
+        (Some(path), _) => producer.input_lines(path),
+        (None, Some(count)) => producer.synthetic(
+            count,
+            args.record_bytes.unwrap_or(DEFAULT_RECORD_BYTES),
+            quiet,
+        ),
         (None, None) => Ok(()),
     };
     let summary = producer.summary;
@@ -133,11 +140,13 @@ impl<'a> Producer<'a> {
         }
     }
 
-    fn from_input(&mut self, path: &Path) -> Result<(), Error> {
+    fn input_lines(&mut self, path: &Path) -> Result<(), Error> {
         let reader: Box<dyn BufRead> = if path == Path::new("-") {
             Box::new(BufReader::new(std::io::stdin().lock()))
         } else {
-            Box::new(BufReader::new(File::open(path).map_err(Error::io("open", path))?))
+            Box::new(BufReader::new(
+                File::open(path).map_err(Error::io("open", path))?,
+            ))
         };
         for record in JsonLines::new(reader, path, self.args.encoding) {
             match record {
@@ -175,26 +184,49 @@ impl<'a> Producer<'a> {
     fn push(&mut self, record: &InputRecord) -> Result<(), Error> {
         let size = record.key.as_ref().map_or(0, Vec::len)
             + record.value.as_ref().map_or(0, Vec::len)
-            + record.headers.iter().map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len)).sum::<usize>();
+            + record
+                .headers
+                .iter()
+                .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+                .sum::<usize>();
         let full = self.builder.as_ref().is_some_and(|b| {
-            b.record_count() >= self.args.batch_records as i32 || b.uncompressed_records_size() + size > self.max_batch_bytes
+            b.record_count() >= self.args.batch_records as i32
+                || b.uncompressed_records_size() + size > self.max_batch_bytes
         });
         if full {
             self.flush_batch()?;
         }
         let compression = self.args.compression.codec();
-        let builder = self.builder.get_or_insert_with(|| BatchBuilder::new(0).compression(compression));
-        let headers: Vec<(&str, Option<&[u8]>)> =
-            record.headers.iter().map(|(k, v)| (k.as_str(), v.as_deref())).collect();
-        builder.append(record.timestamp_ms.unwrap_or_else(now_ms), record.key.as_deref(), record.value.as_deref(), &headers);
+        let builder = self
+            .builder
+            .get_or_insert_with(|| BatchBuilder::new(0).compression(compression));
+        let headers: Vec<(&str, Option<&[u8]>)> = record
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        builder.append(
+            record.timestamp_ms.unwrap_or_else(now_ms),
+            record.key.as_deref(),
+            record.value.as_deref(),
+            &headers,
+        );
         Ok(())
     }
 
     fn flush_batch(&mut self) -> Result<(), Error> {
-        let Some(builder) = self.builder.take() else { return Ok(()) };
-        let bytes = builder.build().map_err(|source| Error::Records { path: self.args.dir.clone(), source })?;
-        let info: AppendInfo =
-            if self.args.durable { self.log.append_durable(&bytes)? } else { self.log.append(&bytes)? };
+        let Some(builder) = self.builder.take() else {
+            return Ok(());
+        };
+        let bytes = builder.build().map_err(|source| Error::Records {
+            path: self.args.dir.clone(),
+            source,
+        })?;
+        let info: AppendInfo = if self.args.durable {
+            self.log.append_durable(&bytes)?
+        } else {
+            self.log.append(&bytes)?
+        };
         let s = &mut self.summary;
         s.records += (info.last_offset - info.first_offset + 1) as u64;
         s.batches += 1;
@@ -202,7 +234,10 @@ impl<'a> Producer<'a> {
         s.first_offset.get_or_insert(info.first_offset);
         s.last_offset = Some(info.last_offset);
         if self.args.json {
-            self.out.json(&AppendedLine { base_offset: info.first_offset, last_offset: info.last_offset })?;
+            self.out.json(&AppendedLine {
+                base_offset: info.first_offset,
+                last_offset: info.last_offset,
+            })?;
             self.out.flush()?;
         }
         Ok(())
@@ -213,7 +248,11 @@ impl<'a> Producer<'a> {
 pub fn fill_value(value: &mut [u8], i: u64) {
     let label = format!("value-{i:012}-");
     for (n, byte) in value.iter_mut().enumerate() {
-        *byte = label.as_bytes().get(n).copied().unwrap_or(b'a' + ((i as usize + n) % 26) as u8);
+        *byte = label
+            .as_bytes()
+            .get(n)
+            .copied()
+            .unwrap_or(b'a' + ((i as usize + n) % 26) as u8);
     }
 }
 
@@ -238,7 +277,11 @@ mod tests {
 
     #[test]
     fn config_items_use_kafka_names() {
-        let config = config_from_args(&["segment.bytes=1048576".into(), "index.interval.bytes=100".into()]).unwrap();
+        let config = config_from_args(&[
+            "segment.bytes=1048576".into(),
+            "index.interval.bytes=100".into(),
+        ])
+        .unwrap();
         assert_eq!(config.segment_bytes, 1_048_576);
         assert_eq!(config.index_interval_bytes, 100);
         assert!(config_from_args(&["nonsense.key=1".into()]).is_err());

@@ -4,13 +4,13 @@ use std::ops::ControlFlow;
 
 use seglog::{ListOffsets, Log, LogConfig};
 
+use crate::Outcome;
 use crate::cli::ReadArgs;
 use crate::error::Error;
 use crate::output::Out;
 use crate::progress::Progress;
 use crate::scan::for_each_record;
 use crate::view;
-use crate::Outcome;
 
 /// Runs `seglog read`.
 ///
@@ -21,7 +21,9 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     let log = Log::open_read_only(&args.dir, LogConfig::default())?;
     let start = match (args.from, args.from_timestamp) {
         (Some(offset), _) => Some(offset),
-        (None, Some(ts)) => log.offset_for_timestamp(ListOffsets::Timestamp(ts))?.map(|t| t.offset),
+        (None, Some(ts)) => log
+            .offset_for_timestamp(ListOffsets::Timestamp(ts))?
+            .map(|t| t.offset),
         (None, None) => Some(log.log_start_offset()),
     };
     let mut out = Out::stdout();
@@ -47,10 +49,17 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
                 out.line(view::record_text(&line))?;
             }
             printed += 1;
-            Ok(if printed >= max { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+            Ok(if printed >= max {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
         });
         scanned.map_err(|e| match e {
-            Error::Log(source @ seglog::Error::OffsetOutOfRange { .. }) => Error::LogAt { dir: args.dir.clone(), source },
+            Error::Log(source @ seglog::Error::OffsetOutOfRange { .. }) => Error::LogAt {
+                dir: args.dir.clone(),
+                source,
+            },
             other => other,
         })?;
     }

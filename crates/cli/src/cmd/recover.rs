@@ -22,12 +22,12 @@ use seglog_segment::{
 };
 use serde::Serialize;
 
+use crate::Outcome;
 use crate::cli::RecoverArgs;
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::Out;
 use crate::progress::Progress;
-use crate::Outcome;
 
 /// What `recover` did to one segment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -117,7 +117,12 @@ pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
     };
     // Step 2: every segment, oldest first.
     let listing = DirListing::read(dir)?;
-    let bases: Vec<i64> = listing.segments.iter().filter(|(_, f)| f.log.is_some()).map(|(b, _)| *b).collect();
+    let bases: Vec<i64> = listing
+        .segments
+        .iter()
+        .filter(|(_, f)| f.log.is_some())
+        .map(|(b, _)| *b)
+        .collect();
     let progress = Progress::records(bases.len() as u64, "recover", quiet);
     let config = SegmentConfig::default();
     let mut cut = false;
@@ -128,12 +133,19 @@ pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
             report.deleted_segments.push(base);
             continue;
         }
-        let options = OpenOptions { recover: true, ..OpenOptions::default() };
+        let options = OpenOptions {
+            recover: true,
+            ..OpenOptions::default()
+        };
         let (segment, opened) = Segment::open(dir, base, &config, options)?;
         segment.close()?;
         let loaded = load.segments.iter().find(|s| s.base_offset == base);
         let line = segment_recovery(base, loaded, opened.recovery.as_ref());
-        cut = line.truncated_bytes > 0 && opened.recovery.as_ref().is_some_and(|r| r.truncated_bytes > 0);
+        cut = line.truncated_bytes > 0
+            && opened
+                .recovery
+                .as_ref()
+                .is_some_and(|r| r.truncated_bytes > 0);
         report.segments.push(line);
     }
     progress.finish();
@@ -150,7 +162,12 @@ pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
 }
 
 fn delete_segment_files(dir: &Path, base: i64) -> Result<(), Error> {
-    for file_type in [FileType::Log, FileType::Index, FileType::TimeIndex, FileType::TxnIndex] {
+    for file_type in [
+        FileType::Log,
+        FileType::Index,
+        FileType::TimeIndex,
+        FileType::TxnIndex,
+    ] {
         let path = file_path(dir, base, FileKind::new(file_type));
         match std::fs::remove_file(&path) {
             Ok(()) => {}
@@ -162,9 +179,20 @@ fn delete_segment_files(dir: &Path, base: i64) -> Result<(), Error> {
 }
 
 /// Merges what the loader did (step 1) and the explicit recovery (step 2) for one segment.
-fn segment_recovery(base: i64, loaded: Option<&SegmentLoad>, recovered: Option<&RecoveryReport>) -> SegmentRecovery {
-    let mut line = SegmentRecovery { base_offset: base, next_offset: base, ..Default::default() };
-    line.index_problem = loaded.and_then(|l| l.rebuilt.as_ref()).filter(|r| **r != RebuildReason::Requested).map(rebuild_text);
+fn segment_recovery(
+    base: i64,
+    loaded: Option<&SegmentLoad>,
+    recovered: Option<&RecoveryReport>,
+) -> SegmentRecovery {
+    let mut line = SegmentRecovery {
+        base_offset: base,
+        next_offset: base,
+        ..Default::default()
+    };
+    line.index_problem = loaded
+        .and_then(|l| l.rebuilt.as_ref())
+        .filter(|r| **r != RebuildReason::Requested)
+        .map(rebuild_text);
     let earlier = loaded.and_then(|l| l.recovery.as_ref());
     for r in earlier.into_iter().chain(recovered) {
         line.truncated_bytes += r.truncated_bytes;
@@ -188,7 +216,9 @@ fn segment_recovery(base: i64, loaded: Option<&SegmentLoad>, recovered: Option<&
 fn truncation_text(reason: &TruncationReason) -> (&'static str, u64, Option<String>) {
     match reason {
         TruncationReason::PartialTail { position } => ("torn_tail", *position, None),
-        TruncationReason::Corrupt { position, kind } => ("corrupt", *position, Some(corrupt_text(kind))),
+        TruncationReason::Corrupt { position, kind } => {
+            ("corrupt", *position, Some(corrupt_text(kind)))
+        }
     }
 }
 
@@ -202,17 +232,31 @@ fn corrupt_text(kind: &CorruptKind) -> String {
 fn rebuild_text(reason: &RebuildReason) -> String {
     match reason {
         RebuildReason::Requested => "recovery requested".to_owned(),
-        RebuildReason::MissingIndex { file_type } => format!("{} was missing", file_type.extension()),
-        RebuildReason::CorruptIndex { file_type, position, kind } => {
-            format!("{} was corrupt at byte {position} ({kind:?})", file_type.extension())
+        RebuildReason::MissingIndex { file_type } => {
+            format!("{} was missing", file_type.extension())
+        }
+        RebuildReason::CorruptIndex {
+            file_type,
+            position,
+            kind,
+        } => {
+            format!(
+                "{} was corrupt at byte {position} ({kind:?})",
+                file_type.extension()
+            )
         }
         RebuildReason::IndexEntryMismatch { offset, position } => {
             format!(".index entry (offset {offset}, position {position}) did not match the log")
         }
-        RebuildReason::TimeIndexBehindLog { index_timestamp_ms, log_timestamp_ms } => format!(
+        RebuildReason::TimeIndexBehindLog {
+            index_timestamp_ms,
+            log_timestamp_ms,
+        } => format!(
             ".timeindex ended at timestamp {index_timestamp_ms} but the log holds {log_timestamp_ms}"
         ),
-        RebuildReason::LogTail { position } => format!("the log did not end with a whole batch (byte {position})"),
+        RebuildReason::LogTail { position } => {
+            format!("the log did not end with a whole batch (byte {position})")
+        }
     }
 }
 
@@ -236,7 +280,9 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
             s.base_offset, s.batches, s.valid_bytes, s.index_entries, s.time_index_entries
         );
         if s.truncated_bytes > 0 {
-            let at = s.truncated_at.map_or(String::new(), |p| format!(" at byte {p}"));
+            let at = s
+                .truncated_at
+                .map_or(String::new(), |p| format!(" at byte {p}"));
             let why = match (s.truncation, &s.corruption) {
                 (Some("corrupt"), Some(c)) => format!("corrupt batch: {c}"),
                 (Some(t), _) => t.replace('_', " "),
@@ -250,7 +296,9 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
         out.line(text)?;
     }
     for base in &report.deleted_segments {
-        out.line(format_args!("  segment {base}: deleted (it followed a segment whose tail was cut)"))?;
+        out.line(format_args!(
+            "  segment {base}: deleted (it followed a segment whose tail was cut)"
+        ))?;
     }
     for path in &report.removed_files {
         out.line(format_args!("  removed {}", path.display()))?;

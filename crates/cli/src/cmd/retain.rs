@@ -13,12 +13,12 @@ use std::sync::Arc;
 use seglog::{Log, LogConfig, ManualClock, OpenOptions, RetentionReason, RetentionReport};
 use serde::Serialize;
 
+use crate::Outcome;
 use crate::cli::RetainArgs;
+use crate::cmd::produce::now_ms;
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::Out;
-use crate::Outcome;
-use crate::cmd::produce::now_ms;
 
 /// The `retain --json` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -78,7 +78,10 @@ pub fn run(args: &RetainArgs) -> Result<Outcome, Error> {
         retention_bytes: args.retention_bytes.unwrap_or(-1),
         ..LogConfig::default()
     };
-    let options = OpenOptions { clock: Arc::new(ManualClock::new(now)), ..OpenOptions::default() };
+    let options = OpenOptions {
+        clock: Arc::new(ManualClock::new(now)),
+        ..OpenOptions::default()
+    };
     let log = Log::open_with(&args.dir, config, options)?;
     let result = apply(&log, args);
     let closed = log.close();
@@ -91,7 +94,11 @@ pub fn run(args: &RetainArgs) -> Result<Outcome, Error> {
         deleted: retention
             .deleted
             .iter()
-            .map(|d| DeletedLine { base_offset: d.base_offset, bytes: d.size_bytes, reason: reason_name(d.reason) })
+            .map(|d| DeletedLine {
+                base_offset: d.base_offset,
+                bytes: d.size_bytes,
+                reason: reason_name(d.reason),
+            })
             .collect(),
         log_start_offset_before: before,
         log_start_offset: log.log_start_offset(),
@@ -136,10 +143,17 @@ pub fn print_report(out: &mut Out, report: &RetainReport) -> Result<(), Error> {
         if report.rolled { " (rolled a new empty active segment)" } else { "" },
     ))?;
     for d in &report.deleted {
-        out.line(format_args!("  deleted segment {} ({} bytes, {})", d.base_offset, d.bytes, d.reason.replace('_', " ")))?;
+        out.line(format_args!(
+            "  deleted segment {} ({} bytes, {})",
+            d.base_offset,
+            d.bytes,
+            d.reason.replace('_', " ")
+        ))?;
     }
     for base in &report.future_timestamp_segments {
-        out.line(format_args!("  kept segment {base}: its largest timestamp is in the future"))?;
+        out.line(format_args!(
+            "  kept segment {base}: its largest timestamp is in the future"
+        ))?;
     }
     Ok(())
 }

@@ -12,13 +12,13 @@ use seglog_index_core::{OffsetIndex, TimeIndex};
 use seglog_records::Batches;
 use serde::Serialize;
 
+use crate::Outcome;
 use crate::cli::VerifyArgs;
 use crate::dir::{DirListing, SegmentFiles};
 use crate::error::Error;
 use crate::output::Out;
 use crate::progress::Progress;
 use crate::view::MAX_DECOMPRESSED_BYTES;
-use crate::Outcome;
 
 /// What kind of problem was found (the `kind` JSON field).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -114,7 +114,11 @@ pub fn run(args: &VerifyArgs, quiet: bool) -> Result<Outcome, Error> {
         print_report(&mut out, &report)?;
     }
     out.flush()?;
-    Ok(if report.ok { Outcome::Ok } else { Outcome::ProblemsFound })
+    Ok(if report.ok {
+        Outcome::Ok
+    } else {
+        Outcome::ProblemsFound
+    })
 }
 
 /// Prints a report as text.
@@ -123,8 +127,14 @@ pub fn run(args: &VerifyArgs, quiet: bool) -> Result<Outcome, Error> {
 /// Stdout errors.
 pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
     for p in &report.problems {
-        let at = p.position.map_or(String::new(), |pos| format!(" at byte {pos}"));
-        out.line(format_args!("problem: {}{at}: {}", p.file.display(), p.message))?;
+        let at = p
+            .position
+            .map_or(String::new(), |pos| format!(" at byte {pos}"));
+        out.line(format_args!(
+            "problem: {}{at}: {}",
+            p.file.display(),
+            p.message
+        ))?;
     }
     for n in &report.notes {
         out.line(format_args!("note: {}: {}", n.file.display(), n.message))?;
@@ -137,7 +147,11 @@ pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
         report.records,
         report.bytes,
         report.index_entries,
-        if report.ok { "OK".to_owned() } else { format!("{} problems", report.problems.len()) }
+        if report.ok {
+            "OK".to_owned()
+        } else {
+            format!("{} problems", report.problems.len())
+        }
     ))
 }
 
@@ -147,7 +161,13 @@ pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
 /// [`Error::NotFound`] / [`Error::WrongKind`] for a bad `dir`; I/O errors reading files.
 pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
     let listing = DirListing::read(dir)?;
-    let mut v = Verifier { report: VerifyReport { dir: dir.to_owned(), ..Default::default() }, last_offset: None };
+    let mut v = Verifier {
+        report: VerifyReport {
+            dir: dir.to_owned(),
+            ..Default::default()
+        },
+        last_offset: None,
+    };
     let total: u64 = listing
         .segments
         .values()
@@ -156,10 +176,20 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
         .sum();
     let progress = Progress::bytes(total, "verify", quiet);
     for path in &listing.leftovers {
-        v.problem(path, None, ProblemKind::Leftover, "left over from an interrupted delete, clean or swap".into());
+        v.problem(
+            path,
+            None,
+            ProblemKind::Leftover,
+            "left over from an interrupted delete, clean or swap".into(),
+        );
     }
     // Only segments with a `.log` bound each other; an orphan index is reported on its own.
-    let bases: Vec<i64> = listing.segments.iter().filter(|(_, f)| f.log.is_some()).map(|(b, _)| *b).collect();
+    let bases: Vec<i64> = listing
+        .segments
+        .iter()
+        .filter(|(_, f)| f.log.is_some())
+        .map(|(b, _)| *b)
+        .collect();
     for (&base, files) in &listing.segments {
         let next_base = bases.iter().copied().find(|b| *b > base);
         v.segment(base, next_base, files)?;
@@ -169,7 +199,10 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
     }
     progress.finish();
     if listing.segments.values().all(|s| s.log.is_none()) {
-        v.report.notes.push(Note { file: dir.to_owned(), message: "no segments (an empty log)".into() });
+        v.report.notes.push(Note {
+            file: dir.to_owned(),
+            message: "no segments (an empty log)".into(),
+        });
     }
     v.report.ok = v.report.problems.is_empty();
     Ok(v.report)
@@ -194,17 +227,38 @@ struct Verifier {
 
 impl Verifier {
     fn problem(&mut self, file: &Path, position: Option<u64>, kind: ProblemKind, message: String) {
-        self.report.problems.push(Problem { file: file.to_owned(), position, kind, message });
+        self.report.problems.push(Problem {
+            file: file.to_owned(),
+            position,
+            kind,
+            message,
+        });
     }
 
     fn note(&mut self, file: &Path, message: &str) {
-        self.report.notes.push(Note { file: file.to_owned(), message: message.to_owned() });
+        self.report.notes.push(Note {
+            file: file.to_owned(),
+            message: message.to_owned(),
+        });
     }
 
-    fn segment(&mut self, base: i64, next_base: Option<i64>, files: &SegmentFiles) -> Result<(), Error> {
+    fn segment(
+        &mut self,
+        base: i64,
+        next_base: Option<i64>,
+        files: &SegmentFiles,
+    ) -> Result<(), Error> {
         let Some(log) = &files.log else {
-            for index in [&files.index, &files.time_index, &files.txn_index].into_iter().flatten() {
-                self.problem(index, None, ProblemKind::OrphanIndex, format!("no {base:020}.log for this index"));
+            for index in [&files.index, &files.time_index, &files.txn_index]
+                .into_iter()
+                .flatten()
+            {
+                self.problem(
+                    index,
+                    None,
+                    ProblemKind::OrphanIndex,
+                    format!("no {base:020}.log for this index"),
+                );
             }
             return Ok(());
         };
@@ -212,16 +266,27 @@ impl Verifier {
         let batches = self.log(log, base, next_base)?;
         match &files.index {
             Some(index) => self.offset_index(index, base, &batches)?,
-            None => self.note(log, "no .index file; it is rebuilt when the segment is recovered"),
+            None => self.note(
+                log,
+                "no .index file; it is rebuilt when the segment is recovered",
+            ),
         }
         match &files.time_index {
             Some(index) => self.time_index(index, base, &batches)?,
-            None => self.note(log, "no .timeindex file; it is rebuilt when the segment is recovered"),
+            None => self.note(
+                log,
+                "no .timeindex file; it is rebuilt when the segment is recovered",
+            ),
         }
         Ok(())
     }
 
-    fn log(&mut self, path: &Path, base: i64, next_base: Option<i64>) -> Result<Vec<BatchInfo>, Error> {
+    fn log(
+        &mut self,
+        path: &Path,
+        base: i64,
+        next_base: Option<i64>,
+    ) -> Result<Vec<BatchInfo>, Error> {
         let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
         self.report.bytes += bytes.len() as u64;
         let mut infos = Vec::new();
@@ -236,7 +301,10 @@ impl Verifier {
                     let position = e.position().unwrap_or(0);
                     let rest = bytes.get(position as usize..).unwrap_or(&[]);
                     if rest.iter().all(|b| *b == 0) {
-                        let msg = format!("{} zero bytes to the end of the file (preallocated or never written)", rest.len());
+                        let msg = format!(
+                            "{} zero bytes to the end of the file (preallocated or never written)",
+                            rest.len()
+                        );
                         self.problem(path, Some(position), ProblemKind::ZeroTail, msg);
                     } else {
                         let msg = format!("{e}; the remaining {} bytes cannot be read", rest.len());
@@ -255,17 +323,20 @@ impl Verifier {
                     false
                 }
             };
-            let first_offset = h.base_offset.unwrap_or_else(|| self.last_offset.map_or(h.last_offset, |l| l + 1));
-            if let Some(prev) = self.last_offset {
-                if first_offset <= prev || h.last_offset <= prev {
-                    let msg = format!(
-                        "batch offsets {first_offset}..={} do not follow the previous batch's last offset {prev}",
-                        h.last_offset
-                    );
-                    self.problem(path, position, ProblemKind::OffsetOrder, msg);
-                }
+            let first_offset = h
+                .base_offset
+                .unwrap_or_else(|| self.last_offset.map_or(h.last_offset, |l| l + 1));
+            if let Some(prev) = self.last_offset
+                && (first_offset <= prev || h.last_offset <= prev)
+            {
+                let msg = format!(
+                    "batch offsets {first_offset}..={} do not follow the previous batch's last offset {prev}",
+                    h.last_offset
+                );
+                self.problem(path, position, ProblemKind::OffsetOrder, msg);
             }
-            let too_high = h.last_offset - base > i64::from(i32::MAX) || next_base.is_some_and(|n| h.last_offset >= n);
+            let too_high = h.last_offset - base > i64::from(i32::MAX)
+                || next_base.is_some_and(|n| h.last_offset >= n);
             if (first_offset < base || too_high) && !outside_reported {
                 outside_reported = true;
                 let msg = format!(
@@ -306,7 +377,10 @@ impl Verifier {
                 last_offset: h.last_offset,
                 running_max_timestamp: running_max,
             });
-            self.last_offset = Some(self.last_offset.map_or(h.last_offset, |l| l.max(h.last_offset)));
+            self.last_offset = Some(
+                self.last_offset
+                    .map_or(h.last_offset, |l| l.max(h.last_offset)),
+            );
         }
         let tail = iter.partial_tail_bytes();
         if tail > 0 {
@@ -320,26 +394,49 @@ impl Verifier {
         let index = OffsetIndex::open_read_only(path, base)?;
         let len = index.file_len();
         if len % 8 != 0 {
-            self.problem(path, Some(len - len % 8), ProblemKind::IndexLength, format!("length {len} is not a multiple of 8"));
+            self.problem(
+                path,
+                Some(len - len % 8),
+                ProblemKind::IndexLength,
+                format!("length {len} is not a multiple of 8"),
+            );
         }
         let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
-        let zero_tail = entries.iter().rev().take_while(|e| e.offset == base && e.position == 0).count();
+        let zero_tail = entries
+            .iter()
+            .rev()
+            .take_while(|e| e.offset == base && e.position == 0)
+            .count();
         let valid = entries.len() - zero_tail;
         if zero_tail > 0 {
-            let msg = format!("{zero_tail} of {} entries are zero padding (an untrimmed, preallocated index)", entries.len());
-            self.problem(path, Some(valid as u64 * 8), ProblemKind::IndexZeroPadding, msg);
+            let msg = format!(
+                "{zero_tail} of {} entries are zero padding (an untrimmed, preallocated index)",
+                entries.len()
+            );
+            self.problem(
+                path,
+                Some(valid as u64 * 8),
+                ProblemKind::IndexZeroPadding,
+                msg,
+            );
         }
         self.report.index_entries += valid as u64;
         let mut previous: Option<(i64, u32)> = None;
         for (slot, e) in entries[..valid].iter().enumerate() {
             let at = Some(slot as u64 * 8);
             if previous.is_some_and(|(o, p)| e.offset <= o || e.position <= p) {
-                let msg = format!("entry {slot} (offset {}, position {}) does not increase", e.offset, e.position);
+                let msg = format!(
+                    "entry {slot} (offset {}, position {}) does not increase",
+                    e.offset, e.position
+                );
                 self.problem(path, at, ProblemKind::IndexOrder, msg);
             }
             previous = Some((e.offset, e.position));
             let Ok(i) = batches.binary_search_by_key(&u64::from(e.position), |b| b.position) else {
-                let msg = format!("entry {slot}: position {} is not the start of a batch", e.position);
+                let msg = format!(
+                    "entry {slot}: position {} is not the start of a batch",
+                    e.position
+                );
                 self.problem(path, at, ProblemKind::IndexPosition, msg);
                 continue;
             };
@@ -350,7 +447,9 @@ impl Verifier {
             // A follower appends several batches at once and indexes the last offset of the
             // chunk at the chunk's first position: not what a leader writes, but lookups stay
             // correct as long as that offset ends a later batch.
-            if e.offset > batch.last_offset && batches[i..].iter().any(|b| b.last_offset == e.offset) {
+            if e.offset > batch.last_offset
+                && batches[i..].iter().any(|b| b.last_offset == e.offset)
+            {
                 let msg = format!(
                     "entry {slot} (offset {}, position {}) points at a batch ending at offset {} \
                      (a multi-batch append, as a follower writes; lookups are still correct)",
@@ -372,27 +471,52 @@ impl Verifier {
         let index = TimeIndex::open_read_only(path, base)?;
         let len = index.file_len();
         if len % 12 != 0 {
-            self.problem(path, Some(len - len % 12), ProblemKind::IndexLength, format!("length {len} is not a multiple of 12"));
+            self.problem(
+                path,
+                Some(len - len % 12),
+                ProblemKind::IndexLength,
+                format!("length {len} is not a multiple of 12"),
+            );
         }
         let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
-        let zero_tail = entries.iter().rev().take_while(|e| e.timestamp_ms == 0 && e.offset == base).count();
+        let zero_tail = entries
+            .iter()
+            .rev()
+            .take_while(|e| e.timestamp_ms == 0 && e.offset == base)
+            .count();
         let valid = entries.len() - zero_tail;
         if zero_tail > 0 {
-            let msg = format!("{zero_tail} of {} entries are zero padding (an untrimmed, preallocated index)", entries.len());
-            self.problem(path, Some(valid as u64 * 12), ProblemKind::IndexZeroPadding, msg);
+            let msg = format!(
+                "{zero_tail} of {} entries are zero padding (an untrimmed, preallocated index)",
+                entries.len()
+            );
+            self.problem(
+                path,
+                Some(valid as u64 * 12),
+                ProblemKind::IndexZeroPadding,
+                msg,
+            );
         }
         self.report.index_entries += valid as u64;
         let mut previous: Option<(i64, i64)> = None;
         for (slot, e) in entries[..valid].iter().enumerate() {
             let at = Some(slot as u64 * 12);
             if previous.is_some_and(|(t, o)| e.timestamp_ms <= t || e.offset < o) {
-                let msg = format!("entry {slot} (timestamp {}, offset {}) does not increase", e.timestamp_ms, e.offset);
+                let msg = format!(
+                    "entry {slot} (timestamp {}, offset {}) does not increase",
+                    e.timestamp_ms, e.offset
+                );
                 self.problem(path, at, ProblemKind::IndexOrder, msg);
             }
             previous = Some((e.timestamp_ms, e.offset));
-            let holder = batches.iter().find(|b| b.first_offset <= e.offset && e.offset <= b.last_offset);
+            let holder = batches
+                .iter()
+                .find(|b| b.first_offset <= e.offset && e.offset <= b.last_offset);
             let Some(batch) = holder else {
-                let msg = format!("entry {slot}: offset {} is in no batch of this segment", e.offset);
+                let msg = format!(
+                    "entry {slot}: offset {} is in no batch of this segment",
+                    e.offset
+                );
                 self.problem(path, at, ProblemKind::IndexOffset, msg);
                 continue;
             };

@@ -1,4 +1,7 @@
-//! Integration tests: they run the real `seglog` binary.
+//! Integration tests of the `seglog` binary (run for real), one module per topic.
+
+// Test helpers outside `#[test]` functions unwrap too: a failure is a test failure.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod corpus;
 mod corpus_read;

@@ -6,7 +6,7 @@ use crate::support::{assert_unchanged, seglog, seglog_stdin};
 
 fn read_json(dir: &std::path::Path, extra: &[&str]) -> Vec<Value> {
     let mut args: Vec<&std::ffi::OsStr> = vec!["read".as_ref(), dir.as_os_str(), "--json".as_ref()];
-    args.extend(extra.iter().map(|a| std::ffi::OsStr::new(a)));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
     let run = assert_unchanged(dir, || seglog(&args));
     assert_eq!(run.code, 0, "{}", run.stderr);
     run.json_lines()
@@ -24,11 +24,27 @@ fn hex_round_trip_keeps_bytes_nulls_empties_and_headers() {
     ];
     let text: String = input.iter().map(|v| format!("{v}\n")).collect();
     let run = seglog_stdin(
-        ["produce".as_ref(), dir.as_os_str(), "--input".as_ref(), "-".as_ref(), "--encoding".as_ref(), "hex".as_ref(), "--json".as_ref(), "--batch-records".as_ref(), "3".as_ref()],
+        [
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--input".as_ref(),
+            "-".as_ref(),
+            "--encoding".as_ref(),
+            "hex".as_ref(),
+            "--json".as_ref(),
+            "--batch-records".as_ref(),
+            "3".as_ref(),
+        ],
         &text,
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert_eq!(run.json_lines(), vec![json!({"base_offset": 0, "last_offset": 2}), json!({"base_offset": 3, "last_offset": 3})]);
+    assert_eq!(
+        run.json_lines(),
+        vec![
+            json!({"base_offset": 0, "last_offset": 2}),
+            json!({"base_offset": 3, "last_offset": 3})
+        ]
+    );
 
     let records = read_json(&dir, &["--encoding", "hex"]);
     assert_eq!(records.len(), 4);
@@ -38,7 +54,10 @@ fn hex_round_trip_keeps_bytes_nulls_empties_and_headers() {
         assert_eq!(got["value"], sent["value"]);
         assert_eq!(got["timestamp"], sent["timestamp"]);
         assert_eq!(got["timestamp_type"], "create");
-        assert_eq!(got["headers"], sent.get("headers").cloned().unwrap_or(json!([])));
+        assert_eq!(
+            got["headers"],
+            sent.get("headers").cloned().unwrap_or(json!([]))
+        );
         assert!(got.get("control").is_none());
     }
 }
@@ -48,9 +67,27 @@ fn every_codec_round_trips_and_durable_reports_each_batch() {
     for codec in ["none", "gzip", "snappy", "lz4", "zstd"] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(format!("{codec}-0"));
-        let text: String = (0..25).map(|i| format!("{}\n", json!({"key": format!("k{i}"), "value": format!("v{i}"), "timestamp": 1000 + i}))).collect();
+        let text: String = (0..25)
+            .map(|i| {
+                format!(
+                    "{}\n",
+                    json!({"key": format!("k{i}"), "value": format!("v{i}"), "timestamp": 1000 + i})
+                )
+            })
+            .collect();
         let run = seglog_stdin(
-            ["produce".as_ref(), dir.as_os_str(), "--input".as_ref(), "-".as_ref(), "--compression".as_ref(), codec.as_ref(), "--batch-records".as_ref(), "10".as_ref(), "--durable".as_ref(), "--json".as_ref()],
+            [
+                "produce".as_ref(),
+                dir.as_os_str(),
+                "--input".as_ref(),
+                "-".as_ref(),
+                "--compression".as_ref(),
+                codec.as_ref(),
+                "--batch-records".as_ref(),
+                "10".as_ref(),
+                "--durable".as_ref(),
+                "--json".as_ref(),
+            ],
             &text,
         );
         assert_eq!(run.code, 0, "{codec}: {}", run.stderr);
@@ -58,8 +95,17 @@ fn every_codec_round_trips_and_durable_reports_each_batch() {
         let records = read_json(&dir, &[]);
         assert_eq!(records.len(), 25);
         assert_eq!(records[24]["value"], "v24");
-        let dump = seglog(["dump".as_ref(), dir.join("00000000000000000000.log").as_os_str(), "--json".as_ref()]).json_lines();
-        assert!(dump.iter().all(|b| b["codec"] == codec && b["crc_valid"] == true), "{codec}: {dump:?}");
+        let dump = seglog([
+            "dump".as_ref(),
+            dir.join("00000000000000000000.log").as_os_str(),
+            "--json".as_ref(),
+        ])
+        .json_lines();
+        assert!(
+            dump.iter()
+                .all(|b| b["codec"] == codec && b["crc_valid"] == true),
+            "{codec}: {dump:?}"
+        );
     }
 }
 
@@ -78,21 +124,36 @@ fn synthetic_records_config_and_read_positions() {
         "segment.bytes=65536".as_ref(),
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("appended 3000 records"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("appended 3000 records"),
+        "{}",
+        run.stdout
+    );
 
-    let info = assert_unchanged(&dir, || seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()])).json_lines();
+    let info = assert_unchanged(&dir, || {
+        seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()])
+    })
+    .json_lines();
     let info = &info[0];
     assert_eq!(info["log_end_offset"], 3000);
     assert!(info["segments"].as_array().unwrap().len() > 5, "{info}");
     assert_eq!(info["totals"]["records"], 3000);
 
     let page = read_json(&dir, &["--from", "1234", "--max-records", "3"]);
-    assert_eq!(page.iter().map(|r| r["offset"].as_i64().unwrap()).collect::<Vec<_>>(), [1234, 1235, 1236]);
+    assert_eq!(
+        page.iter()
+            .map(|r| r["offset"].as_i64().unwrap())
+            .collect::<Vec<_>>(),
+        [1234, 1235, 1236]
+    );
     assert_eq!(page[0]["key"], "key-1234");
     assert_eq!(page[0]["value"].as_str().unwrap().len(), 200);
 
     let ts = page[1]["timestamp"].as_i64().unwrap();
-    let from_ts = read_json(&dir, &["--from-timestamp", &ts.to_string(), "--max-records", "1"]);
+    let from_ts = read_json(
+        &dir,
+        &["--from-timestamp", &ts.to_string(), "--max-records", "1"],
+    );
     assert!(from_ts[0]["timestamp"].as_i64().unwrap() >= ts);
     assert!(from_ts[0]["offset"].as_i64().unwrap() <= 1235);
     assert!(read_json(&dir, &["--from-timestamp", &(ts + 10_000_000).to_string()]).is_empty());
@@ -103,15 +164,33 @@ fn bad_input_lines_exit_2_naming_the_line() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("bad-0");
     let run = seglog_stdin(
-        ["produce".as_ref(), dir.as_os_str(), "--input".as_ref(), "-".as_ref(), "--encoding".as_ref(), "hex".as_ref()],
+        [
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--input".as_ref(),
+            "-".as_ref(),
+            "--encoding".as_ref(),
+            "hex".as_ref(),
+        ],
         "{\"value\":\"00\"}\n{\"value\":\"zz\"}\n",
     );
     assert_eq!(run.code, 2);
-    assert!(run.stderr.contains("-:2 (byte 15): value: invalid hex"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("-:2 (byte 15): value: invalid hex"),
+        "{}",
+        run.stderr
+    );
     // the records before the bad line are appended
     assert_eq!(read_json(&dir, &["--encoding", "hex"]).len(), 1);
 
-    let run = seglog(["produce".as_ref(), dir.as_os_str(), "--config".as_ref(), "segment.bytes=abc".as_ref(), "--count".as_ref(), "1".as_ref()]);
+    let run = seglog([
+        "produce".as_ref(),
+        dir.as_os_str(),
+        "--config".as_ref(),
+        "segment.bytes=abc".as_ref(),
+        "--count".as_ref(),
+        "1".as_ref(),
+    ]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("segment.bytes"), "{}", run.stderr);
 
@@ -119,7 +198,12 @@ fn bad_input_lines_exit_2_naming_the_line() {
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("--input"), "{}", run.stderr);
 
-    let run = seglog(["read".as_ref(), dir.as_os_str(), "--from".as_ref(), "99".as_ref()]);
+    let run = seglog([
+        "read".as_ref(),
+        dir.as_os_str(),
+        "--from".as_ref(),
+        "99".as_ref(),
+    ]);
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("99"), "{}", run.stderr);
 }

@@ -28,9 +28,17 @@ fn recover_repairs_a_flipped_byte_a_zero_padded_index_and_a_wrong_entry() {
     let first = &report["segments"][0];
     assert_eq!(first["truncated_at"], 4830, "{report}");
     assert_eq!(first["truncation"], "corrupt");
-    assert_eq!(report["deleted_segments"], serde_json::json!([862]), "Kafka deletes every segment after a cut");
+    assert_eq!(
+        report["deleted_segments"],
+        serde_json::json!([862]),
+        "Kafka deletes every segment after a cut"
+    );
     assert_eq!(report["log_end_offset"], 61);
-    assert!(verify_ok(&dir), "{}", seglog(["verify".as_ref(), dir.as_os_str()]).stdout);
+    assert!(
+        verify_ok(&dir),
+        "{}",
+        seglog(["verify".as_ref(), dir.as_os_str()]).stdout
+    );
 
     let records = seglog(["read".as_ref(), dir.as_os_str(), "--json".as_ref()]).json_lines();
     assert_eq!(records.last().unwrap()["offset"], 60);
@@ -41,7 +49,12 @@ fn recover_cuts_a_torn_tail_and_rebuilds_a_missing_index() {
     let (_tmp, dir) = copy_dir(&corpus().join("dipendrasaini-kafka-learnning-series/invoice-1"));
     let active = dir.join("00000000000000090748.log");
     let len = std::fs::metadata(&active).unwrap().len();
-    std::fs::OpenOptions::new().write(true).open(&active).unwrap().set_len(len - 100).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&active)
+        .unwrap()
+        .set_len(len - 100)
+        .unwrap();
     std::fs::remove_file(dir.join("00000000000000030620.index")).unwrap();
 
     let text = seglog(["recover".as_ref(), dir.as_os_str()]).ok();
@@ -59,40 +72,111 @@ fn retain_by_size_time_and_log_start_offset() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ret-0");
     let produce = |now: i64| {
-        let text: String = (0..400).map(|i| format!("{{\"value\":\"{}\",\"timestamp\":{}}}\n", "x".repeat(100), now + i)).collect();
+        let text: String = (0..400)
+            .map(|i| {
+                format!(
+                    "{{\"value\":\"{}\",\"timestamp\":{}}}\n",
+                    "x".repeat(100),
+                    now + i
+                )
+            })
+            .collect();
         crate::support::seglog_stdin(
-            ["produce".as_ref(), dir.as_os_str(), "--input".as_ref(), "-".as_ref(), "--batch-records".as_ref(), "10".as_ref(), "--config".as_ref(), "segment.bytes=8192".as_ref()],
+            [
+                "produce".as_ref(),
+                dir.as_os_str(),
+                "--input".as_ref(),
+                "-".as_ref(),
+                "--batch-records".as_ref(),
+                "10".as_ref(),
+                "--config".as_ref(),
+                "segment.bytes=8192".as_ref(),
+            ],
             &text,
         )
     };
     assert_eq!(produce(1_000_000).code, 0);
-    let info = |d: &Path| seglog(["info".as_ref(), d.as_os_str(), "--json".as_ref()]).json_lines().remove(0);
+    let info = |d: &Path| {
+        seglog(["info".as_ref(), d.as_os_str(), "--json".as_ref()])
+            .json_lines()
+            .remove(0)
+    };
     let before = info(&dir);
     let segments = before["segments"].as_array().unwrap().len();
     assert!(segments > 4, "{before}");
 
     // nothing is old at now = 1_000_400 with 1 hour retention
-    let run = seglog(["retain".as_ref(), dir.as_os_str(), "--retention-ms".as_ref(), "3600000".as_ref(), "--now".as_ref(), "1000400".as_ref(), "--json".as_ref()]);
+    let run = seglog([
+        "retain".as_ref(),
+        dir.as_os_str(),
+        "--retention-ms".as_ref(),
+        "3600000".as_ref(),
+        "--now".as_ref(),
+        "1000400".as_ref(),
+        "--json".as_ref(),
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.json_lines()[0]["deleted"], serde_json::json!([]));
 
     // everything is older than 10 ms at now = 2_000_000: all but a new empty active segment
-    let run = seglog(["retain".as_ref(), dir.as_os_str(), "--retention-ms".as_ref(), "10".as_ref(), "--now".as_ref(), "2000000".as_ref(), "--json".as_ref()]);
+    let run = seglog([
+        "retain".as_ref(),
+        dir.as_os_str(),
+        "--retention-ms".as_ref(),
+        "10".as_ref(),
+        "--now".as_ref(),
+        "2000000".as_ref(),
+        "--json".as_ref(),
+    ]);
     let report = &run.json_lines()[0];
-    assert_eq!(report["deleted"].as_array().unwrap().len(), segments, "{report}");
-    assert!(report["deleted"].as_array().unwrap().iter().all(|d| d["reason"] == "time"));
+    assert_eq!(
+        report["deleted"].as_array().unwrap().len(),
+        segments,
+        "{report}"
+    );
+    assert!(
+        report["deleted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["reason"] == "time")
+    );
     assert_eq!(report["log_start_offset"], 400);
     assert_eq!(info(&dir)["log_start_offset"], 400);
 
     assert_eq!(produce(3_000_000).code, 0);
-    let run = seglog(["retain".as_ref(), dir.as_os_str(), "--log-start-offset".as_ref(), "700".as_ref(), "--json".as_ref()]);
+    let run = seglog([
+        "retain".as_ref(),
+        dir.as_os_str(),
+        "--log-start-offset".as_ref(),
+        "700".as_ref(),
+        "--json".as_ref(),
+    ]);
     let report = &run.json_lines()[0];
     assert_eq!(report["log_start_offset"], 700);
-    assert!(report["deleted"].as_array().unwrap().iter().all(|d| d["reason"] == "log_start_offset"));
-    let first = seglog(["read".as_ref(), dir.as_os_str(), "--json".as_ref(), "--max-records".as_ref(), "1".as_ref()]).json_lines();
+    assert!(
+        report["deleted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["reason"] == "log_start_offset")
+    );
+    let first = seglog([
+        "read".as_ref(),
+        dir.as_os_str(),
+        "--json".as_ref(),
+        "--max-records".as_ref(),
+        "1".as_ref(),
+    ])
+    .json_lines();
     assert_eq!(first[0]["offset"], 700);
 
-    let run = seglog(["retain".as_ref(), dir.as_os_str(), "--retention-bytes".as_ref(), "1".as_ref()]);
+    let run = seglog([
+        "retain".as_ref(),
+        dir.as_os_str(),
+        "--retention-bytes".as_ref(),
+        "1".as_ref(),
+    ]);
     assert_eq!(run.code, 0);
     assert!(run.stdout.contains("size"), "{}", run.stdout);
     assert!(verify_ok(&dir));
@@ -102,14 +186,40 @@ fn retain_by_size_time_and_log_start_offset() {
 fn the_demo_runs_and_every_check_passes() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("demo");
-    let run = seglog(["demo".as_ref(), dir.as_os_str(), "--records".as_ref(), "20000".as_ref()]);
+    let run = seglog([
+        "demo".as_ref(),
+        dir.as_os_str(),
+        "--records".as_ref(),
+        "20000".as_ref(),
+    ]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stdout.contains("demo OK: every check passed"), "{}", run.stdout);
-    for phase in ["produce", "read by offset", "read by timestamp", "scan", "retention", "recovery", "records"] {
-        assert!(run.stdout.contains(&format!("\n  {phase} ")), "{phase} missing from the summary: {}", run.stdout);
+    assert!(
+        run.stdout.contains("demo OK: every check passed"),
+        "{}",
+        run.stdout
+    );
+    for phase in [
+        "produce",
+        "read by offset",
+        "read by timestamp",
+        "scan",
+        "retention",
+        "recovery",
+        "records",
+    ] {
+        assert!(
+            run.stdout.contains(&format!("\n  {phase} ")),
+            "{phase} missing from the summary: {}",
+            run.stdout
+        );
     }
     assert!(verify_ok(&dir));
     // An existing, non-empty directory is refused.
-    let again = seglog(["demo".as_ref(), dir.as_os_str(), "--records".as_ref(), "20000".as_ref()]);
+    let again = seglog([
+        "demo".as_ref(),
+        dir.as_os_str(),
+        "--records".as_ref(),
+        "20000".as_ref(),
+    ]);
     assert_eq!(again.code, 2);
 }

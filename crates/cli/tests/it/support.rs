@@ -6,8 +6,15 @@ use std::process::{Command, Output, Stdio};
 
 /// The Kafka-broker corpus, beside the repository.
 pub fn corpus() -> PathBuf {
-    let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/kafka-corpus"));
-    assert!(dir.is_dir(), "the kafka corpus must exist at {}", dir.display());
+    let dir = PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/kafka-corpus"
+    ));
+    assert!(
+        dir.is_dir(),
+        "the kafka corpus must exist at {}",
+        dir.display()
+    );
     dir
 }
 
@@ -27,7 +34,11 @@ pub fn corpus_partitions() -> Vec<PathBuf> {
         }
     }
     dirs.sort();
-    assert_eq!(dirs.len(), 32, "PROVENANCE.md lists 32 partition directories");
+    assert_eq!(
+        dirs.len(),
+        32,
+        "PROVENANCE.md lists 32 partition directories"
+    );
     dirs
 }
 
@@ -42,13 +53,20 @@ impl Run {
     /// Asserts exit 0 and returns stdout.
     #[track_caller]
     pub fn ok(self) -> String {
-        assert_eq!(self.code, 0, "stderr: {}\nstdout: {}", self.stderr, self.stdout);
+        assert_eq!(
+            self.code, 0,
+            "stderr: {}\nstdout: {}",
+            self.stderr, self.stdout
+        );
         self.stdout
     }
 
     /// stdout parsed as JSON Lines.
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+            .collect()
     }
 }
 
@@ -66,7 +84,13 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<std::ffi::OsStr>,
 {
-    finish(Command::new(env!("CARGO_BIN_EXE_seglog")).args(args).stdin(Stdio::null()).output().unwrap())
+    finish(
+        Command::new(env!("CARGO_BIN_EXE_seglog"))
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap(),
+    )
 }
 
 /// Runs `seglog ARGS` with `stdin` as standard input.
@@ -113,7 +137,12 @@ pub fn assert_unchanged<T>(dir: &Path, f: impl FnOnce() -> T) -> T {
     let before = snapshot(dir);
     let out = f();
     let after = snapshot(dir);
-    assert_eq!(before.keys().collect::<Vec<_>>(), after.keys().collect::<Vec<_>>(), "file listing changed in {}", dir.display());
+    assert_eq!(
+        before.keys().collect::<Vec<_>>(),
+        after.keys().collect::<Vec<_>>(),
+        "file listing changed in {}",
+        dir.display()
+    );
     for (path, bytes) in &before {
         assert!(after[path] == *bytes, "{} changed", path.display());
     }
@@ -129,7 +158,11 @@ pub fn copy_dir(src: &Path) -> (tempfile::TempDir, PathBuf) {
         let path = entry.unwrap().path();
         if path.is_file() {
             // Not fs::copy: the corpus is read-only and copies must be writable.
-            std::fs::write(dst.join(path.file_name().unwrap()), std::fs::read(&path).unwrap()).unwrap();
+            std::fs::write(
+                dst.join(path.file_name().unwrap()),
+                std::fs::read(&path).unwrap(),
+            )
+            .unwrap();
         }
     }
     (tmp, dst)

@@ -8,7 +8,12 @@ fn missing_directories_exit_2_naming_the_path() {
         let run = seglog([cmd, "/definitely/not/here"]);
         assert_eq!(run.code, 2, "{cmd}: {}", run.stderr);
         assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
-        assert!(run.stderr.contains("/definitely/not/here: no such file or directory"), "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("/definitely/not/here: no such file or directory"),
+            "{}",
+            run.stderr
+        );
         assert!(run.stdout.is_empty());
     }
 }

@@ -12,13 +12,20 @@ fn damaged_copy() -> (tempfile::TempDir, PathBuf) {
 }
 
 fn verify_json(dir: &Path) -> (i32, Value) {
-    let run = assert_unchanged(dir, || seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()]));
+    let run = assert_unchanged(dir, || {
+        seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()])
+    });
     let report = run.json_lines().remove(0);
     (run.code, report)
 }
 
 fn problem_kinds(report: &Value) -> Vec<String> {
-    report["problems"].as_array().unwrap().iter().map(|p| p["kind"].as_str().unwrap().to_owned()).collect()
+    report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap().to_owned())
+        .collect()
 }
 
 fn edit(path: &Path, f: impl FnOnce(&mut Vec<u8>)) {
@@ -47,11 +54,20 @@ fn a_flipped_byte_is_a_crc_mismatch_at_its_batch() {
     assert_eq!(problem_kinds(&report), ["crc_mismatch"]);
     let problem = &report["problems"][0];
     assert!(problem["file"].as_str().unwrap().ends_with(LOG0));
-    assert_eq!(problem["position"], 4830, "the batch holding byte 5000 starts at 4830");
+    assert_eq!(
+        problem["position"], 4830,
+        "the batch holding byte 5000 starts at 4830"
+    );
 
     let text = seglog(["verify".as_ref(), dir.as_os_str()]);
     assert_eq!(text.code, 1);
-    assert!(text.stdout.contains("00000000000000000000.log at byte 4830: ") && text.stdout.contains("checksum"), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .contains("00000000000000000000.log at byte 4830: ")
+            && text.stdout.contains("checksum"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]

@@ -147,7 +147,11 @@ fn walk_v2(b: &[u8], walk: &mut Walk) {
         assert_eq!(at - start, len as usize, "record length");
         walk.decoded.push(Rec {
             offset: base_offset + offset_delta,
-            timestamp: Some(if log_append { max_timestamp } else { base_timestamp + ts_delta }),
+            timestamp: Some(if log_append {
+                max_timestamp
+            } else {
+                base_timestamp + ts_delta
+            }),
             timestamp_type: Some(if log_append { "log_append" } else { "create" }),
             key,
             value,
@@ -160,9 +164,17 @@ fn walk_legacy(b: &[u8], walk: &mut Walk) {
     let offset = be_i64(b, 0);
     let magic = b[16];
     let attributes = b[17];
-    assert_eq!(attributes & 0x07, 0, "compressed legacy messages are not in the corpus");
+    assert_eq!(
+        attributes & 0x07,
+        0,
+        "compressed legacy messages are not in the corpus"
+    );
     let (timestamp, timestamp_type, mut at) = if magic == 1 {
-        let ty = if attributes & 0x08 != 0 { "log_append" } else { "create" };
+        let ty = if attributes & 0x08 != 0 {
+            "log_append"
+        } else {
+            "create"
+        };
         (Some(be_i64(b, 18)), Some(ty), 26)
     } else {
         (None, None, 18)
@@ -175,14 +187,24 @@ fn walk_legacy(b: &[u8], walk: &mut Walk) {
     let value = bytes(b, &mut at, value_len);
     assert_eq!(at, b.len(), "legacy message length");
     walk.data_records += 1;
-    walk.decoded.push(Rec { offset, timestamp, timestamp_type, key, value, headers: Vec::new() });
+    walk.decoded.push(Rec {
+        offset,
+        timestamp,
+        timestamp_type,
+        key,
+        value,
+        headers: Vec::new(),
+    });
 }
 
 #[test]
 fn walker_decodes_the_spec_vector() {
     // spec §4.6: two records, v2, CreateTime
     let text = "00 00 00 00 00 00 00 00 00 00 00 55 ff ff ff ff 02 e5 8c f1 ff 00 00 00 00 00 01 00 00 00 00 00 04 54 c3 00 00 00 00 00 04 54 c3 ff ff ff ff ff ff ff ff ff ff ff ff ff ff 00 00 00 02 20 00 00 00 08 6b 65 79 31 0c 76 61 6c 75 65 31 00 24 00 e1 bf 22 02 08 6b 65 79 32 0c 76 61 6c 75 65 32 00";
-    let batch: Vec<u8> = text.split(' ').map(|h| u8::from_str_radix(h, 16).unwrap()).collect();
+    let batch: Vec<u8> = text
+        .split(' ')
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect();
     assert_eq!(batch.len(), 97);
     let mut walk = Walk::default();
     walk_file(&batch, &mut walk);
