@@ -26,7 +26,7 @@ pub struct Append<'a> {
 }
 
 impl<'a> Append<'a> {
-    /// Appends `data` to `dir/ceiling.log` on every run.
+    /// Appends `data` to a fresh file in `dir` on every run.
     pub fn new(data: &'a Dataset, dir: &Path) -> Self {
         Self {
             data,
@@ -46,6 +46,50 @@ impl Trial for Append<'_> {
         let file = self.file.as_mut().ok_or("not prepared")?;
         for chunk in self.data.image.chunks(CHUNK_BYTES) {
             file.write_all(chunk)
+                .map_err(|e| io_error("write", &self.path, e))?;
+        }
+        Ok(Work::new(
+            self.data.spec.records,
+            self.data.spec.payload_bytes(),
+        ))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        self.file = None;
+        fs::remove_file(&self.path).map_err(|e| io_error("remove", &self.path, e))
+    }
+}
+
+/// A reference, not a contender: the same bytes written one `write_all` per batch, as a log
+/// that makes every append visible to readers at once must do. Shows what the per-append
+/// system call costs by itself on this machine.
+pub struct AppendPerBatch<'a> {
+    data: &'a Dataset,
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl<'a> AppendPerBatch<'a> {
+    /// Appends `data` to a fresh file in `dir` on every run, one write per batch.
+    pub fn new(data: &'a Dataset, dir: &Path) -> Self {
+        Self {
+            data,
+            path: dir.join("ceiling-per-batch.log"),
+            file: None,
+        }
+    }
+}
+
+impl Trial for AppendPerBatch<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.file = Some(File::create(&self.path).map_err(|e| io_error("create", &self.path, e))?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let file = self.file.as_mut().ok_or("not prepared")?;
+        for range in &self.data.batch_ranges {
+            file.write_all(&self.data.image[range.clone()])
                 .map_err(|e| io_error("write", &self.path, e))?;
         }
         Ok(Work::new(

@@ -120,8 +120,18 @@ pub fn main(args: &[String]) -> Result<()> {
     }
     // Nothing is generated or loaded before the log is opened: the peak is the scan's.
     let baseline_rss_kib = sys::current_rss_kib()?;
+    let sched = sys::thread_schedstat()?;
     let start = Instant::now();
-    let mut elapsed = None;
+    // Stops the clock: wall-clock so far minus the time spent waiting for a CPU (as in the
+    // harness).
+    let stop = || -> Result<u64> {
+        let waited = sys::thread_schedstat()?
+            .wait_ns
+            .saturating_sub(sched.wait_ns);
+        let wall = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Ok(wall.saturating_sub(waited).max(1))
+    };
+    let mut elapsed_ns = None;
     let (records, payload_bytes) = match job.role {
         Role::Ceiling => rss_scan_ceiling(&job.dir.join("ceiling.log"))?,
         Role::Commitlog => {
@@ -131,14 +141,17 @@ pub fn main(args: &[String]) -> Result<()> {
         Role::Seglog => {
             let log = crate::seglog_contender::open(&job.dir, seglog::LogConfig::default())?;
             let scanned = crate::seglog_contender::scan(&log)?;
-            elapsed = Some(start.elapsed());
+            elapsed_ns = Some(stop()?);
             // A clean close, so the next round opens without recovery.
             crate::seglog_contender::close(&log)?;
             scanned
         }
+        Role::Reference => return Err("no rss-scan for a reference".into()),
     };
-    let elapsed = elapsed.unwrap_or_else(|| start.elapsed());
-    let elapsed_ns = u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX);
+    let elapsed_ns = match elapsed_ns {
+        Some(elapsed_ns) => elapsed_ns,
+        None => stop()?,
+    };
     let report = Report {
         records,
         payload_bytes,
@@ -215,6 +228,7 @@ pub fn role_name(role: Role) -> &'static str {
         Role::Ceiling => "ceiling",
         Role::Commitlog => "commitlog",
         Role::Seglog => "seglog",
+        Role::Reference => "reference",
     }
 }
 

@@ -48,6 +48,34 @@ impl Scratch {
     }
 }
 
+/// Writes `bytes` zero bytes to a scratch file in `dir` and deletes it: the page cache takes
+/// that much memory and gives it straight back.
+///
+/// Why: on a VM whose balloon reports free memory to the host (Firecracker here), memory that
+/// has been free for a couple of seconds is handed back, and the next process to touch it pays
+/// a host fault per page, as CPU time. Whichever contender happened to write first after a
+/// pause paid it, by up to 5x. Done untimed before every write trial, for every contender,
+/// it leaves each of them the same recently used memory.
+///
+/// # Errors
+///
+/// On any I/O error.
+pub fn recycle_page_cache(dir: &Path, bytes: u64) -> Result<()> {
+    use std::io::Write;
+    let path = dir.join("recycle.tmp");
+    let mut file = fs::File::create(&path).map_err(|e| io_error("create", &path, e))?;
+    let chunk = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        let len = usize::try_from(left.min(chunk.len() as u64)).unwrap_or(chunk.len());
+        file.write_all(&chunk[..len])
+            .map_err(|e| io_error("write", &path, e))?;
+        left -= len as u64;
+    }
+    drop(file);
+    fs::remove_file(&path).map_err(|e| io_error("remove", &path, e))
+}
+
 /// Copies the files of the flat directory `from` into a fresh `to` (removed first if present).
 ///
 /// # Errors

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::Result;
+use crate::{Result, sys};
 
 /// Which contender a trial belongs to; ratios are computed against the first two.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -23,6 +23,9 @@ pub enum Role {
     Commitlog,
     /// seglog.
     Seglog,
+    /// A reference point that is none of the three (e.g. raw writes of one batch per system
+    /// call): shown with its ratios, never a denominator.
+    Reference,
 }
 
 /// What one timed run did. Rates divide these by the elapsed time.
@@ -110,8 +113,13 @@ impl<'a> Contender<'a> {
 /// One timed run.
 #[derive(Clone, Debug, Serialize)]
 pub struct Sample {
-    /// Wall-clock time of the run.
+    /// The time the figures use: wall-clock minus runqueue wait (see `run_once`), or the
+    /// time a child process measured itself.
     pub elapsed_ns: u64,
+    /// Wall-clock time of the run.
+    pub wall_ns: u64,
+    /// Time the measuring thread was runnable but not running during the run.
+    pub runqueue_wait_ns: u64,
     /// See [`Work::records`].
     pub records: u64,
     /// See [`Work::payload_bytes`].
@@ -252,23 +260,42 @@ pub fn measure_together(
         .collect())
 }
 
+/// Runs one trial once. The time is wall-clock minus the time this thread spent runnable but
+/// waiting for a CPU: on a shared machine, another job's compile should not count against
+/// whichever contender happened to be running. Blocked time (I/O, fsync, joining writer
+/// threads, waiting for a child process) is not runqueue time, so it stays in.
 fn run_once(trial: &mut dyn Trial) -> Result<Sample> {
     trial.prepare()?;
+    let before = sys::thread_schedstat()?;
     let start = Instant::now();
     let work = trial.run()?;
-    let measured = start.elapsed();
+    let wall = start.elapsed();
+    let after = sys::thread_schedstat()?;
     trial.cleanup()?;
-    let elapsed = work.elapsed.unwrap_or(measured);
+    let runqueue_wait = Duration::from_nanos(after.wait_ns.saturating_sub(before.wait_ns));
+    let elapsed = work
+        .elapsed
+        .unwrap_or_else(|| wall.saturating_sub(runqueue_wait));
     Ok(Sample {
-        elapsed_ns: u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX).max(1),
+        elapsed_ns: nanos(elapsed).max(1),
+        wall_ns: nanos(wall),
+        runqueue_wait_ns: nanos(runqueue_wait),
         records: work.records,
         payload_bytes: work.payload_bytes,
         metrics: work
             .metrics
             .into_iter()
             .map(|(key, value)| (key.to_owned(), value))
+            .chain(std::iter::once((
+                "rq_wait_pct".to_owned(),
+                100.0 * runqueue_wait.as_secs_f64() / wall.as_secs_f64().max(1e-9),
+            )))
             .collect(),
     })
+}
+
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }
 
 fn reduce(

@@ -88,9 +88,10 @@ impl Trial for Append<'_> {
     }
 
     fn cleanup(&mut self) -> Result<()> {
-        if let Some(log) = self.log.take() {
-            close(&log)?;
-        }
+        // Dropped, not closed: a close fsyncs everything, and deleting fsynced blocks makes
+        // ext4 issue discards, I/O that would then stall the next contender's timed run.
+        // The ceiling and commitlog leave their files unsynced too.
+        self.log = None;
         remove_dir(&self.dir)
     }
 }
@@ -153,9 +154,10 @@ impl Trial for DurableAppend<'_> {
     }
 
     fn cleanup(&mut self) -> Result<()> {
-        if let Some(log) = self.log.take() {
-            close(&log)?;
-        }
+        // Dropped, not closed: a close fsyncs everything, and deleting fsynced blocks makes
+        // ext4 issue discards, I/O that would then stall the next contender's timed run.
+        // The ceiling and commitlog leave their files unsynced too.
+        self.log = None;
         remove_dir(&self.dir)
     }
 }
@@ -202,18 +204,20 @@ impl Trial for Scan<'_> {
 pub fn scan(log: &Log) -> Result<(u64, u64)> {
     let (mut offset, mut records, mut payload_bytes) = (log.log_start_offset(), 0u64, 0u64);
     let end = log.log_end_offset();
+    let mut buffer = Vec::new();
     while offset < end {
         let fetch = log
             .read(offset, READ_BYTES, Isolation::LogEnd, true)
             .map_err(|error| seglog_error("read", log.dir(), error))?;
-        let mut buffer = Vec::new();
+        buffer.clear();
         fetch
             .slice
             .read_into(&mut buffer)
             .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
         let position = fetch.slice.position();
         let mut next = offset;
-        for batch in OwnedBatches::new(Bytes::from(buffer), position).validated() {
+        let bytes = Bytes::from(std::mem::take(&mut buffer));
+        for batch in OwnedBatches::new(bytes.clone(), position).validated() {
             let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
             for record in batch.records(usize::MAX) {
                 let record = record.map_err(|error| format!("seglog record: {error}"))?;
@@ -224,6 +228,7 @@ pub fn scan(log: &Log) -> Result<(u64, u64)> {
             }
             next = batch.header().last_offset + 1;
         }
+        buffer = reclaim(bytes);
         if next == offset {
             return Err(format!("seglog read at {offset} returned no whole batch").into());
         }
@@ -238,6 +243,7 @@ pub struct PointRead<'a> {
     log: &'a Log,
     targets: &'a [u64],
     record_bytes: usize,
+    buffer: Vec<u8>,
 }
 
 impl<'a> PointRead<'a> {
@@ -247,6 +253,7 @@ impl<'a> PointRead<'a> {
             log,
             targets,
             record_bytes: data.spec.record_bytes,
+            buffer: Vec::new(),
         }
     }
 }
@@ -255,36 +262,45 @@ impl Trial for PointRead<'_> {
     fn run(&mut self) -> Result<Work> {
         for &offset in self.targets {
             let offset = i64::try_from(offset)?;
-            black_box(read_record(self.log, offset)?);
+            black_box(read_record(self.log, offset, &mut self.buffer)?);
         }
         let reads = self.targets.len() as u64;
         Ok(Work::new(reads, reads * self.record_bytes as u64))
     }
 }
 
-/// The value of the record at `offset`: fetch its batch, check the CRC, decode up to it.
-fn read_record(log: &Log, offset: i64) -> Result<Bytes> {
+/// The length of the value of the record at `offset`: fetch its batch into `buffer`, check
+/// the CRC, decode up to it.
+fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
     let fetch = log
         .read(offset, 1, Isolation::LogEnd, true)
         .map_err(|error| seglog_error("read", log.dir(), error))?;
-    let mut buffer = Vec::new();
+    buffer.clear();
     fetch
         .slice
-        .read_into(&mut buffer)
+        .read_into(buffer)
         .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
     let position = fetch.slice.position();
-    for batch in OwnedBatches::new(Bytes::from(buffer), position).validated() {
+    let bytes = Bytes::from(std::mem::take(buffer));
+    let mut found = None;
+    'batches: for batch in OwnedBatches::new(bytes.clone(), position).validated() {
         let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
         for record in batch.records(usize::MAX) {
             let record = record.map_err(|error| format!("seglog record: {error}"))?;
             if record.offset == offset {
-                return record
-                    .value
-                    .ok_or_else(|| format!("record {offset} has no value").into());
+                found = Some(black_box(record.value).map_or(0, |value| value.len()));
+                break 'batches;
             }
         }
     }
-    Err(format!("seglog read at {offset} did not return it").into())
+    *buffer = reclaim(bytes);
+    found.ok_or_else(|| format!("seglog read at {offset} did not return it").into())
+}
+
+/// Takes the buffer back once every record that shared it is gone (a consumer reuses its
+/// fetch buffer); a fresh one if something still holds it.
+fn reclaim(bytes: Bytes) -> Vec<u8> {
+    bytes.try_into_mut().map(Vec::from).unwrap_or_default()
 }
 
 /// For each target timestamp, ListOffsets (`offset_for_timestamp`) then the read of that
@@ -293,6 +309,7 @@ pub struct TimestampRead<'a> {
     log: &'a Log,
     targets: &'a [i64],
     record_bytes: usize,
+    buffer: Vec<u8>,
 }
 
 impl<'a> TimestampRead<'a> {
@@ -302,6 +319,7 @@ impl<'a> TimestampRead<'a> {
             log,
             targets,
             record_bytes: data.spec.record_bytes,
+            buffer: Vec::new(),
         }
     }
 }
@@ -314,7 +332,7 @@ impl Trial for TimestampRead<'_> {
                 .offset_for_timestamp(ListOffsets::Timestamp(target))
                 .map_err(|error| seglog_error("offset_for_timestamp", self.log.dir(), error))?
                 .ok_or_else(|| format!("no record at or after timestamp {target}"))?;
-            black_box(read_record(self.log, found.offset)?);
+            black_box(read_record(self.log, found.offset, &mut self.buffer)?);
         }
         let reads = self.targets.len() as u64;
         Ok(Work::new(reads, reads * self.record_bytes as u64))

@@ -20,6 +20,28 @@ pub fn current_rss_kib() -> Result<u64> {
     status_field_kib("VmRSS:")
 }
 
+/// This thread's scheduler accounting from `/proc/thread-self/schedstat`: nanoseconds spent
+/// running on a CPU, and nanoseconds spent runnable but waiting for one (other processes had
+/// it). The second is what a shared, busy machine adds to a single-threaded measurement.
+pub fn thread_schedstat() -> Result<Schedstat> {
+    let path = Path::new("/proc/thread-self/schedstat");
+    let text = fs::read_to_string(path).map_err(|error| io_error("read", path, error))?;
+    let mut fields = text.split_whitespace().map(str::parse::<u64>);
+    match (fields.next(), fields.next()) {
+        (Some(Ok(run_ns)), Some(Ok(wait_ns))) => Ok(Schedstat { run_ns, wait_ns }),
+        _ => Err(format!("unexpected {}: {text:?}", path.display()).into()),
+    }
+}
+
+/// See [`thread_schedstat`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Schedstat {
+    /// Time on a CPU.
+    pub run_ns: u64,
+    /// Time runnable, waiting for a CPU.
+    pub wait_ns: u64,
+}
+
 /// Bytes this process has read through `read`, `pread` and friends (`rchar` in
 /// `/proc/self/io`), whether they came from the page cache or the disk. Page faults on mapped
 /// files are not counted.
@@ -94,6 +116,12 @@ mod tests {
         let _ = fs::read("/proc/self/status").unwrap();
         assert!(bytes_read().unwrap() > before);
         assert!(peak_rss_kib().unwrap() >= current_rss_kib().unwrap() / 2);
+        let first = thread_schedstat().unwrap();
+        let mut spin = 0u64;
+        for i in 0..1_000_000u64 {
+            spin = std::hint::black_box(spin.wrapping_add(i));
+        }
+        assert!(thread_schedstat().unwrap().run_ns > first.run_ns);
     }
 
     #[test]

@@ -188,7 +188,7 @@ fn outcome(name: &str, check: &Check, workloads: &[WorkloadResult]) -> TargetOut
             let measured = seglog(workload).and_then(|result| match against {
                 Role::Ceiling => result.ratio_to_ceiling,
                 Role::Commitlog => result.ratio_to_commitlog,
-                Role::Seglog => Some(1.0),
+                Role::Seglog | Role::Reference => Some(1.0),
             });
             (measured, *bound, true)
         }

@@ -7,7 +7,7 @@ use crate::commitlog_contender;
 use crate::data::{DataSpec, Dataset};
 use crate::harness::{Contender, Role, WorkloadResult, measure, measure_together};
 use crate::seglog_contender;
-use crate::workloads::{Context, names};
+use crate::workloads::{Context, names, recycled};
 
 /// `append 100B` and `append 1KiB`.
 ///
@@ -29,21 +29,39 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
         let root = context
             .scratch
             .dir(&format!("append-{}", spec.record_bytes))?;
+        let recycle_bytes = data.image.len() as u64;
         let contenders = vec![
             Contender::new(
                 Role::Ceiling,
                 "ceiling (std::fs)",
-                ceiling::Append::new(&data, &root),
+                recycled(&root, recycle_bytes, ceiling::Append::new(&data, &root)),
             ),
             Contender::new(
                 Role::Seglog,
                 "seglog",
-                seglog_contender::Append::new(&data, root.join("seglog")),
+                recycled(
+                    &root,
+                    recycle_bytes,
+                    seglog_contender::Append::new(&data, root.join("seglog")),
+                ),
+            ),
+            Contender::new(
+                Role::Reference,
+                "reference: write per batch",
+                recycled(
+                    &root,
+                    recycle_bytes,
+                    ceiling::AppendPerBatch::new(&data, &root),
+                ),
             ),
             Contender::new(
                 Role::Commitlog,
                 "commitlog 0.2",
-                commitlog_contender::Append::new(&data, root.join("commitlog"))?,
+                recycled(
+                    &root,
+                    recycle_bytes,
+                    commitlog_contender::Append::new(&data, root.join("commitlog"))?,
+                ),
             ),
         ];
         results.push(measure(name, &about, context.plan.rounds, contenders)?);

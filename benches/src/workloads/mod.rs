@@ -8,6 +8,8 @@ mod open;
 mod read;
 mod rss;
 
+use std::path::{Path, PathBuf};
+
 use crate::data::DataSpec;
 use crate::fsx::Scratch;
 use crate::harness::{Trial, WorkloadResult};
@@ -173,6 +175,38 @@ impl Context {
         } else {
             Box::new(trial)
         }
+    }
+}
+
+/// Wraps a write trial so that `bytes` of page cache are recycled (see
+/// [`crate::fsx::recycle_page_cache`]) in `dir` before each run.
+pub fn recycled<'a>(dir: &Path, bytes: u64, trial: impl Trial + 'a) -> Recycled<impl Trial + 'a> {
+    Recycled {
+        dir: dir.to_path_buf(),
+        bytes,
+        trial,
+    }
+}
+
+/// See [`recycled`].
+pub struct Recycled<T> {
+    dir: PathBuf,
+    bytes: u64,
+    trial: T,
+}
+
+impl<T: Trial> Trial for Recycled<T> {
+    fn prepare(&mut self) -> Result<()> {
+        self.trial.prepare()?;
+        crate::fsx::recycle_page_cache(&self.dir, self.bytes)
+    }
+
+    fn run(&mut self) -> Result<crate::harness::Work> {
+        self.trial.run()
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        self.trial.cleanup()
     }
 }
 
