@@ -3,5 +3,6 @@
 mod append_read;
 mod corpus;
 mod kafka_bugs;
+mod model;
 mod recovery;
 mod support;
