@@ -90,6 +90,21 @@ impl DirListing {
         Ok(listing)
     }
 
+    /// Lists `dir`, which must be a partition directory (not a `log.dirs` root).
+    ///
+    /// # Errors
+    /// As [`DirListing::read`]; [`Error::WrongKind`] for a `log.dirs` root.
+    pub fn partition(dir: &Path) -> Result<Self, Error> {
+        let listing = Self::read(dir)?;
+        if listing.is_log_dirs_root() {
+            return Err(Error::WrongKind {
+                path: dir.to_owned(),
+                expected: "a log.dirs root, not a partition directory (`seglog info` lists its partitions)",
+            });
+        }
+        Ok(listing)
+    }
+
     /// True when the directory looks like a `log.dirs` root rather than a partition: no
     /// segment files, and at least one sub-directory named like a partition (`topic-N`).
     pub fn is_log_dirs_root(&self) -> bool {

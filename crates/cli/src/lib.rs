@@ -3,6 +3,9 @@
 //! and maps the [`Outcome`] or [`Error`] to an exit code (0 ok, 1 problems found, 2 bad
 //! usage or input).
 //!
+//! The command-line interface (subcommand names, flags, JSON field names, exit codes) is a
+//! contract that scripts rely on: it only ever grows.
+//!
 //! It deliberately does not implement storage: `produce`, `read`, `info`, `recover`,
 //! `retain` and `demo` go through the `seglog` log crate; `dump` and `verify` walk files
 //! directly with `seglog-records` and `seglog-index-core` so they can show (and judge)
@@ -63,7 +66,6 @@ pub enum Outcome {
 /// # Errors
 /// Any [`Error`]: bad arguments, missing or unreadable paths, bad input, storage errors.
 pub fn run(cli: Cli) -> Result<Outcome> {
-    let _ = cli.quiet;
     match &cli.command {
         Command::Produce(args) => cmd::produce::run(args, cli.quiet),
         Command::Read(args) => cmd::read::run(args, cli.quiet),

@@ -17,7 +17,7 @@ use crate::view;
 /// # Errors
 /// A missing directory, an offset out of range, undecodable data, stdout errors.
 pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
-    crate::dir::DirListing::read(&args.dir)?;
+    crate::dir::DirListing::partition(&args.dir)?;
     let log = Log::open_read_only(&args.dir, LogConfig::default())?;
     let start = match (args.from, args.from_timestamp) {
         (Some(offset), _) => Some(offset),

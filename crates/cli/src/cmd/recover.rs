@@ -101,7 +101,7 @@ pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
 /// # Errors
 /// A missing directory; a log locked by another process; I/O and segment errors.
 pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
-    DirListing::read(dir)?;
+    DirListing::partition(dir)?;
     // Step 1: Kafka's load, then a clean close.
     let log = Log::open(dir, LogConfig::default())?;
     let load = log.load_report().clone();

@@ -160,7 +160,7 @@ pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
 /// # Errors
 /// [`Error::NotFound`] / [`Error::WrongKind`] for a bad `dir`; I/O errors reading files.
 pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
-    let listing = DirListing::read(dir)?;
+    let listing = DirListing::partition(dir)?;
     let mut v = Verifier {
         report: VerifyReport {
             dir: dir.to_owned(),

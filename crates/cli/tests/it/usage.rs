@@ -4,7 +4,7 @@ use crate::support::seglog;
 
 #[test]
 fn missing_directories_exit_2_naming_the_path() {
-    for cmd in ["verify", "dump"] {
+    for cmd in ["verify", "dump", "read", "info", "recover", "retain"] {
         let run = seglog([cmd, "/definitely/not/here"]);
         assert_eq!(run.code, 2, "{cmd}: {}", run.stderr);
         assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
@@ -45,4 +45,14 @@ fn verify_of_a_file_is_a_usage_error() {
     let run = seglog(["verify".as_ref(), file.as_os_str()]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("not a directory"), "{}", run.stderr);
+}
+
+#[test]
+fn a_log_dirs_root_is_not_a_partition() {
+    let root = crate::support::corpus().join("xpxwo100-bullShit");
+    for cmd in ["read", "verify"] {
+        let run = seglog([cmd.as_ref(), root.as_os_str()]);
+        assert_eq!(run.code, 2, "{cmd}");
+        assert!(run.stderr.contains("log.dirs root"), "{}", run.stderr);
+    }
 }
