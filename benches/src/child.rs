@@ -140,7 +140,8 @@ pub fn main(args: &[String]) -> Result<()> {
         }
         Role::Seglog => {
             let log = crate::seglog_contender::open(&job.dir, seglog::LogConfig::default())?;
-            let scanned = crate::seglog_contender::scan(&log)?;
+            let scanned =
+                crate::seglog_contender::scan(&log, crate::seglog_contender::Decode::Records)?;
             elapsed_ns = Some(stop()?);
             // A clean close, so the next round opens without recovery.
             crate::seglog_contender::close(&log)?;

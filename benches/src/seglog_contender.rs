@@ -168,40 +168,56 @@ pub struct Scan<'a> {
     log: &'a Log,
     records: u64,
     payload_bytes: u64,
+    decode: Decode,
 }
 
 impl<'a> Scan<'a> {
-    /// Scanning `log`, which holds `data`.
-    pub fn new(data: &Dataset, log: &'a Log) -> Self {
+    /// Scanning `log`, which holds `data`, decoding records or not.
+    pub fn new(data: &Dataset, log: &'a Log, decode: Decode) -> Self {
         Self {
             log,
             records: data.spec.records,
             payload_bytes: data.spec.payload_bytes(),
+            decode,
         }
     }
 }
 
 impl Trial for Scan<'_> {
     fn run(&mut self) -> Result<Work> {
-        let (records, payload_bytes) = scan(self.log)?;
-        if records != self.records || payload_bytes != self.payload_bytes {
+        let (records, payload_bytes) = scan(self.log, self.decode)?;
+        let expected_payload = match self.decode {
+            Decode::Records => self.payload_bytes,
+            Decode::BatchesOnly => 0,
+        };
+        if records != self.records || payload_bytes != expected_payload {
             return Err(format!(
                 "seglog scan saw {records} records, expected {}",
                 self.records
             )
             .into());
         }
-        Ok(Work::new(records, payload_bytes))
+        Ok(Work::new(records, self.payload_bytes))
     }
 }
 
-/// Reads every record of `log` in offset order, checking every batch's CRC; returns
-/// (records, value bytes).
+/// How far a scan goes into each batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decode {
+    /// Decode every record (what an embedded consumer does).
+    Records,
+    /// Check the CRC and read the header only (what a broker's fetch path does; records are
+    /// counted from the headers and their bytes are not touched).
+    BatchesOnly,
+}
+
+/// Reads every batch of `log` in offset order, checking every batch's CRC and decoding the
+/// records if asked; returns (records, value bytes decoded).
 ///
 /// # Errors
 ///
 /// On a read error, a CRC mismatch or a malformed record.
-pub fn scan(log: &Log) -> Result<(u64, u64)> {
+pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
     let (mut offset, mut records, mut payload_bytes) = (log.log_start_offset(), 0u64, 0u64);
     let end = log.log_end_offset();
     let mut buffer = Vec::new();
@@ -219,14 +235,27 @@ pub fn scan(log: &Log) -> Result<(u64, u64)> {
         let bytes = Bytes::from(std::mem::take(&mut buffer));
         for batch in OwnedBatches::new(bytes.clone(), position).validated() {
             let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
-            for record in batch.records(usize::MAX) {
-                let record = record.map_err(|error| format!("seglog record: {error}"))?;
-                if record.offset >= offset {
-                    payload_bytes += black_box(record.value).map_or(0, |value| value.len() as u64);
-                    records += 1;
+            let header = batch.header();
+            match decode {
+                Decode::Records => {
+                    for record in batch.records(usize::MAX) {
+                        let record = record.map_err(|error| format!("seglog record: {error}"))?;
+                        if record.offset >= offset {
+                            payload_bytes +=
+                                black_box(record.value).map_or(0, |value| value.len() as u64);
+                            records += 1;
+                        }
+                    }
+                }
+                // Batches never start below the fetch offset in a scan from the log start.
+                Decode::BatchesOnly => {
+                    let count = black_box(header.record_count).ok_or_else(|| {
+                        format!("batch at {} has no record count", header.position)
+                    })?;
+                    records += u64::try_from(count)?;
                 }
             }
-            next = batch.header().last_offset + 1;
+            next = header.last_offset + 1;
         }
         buffer = reclaim(bytes);
         if next == offset {

@@ -124,7 +124,7 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
     let spec = data.spec;
     let about = format!(
         "read all {} records of {} B in offset order, 1 MiB per read; seglog and commitlog \
-         check every CRC, the ceiling only reads",
+         check every CRC and hand out every record, the ceiling only reads",
         spec.records, spec.record_bytes
     );
     let contenders = vec![
@@ -140,7 +140,20 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
         Contender::new(
             Role::Seglog,
             "seglog",
-            context.cold(seglog_contender::Scan::new(data, &logs.seglog)),
+            context.cold(seglog_contender::Scan::new(
+                data,
+                &logs.seglog,
+                seglog_contender::Decode::Records,
+            )),
+        ),
+        Contender::new(
+            Role::Reference,
+            "reference: seglog, no record decode",
+            context.cold(seglog_contender::Scan::new(
+                data,
+                &logs.seglog,
+                seglog_contender::Decode::BatchesOnly,
+            )),
         ),
         Contender::new(
             Role::Commitlog,
