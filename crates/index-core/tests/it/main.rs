@@ -7,3 +7,4 @@ mod concurrency;
 mod golden;
 mod reopen;
 mod search_oracle;
+mod tidy;
