@@ -1,1 +1,220 @@
-//! placeholder
+//! The cargo-fuzz targets of `fuzz/fuzz_targets/`, run as plain tests on stable.
+//!
+//! `build.rs` copies each target without its `#![no_main]` and `libfuzzer_sys` import; the
+//! `fuzz_target!` macro below turns its body into `run(data)`. Each target then runs over its
+//! seeds (the shared Kafka corpus, hand-made cases, and any saved regression input in
+//! `reliability/tests/fuzz-regressions/<target>/`) and over random mutations of them. A
+//! failing input is saved to the temp directory and its path printed; copy it into
+//! `fuzz-regressions/<target>/` to keep it as a regression test.
+//!
+//! `SEGLOG_FUZZ_ITERATIONS` sets the random inputs per target (defaults: 2000 for the pure
+//! parser, 300-400 for the targets that touch files).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::{Path, PathBuf};
+
+use rand::Rng;
+use rand::rngs::StdRng;
+use seglog_reliability::corpus_dir;
+
+use crate::support::{iterations, seeded_rng};
+
+/// libfuzzer-sys's macro, reduced to what the targets use.
+macro_rules! fuzz_target {
+    (|$data:ident: &[u8]| $body:block) => {
+        /// Runs the target's body on one input.
+        pub fn run($data: &[u8]) $body
+    };
+}
+
+#[allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+mod targets {
+    include!(concat!(env!("OUT_DIR"), "/fuzz_targets.rs"));
+}
+
+/// Every file under `dir` whose name ends with one of `suffixes`, sorted.
+fn files(dir: &Path, suffixes: &[&str]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| suffixes.iter().any(|s| n.ends_with(s)))
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn head(path: &Path, max: usize) -> Vec<u8> {
+    let mut bytes = std::fs::read(path).unwrap();
+    bytes.truncate(max);
+    bytes
+}
+
+/// Seeds for `target`. Fails when the shared corpus is missing.
+fn seeds(target: &str) -> Vec<Vec<u8>> {
+    let corpus = corpus_dir();
+    assert!(
+        corpus.join("PROVENANCE.md").exists(),
+        "the shared Kafka corpus is missing at {}",
+        corpus.display()
+    );
+    let mut seeds: Vec<Vec<u8>> = match target {
+        "parse_batches" => files(&corpus, &[".log"]).iter().map(|p| head(p, 64 * 1024)).collect(),
+        "segment_recovery" => files(&corpus, &[".log"])
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let mut seed = vec![i as u8];
+                seed.extend(head(p, 16 * 1024));
+                seed
+            })
+            .collect(),
+        "index_open" => files(&corpus, &[".index", ".timeindex"])
+            .iter()
+            .map(|p| {
+                let time = p.extension().is_some_and(|e| e == "timeindex");
+                let mut seed = vec![u8::from(time)];
+                seed.extend(head(p, 4096));
+                seed
+            })
+            .collect(),
+        "checkpoint_parse" => {
+            let mut seeds: Vec<Vec<u8>> = files(&corpus, &["leader-epoch-checkpoint", "partition.metadata"])
+                .iter()
+                .map(|p| head(p, 4096))
+                .collect();
+            for text in [
+                "", "0\n", "0\n0\n", "0\n1\nt-0 0 5\n", "0\r\n1\r\nt 0 5\r\n", "0\n2\na 0 1\nb 1 2\n",
+                "1\n0\n", "0\n1\nt 0\n", "0\n1\nt x 5\n", "0\n3\nt 0 1\n", "0\n1\nt 0 99999999999999999999\n",
+                "0\n1\nt 0 -1\n", "0\n1\nt 0 7\n\n\n", "{\"version\":0,\"brokerEpoch\":5}",
+            ] {
+                seeds.push(text.as_bytes().to_vec());
+            }
+            seeds
+        }
+        _ => Vec::new(),
+    };
+    let regressions = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fuzz-regressions")
+        .join(target);
+    seeds.extend(files(&regressions, &[""]).iter().map(|p| std::fs::read(p).unwrap()));
+    seeds.push(Vec::new());
+    seeds
+}
+
+/// A random mutation of `seed`: bit flips, byte sets, cuts, inserts, splices with `other`.
+fn mutate(seed: &[u8], other: &[u8], rng: &mut StdRng) -> Vec<u8> {
+    let mut data = seed.to_vec();
+    for _ in 0..rng.random_range(1..=8) {
+        match rng.random_range(0..6) {
+            0 if !data.is_empty() => {
+                let i = rng.random_range(0..data.len());
+                data[i] ^= 1 << rng.random_range(0..8);
+            }
+            1 if !data.is_empty() => {
+                let i = rng.random_range(0..data.len());
+                data[i] = [0, 0xff, 0x7f, 0x80, rng.random()][rng.random_range(0..5)];
+            }
+            2 if !data.is_empty() => {
+                let cut = rng.random_range(0..=data.len());
+                data.truncate(cut);
+            }
+            3 => {
+                let at = rng.random_range(0..=data.len());
+                let n = rng.random_range(1..32);
+                let bytes: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+                data.splice(at..at, bytes);
+            }
+            4 if !other.is_empty() => {
+                let at = rng.random_range(0..=data.len());
+                let from = rng.random_range(0..other.len());
+                let to = rng.random_range(from..=other.len().min(from + 512));
+                data.splice(at..at, other[from..to].iter().copied());
+            }
+            _ => data = (0..rng.random_range(0..256)).map(|_| rng.random()).collect(),
+        }
+    }
+    data
+}
+
+/// Runs `run` on `data`; a panic saves the input and fails with its path.
+fn run_one(target: &str, run: fn(&[u8]), data: &[u8], what: &str) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| run(data))) {
+        let message = panic
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        let hash = seglog_reliability::Fnv::default();
+        let mut hash = hash;
+        hash.write(data);
+        let path = std::env::temp_dir().join(format!("seglog-fuzz-{target}-{:016x}", hash.0));
+        std::fs::write(&path, data).unwrap();
+        panic!(
+            "fuzz target {target} failed on {what} ({} bytes, saved to {}): {message}",
+            data.len(),
+            path.display()
+        );
+    }
+}
+
+fn exercise(target: &str, default_iterations: u64) {
+    let (_, run) = targets::TARGETS
+        .iter()
+        .find(|(name, _)| *name == target)
+        .unwrap_or_else(|| panic!("no fuzz target {target} in fuzz/fuzz_targets"));
+    let (mut rng, seed) = seeded_rng(&format!("fuzz/{target}"));
+    let seeds = seeds(target);
+    for (i, data) in seeds.iter().enumerate() {
+        run_one(target, *run, data, &format!("seed {i}"));
+    }
+    for i in 0..iterations("SEGLOG_FUZZ_ITERATIONS", default_iterations) {
+        let a = &seeds[rng.random_range(0..seeds.len())];
+        let b = &seeds[rng.random_range(0..seeds.len())];
+        let data = mutate(a, b, &mut rng);
+        run_one(target, *run, &data, &format!("random input {i} of seed {seed}"));
+    }
+}
+
+#[test]
+fn every_fuzz_target_has_a_harness_here() {
+    let names: Vec<&str> = targets::TARGETS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(
+        names,
+        ["checkpoint_parse", "index_open", "parse_batches", "segment_recovery"],
+        "a new fuzz target needs seeds and a #[test] in tests/it/fuzz.rs"
+    );
+}
+
+#[test]
+fn fuzz_parse_batches() {
+    exercise("parse_batches", 2000);
+}
+
+#[test]
+fn fuzz_segment_recovery() {
+    exercise("segment_recovery", 400);
+}
+
+#[test]
+fn fuzz_index_open() {
+    exercise("index_open", 400);
+}
+
+#[test]
+fn fuzz_checkpoint_parse() {
+    exercise("checkpoint_parse", 300);
+}
