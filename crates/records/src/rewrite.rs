@@ -5,6 +5,9 @@
 //! Base offset and partition leader epoch lie outside the CRC-32C (bytes `[21, end)`), so
 //! they are written as they are. The log-append time changes covered bytes: the existing CRC is
 //! verified first (a corrupt batch must not get a fresh, valid checksum) and then recomputed.
+//!
+//! Each function takes exactly one whole batch; positions in its errors are relative to the
+//! start of that batch (the caller knows where it lies).
 
 use crate::layout::{self, v2};
 use crate::{BatchRef, CorruptKind, Error, MAGIC_V2, Result, TimestampType};
