@@ -1,6 +1,6 @@
 //! Byte layout constants (Kafka's names) and small big-endian readers.
 //!
-//! See `docs/format-records.md` for the diagrams these offsets come from.
+//! See `docs/format.md` (record batches) for the diagrams these offsets come from.
 
 /// Every batch of every magic starts with `offset: i64` and `size: i32`.
 pub const LOG_OVERHEAD: usize = 12;
