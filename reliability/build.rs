@@ -20,7 +20,10 @@ fn main() -> Result<(), Box<dyn Error>> {
     files.retain(|p| p.extension().is_some_and(|e| e == "rs"));
     files.sort();
     let mut index = String::new();
-    let mut list = String::from("/// Every fuzz target: name and body.\npub const TARGETS: &[(&str, fn(&[u8]))] = &[\n");
+    let mut list = String::from(
+        "/// A fuzz target: name and body.\npub type Target = (&'static str, fn(&[u8]));\n\
+         /// Every fuzz target.\npub const TARGETS: &[Target] = &[\n",
+    );
     for file in files {
         println!("cargo:rerun-if-changed={}", file.display());
         let Some(name) = file.file_stem().and_then(|s| s.to_str()) else {
@@ -31,7 +34,9 @@ fn main() -> Result<(), Box<dyn Error>> {
             .lines()
             .filter(|line| {
                 let t = line.trim_start();
-                !(t.starts_with("#![") || t.starts_with("//!") || t == "use libfuzzer_sys::fuzz_target;")
+                !(t.starts_with("#![")
+                    || t.starts_with("//!")
+                    || t == "use libfuzzer_sys::fuzz_target;")
             })
             .map(|line| format!("{line}\n"))
             .collect();

@@ -144,18 +144,14 @@ impl CrashImage {
             let bytes = match images.get(name) {
                 Some(durable) => log_bytes(durable, &current, options.torn_tails, rng),
                 None => match parse_file_name(Path::new(name)).map(|p| p.kind.file_type) {
-                    Some(FileType::Index) => {
-                        match index_bytes(current, 8, options, rng) {
-                            Some(bytes) => bytes,
-                            None => continue,
-                        }
-                    }
-                    Some(FileType::TimeIndex) => {
-                        match index_bytes(current, 12, options, rng) {
-                            Some(bytes) => bytes,
-                            None => continue,
-                        }
-                    }
+                    Some(FileType::Index) => match index_bytes(current, 8, options, rng) {
+                        Some(bytes) => bytes,
+                        None => continue,
+                    },
+                    Some(FileType::TimeIndex) => match index_bytes(current, 12, options, rng) {
+                        Some(bytes) => bytes,
+                        None => continue,
+                    },
                     _ => current,
                 },
             };
@@ -186,11 +182,7 @@ impl CrashImage {
 
 /// The durable name `name` was renamed from, when the rename is one the log performs
 /// (`X` -> `X.deleted`, `X.swap` -> `X`) and `X` is durable but gone now.
-fn renamed_from(
-    name: &str,
-    durable: &BTreeSet<String>,
-    now: &BTreeSet<String>,
-) -> Option<String> {
+fn renamed_from(name: &str, durable: &BTreeSet<String>, now: &BTreeSet<String>) -> Option<String> {
     let candidates = [
         name.strip_suffix(".deleted").map(str::to_owned),
         Some(format!("{name}.swap")),

@@ -42,7 +42,8 @@ mod workload;
 
 pub use crate::crash_image::{CrashImage, CrashOptions, IndexFate};
 pub use crate::payload::{Fnv, RecordId, T0_MS};
-pub use crate::verify::{LogContents, ServedRecord, Violation, check_acknowledged, read_log, read_log_with_gaps,
+pub use crate::verify::{
+    LogContents, ServedRecord, Violation, check_acknowledged, read_log, read_log_with_gaps,
 };
 pub use crate::workload::{build_batch, corpus_dir, env_u64, small_config};
 

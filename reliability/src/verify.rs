@@ -90,7 +90,9 @@ fn read(log: &Log, allow_gaps: bool) -> Result<LogContents, Violation> {
     while next < log_end_offset {
         let data = log
             .read(next, 256 * 1024, Isolation::LogEnd, true)
-            .map_err(|e| violation!("read at {next} (log {log_start_offset}..{log_end_offset}): {e}"))?;
+            .map_err(|e| {
+                violation!("read at {next} (log {log_start_offset}..{log_end_offset}): {e}")
+            })?;
         if data.slice.is_empty() && allow_gaps {
             gaps.push((next, log_end_offset));
             break;
@@ -106,7 +108,14 @@ fn read(log: &Log, allow_gaps: bool) -> Result<LogContents, Violation> {
             .map_err(|e| violation!("reading the slice at {next}: {e}"))?;
         let before = next;
         let gaps = allow_gaps.then_some(&mut gaps);
-        next = check_batches(&bytes, data.slice.position(), next, log_end_offset, &mut records, gaps)?;
+        next = check_batches(
+            &bytes,
+            data.slice.position(),
+            next,
+            log_end_offset,
+            &mut records,
+            gaps,
+        )?;
         if next == before {
             return Err(violation!(
                 "read at {next} returned {} bytes without a whole batch",
@@ -123,7 +132,11 @@ fn read(log: &Log, allow_gaps: bool) -> Result<LogContents, Violation> {
                 data.slice.len()
             ));
         }
-        Err(e) => return Err(violation!("read at the log end offset {log_end_offset}: {e}")),
+        Err(e) => {
+            return Err(violation!(
+                "read at the log end offset {log_end_offset}: {e}"
+            ));
+        }
     }
     Ok(LogContents {
         log_start_offset,
@@ -144,7 +157,8 @@ fn check_batches(
     mut gaps: Option<&mut Vec<(i64, i64)>>,
 ) -> Result<i64, Violation> {
     for batch in Batches::new(bytes, position) {
-        let batch = batch.map_err(|e| violation!("served bytes at {position} do not parse: {e}"))?;
+        let batch =
+            batch.map_err(|e| violation!("served bytes at {position} do not parse: {e}"))?;
         batch
             .ensure_valid()
             .map_err(|e| violation!("a served batch is corrupt: {e}"))?;

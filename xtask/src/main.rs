@@ -7,10 +7,12 @@
 //! - `loom`: the loom models alone (`--cfg loom`, release, bounded preemptions).
 //! - `fuzz`: every cargo-fuzz target in `fuzz/` for a bounded time each.
 //! - `bench`: the macro benchmark suite in release mode, or the criterion benches.
+//! - `crash`: the long reliability runs (kill -9 harness; `--all` scales every suite).
 
 mod bench;
 mod ci;
 mod cmd;
+mod crash;
 mod fuzz;
 mod loom;
 
@@ -28,6 +30,9 @@ tasks:
                          the macro suite (release): table on stdout, JSON in target/bench/
   bench --criterion [ARGS] | bench -- [ARGS]
                          cargo bench --workspace --bench '*' -- ARGS (criterion baselines)
+  crash [--iterations N] [--seed S] [--all]
+                         the kill -9 harness with N kills (default 500, release); --all runs
+                         every reliability suite scaled by N/20 (see docs/durability.md)
 ";
 
 fn main() -> ExitCode {
@@ -41,6 +46,7 @@ fn main() -> ExitCode {
         "loom" => loom::run(rest),
         "fuzz" => fuzz::run(rest),
         "bench" => bench::run(rest),
+        "crash" => crash::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -18,9 +18,11 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("append") => append(&args[1..]),
         Some("open") => open(&args[1..]),
-        _ => Err("usage: crash-child append <dir> <stream-base> <threads> <seed> | \
+        _ => Err(
+            "usage: crash-child append <dir> <stream-base> <threads> <seed> | \
                   crash-child open <dir> [hold]"
-            .into()),
+                .into(),
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -68,12 +70,19 @@ fn append(args: &[String]) -> Result<(), BoxError> {
 
 /// Appends batches of 1-8 records forever (until killed), acknowledging each record after the
 /// append returns.
-fn appender(log: &Log, stdout: &Mutex<std::io::Stdout>, stream: u64, seed: u64) -> Result<(), BoxError> {
+fn appender(
+    log: &Log,
+    stdout: &Mutex<std::io::Stdout>,
+    stream: u64,
+    seed: u64,
+) -> Result<(), BoxError> {
     let mut rng = StdRng::seed_from_u64(seed);
     let mut seq = 0u64;
     loop {
         let count = rng.random_range(1..=8u64);
-        let ids: Vec<RecordId> = (seq..seq + count).map(|seq| RecordId { stream, seq }).collect();
+        let ids: Vec<RecordId> = (seq..seq + count)
+            .map(|seq| RecordId { stream, seq })
+            .collect();
         seq += count;
         let compression = Compression::ALL[rng.random_range(0..Compression::ALL.len())];
         let durable = rng.random_bool(0.7);

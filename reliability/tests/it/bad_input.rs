@@ -6,9 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use seglog::{
-    AppendErrorKind, BatchBuilder, Compression, Error, Isolation, Log, LogConfig,
-};
+use seglog::{AppendErrorKind, BatchBuilder, Compression, Error, Isolation, Log, LogConfig};
 use seglog_reliability::{RecordId, build_batch, read_log, small_config};
 
 use crate::support::{fill, seeded_rng};
@@ -36,7 +34,11 @@ fn filled(dir: &Path, config: LogConfig) -> (Log, seglog_reliability::LogContent
 
 /// The log still serves exactly `before` and accepts a good append.
 fn assert_intact(log: &Log, before: &seglog_reliability::LogContents, context: &str) {
-    assert_eq!(&read_log(log).unwrap(), before, "{context}: the log changed");
+    assert_eq!(
+        &read_log(log).unwrap(),
+        before,
+        "{context}: the log changed"
+    );
     let info = log
         .append(&one(2, before.log_end_offset as u64))
         .unwrap_or_else(|e| panic!("{context}: a good append after it failed: {e}"));
@@ -48,24 +50,96 @@ fn assert_intact(log: &Log, before: &seglog_reliability::LogContents, context: &
 fn invalid_configs_are_refused_before_touching_the_disk() {
     let tmp = tempfile::tempdir().unwrap();
     let cases: Vec<(&str, LogConfig)> = vec![
-        ("segment.bytes", LogConfig { segment_bytes: 13, ..LogConfig::default() }),
-        ("segment.bytes", LogConfig { segment_bytes: i32::MIN, ..LogConfig::default() }),
-        ("segment.ms", LogConfig { segment_ms: 0, ..LogConfig::default() }),
-        ("segment.jitter.ms", LogConfig { segment_jitter_ms: -1, ..LogConfig::default() }),
-        ("segment.index.bytes", LogConfig { segment_index_bytes: 11, ..LogConfig::default() }),
-        ("index.interval.bytes", LogConfig { index_interval_bytes: -1, ..LogConfig::default() }),
-        ("retention.ms", LogConfig { retention_ms: -2, ..LogConfig::default() }),
-        ("flush.messages", LogConfig { flush_messages: 0, ..LogConfig::default() }),
-        ("flush.ms", LogConfig { flush_ms: -1, ..LogConfig::default() }),
-        ("file.delete.delay.ms", LogConfig { file_delete_delay_ms: i64::MIN, ..LogConfig::default() }),
-        ("max.message.bytes", LogConfig { max_message_bytes: -1, ..LogConfig::default() }),
+        (
+            "segment.bytes",
+            LogConfig {
+                segment_bytes: 13,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "segment.bytes",
+            LogConfig {
+                segment_bytes: i32::MIN,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "segment.ms",
+            LogConfig {
+                segment_ms: 0,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "segment.jitter.ms",
+            LogConfig {
+                segment_jitter_ms: -1,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "segment.index.bytes",
+            LogConfig {
+                segment_index_bytes: 11,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "index.interval.bytes",
+            LogConfig {
+                index_interval_bytes: -1,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "retention.ms",
+            LogConfig {
+                retention_ms: -2,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "flush.messages",
+            LogConfig {
+                flush_messages: 0,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "flush.ms",
+            LogConfig {
+                flush_ms: -1,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "file.delete.delay.ms",
+            LogConfig {
+                file_delete_delay_ms: i64::MIN,
+                ..LogConfig::default()
+            },
+        ),
+        (
+            "max.message.bytes",
+            LogConfig {
+                max_message_bytes: -1,
+                ..LogConfig::default()
+            },
+        ),
         (
             "message.timestamp.before.max.ms",
-            LogConfig { message_timestamp_before_max_ms: -1, ..LogConfig::default() },
+            LogConfig {
+                message_timestamp_before_max_ms: -1,
+                ..LogConfig::default()
+            },
         ),
         (
             "message.timestamp.after.max.ms",
-            LogConfig { message_timestamp_after_max_ms: -1, ..LogConfig::default() },
+            LogConfig {
+                message_timestamp_after_max_ms: -1,
+                ..LogConfig::default()
+            },
         ),
     ];
     for (i, (key, config)) in cases.into_iter().enumerate() {
@@ -74,7 +148,11 @@ fn invalid_configs_are_refused_before_touching_the_disk() {
             Err(Error::InvalidConfig { key: got, .. }) => assert_eq!(got, key),
             other => panic!("{key}: expected InvalidConfig, got {other:?}"),
         }
-        assert!(!dir.exists(), "{key}: an invalid config created {}", dir.display());
+        assert!(
+            !dir.exists(),
+            "{key}: an invalid config created {}",
+            dir.display()
+        );
     }
     let mut config = LogConfig::default();
     for (key, value) in [
@@ -89,11 +167,24 @@ fn invalid_configs_are_refused_before_touching_the_disk() {
         let error = config
             .set(key, value)
             .expect_err(&format!("{key}={value} accepted"));
-        assert!(matches!(error, Error::InvalidConfig { .. }), "{key}={value}: {error:?}");
-        assert!(error.to_string().contains(value.trim()), "{key}={value}: {error}");
+        assert!(
+            matches!(error, Error::InvalidConfig { .. }),
+            "{key}={value}: {error:?}"
+        );
+        assert!(
+            error.to_string().contains(value.trim()),
+            "{key}={value}: {error}"
+        );
     }
-    assert_eq!(config, LogConfig::default(), "failed sets changed the config");
-    assert!(matches!(config.set("no.such.key", "1"), Err(Error::UnknownConfig { .. })));
+    assert_eq!(
+        config,
+        LogConfig::default(),
+        "failed sets changed the config"
+    );
+    assert!(matches!(
+        config.set("no.such.key", "1"),
+        Err(Error::UnknownConfig { .. })
+    ));
     assert!(LogConfig::from_pairs(["segment.bytes"]).is_err());
     assert!(LogConfig::from_pairs(["segment.bytes=14", "retention.ms=-1"]).is_ok());
 }
@@ -130,9 +221,20 @@ fn hostile_leader_appends_are_refused_and_the_log_stays_intact() {
     huge_size[8..12].copy_from_slice(&i32::MAX.to_be_bytes());
     cases.push(("huge size", huge_size));
     let big: Vec<RecordId> = (0..40).map(|seq| RecordId { stream: 4, seq }).collect();
-    cases.push(("batch over max.message.bytes", build_batch(&big, Compression::None).unwrap()));
-    let mut control = BatchBuilder::new(0).control(true).transactional(true).producer(1, 0, -1);
-    control.append(seglog_reliability::T0_MS, Some(&[0, 0, 0, 0]), Some(&[0, 0, 0, 0, 0, 0]), &[]);
+    cases.push((
+        "batch over max.message.bytes",
+        build_batch(&big, Compression::None).unwrap(),
+    ));
+    let mut control = BatchBuilder::new(0)
+        .control(true)
+        .transactional(true)
+        .producer(1, 0, -1);
+    control.append(
+        seglog_reliability::T0_MS,
+        Some(&[0, 0, 0, 0]),
+        Some(&[0, 0, 0, 0, 0, 0]),
+        &[],
+    );
     cases.push(("control batch", control.build().unwrap().to_vec()));
     let mut count = good.clone();
     count[57..61].copy_from_slice(&5i32.to_be_bytes());
@@ -148,16 +250,17 @@ fn hostile_leader_appends_are_refused_and_the_log_stays_intact() {
     cases.push(("negative lastOffsetDelta", delta));
     let mut future = BatchBuilder::new(0);
     future.append(i64::MAX - 1, Some(b"k"), Some(b"v"), &[]);
-    cases.push(("timestamp far in the future", future.build().unwrap().to_vec()));
+    cases.push((
+        "timestamp far in the future",
+        future.build().unwrap().to_vec(),
+    ));
     let mut codec = good.clone();
     codec[22] |= 0x07; // compression codec 7
     fix_crc(&mut codec);
     cases.push(("unknown codec", codec));
 
     for (name, bytes) in cases {
-        let error = log
-            .append(&bytes)
-            .expect_err(&format!("{name}: accepted"));
+        let error = log.append(&bytes).expect_err(&format!("{name}: accepted"));
         assert!(
             matches!(error, Error::InvalidAppend { .. } | Error::Records(_)),
             "{name}: expected a typed append error, got {error:?}"
@@ -170,9 +273,16 @@ fn hostile_leader_appends_are_refused_and_the_log_stays_intact() {
     config.max_message_bytes = i32::MAX;
     let dir = tmp.path().join("small").join("t-0");
     let small = Log::open(&dir, config).unwrap();
-    let error = small.append(&build_batch(&big, Compression::None).unwrap()).unwrap_err();
+    let error = small
+        .append(&build_batch(&big, Compression::None).unwrap())
+        .unwrap_err();
     assert!(
-        matches!(error, Error::InvalidAppend { kind: AppendErrorKind::AppendTooLarge { .. } }),
+        matches!(
+            error,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::AppendTooLarge { .. }
+            }
+        ),
         "{error:?}"
     );
     assert_eq!(small.log_end_offset(), 0);
@@ -236,11 +346,24 @@ fn out_of_range_reads_and_offsets_give_typed_errors() {
             other => panic!("read {offset}: {other:?}"),
         }
     }
-    assert!(log.read(end, 1024, Isolation::LogEnd, true).unwrap().slice.is_empty());
-    assert!(log.read(0, 0, Isolation::LogEnd, false).unwrap().slice.is_empty());
+    assert!(
+        log.read(end, 1024, Isolation::LogEnd, true)
+            .unwrap()
+            .slice
+            .is_empty()
+    );
+    assert!(
+        log.read(0, 0, Isolation::LogEnd, false)
+            .unwrap()
+            .slice
+            .is_empty()
+    );
     for offset in [end + 1, -2, i64::MIN] {
         assert!(
-            matches!(log.delete_records_before(offset), Err(Error::OffsetOutOfRange { .. })),
+            matches!(
+                log.delete_records_before(offset),
+                Err(Error::OffsetOutOfRange { .. })
+            ),
             "delete_records_before({offset})"
         );
     }
@@ -279,7 +402,12 @@ fn a_second_process_opening_the_directory_gets_a_lock_error() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(stdout.trim(), "locked", "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        stdout.trim(),
+        "locked",
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_intact(&log, &before, "second open");
     log.close().unwrap();
     drop(log);

@@ -36,9 +36,15 @@ fn check_fetch(data: &FetchData, from: i64, bound: i64, context: &str) -> (i64, 
             .ensure_valid()
             .unwrap_or_else(|e| panic!("{context}: served a corrupt batch: {e}"));
         let last = batch.header().last_offset;
-        assert!(last < bound, "{context}: served offset {last}, bound {bound}");
+        assert!(
+            last < bound,
+            "{context}: served offset {last}, bound {bound}"
+        );
         if i == 0 {
-            assert!(last >= from, "{context}: first batch ends at {last} < {from}");
+            assert!(
+                last >= from,
+                "{context}: first batch ends at {last} < {from}"
+            );
         }
         for record in batch.records(1 << 24) {
             let record = record.unwrap_or_else(|e| panic!("{context}: {e}"));
@@ -46,7 +52,10 @@ fn check_fetch(data: &FetchData, from: i64, bound: i64, context: &str) -> (i64, 
                 .unwrap_or_else(|| panic!("{context}: unknown key at {}", record.offset));
             assert_eq!(
                 id,
-                RecordId { stream: STREAM, seq: record.offset as u64 },
+                RecordId {
+                    stream: STREAM,
+                    seq: record.offset as u64
+                },
                 "{context}: offset {} holds another record",
                 record.offset
             );
@@ -80,8 +89,12 @@ fn one_appender_eight_readers_retention_and_rolls() {
             let mut seq = 0u64;
             while Instant::now() < deadline {
                 let n = rng.random_range(1..=8u64);
-                let ids: Vec<RecordId> =
-                    (seq..seq + n).map(|seq| RecordId { stream: STREAM, seq }).collect();
+                let ids: Vec<RecordId> = (seq..seq + n)
+                    .map(|seq| RecordId {
+                        stream: STREAM,
+                        seq,
+                    })
+                    .collect();
                 let compression = Compression::ALL[rng.random_range(0..Compression::ALL.len())];
                 let batch = build_batch(&ids, compression).unwrap();
                 let info = if rng.random_bool(0.1) {
@@ -92,7 +105,8 @@ fn one_appender_eight_readers_retention_and_rolls() {
                 assert_eq!(info.first_offset, seq as i64, "offsets follow the appends");
                 seq += n;
                 if rng.random_bool(0.3) {
-                    log.set_high_watermark(rng.random_range(0..=seq as i64)).unwrap();
+                    log.set_high_watermark(rng.random_range(0..=seq as i64))
+                        .unwrap();
                 }
                 if rng.random_bool(0.01) {
                     log.roll().unwrap();
@@ -108,7 +122,7 @@ fn one_appender_eight_readers_retention_and_rolls() {
             let mut ticks = 0u64;
             while !stop.load(Ordering::Acquire) {
                 log.tick(seglog::SystemClock.now_ms()).unwrap();
-                if ticks % 7 == 0 {
+                if ticks.is_multiple_of(7) {
                     log.flush().unwrap();
                 }
                 ticks += 1;
@@ -176,15 +190,24 @@ fn one_appender_eight_readers_retention_and_rolls() {
     for reader in readers {
         reader.join().unwrap();
     }
-    let (reads, records) = (reads.load(Ordering::Relaxed), records.load(Ordering::Relaxed));
+    let (reads, records) = (
+        reads.load(Ordering::Relaxed),
+        records.load(Ordering::Relaxed),
+    );
     eprintln!(
         "concurrency: {appended} records appended, {} segments now, log start {}, {ticks} ticks, \
          {reads} reads validated {records} records",
         log.segment_count(),
         log.log_start_offset()
     );
-    assert!(reads > 100 && records > 1000, "seed {seed}: the readers barely ran");
-    assert!(log.log_start_offset() > 0, "seed {seed}: retention never ran");
+    assert!(
+        reads > 100 && records > 1000,
+        "seed {seed}: the readers barely ran"
+    );
+    assert!(
+        log.log_start_offset() > 0,
+        "seed {seed}: retention never ran"
+    );
     // The survivors are intact after a clean reopen.
     log.close().unwrap();
     let dir = log.dir().to_path_buf();

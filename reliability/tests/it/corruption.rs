@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use rand::Rng;
 use rand::rngs::StdRng;
 use seglog::{
-    Batches, CLEAN_SHUTDOWN_FILE, Isolation, ListOffsets, Log, LogConfig,
-    LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT,
+    Batches, CLEAN_SHUTDOWN_FILE, Isolation, LOG_START_OFFSET_CHECKPOINT, ListOffsets, Log,
+    LogConfig, RECOVERY_POINT_CHECKPOINT,
 };
 use seglog_reliability::{LogContents, RecordId, small_config};
 
@@ -85,7 +85,10 @@ impl Pristine {
                 }
             })
             .collect::<Vec<_>>();
-        assert!(segments.len() >= 5, "the pristine log should have several segments");
+        assert!(
+            segments.len() >= 5,
+            "the pristine log should have several segments"
+        );
         Pristine {
             tmp,
             dir,
@@ -149,7 +152,11 @@ fn check_served(p: &Pristine, contents: &LogContents, first_lost: i64, context: 
             "{context}: undamaged offset {offset} is not served"
         );
     }
-    let beyond = contents.records.iter().filter(|r| r.offset >= first_lost).count();
+    let beyond = contents
+        .records
+        .iter()
+        .filter(|r| r.offset >= first_lost)
+        .count();
     if beyond > 0 {
         assert!(
             !gaps_are_fatal() && !contents.gaps.is_empty(),
@@ -220,7 +227,12 @@ fn log_bit_flips_are_cut_at_the_first_bad_batch() {
         make_unclean(&dir);
         let log = open(&dir, &p.config, &context);
         let contents = read(&log).unwrap_or_else(|v| panic!("{context}: {v}"));
-        check_served(&p, &contents, p.first_offset_at(segment, position), &context);
+        check_served(
+            &p,
+            &contents,
+            p.first_offset_at(segment, position),
+            &context,
+        );
         assert!(
             contents.records.len() < p.records.len(),
             "{context}: the flip went unnoticed"
@@ -368,7 +380,8 @@ fn damage_index(path: &Path, entry_size: usize, damage: IndexDamage, rng: &mut S
             // Structurally valid (increasing) but wrong: every position (offset index) or
             // timestamp (time index) moved forward a little.
             for entry in bytes.chunks_exact_mut(entry_size) {
-                let at = if entry_size == 8 { 7 } else { 7 };
+                // Byte 7: the low byte of the position (.index) or of the timestamp (.timeindex).
+                let at = 7;
                 entry[at] = entry[at].wrapping_add(3);
             }
             if bytes.is_empty() {
@@ -403,7 +416,12 @@ fn damaged_indexes_are_rebuilt_and_lose_nothing() {
                 );
                 let dir = p.copy(&format!("index-{case}"));
                 let entry_size = if extension == "index" { 8 } else { 12 };
-                damage_index(&dir.join(layout.index_name(extension)), entry_size, damage, &mut rng);
+                damage_index(
+                    &dir.join(layout.index_name(extension)),
+                    entry_size,
+                    damage,
+                    &mut rng,
+                );
                 if !clean {
                     make_unclean(&dir);
                 }
@@ -430,6 +448,9 @@ fn damaged_indexes_are_rebuilt_and_lose_nothing() {
     }
 }
 
+/// A way to damage the state files of a directory.
+type Damage = Box<dyn Fn(&Path, &mut StdRng)>;
+
 #[test]
 fn checkpoints_and_the_marker_in_any_state_never_lose_data() {
     let (mut rng, seed) = seeded_rng("corruption/checkpoints");
@@ -438,44 +459,77 @@ fn checkpoints_and_the_marker_in_any_state_never_lose_data() {
     let garbage = |rng: &mut StdRng| -> Vec<u8> {
         (0..rng.random_range(0..64)).map(|_| rng.random()).collect()
     };
-    let states: Vec<(&str, Box<dyn Fn(&Path, &mut StdRng)>)> = vec![
-        ("recovery point garbage", Box::new(move |d: &Path, r: &mut StdRng| {
-            std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), garbage(r)).unwrap();
-        })),
-        ("recovery point missing", Box::new(|d: &Path, _: &mut StdRng| {
-            std::fs::remove_file(d.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
-        })),
-        ("recovery point stale low", Box::new(|d: &Path, _: &mut StdRng| {
-            std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), "0\n1\nt 0 3\n").unwrap();
-        })),
-        ("recovery point beyond the end", Box::new(move |d: &Path, _: &mut StdRng| {
-            let text = format!("0\n1\nt 0 {}\n", end + 1000);
-            std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), text).unwrap();
-        })),
-        ("recovery point wrong version", Box::new(|d: &Path, _: &mut StdRng| {
-            std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), "7\n1\nt 0 3\n").unwrap();
-        })),
-        ("log start garbage", Box::new(move |d: &Path, r: &mut StdRng| {
-            std::fs::write(d.join(LOG_START_OFFSET_CHECKPOINT), garbage(r)).unwrap();
-        })),
-        ("log start negative", Box::new(|d: &Path, _: &mut StdRng| {
-            std::fs::write(d.join(LOG_START_OFFSET_CHECKPOINT), "0\n1\nt 0 -5\n").unwrap();
-        })),
-        ("checkpoint tmp leftovers", Box::new(move |d: &Path, r: &mut StdRng| {
-            for name in [RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT] {
-                std::fs::write(d.join(format!("{name}.tmp")), garbage(r)).unwrap();
-            }
-        })),
-        ("marker garbage", Box::new(move |d: &Path, r: &mut StdRng| {
-            std::fs::write(d.join(CLEAN_SHUTDOWN_FILE), garbage(r)).unwrap();
-        })),
-        ("marker missing", Box::new(|d: &Path, _: &mut StdRng| {
-            std::fs::remove_file(d.join(CLEAN_SHUTDOWN_FILE)).unwrap();
-        })),
-        ("marker is a directory", Box::new(|d: &Path, _: &mut StdRng| {
-            std::fs::remove_file(d.join(CLEAN_SHUTDOWN_FILE)).unwrap();
-            std::fs::create_dir(d.join(CLEAN_SHUTDOWN_FILE)).unwrap();
-        })),
+    let states: Vec<(&str, Damage)> = vec![
+        (
+            "recovery point garbage",
+            Box::new(move |d: &Path, r: &mut StdRng| {
+                std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), garbage(r)).unwrap();
+            }),
+        ),
+        (
+            "recovery point missing",
+            Box::new(|d: &Path, _: &mut StdRng| {
+                std::fs::remove_file(d.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
+            }),
+        ),
+        (
+            "recovery point stale low",
+            Box::new(|d: &Path, _: &mut StdRng| {
+                std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), "0\n1\nt 0 3\n").unwrap();
+            }),
+        ),
+        (
+            "recovery point beyond the end",
+            Box::new(move |d: &Path, _: &mut StdRng| {
+                let text = format!("0\n1\nt 0 {}\n", end + 1000);
+                std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), text).unwrap();
+            }),
+        ),
+        (
+            "recovery point wrong version",
+            Box::new(|d: &Path, _: &mut StdRng| {
+                std::fs::write(d.join(RECOVERY_POINT_CHECKPOINT), "7\n1\nt 0 3\n").unwrap();
+            }),
+        ),
+        (
+            "log start garbage",
+            Box::new(move |d: &Path, r: &mut StdRng| {
+                std::fs::write(d.join(LOG_START_OFFSET_CHECKPOINT), garbage(r)).unwrap();
+            }),
+        ),
+        (
+            "log start negative",
+            Box::new(|d: &Path, _: &mut StdRng| {
+                std::fs::write(d.join(LOG_START_OFFSET_CHECKPOINT), "0\n1\nt 0 -5\n").unwrap();
+            }),
+        ),
+        (
+            "checkpoint tmp leftovers",
+            Box::new(move |d: &Path, r: &mut StdRng| {
+                for name in [RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT] {
+                    std::fs::write(d.join(format!("{name}.tmp")), garbage(r)).unwrap();
+                }
+            }),
+        ),
+        (
+            "marker garbage",
+            Box::new(move |d: &Path, r: &mut StdRng| {
+                std::fs::write(d.join(CLEAN_SHUTDOWN_FILE), garbage(r)).unwrap();
+            }),
+        ),
+        (
+            "marker missing",
+            Box::new(|d: &Path, _: &mut StdRng| {
+                std::fs::remove_file(d.join(CLEAN_SHUTDOWN_FILE)).unwrap();
+            }),
+        ),
+        (
+            "marker is a directory",
+            Box::new(|d: &Path, _: &mut StdRng| {
+                std::fs::remove_file(d.join(CLEAN_SHUTDOWN_FILE)).unwrap();
+                std::fs::create_dir(d.join(CLEAN_SHUTDOWN_FILE)).unwrap();
+            }),
+        ),
     ];
     for (case, (name, damage)) in states.iter().enumerate() {
         for torn_tail in [false, true] {

@@ -150,11 +150,13 @@ fn kill_dash_nine_never_loses_an_acknowledged_record() {
         let report = log.load_report();
         truncated_bytes += report.truncations().map(|(_, n)| n).sum::<u64>();
         recovered += report.recovered().count();
-        let contents =
-            read_log(&log).unwrap_or_else(|v| panic!("seed {seed}, run {run}: {v}"));
+        let contents = read_log(&log).unwrap_or_else(|v| panic!("seed {seed}, run {run}: {v}"));
         check_acknowledged(&contents, &acked)
             .unwrap_or_else(|v| panic!("seed {seed}, run {run}: {v}"));
-        assert_eq!(contents.log_start_offset, 0, "seed {seed}: nothing is retained away");
+        assert_eq!(
+            contents.log_start_offset, 0,
+            "seed {seed}: nothing is retained away"
+        );
         // Half the time the harness closes cleanly, half the time it "crashes" too.
         if rng.random_bool(0.5) {
             log.close().unwrap();
@@ -165,5 +167,8 @@ fn kill_dash_nine_never_loses_an_acknowledged_record() {
          {recovered} segment recoveries, {truncated_bytes} torn bytes cut",
         acked.len()
     );
-    assert!(kills < 5 || !acked.is_empty(), "seed {seed}: no child ever acknowledged");
+    assert!(
+        kills < 5 || !acked.is_empty(),
+        "seed {seed}: no child ever acknowledged"
+    );
 }

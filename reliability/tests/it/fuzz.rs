@@ -7,6 +7,9 @@
 //! failing input is saved to the temp directory and its path printed; copy it into
 //! `fuzz-regressions/<target>/` to keep it as a regression test.
 //!
+//! `SEGLOG_FUZZ_CORPUS_OUT=<dir>` also writes each target's seeds to `<dir>/<target>/`, which
+//! is how the cargo-fuzz corpora in `fuzz/corpus/` are seeded from the Kafka corpus.
+//!
 //! `SEGLOG_FUZZ_ITERATIONS` sets the random inputs per target (defaults: 2000 for the pure
 //! parser, 300-400 for the targets that touch files).
 
@@ -27,7 +30,7 @@ macro_rules! fuzz_target {
     };
 }
 
-#[allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+#[allow(dead_code)]
 mod targets {
     include!(concat!(env!("OUT_DIR"), "/fuzz_targets.rs"));
 }
@@ -72,7 +75,10 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
         corpus.display()
     );
     let mut seeds: Vec<Vec<u8>> = match target {
-        "parse_batches" => files(&corpus, &[".log"]).iter().map(|p| head(p, 64 * 1024)).collect(),
+        "parse_batches" => files(&corpus, &[".log"])
+            .iter()
+            .map(|p| head(p, 64 * 1024))
+            .collect(),
         "segment_recovery" => files(&corpus, &[".log"])
             .iter()
             .enumerate()
@@ -92,14 +98,26 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
             })
             .collect(),
         "checkpoint_parse" => {
-            let mut seeds: Vec<Vec<u8>> = files(&corpus, &["leader-epoch-checkpoint", "partition.metadata"])
-                .iter()
-                .map(|p| head(p, 4096))
-                .collect();
+            let mut seeds: Vec<Vec<u8>> =
+                files(&corpus, &["leader-epoch-checkpoint", "partition.metadata"])
+                    .iter()
+                    .map(|p| head(p, 4096))
+                    .collect();
             for text in [
-                "", "0\n", "0\n0\n", "0\n1\nt-0 0 5\n", "0\r\n1\r\nt 0 5\r\n", "0\n2\na 0 1\nb 1 2\n",
-                "1\n0\n", "0\n1\nt 0\n", "0\n1\nt x 5\n", "0\n3\nt 0 1\n", "0\n1\nt 0 99999999999999999999\n",
-                "0\n1\nt 0 -1\n", "0\n1\nt 0 7\n\n\n", "{\"version\":0,\"brokerEpoch\":5}",
+                "",
+                "0\n",
+                "0\n0\n",
+                "0\n1\nt-0 0 5\n",
+                "0\r\n1\r\nt 0 5\r\n",
+                "0\n2\na 0 1\nb 1 2\n",
+                "1\n0\n",
+                "0\n1\nt 0\n",
+                "0\n1\nt x 5\n",
+                "0\n3\nt 0 1\n",
+                "0\n1\nt 0 99999999999999999999\n",
+                "0\n1\nt 0 -1\n",
+                "0\n1\nt 0 7\n\n\n",
+                "{\"version\":0,\"brokerEpoch\":5}",
             ] {
                 seeds.push(text.as_bytes().to_vec());
             }
@@ -110,7 +128,11 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
     let regressions = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fuzz-regressions")
         .join(target);
-    seeds.extend(files(&regressions, &[""]).iter().map(|p| std::fs::read(p).unwrap()));
+    seeds.extend(
+        files(&regressions, &[""])
+            .iter()
+            .map(|p| std::fs::read(p).unwrap()),
+    );
     seeds.push(Vec::new());
     seeds
 }
@@ -144,7 +166,11 @@ fn mutate(seed: &[u8], other: &[u8], rng: &mut StdRng) -> Vec<u8> {
                 let to = rng.random_range(from..=other.len().min(from + 512));
                 data.splice(at..at, other[from..to].iter().copied());
             }
-            _ => data = (0..rng.random_range(0..256)).map(|_| rng.random()).collect(),
+            _ => {
+                data = (0..rng.random_range(0..256))
+                    .map(|_| rng.random())
+                    .collect()
+            }
         }
     }
     data
@@ -178,6 +204,14 @@ fn exercise(target: &str, default_iterations: u64) {
         .unwrap_or_else(|| panic!("no fuzz target {target} in fuzz/fuzz_targets"));
     let (mut rng, seed) = seeded_rng(&format!("fuzz/{target}"));
     let seeds = seeds(target);
+    if let Some(out) = std::env::var_os("SEGLOG_FUZZ_CORPUS_OUT") {
+        // Seeds the cargo-fuzz corpora: SEGLOG_FUZZ_CORPUS_OUT=$PWD/fuzz/corpus.
+        let dir = Path::new(&out).join(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        for (i, data) in seeds.iter().enumerate() {
+            std::fs::write(dir.join(format!("seed-{i:04}")), data).unwrap();
+        }
+    }
     for (i, data) in seeds.iter().enumerate() {
         run_one(target, *run, data, &format!("seed {i}"));
     }
@@ -185,7 +219,12 @@ fn exercise(target: &str, default_iterations: u64) {
         let a = &seeds[rng.random_range(0..seeds.len())];
         let b = &seeds[rng.random_range(0..seeds.len())];
         let data = mutate(a, b, &mut rng);
-        run_one(target, *run, &data, &format!("random input {i} of seed {seed}"));
+        run_one(
+            target,
+            *run,
+            &data,
+            &format!("random input {i} of seed {seed}"),
+        );
     }
 }
 
@@ -194,7 +233,12 @@ fn every_fuzz_target_has_a_harness_here() {
     let names: Vec<&str> = targets::TARGETS.iter().map(|(n, _)| *n).collect();
     assert_eq!(
         names,
-        ["checkpoint_parse", "index_open", "parse_batches", "segment_recovery"],
+        [
+            "checkpoint_parse",
+            "index_open",
+            "parse_batches",
+            "segment_recovery"
+        ],
         "a new fuzz target needs seeds and a #[test] in tests/it/fuzz.rs"
     );
 }

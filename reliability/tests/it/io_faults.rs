@@ -40,7 +40,11 @@ fn assert_injected(error: &seglog::Error, op: IoOp, kind: FaultKind, context: &s
             source,
         }) => {
             assert_eq!(*got, op, "{context}: {error}");
-            assert_eq!(source.raw_os_error(), Some(errno(kind)), "{context}: {error}");
+            assert_eq!(
+                source.raw_os_error(),
+                Some(errno(kind)),
+                "{context}: {error}"
+            );
             assert!(
                 path.extension().is_some_and(|e| e == "log"),
                 "{context}: {error} should name the .log"
@@ -85,7 +89,11 @@ fn append_until_failure(
     log: &Log,
     rng: &mut impl Rng,
     stream: u64,
-) -> (BTreeMap<i64, RecordId>, BTreeMap<i64, RecordId>, seglog::Error) {
+) -> (
+    BTreeMap<i64, RecordId>,
+    BTreeMap<i64, RecordId>,
+    seglog::Error,
+) {
     let mut appended = BTreeMap::new();
     let mut durable = BTreeMap::new();
     let mut seq = 0;
@@ -201,8 +209,14 @@ fn the_nth_write_or_fsync_fails_cleanly() {
                 "{context}: the failed write is visible after reopening"
             );
         }
-        let batch = build_batch(&[RecordId { stream: 1000 + point, seq: 0 }], Compression::None)
-            .unwrap();
+        let batch = build_batch(
+            &[RecordId {
+                stream: 1000 + point,
+                seq: 0,
+            }],
+            Compression::None,
+        )
+        .unwrap();
         log.append_durable(&batch).unwrap();
         log.close().unwrap();
     }
@@ -279,7 +293,8 @@ fn a_failed_close_is_not_a_clean_shutdown() {
     let log = Log::open(&dir, small_config(4096)).unwrap();
     let ids: Vec<RecordId> = (0..20).map(|seq| RecordId { stream: 1, seq }).collect();
     for chunk in ids.chunks(4) {
-        log.append(&build_batch(chunk, Compression::Lz4).unwrap()).unwrap();
+        log.append(&build_batch(chunk, Compression::Lz4).unwrap())
+            .unwrap();
     }
     faults.fail_nth_sync(1, FaultKind::Eio);
     let error = log.close().unwrap_err();
@@ -290,7 +305,11 @@ fn a_failed_close_is_not_a_clean_shutdown() {
     let log = Log::open(&dir, small_config(4096)).unwrap();
     assert!(!log.load_report().had_clean_shutdown);
     assert!(log.load_report().recovered().count() > 0);
-    let acked = ids.iter().enumerate().map(|(i, id)| (i as i64, *id)).collect();
+    let acked = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (i as i64, *id))
+        .collect();
     check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
 }
 

@@ -2,6 +2,9 @@
 //! long versions through environment variables (see `docs/durability.md` and `cargo xtask
 //! crash`).
 
+// clippy.toml allows these inside `#[test]` functions only; the helpers here are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod bad_input;
 mod concurrency;
 mod corruption;

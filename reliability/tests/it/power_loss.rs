@@ -15,8 +15,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use seglog::{Clock, Compression, Log, LogConfig};
 use seglog_reliability::{
     CrashImage, CrashOptions, RecordId, build_batch, check_acknowledged, read_log,
@@ -90,7 +90,10 @@ impl Workload {
                 "op {choice}: log {}..{} segments {:?}",
                 log.log_start_offset(),
                 log.log_end_offset(),
-                log.segments().iter().map(|s| s.base_offset).collect::<Vec<_>>()
+                log.segments()
+                    .iter()
+                    .map(|s| s.base_offset)
+                    .collect::<Vec<_>>()
             );
         }
         match choice {
@@ -168,14 +171,17 @@ fn check_crash_state(
     image.write_to(target).unwrap();
     if let Ok(dump) = std::env::var("SEGLOG_DUMP_DIR") {
         // Keep a copy of each crash state for post-mortems.
-        image.write_to(&Path::new(&dump).join(context.replace([' ', ',', '{', '}', ':'], "_"))).unwrap();
+        image
+            .write_to(&Path::new(&dump).join(context.replace([' ', ',', '{', '}', ':'], "_")))
+            .unwrap();
     }
     let live_start = w.log().log_start_offset();
     let log = Log::open(target, w.config.clone())
         .unwrap_or_else(|e| panic!("{context}: recovery failed: {e}\nfiles: {:?}", names(image)));
     tally.truncated_bytes += log.load_report().truncations().map(|(_, n)| n).sum::<u64>();
     tally.crash_points += 1;
-    let contents = read(&log).unwrap_or_else(|v| panic!("{context}: {v}\nfiles: {:?}", names(image)));
+    let contents =
+        read(&log).unwrap_or_else(|v| panic!("{context}: {v}\nfiles: {:?}", names(image)));
     if let Some(&(gap_start, _)) = contents.gaps.first() {
         tally.states_with_gap += 1;
         tally.records_after_gap += contents
@@ -189,9 +195,14 @@ fn check_crash_state(
         "{context}: the log start offset rose to {} (live: {live_start})",
         contents.log_start_offset
     );
-    let acked: BTreeMap<i64, RecordId> = w.acked.range(live_start..).map(|(o, i)| (*o, *i)).collect();
+    let acked: BTreeMap<i64, RecordId> =
+        w.acked.range(live_start..).map(|(o, i)| (*o, *i)).collect();
     check_acknowledged(&contents, &acked).unwrap_or_else(|v| {
-        panic!("{context}: {v}\nfiles: {:?}\nload: {:?}", names(image), log.load_report())
+        panic!(
+            "{context}: {v}\nfiles: {:?}\nload: {:?}",
+            names(image),
+            log.load_report()
+        )
     });
     for record in &contents.records {
         // Whatever survived beyond the acknowledged prefix is something that was written.
@@ -207,10 +218,18 @@ fn check_crash_state(
         log.close().unwrap();
         drop(log);
         let again = Log::open(target, w.config.clone()).unwrap();
-        assert_eq!(read(&again).unwrap(), contents, "{context}: second open differs");
+        assert_eq!(
+            read(&again).unwrap(),
+            contents,
+            "{context}: second open differs"
+        );
         drop(again);
         let third = Log::open(target, w.config.clone()).unwrap();
-        assert_eq!(read(&third).unwrap(), contents, "{context}: third open differs");
+        assert_eq!(
+            read(&third).unwrap(),
+            contents,
+            "{context}: third open differs"
+        );
     }
     std::fs::remove_dir_all(target).unwrap();
 }
@@ -266,7 +285,10 @@ fn power_loss_keeps_every_durable_acknowledgement() {
                 let context = format!(
                     "seed {seed}, workload {workload}, step {step}, variant {variant}, {options:?}"
                 );
-                let target = tmp.path().join(format!("crash-{step}-{variant}")).join("t-0");
+                let target = tmp
+                    .path()
+                    .join(format!("crash-{step}-{variant}"))
+                    .join("t-0");
                 let reopen_twice = rng.random_bool(0.1);
                 check_crash_state(&w, &image, &target, &context, reopen_twice, &mut tally);
             }
@@ -328,9 +350,10 @@ fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
     )
     .unwrap();
     let segment_10 = "00000000000000000010.log".to_owned();
-    image
-        .files
-        .insert(segment_10.clone(), std::fs::read(dir.join(&segment_10)).unwrap());
+    image.files.insert(
+        segment_10.clone(),
+        std::fs::read(dir.join(&segment_10)).unwrap(),
+    );
     let target = tmp.path().join("crashed").join("t-0");
     image.write_to(&target).unwrap();
 
@@ -374,8 +397,24 @@ fn overlap_after_an_unsynced_truncation_and_a_roll() {
     log.append_durable(&build_batch(&ids(100, 102), Compression::None).unwrap())
         .unwrap(); // new offsets 5-6, acknowledged as durable
     let acked: BTreeMap<i64, RecordId> = (0..5)
-        .map(|o| (o, RecordId { stream: 1, seq: o as u64 }))
-        .chain([5, 6].map(|o| (o, RecordId { stream: 1, seq: 95 + o as u64 })))
+        .map(|o| {
+            (
+                o,
+                RecordId {
+                    stream: 1,
+                    seq: o as u64,
+                },
+            )
+        })
+        .chain([5, 6].map(|o| {
+            (
+                o,
+                RecordId {
+                    stream: 1,
+                    seq: 95 + o as u64,
+                },
+            )
+        }))
         .collect();
     check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
     let image = CrashImage::capture(

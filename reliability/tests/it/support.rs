@@ -6,7 +6,7 @@ use std::path::Path;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use seglog::{Compression, Log, LogConfig};
+use seglog::{Compression, Log};
 use seglog_reliability::{RecordId, build_batch, env_u64};
 
 /// A generator seeded from `SEGLOG_SEED` when set, else at random; the seed is printed so a
@@ -37,7 +37,9 @@ pub fn fill(
     let end = *seq + count;
     while *seq < end {
         let n = rng.random_range(1..=5u64).min(end - *seq);
-        let ids: Vec<RecordId> = (*seq..*seq + n).map(|seq| RecordId { stream, seq }).collect();
+        let ids: Vec<RecordId> = (*seq..*seq + n)
+            .map(|seq| RecordId { stream, seq })
+            .collect();
         *seq += n;
         let compression = Compression::ALL[rng.random_range(0..Compression::ALL.len())];
         let info = log
@@ -48,11 +50,6 @@ pub fn fill(
         }
     }
     out
-}
-
-/// A standalone log at `<parent>/t-0` with `config`.
-pub fn open_in(parent: &Path, config: LogConfig) -> Log {
-    Log::open(parent.join("t-0"), config).unwrap()
 }
 
 /// Copies the regular files of `from` into `to` (created).
@@ -82,4 +79,3 @@ pub fn read(log: &Log) -> seglog_reliability::Result<seglog_reliability::LogCont
         seglog_reliability::read_log_with_gaps(log)
     }
 }
-
