@@ -382,7 +382,16 @@ fn truncating_to_a_negative_offset_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let (log, before) = filled(&tmp.path().join("t-0"), small_config(8192));
     let result = log.truncate_to(-5);
-    assert!(result.is_err(), "truncate_to(-5) was accepted");
+    assert!(
+        result.is_err(),
+        "truncate_to(-5) was accepted: log {}..{}, segments {:?}",
+        log.log_start_offset(),
+        log.log_end_offset(),
+        log.segments()
+            .iter()
+            .map(|s| s.path.clone())
+            .collect::<Vec<_>>()
+    );
     assert_intact(&log, &before, "truncate_to(-5)");
 }
 
