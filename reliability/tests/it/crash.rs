@@ -40,13 +40,19 @@ fn spawn(args: &[String]) -> Running {
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, lines) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            // A line cut by the kill has no newline and `lines` still yields it: the ack
-            // parser rejects it only if it is malformed, and a cut line cannot be a complete
-            // `ack` line with a matching fingerprint unless it was fully written.
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut line = Vec::new();
+            match reader.read_until(b'\n', &mut line) {
+                // A line cut by the kill has no newline: it was never a complete ack.
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.last() != Some(&b'\n') => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&line).trim_end().to_owned();
+                    if tx.send(text).is_err() {
+                        break;
+                    }
+                }
             }
         }
     });
