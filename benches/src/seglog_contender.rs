@@ -475,10 +475,14 @@ impl Trial for Open {
             .into());
         }
         self.log = Some(log);
-        Ok(Work::new(self.records, self.payload_bytes)
+        let work = Work::new(self.records, self.payload_bytes)
             .with_metric("read_kib", read as f64 / 1024.0)
-            .with_metric("read_budget_kib", self.read_budget_kib)
-            .with_metric("recovered_segments", recovered as f64))
+            .with_metric("recovered_segments", recovered as f64);
+        Ok(if self.pristine.is_none() {
+            work.with_metric("read_budget_kib", self.read_budget_kib)
+        } else {
+            work
+        })
     }
 
     fn cleanup(&mut self) -> Result<()> {

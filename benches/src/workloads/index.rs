@@ -5,7 +5,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::Result;
 use crate::ceiling;
-use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::harness::{Contender, Role, Trial, WorkloadResult, measure};
 use crate::seglog_contender;
 use crate::workloads::{Context, names};
 
@@ -41,11 +41,17 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
         &root.join("00000000000000000000.index"),
         &targets,
     )?;
+    let mut partition_point = ceiling::FloorLookup::new(entries, &targets);
+    let mut seglog_index = seglog_index;
+    // One untimed pass each, so that no round pays for first touches of the entries (page
+    // tables for the mapped index, the first reads of the Vec).
+    partition_point.run()?;
+    seglog_index.run()?;
     let contenders = vec![
         Contender::new(
             Role::Ceiling,
             "ceiling (Vec::partition_point)",
-            ceiling::FloorLookup::new(entries, &targets),
+            partition_point,
         ),
         Contender::new(Role::Seglog, "seglog (OffsetIndex::lookup)", seglog_index),
     ];

@@ -136,7 +136,7 @@ impl Plan {
             durable_batches: 400,
             point_reads: 10_000,
             floor_entries: 1_000_000,
-            floor_lookups: 200_000,
+            floor_lookups: 1_000_000,
             segments: 1_000,
             rss_base: DataSpec {
                 records: 32 * 1024,
@@ -159,7 +159,7 @@ pub struct Context {
     pub drop_caches: bool,
     /// Workload groups to run (all when empty).
     pub only: Vec<String>,
-    /// Things that did not run, and why; they go into the report.
+    /// How a workload departs from the obvious reading, for the report.
     pub notes: Vec<String>,
 }
 
