@@ -292,7 +292,7 @@ fn quick_offset_check(index: &OffsetIndex, log_size: u64) -> seglog_index_core::
             kind,
         })
     };
-    if index.file_len() % 8 != 0 {
+    if !index.file_len().is_multiple_of(8) {
         return corrupt(index.file_len() / 8 * 8, CorruptKind::LengthNotMultiple);
     }
     let entries = index.entries();
@@ -319,7 +319,7 @@ fn quick_time_check(index: &TimeIndex, max_offset: i64) -> seglog_index_core::Re
             kind,
         })
     };
-    if index.file_len() % 12 != 0 {
+    if !index.file_len().is_multiple_of(12) {
         return corrupt(index.file_len() / 12 * 12, CorruptKind::LengthNotMultiple);
     }
     let entries = index.entries();

@@ -276,3 +276,135 @@ fn corrupt_outcome(path: &Path, position: u64, e: seglog_records::Error) -> Resu
         other => Err(other),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use seglog_records::{BatchBuilder, Compression};
+
+    /// A log of batches of varied sizes (some larger than the small chunks below), then
+    /// `tail` bytes.
+    fn log(tail: &[u8]) -> (Vec<u8>, Vec<u64>) {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::new();
+        for i in 0..30i64 {
+            let mut builder = BatchBuilder::new(i * 10).compression(if i % 4 == 3 {
+                Compression::Gzip
+            } else {
+                Compression::None
+            });
+            for j in 0..(1 + i % 10) {
+                let value = vec![i as u8; (i as usize * 37) % 700];
+                builder.append(1_000 + i * 10 + j, None, Some(&value), &[]);
+            }
+            bytes.extend_from_slice(&builder.build().unwrap());
+            ends.push(bytes.len() as u64);
+        }
+        bytes.extend_from_slice(tail);
+        (bytes, ends)
+    }
+
+    fn file_with(bytes: &[u8]) -> (tempfile::TempDir, File, Arc<Path>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path: Arc<Path> = Arc::from(dir.path().join("00000000000000000000.log"));
+        std::fs::write(&path, bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        (dir, file, path)
+    }
+
+    #[test]
+    fn scans_across_chunk_boundaries_of_every_size() {
+        let mut torn = vec![0, 0, 0, 0, 0, 0, 1, 44, 0, 0, 0, 200];
+        torn.extend([7u8; 30]);
+        let (bytes, ends) = log(&torn);
+        let clean_end = *ends.last().unwrap();
+        let (_dir, file, path) = file_with(&bytes);
+        for chunk in [61, 62, 100, 333, 1000, 4096, SCAN_CHUNK] {
+            let mut seen = Vec::new();
+            let outcome = scan_batches(&file, &path, bytes.len() as u64, chunk, true, |b| {
+                seen.push(b.header().end_position());
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(seen, ends, "chunk {chunk}");
+            assert_eq!(outcome.valid_bytes, clean_end);
+            assert_eq!(
+                outcome.stop,
+                Some(TruncationReason::PartialTail {
+                    position: clean_end
+                })
+            );
+        }
+    }
+
+    #[test]
+    fn scan_stops_at_a_bad_crc_and_reports_it() {
+        let (mut bytes, ends) = log(&[]);
+        let at = ends[11] as usize + 40; // inside batch 12, covered by its CRC
+        bytes[at] ^= 1;
+        let (_dir, file, path) = file_with(&bytes);
+        for chunk in [61, 500, SCAN_CHUNK] {
+            let mut count = 0;
+            let outcome = scan_batches(&file, &path, bytes.len() as u64, chunk, true, |_| {
+                count += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(count, 12);
+            assert_eq!(outcome.valid_bytes, ends[11]);
+            assert!(matches!(
+                outcome.stop,
+                Some(TruncationReason::Corrupt {
+                    kind: crate::CorruptKind::Batch(
+                        seglog_records::CorruptKind::CrcMismatch { .. }
+                    ),
+                    ..
+                })
+            ));
+            // Without validation every batch is handed over.
+            let mut count = 0;
+            scan_batches(&file, &path, bytes.len() as u64, chunk, false, |_| {
+                count += 1;
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(count, 30);
+        }
+    }
+
+    #[test]
+    fn header_walk_matches_the_batches_with_any_chunk() {
+        let (bytes, ends) = log(&[1, 2, 3]);
+        let (_dir, file, path) = file_with(&bytes);
+        for chunk in [61, 64, 700, HEADER_CHUNK] {
+            let mut walker =
+                HeaderWalker::with_chunk(&file, Arc::clone(&path), 0, bytes.len() as u64, chunk);
+            let got: Vec<u64> = walker.by_ref().map(|h| h.unwrap().end_position()).collect();
+            assert_eq!(got, ends, "chunk {chunk}");
+            let clean_end = *ends.last().unwrap();
+            assert_eq!(
+                walker.end_state(),
+                WalkEnd::PartialTail {
+                    position: clean_end
+                }
+            );
+            // From the middle, up to a batch end: a clean end.
+            let mut walker =
+                HeaderWalker::with_chunk(&file, Arc::clone(&path), ends[4], ends[9], chunk);
+            assert_eq!(walker.by_ref().count(), 5);
+            assert_eq!(walker.end_state(), WalkEnd::Clean);
+        }
+    }
+
+    #[test]
+    fn a_walk_past_the_file_end_is_an_io_error_not_a_panic() {
+        let (bytes, _) = log(&[]);
+        let (_dir, file, path) = file_with(&bytes);
+        let walker = HeaderWalker::new(&file, path, 0, bytes.len() as u64 + 1000);
+        let last = walker.last().unwrap();
+        assert!(
+            matches!(last, Err(Error::Io { op: IoOp::Read, .. })),
+            "{last:?}"
+        );
+    }
+}

@@ -9,15 +9,15 @@ use crate::support::{append_batch, batch, path, read, scan, simple_batch, small_
 
 /// Appends `count` single-record batches of `value_len` bytes; returns their bytes.
 fn fill(active: &mut ActiveSegment, count: usize, value_len: usize) -> Vec<Vec<u8>> {
-    let mut out = Vec::new();
-    let mut next = active.segment().read_next_offset().unwrap();
-    for i in 0..count {
-        let bytes = simple_batch(next, 1, 1_000 + next, value_len + i % 7);
-        append_batch(active, &bytes);
-        next += 1;
-        out.push(bytes);
-    }
-    out
+    let first = active.segment().read_next_offset().unwrap();
+    (0..count)
+        .map(|i| {
+            let offset = first + i as i64;
+            let bytes = simple_batch(offset, 1, 1_000 + offset, value_len + i % 7);
+            append_batch(active, &bytes);
+            bytes
+        })
+        .collect()
 }
 
 fn index_entries(bytes: &[u8]) -> Vec<(i32, i32)> {

@@ -1,7 +1,12 @@
 //! Integration tests of `seglog-segment`, one module per topic.
 
+// clippy.toml allows these inside `#[test]` functions only; the helpers here are test code too.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod append_read;
+mod concurrency;
 mod corpus;
+mod faults;
 mod kafka_bugs;
 mod model;
 mod recovery;

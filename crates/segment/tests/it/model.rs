@@ -21,8 +21,15 @@ enum Op {
     /// One append call of one or more batches.
     Append(Vec<BatchSpec>),
     Translate(u16),
-    Read { offset: u16, max_bytes: u16, min_one_message: bool },
-    FindByTimestamp { ts: i64, start: u16 },
+    Read {
+        offset: u16,
+        max_bytes: u16,
+        min_one_message: bool,
+    },
+    FindByTimestamp {
+        ts: i64,
+        start: u16,
+    },
     Truncate(u16),
     /// Seal, reopen read-write, resume.
     Reopen,
@@ -52,7 +59,10 @@ impl Model {
         self.batches.iter().map(|b| b.bytes.len() as u64).sum()
     }
     fn position_of(&self, index: usize) -> u64 {
-        self.batches[..index].iter().map(|b| b.bytes.len() as u64).sum()
+        self.batches[..index]
+            .iter()
+            .map(|b| b.bytes.len() as u64)
+            .sum()
     }
     fn translate(&self, offset: i64) -> Option<usize> {
         self.batches.iter().position(|b| b.last_offset >= offset)
@@ -64,10 +74,17 @@ impl Model {
             .find(|&(offset, t)| t >= ts && offset >= start)
     }
     fn max_ts(&self) -> Option<i64> {
-        self.batches.iter().map(|b| b.max_ts).max().filter(|ts| *ts >= 0)
+        self.batches
+            .iter()
+            .map(|b| b.max_ts)
+            .max()
+            .filter(|ts| *ts >= 0)
     }
     fn all_bytes(&self) -> Vec<u8> {
-        self.batches.iter().flat_map(|b| b.bytes.iter().copied()).collect()
+        self.batches
+            .iter()
+            .flat_map(|b| b.bytes.iter().copied())
+            .collect()
     }
 }
 
@@ -122,9 +139,17 @@ fn check(segment: &Segment, model: &Model) {
     for offset in BASE - 1..=model.next_offset() {
         let got = segment.translate_offset(offset, 0).unwrap();
         let expected = model.translate(offset).map(|i| {
-            (model.position_of(i), model.batches[i].bytes.len() as u32, model.batches[i].last_offset)
+            (
+                model.position_of(i),
+                model.batches[i].bytes.len() as u32,
+                model.batches[i].last_offset,
+            )
         });
-        assert_eq!(got.map(|g| (g.position, g.size, g.offset)), expected, "translate {offset}");
+        assert_eq!(
+            got.map(|g| (g.position, g.size, g.offset)),
+            expected,
+            "translate {offset}"
+        );
     }
 }
 
@@ -168,9 +193,16 @@ fn run(ops: Vec<Op>) {
             Op::Translate(n) => {
                 let offset = pick(&model, n);
                 let got = writer.segment().translate_offset(offset, 0).unwrap();
-                assert_eq!(got.map(|g| g.position), model.translate(offset).map(|i| model.position_of(i)));
+                assert_eq!(
+                    got.map(|g| g.position),
+                    model.translate(offset).map(|i| model.position_of(i))
+                );
             }
-            Op::Read { offset, max_bytes, min_one_message } => {
+            Op::Read {
+                offset,
+                max_bytes,
+                min_one_message,
+            } => {
                 let offset = pick(&model, offset);
                 let got = writer
                     .segment()
@@ -200,7 +232,10 @@ fn run(ops: Vec<Op>) {
             }
             Op::FindByTimestamp { ts, start } => {
                 let start = pick(&model, start);
-                let got = writer.segment().find_offset_by_timestamp(ts, start).unwrap();
+                let got = writer
+                    .segment()
+                    .find_offset_by_timestamp(ts, start)
+                    .unwrap();
                 assert_eq!(
                     got.map(|g| (g.offset, g.timestamp_ms)),
                     model.find_by_timestamp(ts, start),
@@ -240,7 +275,8 @@ fn run(ops: Vec<Op>) {
     }
     // Finally: read-only open of the closed segment agrees too.
     active.take().unwrap().close().unwrap();
-    let (segment, report) = Segment::open(dir.path(), BASE, &config, OpenOptions::read_only()).unwrap();
+    let (segment, report) =
+        Segment::open(dir.path(), BASE, &config, OpenOptions::read_only()).unwrap();
     assert_eq!(report.rebuilt, None);
     check(&segment, &model);
 }

@@ -1,0 +1,201 @@
+//! Injected write/fsync failures and post-crash images (the `fault-injection` feature).
+
+use std::path::Path;
+
+use seglog_segment::fault::{FaultInjector, FaultKind};
+use seglog_segment::{
+    ActiveSegment, Error, FileKind, IoOp, OpenOptions, RebuildReason, Segment, TempSuffix,
+};
+
+use crate::support::{append_batch, path, read, simple_batch, small_config, tempdir};
+
+fn batches(n: i64) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|o| simple_batch(o, 1, 1_000 + o, 30 + o as usize % 5))
+        .collect()
+}
+
+/// Writes `log` (and optionally index files) into a fresh dir, as found after a crash.
+fn crash_dir(log: &[u8], indexes_from: Option<&Path>) -> tempfile::TempDir {
+    let dir = tempdir();
+    std::fs::write(path(dir.path(), 0, FileKind::LOG), log).unwrap();
+    if let Some(from) = indexes_from {
+        for kind in [FileKind::INDEX, FileKind::TIME_INDEX] {
+            std::fs::copy(path(from, 0, kind), path(dir.path(), 0, kind)).unwrap();
+        }
+    }
+    dir
+}
+
+#[test]
+fn a_failed_write_poisons_the_segment_and_readers_never_see_it() {
+    for kind in [FaultKind::Eio, FaultKind::Enospc] {
+        let dir = tempdir();
+        let faults = FaultInjector::install(dir.path());
+        let config = small_config();
+        let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+        let all = batches(6);
+        for b in &all[..5] {
+            append_batch(&mut active, b);
+        }
+        let size = active.segment().size();
+        faults.fail_nth_write(1, kind);
+        let err = active.append(5, 1_005, 5, &all[5]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::Io {
+                    op: IoOp::Write,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert!(active.segment().is_poisoned());
+        // Later writes are refused, even though the injector would let them through.
+        let err = active.append(5, 1_005, 5, &all[5]).unwrap_err();
+        assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+        assert!(matches!(active.truncate_to(0), Err(Error::Poisoned { .. })));
+        // Readers see exactly what was published.
+        let segment = active.segment().clone();
+        assert_eq!(segment.size(), size);
+        let slice = segment.read(0, u32::MAX, u64::MAX, true).unwrap().unwrap();
+        assert_eq!(slice.read_to_vec().unwrap(), all[..5].concat());
+        assert!(segment.read(5, 100, u64::MAX, true).unwrap().is_none());
+        // Reopen: the torn half-write (ENOSPC) is cut; the segment takes appends again.
+        drop(active);
+        drop(segment);
+        let (segment, report) =
+            Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+        assert!(
+            report.rebuilt.is_some(),
+            "the writer never sealed: {report:?}"
+        );
+        assert_eq!(segment.size(), size);
+        let mut active = ActiveSegment::resume(segment).unwrap();
+        append_batch(&mut active, &all[5]);
+        assert_eq!(active.segment().read_next_offset().unwrap(), 6);
+    }
+}
+
+#[test]
+fn a_failed_fsync_poisons_and_keeps_the_durable_image() {
+    let dir = tempdir();
+    let faults = FaultInjector::install(dir.path());
+    let config = small_config();
+    let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+    let all = batches(4);
+    append_batch(&mut active, &all[0]);
+    active.flush().unwrap();
+    append_batch(&mut active, &all[1]);
+    faults.fail_nth_sync(1, FaultKind::Eio);
+    let err = active.flush().unwrap_err();
+    assert!(matches!(err, Error::Io { op: IoOp::Sync, .. }), "{err}");
+    assert!(matches!(
+        active.append(2, 0, 2, &all[2]),
+        Err(Error::Poisoned { .. })
+    ));
+    let log_path = active.segment().log_path();
+    assert_eq!(faults.durable_image(&log_path).unwrap(), all[0]);
+}
+
+#[test]
+fn the_durable_image_advances_only_on_fsync_and_reopens_cleanly() {
+    let dir = tempdir();
+    let faults = FaultInjector::install(dir.path());
+    let config = small_config();
+    let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+    let log_path = active.segment().log_path();
+    let all = batches(40);
+    assert_eq!(faults.durable_image(&log_path).unwrap(), b"");
+    for b in &all[..20] {
+        append_batch(&mut active, b);
+    }
+    active.flush().unwrap();
+    for b in &all[20..] {
+        append_batch(&mut active, b);
+    }
+    let image = faults.durable_image(&log_path).unwrap();
+    assert_eq!(image, all[..20].concat());
+    assert!(faults.writes() >= 40 && faults.syncs() == 1);
+
+    // Power loss: the `.log` is the durable image, the (mapped) indexes are as the kernel
+    // wrote them back: here, all of them, pointing past the end of the log.
+    let crashed = crash_dir(&image, Some(dir.path()));
+    let (segment, report) =
+        Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+    assert!(
+        matches!(report.rebuilt, Some(RebuildReason::CorruptIndex { .. })),
+        "{report:?}"
+    );
+    assert_eq!(segment.read_next_offset().unwrap(), 20);
+    assert_eq!(segment.size(), image.len() as u64);
+
+    // Without index files at all.
+    let crashed = crash_dir(&image, None);
+    let (segment, report) =
+        Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+    assert!(matches!(
+        report.rebuilt,
+        Some(RebuildReason::MissingIndex { .. })
+    ));
+    assert_eq!(segment.read_next_offset().unwrap(), 20);
+
+    // Images follow renames; unlinked files have none.
+    active.segment().mark_deleted().unwrap();
+    let deleted = path(
+        dir.path(),
+        0,
+        FileKind::LOG.with_suffix(Some(TempSuffix::Deleted)),
+    );
+    assert_eq!(faults.durable_image(&deleted).unwrap(), image);
+    active.segment().delete_files().unwrap();
+    assert!(faults.durable_images().is_empty());
+}
+
+/// Fail each write and each fsync of a scripted run in turn; after every failure the
+/// durable image reopens to a prefix of the appended batches that holds at least every
+/// batch acknowledged by a successful flush.
+#[test]
+fn a_crash_at_every_write_and_fsync_leaves_a_recoverable_prefix() {
+    let config = small_config();
+    let all = batches(12);
+    for fail_sync in [false, true] {
+        for n in 1..=12 {
+            let dir = tempdir();
+            let faults = FaultInjector::install(dir.path());
+            if fail_sync {
+                faults.fail_nth_sync(n, FaultKind::Eio);
+            } else {
+                faults.fail_nth_write(n, FaultKind::Enospc);
+            }
+            let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+            let log_path = active.segment().log_path();
+            let mut flushed = 0;
+            for (i, b) in all.iter().enumerate() {
+                let offset = i as i64;
+                if active.append(offset, 1_000 + offset, offset, b).is_err() {
+                    break;
+                }
+                if i % 3 == 2 {
+                    if active.flush().is_err() {
+                        break;
+                    }
+                    flushed = i + 1;
+                }
+            }
+            let image = faults.durable_image(&log_path).unwrap();
+            drop(active);
+            let crashed = crash_dir(&image, None);
+            let (segment, _) =
+                Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+            let kept = segment.read_next_offset().unwrap() as usize;
+            assert!(
+                kept >= flushed,
+                "fail_sync={fail_sync} n={n}: {kept} < {flushed}"
+            );
+            let bytes = read(&path(crashed.path(), 0, FileKind::LOG));
+            assert_eq!(bytes, all[..kept].concat(), "fail_sync={fail_sync} n={n}");
+        }
+    }
+}
