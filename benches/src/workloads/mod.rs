@@ -124,12 +124,12 @@ impl Plan {
             mode: "quick",
             rounds: 3,
             small: DataSpec {
-                records: 200_000,
+                records: 1_000_000,
                 record_bytes: 100,
                 batch_records: 100,
             },
             large: DataSpec {
-                records: 40_000,
+                records: 200_000,
                 record_bytes: 1024,
                 batch_records: 100,
             },
