@@ -105,6 +105,16 @@ pub enum Error {
         /// The partition directory.
         dir: PathBuf,
     },
+    /// A segment whose offsets overflow its base offset (KAFKA-6264) cannot be split safely:
+    /// its first batch lies below its base, a new segment would take the name of another
+    /// segment, or a split segment still overflows.
+    #[error("cannot split overflowed segment {path}: {reason}")]
+    UnsplittableSegment {
+        /// The overflowed segment's `.log`.
+        path: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {

@@ -13,10 +13,12 @@
 //! lookups, retention in Kafka's order, delayed deletion, truncation, flush policies, durable
 //! appends with group commit, and a read-only mode that never writes in the directory.
 //!
+//! It also splits, at load, a segment whose offsets overflow its base offset (KAFKA-6264), with
+//! Kafka's crash-safe `.cleaned` / `.swap` protocol.
+//!
 //! What it deliberately does not do: replication, leader epochs and the leader-epoch cache,
 //! producer state and `.snapshot` files, transactions (`.txnindex` is renamed and deleted with
-//! its segment but never written), compaction, tiered storage, and the offset-overflow split of
-//! old segments (a segment whose offsets overflow is reported as an error). Background work
+//! its segment but never written), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
 //!
@@ -65,6 +67,7 @@ mod maintenance;
 mod read;
 mod retention;
 mod segment_map;
+mod split;
 mod sync;
 mod topic_partition;
 mod validate;
@@ -92,6 +95,7 @@ pub use seglog_records::{
 pub use seglog_segment::{
     FileSlice, RebuildReason, RecoveryReport, SliceOffsets, TimestampAndOffset, TruncationReason,
 };
+pub use split::SegmentSplit;
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };

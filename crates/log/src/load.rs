@@ -6,18 +6,27 @@
 //! swaps — delete the old segment files the swaps replace; (3) rename `*.swap` to their final
 //! names; (4) open every `.log` in base order, deleting orphan index files; recover, after an
 //! unclean shutdown, every segment from the one holding the recovery point on, and when a
-//! recovery truncated a segment, delete every later segment. Then wipe the log if it ends below
-//! the checkpointed log start, make sure one segment exists, and resume the last one as the
-//! active segment. A read-only load does the same in memory and skips every file change.
+//! recovery truncated a segment, delete every later segment. A segment whose offsets overflow
+//! its base (found by its recovery, or by a check of its next offset when it is not
+//! recovered) is split (`split.rs`, KAFKA-6264) and its replacements are opened in its place.
+//! Then wipe the log if it ends below the checkpointed log start, make sure one segment exists
+//! (read-write), and resume the last one as the active segment. A read-only load does the same
+//! in memory and skips every file change: it cannot split (an overflowed segment that needs a
+//! recovery is an error) and it yields an empty log when there is no segment.
+//!
+//! A recovered segment is first opened with the index checks, so the report says what was
+//! wrong with its indexes (if anything), then recovered when the checks did not already do it.
 //!
 //! Files that are not segment files (`.snapshot`s are segment-named but ours to ignore,
 //! `leader-epoch-checkpoint`, `partition.metadata`, `quorum-state`, KRaft `*.checkpoint`, the
 //! lock and checkpoint files of a standalone log) are never touched.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use seglog_index_core::relative_offset;
 use seglog_segment::{
     ActiveSegment, FileKind, FileType, OpenMode, OpenOptions as SegmentOpenOptions, ParsedFileName,
     RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_path, parse_file_name,
@@ -27,9 +36,9 @@ use crate::deletion::Doomed;
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::home::InitialState;
 use crate::segment_map::SegmentMap;
+use crate::split::{SegmentSplit, SplitPlan};
 use crate::view::OffsetMetadata;
 use crate::{Error, Result};
-use std::sync::Arc;
 
 /// What happened to one segment while loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +72,9 @@ pub struct LoadReport {
     pub deleted_segments: Vec<i64>,
     /// Whether a new empty segment was created (empty directory, or the log was wiped).
     pub created_segment: Option<i64>,
+    /// Segments whose offsets overflowed their base offset, split into new segments
+    /// (KAFKA-6264).
+    pub splits: Vec<SegmentSplit>,
 }
 
 impl LoadReport {
@@ -97,6 +109,16 @@ pub(crate) struct Loaded {
     pub(crate) deleted: Vec<Doomed>,
 }
 
+/// How to load: read-only, and whether to recover every segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct LoadMode {
+    /// Change nothing on disk (see the module docs).
+    pub(crate) read_only: bool,
+    /// Recover every segment, as after an unclean shutdown with the recovery point at the
+    /// first segment.
+    pub(crate) recover_all: bool,
+}
+
 struct Loader<'a> {
     dir: &'a Path,
     config: &'a SegmentConfig,
@@ -107,15 +129,16 @@ struct Loader<'a> {
 /// Loads `dir`; see the module docs.
 ///
 /// # Errors
-/// I/O and segment errors; [`Error::NoSegments`] for a read-only open of a directory without
-/// any segment.
+/// I/O and segment errors; [`Error::UnsplittableSegment`] for an overflowed segment that
+/// cannot be split; in read-only mode, the overflow error of a segment that needs recovery.
 pub(crate) fn load(
     dir: &Path,
     config: &SegmentConfig,
     now_ms: i64,
-    state: InitialState,
-    read_only: bool,
+    mut state: InitialState,
+    mode: LoadMode,
 ) -> Result<Loaded> {
+    let read_only = mode.read_only;
     let mut loader = Loader {
         dir,
         config,
@@ -127,6 +150,11 @@ pub(crate) fn load(
             ..LoadReport::default()
         },
     };
+    if mode.recover_all {
+        // Unclean, with the recovery point below every segment (the report keeps the truth).
+        state.had_clean_shutdown = false;
+        state.recovery_point = i64::MIN;
+    }
     if !read_only {
         loader.clean_temporary_files()?;
     }
@@ -145,12 +173,7 @@ pub(crate) fn load(
         }
         wiped = true;
     }
-    if segments.is_empty() {
-        if read_only {
-            return Err(Error::NoSegments {
-                dir: dir.to_path_buf(),
-            });
-        }
+    if segments.is_empty() && !read_only {
         let base = state.log_start_offset.max(0);
         let active = ActiveSegment::create(dir, base, config)?;
         segments.insert(base, Arc::clone(active.segment()));
@@ -159,8 +182,20 @@ pub(crate) fn load(
         drop(active);
     }
     let Some((last_base, last)) = segments.last().map(|(b, s)| (b, Arc::clone(s))) else {
-        return Err(Error::NoSegments {
-            dir: dir.to_path_buf(),
+        // Read-only and no segment: an empty log at the checkpointed log start.
+        let start = state.log_start_offset.max(0);
+        return Ok(Loaded {
+            segments,
+            active: None,
+            log_start_offset: start,
+            recovery_point: start,
+            end: OffsetMetadata {
+                offset: start,
+                segment_base_offset: start,
+                position: 0,
+            },
+            report: loader.report,
+            deleted,
         });
     };
     let log_end_offset = last.read_next_offset()?;
@@ -264,9 +299,11 @@ impl Loader<'_> {
             .iter()
             .filter(|(_, p)| p.kind.file_type == FileType::Log)
         {
+            // Read-only: only its next offset is needed here; nothing is written under the
+            // `.swap` name (pass 4 rebuilds missing indexes under the final name).
             let options = SegmentOpenOptions {
                 suffix: Some(TempSuffix::Swap),
-                ..SegmentOpenOptions::default()
+                ..SegmentOpenOptions::read_only()
             };
             let (segment, _) = Segment::open(self.dir, parsed.base_offset, self.config, options)?;
             let next = segment.read_next_offset()?;
@@ -297,7 +334,8 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Pass 4 and recovery. Returns the map and the segments dropped after a truncation.
+    /// Pass 4 and recovery. Returns the map and the segments dropped after a truncation or
+    /// replaced by a split.
     fn open_segments(
         &mut self,
         state: InitialState,
@@ -327,7 +365,9 @@ impl Loader<'_> {
         let mut segments = SegmentMap::new();
         let mut dropped = Vec::new();
         let mut truncated = false;
-        for &base in &logs {
+        let mut pending: VecDeque<i64> = logs.into_iter().collect();
+        let mut split_bases = BTreeSet::new();
+        while let Some(base) = pending.pop_front() {
             if truncated {
                 // Not opened at all: a later segment after a truncation is garbage.
                 self.report.deleted_segments.push(base);
@@ -337,24 +377,84 @@ impl Loader<'_> {
                 continue;
             }
             let recover = !state.had_clean_shutdown && base >= recover_from;
-            let options = SegmentOpenOptions {
-                mode: self.mode(),
-                recover,
-                ..SegmentOpenOptions::default()
+            let next_base = pending.front().copied();
+            let Some((segment, load)) = self.open_segment(base, recover, next_base)? else {
+                // Overflowed: split it and open its replacements in its place.
+                if split_bases.contains(&base) {
+                    return Err(Error::UnsplittableSegment {
+                        path: file_path(self.dir, base, FileKind::LOG),
+                        reason: "a segment made by the split still overflows",
+                    });
+                }
+                let plan = SplitPlan::new(self.dir, base)?;
+                dropped.push(plan.execute()?);
+                let new_base_offsets = plan.new_base_offsets();
+                for &new_base in new_base_offsets.iter().rev() {
+                    pending.push_front(new_base);
+                }
+                split_bases.extend(new_base_offsets.iter().copied());
+                self.report.splits.push(SegmentSplit {
+                    base_offset: base,
+                    new_base_offsets,
+                });
+                continue;
             };
-            let (segment, report) = Segment::open(self.dir, base, self.config, options)?;
-            truncated = report
+            truncated = load
                 .recovery
                 .as_ref()
                 .is_some_and(|r| r.truncated_bytes > 0);
-            self.report.segments.push(SegmentLoad {
-                base_offset: base,
-                rebuilt: report.rebuilt,
-                recovery: report.recovery,
-            });
+            self.report.segments.push(load);
             segments.insert(base, segment);
         }
         Ok((segments, dropped))
+    }
+
+    /// Opens segment `base`, recovering it when asked (after the index checks, so the report
+    /// names an index problem). `None` when its offsets overflow its base and it must be
+    /// split (read-write only: read-only returns the overflow error).
+    fn open_segment(
+        &self,
+        base: i64,
+        recover: bool,
+        next_base: Option<i64>,
+    ) -> Result<Option<(Arc<Segment>, SegmentLoad)>> {
+        let options = SegmentOpenOptions {
+            mode: self.mode(),
+            ..SegmentOpenOptions::default()
+        };
+        let overflow = |e: &seglog_segment::Error| {
+            !self.read_only && matches!(e, seglog_segment::Error::OffsetOverflow { .. })
+        };
+        let (segment, report) = match Segment::open(self.dir, base, self.config, options) {
+            Ok(opened) => opened,
+            Err(e) if overflow(&e) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let mut load = SegmentLoad {
+            base_offset: base,
+            rebuilt: report.rebuilt,
+            recovery: report.recovery,
+        };
+        if recover && load.recovery.is_none() {
+            match segment.recover() {
+                Ok(recovery) => load.recovery = Some(recovery),
+                Err(e) if overflow(&e) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            }
+            load.rebuilt = Some(RebuildReason::Requested);
+        }
+        // A recovery checked every batch's offsets; otherwise check the last one, unless the
+        // next segment's base proves that every offset fits (Kafka's `hasOverflow`).
+        let unchecked = !self.read_only
+            && load.recovery.is_none()
+            && next_base.is_none_or(|next| relative_offset(base, next.saturating_sub(1)).is_none());
+        if unchecked {
+            let next_offset = segment.read_next_offset()?;
+            if next_offset > base && relative_offset(base, next_offset - 1).is_none() {
+                return Ok(None);
+            }
+        }
+        Ok(Some((segment, load)))
     }
 
     /// Removes a segment from the log being loaded: renamed `.deleted` (unlinked later), or

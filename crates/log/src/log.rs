@@ -14,7 +14,7 @@ use crate::config::LogConfig;
 use crate::deletion::{DeleteQueue, Doomed};
 use crate::group_commit::GroupCommit;
 use crate::home::{self, InitialState, StateHome};
-use crate::load::{self, LoadReport, Loaded};
+use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
 use crate::sync::{Mutex, MutexGuard, lock};
@@ -29,6 +29,14 @@ pub struct OpenOptions {
     pub clock: Arc<dyn Clock>,
     /// Open without writing anything in the directory. Default: false.
     pub read_only: bool,
+    /// Recover every segment, as after an unclean shutdown with the recovery point at the
+    /// first segment, whatever the shutdown marker and the checkpoint say: validate every
+    /// batch, cut a torn or corrupt tail, rebuild both indexes, delete every segment after a
+    /// cut. Runs inside the directory lock, before the log is usable;
+    /// [`Log::load_report`] says what was found. With `read_only` it only validates, in
+    /// memory. Default: false (Kafka's rule: recover from the recovery point, and only after
+    /// an unclean shutdown).
+    pub recover_all: bool,
 }
 
 impl Default for OpenOptions {
@@ -36,6 +44,7 @@ impl Default for OpenOptions {
         Self {
             clock: Arc::new(SystemClock),
             read_only: false,
+            recover_all: false,
         }
     }
 }
@@ -154,13 +163,17 @@ impl Log {
     ) -> Result<Self> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();
+        let mode = LoadMode {
+            read_only: options.read_only,
+            recover_all: options.recover_all,
+        };
         if options.read_only {
             let state = home::peek_read_only(&dir);
-            return Self::load(dir, config, options.clock, state, StateHome::ReadOnly, true);
+            return Self::load(dir, config, options.clock, state, StateHome::ReadOnly, mode);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state) = home::open_standalone(&dir)?;
-        Self::load(dir, config, options.clock, state, home, false)
+        Self::load(dir, config, options.clock, state, home, mode)
     }
 
     /// Loads a partition directory for a [`crate::LogDir`] (which owns the root state).
@@ -169,15 +182,15 @@ impl Log {
         config: LogConfig,
         clock: Arc<dyn Clock>,
         state: InitialState,
-        read_only: bool,
+        mode: LoadMode,
     ) -> Result<Self> {
         config.validate()?;
-        let home = if read_only {
+        let home = if mode.read_only {
             StateHome::ReadOnly
         } else {
             StateHome::LogDir
         };
-        Self::load(dir, config, clock, state, home, read_only)
+        Self::load(dir, config, clock, state, home, mode)
     }
 
     fn load(
@@ -186,8 +199,9 @@ impl Log {
         clock: Arc<dyn Clock>,
         state: InitialState,
         home: StateHome,
-        read_only: bool,
+        mode: LoadMode,
     ) -> Result<Self> {
+        let read_only = mode.read_only;
         let segment_config = segment_config(&config);
         let Loaded {
             segments,
@@ -197,7 +211,7 @@ impl Log {
             end,
             report,
             deleted,
-        } = load::load(&dir, &segment_config, clock.now_ms(), state, read_only)?;
+        } = load::load(&dir, &segment_config, clock.now_ms(), state, mode)?;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
             offset: log_start_offset,

@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::fsutil::remove_if_exists;
 use crate::home::InitialState;
+use crate::load::LoadMode;
 use crate::lock::DirLock;
 use crate::log::{Log, OpenOptions};
 use std::sync::Arc;
@@ -50,7 +51,8 @@ impl LogDir {
         Self::open_with(root, config, OpenOptions::default())
     }
 
-    /// [`LogDir::open`] with a clock, or read-only (nothing written, no lock).
+    /// [`LogDir::open`] with a clock, read-only (nothing written, no lock), or recovering
+    /// every segment of every partition ([`OpenOptions::recover_all`]).
     ///
     /// # Errors
     /// As [`LogDir::open`].
@@ -118,7 +120,10 @@ impl LogDir {
                 config.clone(),
                 Arc::clone(&options.clock),
                 state,
-                options.read_only,
+                LoadMode {
+                    read_only: options.read_only,
+                    recover_all: options.recover_all,
+                },
             )?;
             logs.insert(tp, Arc::new(log));
         }
@@ -192,7 +197,7 @@ impl LogDir {
             self.config.clone(),
             Arc::clone(&self.clock),
             state,
-            false,
+            LoadMode::default(),
         )?);
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         Ok(log)

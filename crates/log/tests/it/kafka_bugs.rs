@@ -240,3 +240,84 @@ fn kafka_16541_checkpoints_are_replaced_atomically() {
     let log = open(dir.path(), small_config(1024), &clock);
     assert_eq!(log.load_report().recovery_point_checkpoint, recovery_point);
 }
+
+/// KAFKA-6264: a segment whose offsets overflow its base (here written by hand: offsets 0..5,
+/// then 2^31+5..) is split at load, even after a clean shutdown with indexes that pass every
+/// check (Kafka's `hasOverflow`), and the log keeps working.
+#[test]
+fn kafka_6264_overflowed_segment_is_split_at_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let high = (1i64 << 31) + 5;
+    let batch = |base: i64, count: i64, ts: i64| {
+        let mut b = seglog::BatchBuilder::new(base);
+        for i in 0..count {
+            b.append_with_offset(base + i, ts + i, None, Some(b"v"), &[])
+                .unwrap();
+        }
+        b.build().unwrap().to_vec()
+    };
+    let mut bytes = batch(0, 5, T0);
+    bytes.extend(batch(high, 3, T0 - 100));
+    std::fs::write(dir.path().join("00000000000000000000.log"), &bytes).unwrap();
+    std::fs::write(dir.path().join("00000000000000000000.index"), []).unwrap();
+    // One time-index entry: the max timestamp T0+4 at relative offset 4.
+    let mut entry = (T0 + 4).to_be_bytes().to_vec();
+    entry.extend(4i32.to_be_bytes());
+    std::fs::write(dir.path().join("00000000000000000000.timeindex"), entry).unwrap();
+    std::fs::write(dir.path().join(CLEAN_SHUTDOWN_FILE), []).unwrap();
+
+    let clock = clock();
+    let log = open(dir.path(), small_config(1 << 20), &clock);
+    let report = log.load_report().clone();
+    assert!(report.had_clean_shutdown);
+    assert_eq!(
+        report.recovered().count(),
+        2,
+        "the new segments' indexes are rebuilt"
+    );
+    assert_eq!(report.splits.len(), 1);
+    assert_eq!(report.splits[0].new_base_offsets, vec![0, high]);
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    assert_eq!(bases, vec![0, high]);
+    let offsets: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, high, high + 1, high + 2]);
+    assert_eq!(log.segments()[0].largest_timestamp_ms, Some(T0 + 4));
+    log.append(&numbered(T0, "after", 2)).unwrap();
+    assert_eq!(log.log_end_offset(), high + 5);
+    log.close().unwrap();
+    drop(log);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".deleted") || n.contains(".swap") || n.contains(".cleaned"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+    let log = Log::open(dir.path(), small_config(1 << 20)).unwrap();
+    assert!(log.load_report().splits.is_empty());
+    assert_eq!(log.log_end_offset(), high + 5);
+}
+
+/// A read-only open cannot split: an overflowed segment that needs a recovery is an error,
+/// and nothing in the directory changes.
+#[test]
+fn kafka_6264_read_only_open_does_not_split() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut bytes = seglog::BatchBuilder::new(0);
+    bytes.append(T0, None, Some(b"v"), &[]);
+    let mut log_bytes = bytes.build().unwrap().to_vec();
+    let mut high = seglog::BatchBuilder::new((1 << 31) + 5);
+    high.append(T0, None, Some(b"v"), &[]);
+    log_bytes.extend_from_slice(&high.build().unwrap());
+    let path = dir.path().join("00000000000000000000.log");
+    std::fs::write(&path, &log_bytes).unwrap();
+    let err = Log::open_read_only(dir.path(), LogConfig::default()).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            seglog::Error::Segment(seglog_segment::Error::OffsetOverflow { .. })
+        ),
+        "{err}"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(names.len(), 1);
+}

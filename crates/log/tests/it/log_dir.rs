@@ -13,7 +13,7 @@ fn root_state_is_kafka_compatible() {
     let clock = clock();
     let options = OpenOptions {
         clock: clock.clone(),
-        read_only: false,
+        ..OpenOptions::default()
     };
     let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
     assert!(!dir.had_clean_shutdown());
@@ -78,7 +78,7 @@ fn ignores_foreign_dirs_and_removes_delete_dirs_later() {
         small_config(1024),
         OpenOptions {
             clock: clock.clone(),
-            read_only: false,
+            ..OpenOptions::default()
         },
     )
     .unwrap();

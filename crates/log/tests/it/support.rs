@@ -48,7 +48,7 @@ pub fn open(dir: &Path, config: LogConfig, clock: &Arc<ManualClock>) -> Log {
         config,
         OpenOptions {
             clock: clock.clone(),
-            read_only: false,
+            ..OpenOptions::default()
         },
     )
     .unwrap()
