@@ -1,25 +1,20 @@
 //! `seglog recover DIR`: treat the log as after a crash, recover every segment, close cleanly.
 //!
-//! Three steps, so that every byte is validated whatever the directory's shutdown state:
-//! 1. open the log with `seglog::Log::open` (the loader finishes or removes interrupted
-//!    deletes, cleans and swaps, recovers from the recovery point after an unclean shutdown,
-//!    rebuilds missing or broken indexes) and close it;
-//! 2. recover every remaining segment explicitly (`Segment::open` with `recover`): validate
-//!    every batch, cut a torn or corrupt tail, rebuild both indexes. After a segment whose tail
-//!    was cut, every later segment is deleted, as Kafka's loader does;
-//! 3. open and close the log again, which rewrites the checkpoints and the clean-shutdown
-//!    marker for what is left.
-//!
-//! Step 2 exists because `seglog::Log` trusts segments below the recovery point after a clean
-//! shutdown (as Kafka does); see the crate report for the `OpenOptions` knob that would fold it
-//! into step 1.
+//! One open with `seglog::OpenOptions::recover_all`, inside the directory lock: the loader
+//! finishes or removes interrupted deletes, cleans and swaps (and splits a segment whose
+//! offsets overflow its base), checks each segment's indexes and then recovers **every**
+//! segment whatever the shutdown state: validate every batch, cut a torn or corrupt tail,
+//! rebuild both indexes; after a segment whose tail was cut, every later segment is deleted,
+//! as Kafka's loader does. The close then writes the checkpoints and the clean-shutdown marker
+//! for what is left. The per-segment report comes from `Log::load_report`. There is no
+//! progress bar: the whole recovery is that one load.
 
 use std::path::{Path, PathBuf};
 
-use seglog::{Log, LogConfig, RebuildReason, RecoveryReport, SegmentLoad, TruncationReason};
-use seglog_segment::{
-    CorruptKind, FileKind, FileType, OpenOptions, Segment, SegmentConfig, file_path, sync_dir,
+use seglog::{
+    Log, LogConfig, OpenOptions, RebuildReason, SegmentLoad, SegmentSplit, TruncationReason,
 };
+use seglog_segment::CorruptKind;
 use serde::Serialize;
 
 use crate::Outcome;
@@ -27,7 +22,6 @@ use crate::cli::RecoverArgs;
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::Out;
-use crate::progress::Progress;
 
 /// What `recover` did to one segment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -46,8 +40,8 @@ pub struct SegmentRecovery {
     pub truncation: Option<&'static str>,
     /// What was corrupt, when `truncation` is `corrupt`.
     pub corruption: Option<String>,
-    /// Why the loader had to rebuild the indexes (missing, zero-padded, inconsistent), if it
-    /// did before the explicit recovery.
+    /// What was wrong with the indexes before they were rebuilt (missing, zero-padded,
+    /// inconsistent), if anything.
     pub index_problem: Option<String>,
     /// Entries in the rebuilt offset index.
     pub index_entries: usize,
@@ -55,6 +49,15 @@ pub struct SegmentRecovery {
     pub time_index_entries: usize,
     /// The offset after the segment's last valid batch.
     pub next_offset: i64,
+}
+
+/// A segment whose offsets overflowed its base offset, split into new segments.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SplitLine {
+    /// The overflowed segment's base offset.
+    pub base_offset: i64,
+    /// The base offsets of the segments that replaced it.
+    pub new_base_offsets: Vec<i64>,
 }
 
 /// The `recover --json` object.
@@ -66,12 +69,15 @@ pub struct RecoverReport {
     pub was_clean: bool,
     /// Every remaining segment, oldest first.
     pub segments: Vec<SegmentRecovery>,
-    /// Segments deleted because an earlier segment's tail was cut (Kafka's rule).
+    /// Segments deleted because an earlier segment's tail was cut (Kafka's rule), or because
+    /// the log ended below its checkpointed log start offset.
     pub deleted_segments: Vec<i64>,
     /// Leftover files the loader removed (`.deleted`, `.cleaned`, orphan indexes, ...).
     pub removed_files: Vec<PathBuf>,
     /// Interrupted swaps the loader completed.
     pub completed_swaps: Vec<PathBuf>,
+    /// Segments whose offsets overflowed their base, split (KAFKA-6264).
+    pub split_segments: Vec<SplitLine>,
     /// Total bytes cut.
     pub truncated_bytes: u64,
     /// Log start offset after recovery.
@@ -97,113 +103,68 @@ pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
 }
 
 /// Recovers every segment of the log in `dir` (see the module docs) and closes it cleanly.
+/// `_quiet` is kept for the command interface; the recovery draws no progress bar.
 ///
 /// # Errors
 /// A missing directory; a log locked by another process; I/O and segment errors.
-pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
+pub fn recover_dir(dir: &Path, _quiet: bool) -> Result<RecoverReport, Error> {
     DirListing::partition(dir)?;
-    // Step 1: Kafka's load, then a clean close.
-    let log = Log::open(dir, LogConfig::default())?;
-    let load = log.load_report().clone();
-    log.close()?;
-    drop(log);
-    let mut report = RecoverReport {
-        dir: dir.to_owned(),
-        was_clean: load.had_clean_shutdown,
-        deleted_segments: load.deleted_segments.clone(),
-        removed_files: load.removed_files.clone(),
-        completed_swaps: load.completed_swaps.clone(),
-        ..Default::default()
+    let options = OpenOptions {
+        recover_all: true,
+        ..OpenOptions::default()
     };
-    // Step 2: every segment, oldest first.
-    let listing = DirListing::read(dir)?;
-    let bases: Vec<i64> = listing
+    let log = Log::open_with(dir, LogConfig::default(), options)?;
+    let load = log.load_report().clone();
+    let remaining: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    let (log_start_offset, log_end_offset) = (log.log_start_offset(), log.log_end_offset());
+    log.close()?;
+    let segments: Vec<SegmentRecovery> = load
         .segments
         .iter()
-        .filter(|(_, f)| f.log.is_some())
-        .map(|(b, _)| *b)
+        .filter(|s| remaining.contains(&s.base_offset))
+        .map(segment_recovery)
         .collect();
-    let progress = Progress::records(bases.len() as u64, "recover", quiet);
-    let config = SegmentConfig::default();
-    let mut cut = false;
-    for base in bases {
-        progress.inc(1);
-        if cut {
-            delete_segment_files(dir, base)?;
-            report.deleted_segments.push(base);
-            continue;
-        }
-        let options = OpenOptions {
-            recover: true,
-            ..OpenOptions::default()
-        };
-        let (segment, opened) = Segment::open(dir, base, &config, options)?;
-        segment.close()?;
-        let loaded = load.segments.iter().find(|s| s.base_offset == base);
-        let line = segment_recovery(base, loaded, opened.recovery.as_ref());
-        cut = line.truncated_bytes > 0
-            && opened
-                .recovery
-                .as_ref()
-                .is_some_and(|r| r.truncated_bytes > 0);
-        report.segments.push(line);
-    }
-    progress.finish();
-    if !report.deleted_segments.is_empty() {
-        sync_dir(dir)?;
-    }
-    // Step 3: reopen and close, so the checkpoints and the marker describe what is left.
-    let log = Log::open(dir, LogConfig::default())?;
-    report.log_start_offset = log.log_start_offset();
-    report.log_end_offset = log.log_end_offset();
-    log.close()?;
-    report.truncated_bytes = report.segments.iter().map(|s| s.truncated_bytes).sum();
-    Ok(report)
+    Ok(RecoverReport {
+        dir: dir.to_owned(),
+        was_clean: load.had_clean_shutdown,
+        truncated_bytes: segments.iter().map(|s| s.truncated_bytes).sum(),
+        segments,
+        deleted_segments: load.deleted_segments,
+        removed_files: load.removed_files,
+        completed_swaps: load.completed_swaps,
+        split_segments: load.splits.iter().map(split_line).collect(),
+        log_start_offset,
+        log_end_offset,
+    })
 }
 
-fn delete_segment_files(dir: &Path, base: i64) -> Result<(), Error> {
-    for file_type in [
-        FileType::Log,
-        FileType::Index,
-        FileType::TimeIndex,
-        FileType::TxnIndex,
-    ] {
-        let path = file_path(dir, base, FileKind::new(file_type));
-        match std::fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("delete", path)(e)),
-        }
+fn split_line(split: &SegmentSplit) -> SplitLine {
+    SplitLine {
+        base_offset: split.base_offset,
+        new_base_offsets: split.new_base_offsets.clone(),
     }
-    Ok(())
 }
 
-/// Merges what the loader did (step 1) and the explicit recovery (step 2) for one segment.
-fn segment_recovery(
-    base: i64,
-    loaded: Option<&SegmentLoad>,
-    recovered: Option<&RecoveryReport>,
-) -> SegmentRecovery {
+/// What the load found and did for one segment.
+fn segment_recovery(loaded: &SegmentLoad) -> SegmentRecovery {
     let mut line = SegmentRecovery {
-        base_offset: base,
-        next_offset: base,
+        base_offset: loaded.base_offset,
+        next_offset: loaded.base_offset,
         ..Default::default()
     };
     line.index_problem = loaded
-        .and_then(|l| l.rebuilt.as_ref())
+        .rebuilt
+        .as_ref()
         .filter(|r| **r != RebuildReason::Requested)
         .map(rebuild_text);
-    let earlier = loaded.and_then(|l| l.recovery.as_ref());
-    for r in earlier.into_iter().chain(recovered) {
-        line.truncated_bytes += r.truncated_bytes;
+    if let Some(r) = &loaded.recovery {
+        line.truncated_bytes = r.truncated_bytes;
         if let Some(reason) = &r.reason {
             let (what, position, corruption) = truncation_text(reason);
             line.truncation = Some(what);
             line.truncated_at = Some(position);
             line.corruption = corruption;
         }
-    }
-    if let Some(r) = recovered {
         line.batches = r.batches;
         line.valid_bytes = r.valid_bytes;
         line.index_entries = r.index_entries;
@@ -305,6 +266,12 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
     }
     for path in &report.completed_swaps {
         out.line(format_args!("  completed swap {}", path.display()))?;
+    }
+    for split in &report.split_segments {
+        out.line(format_args!(
+            "  segment {}: offsets overflowed its base offset; split into segments {:?}",
+            split.base_offset, split.new_base_offsets
+        ))?;
     }
     Ok(())
 }

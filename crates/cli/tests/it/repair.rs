@@ -59,12 +59,61 @@ fn recover_cuts_a_torn_tail_and_rebuilds_a_missing_index() {
 
     let text = seglog(["recover".as_ref(), dir.as_os_str()]).ok();
     assert!(text.contains("torn tail"), "{text}");
+    assert!(
+        text.contains("segment 30620: 65 batches") && text.contains(".index was missing"),
+        "{text}"
+    );
     assert!(verify_ok(&dir));
     assert!(dir.join("00000000000000030620.index").exists());
     let info = &seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()]).json_lines()[0];
     assert_eq!(info["segments"].as_array().unwrap().len(), 4);
     assert!(info["log_end_offset"].as_i64().unwrap() < 99523);
     assert_eq!(info["clean_shutdown"], true);
+}
+
+#[test]
+fn recover_validates_every_segment_even_after_a_clean_shutdown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("clean-0");
+    let text: String = (0..200)
+        .map(|i| format!("{{\"value\":\"{}\"}}\n", "x".repeat(100 + i % 7)))
+        .collect();
+    let produced = crate::support::seglog_stdin(
+        [
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--input".as_ref(),
+            "-".as_ref(),
+            "--batch-records".as_ref(),
+            "10".as_ref(),
+            "--config".as_ref(),
+            "segment.bytes=8192".as_ref(),
+        ],
+        &text,
+    );
+    assert_eq!(produced.code, 0, "{}", produced.stderr);
+    // A flipped byte inside the second batch of the first segment (of a cleanly closed log).
+    let log = dir.join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let first_batch = 12 + u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize;
+    bytes[first_batch + 100] ^= 0x01;
+    std::fs::write(&log, bytes).unwrap();
+
+    let run = seglog(["recover".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = &run.json_lines()[0];
+    assert_eq!(report["was_clean"], true, "{report}");
+    let segments = report["segments"].as_array().unwrap();
+    assert_eq!(segments.len(), 1, "{report}");
+    assert_eq!(segments[0]["truncation"], "corrupt");
+    assert_eq!(segments[0]["truncated_at"], first_batch);
+    assert_eq!(segments[0]["batches"], 1);
+    assert!(!report["deleted_segments"].as_array().unwrap().is_empty());
+    assert_eq!(report["log_end_offset"], 10);
+    assert!(verify_ok(&dir));
+    let info = &seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()]).json_lines()[0];
+    assert_eq!(info["clean_shutdown"], true);
+    assert_eq!(info["segments"].as_array().unwrap().len(), 1);
 }
 
 #[test]

@@ -173,3 +173,112 @@ fn read_only_open_writes_nothing() {
     drop(ro);
     assert_eq!(listing(dir.path()), snapshot);
 }
+
+/// `recover_all` validates every segment even after a clean shutdown: a corrupt batch in the
+/// first segment is cut, every later segment is deleted, and the report names the index
+/// problem it found first.
+#[test]
+fn recover_all_validates_every_segment_after_a_clean_shutdown() {
+    use std::os::unix::fs::FileExt;
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    for i in 0..40 {
+        log.append(&numbered(T0 + i, "r", 2)).unwrap();
+    }
+    let segments = log.segments();
+    assert!(segments.len() > 2);
+    let before = values(&log);
+    log.close().unwrap();
+    drop(log);
+
+    // Undamaged: every segment is recovered, nothing is cut.
+    let options = || seglog::OpenOptions {
+        clock: clock.clone(),
+        recover_all: true,
+        ..seglog::OpenOptions::default()
+    };
+    let log = seglog::Log::open_with(dir.path(), small_config(1024), options()).unwrap();
+    let report = log.load_report();
+    assert!(
+        report.had_clean_shutdown,
+        "the report keeps what the marker said"
+    );
+    assert_eq!(report.recovered().count(), segments.len());
+    assert_eq!(report.truncations().count(), 0);
+    assert_eq!(values(&log), before);
+    assert_eq!(log.recovery_point(), 0, "nothing recovered is trusted yet");
+    log.close().unwrap();
+    drop(log);
+
+    // A flipped byte in the second batch of segment 0 and a zero-padded index on segment 1.
+    let first = dir.path().join("00000000000000000000.log");
+    let second_batch = numbered(T0, "r", 2).len() as u64;
+    let file = OpenOptions::new().write(true).open(&first).unwrap();
+    file.write_all_at(&[0xff], second_batch + 70).unwrap();
+    let index = dir
+        .path()
+        .join(format!("{:020}.index", segments[1].base_offset));
+    let len = std::fs::metadata(&index).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap()
+        .set_len(len + 80)
+        .unwrap();
+    let log = seglog::Log::open_with(dir.path(), small_config(1024), options()).unwrap();
+    let report = log.load_report().clone();
+    let cut: Vec<(i64, u64)> = report.truncations().collect();
+    assert_eq!(cut.len(), 1);
+    assert_eq!(cut[0].0, 0);
+    let deleted: Vec<i64> = segments[1..].iter().map(|s| s.base_offset).collect();
+    assert_eq!(report.deleted_segments, deleted);
+    assert_eq!(values(&log), before[..2].to_vec());
+    log.close().unwrap();
+    drop(log);
+    // Only the cut segment is left, and the deleted files are gone after the close.
+    let logs = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".log") || name.ends_with(".deleted")
+        })
+        .count();
+    assert_eq!(logs, 1);
+}
+
+/// `recover_all` reports what was wrong with an index before rebuilding it.
+#[test]
+fn recover_all_names_index_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1024), &clock);
+    for i in 0..10 {
+        log.append(&numbered(T0 + i, "r", 2)).unwrap();
+    }
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_file(dir.path().join("00000000000000000000.index")).unwrap();
+    let options = seglog::OpenOptions {
+        clock: clock.clone(),
+        recover_all: true,
+        ..seglog::OpenOptions::default()
+    };
+    let log = seglog::Log::open_with(dir.path(), small_config(1024), options).unwrap();
+    let first = &log.load_report().segments[0];
+    assert!(
+        matches!(
+            first.rebuilt,
+            Some(seglog::RebuildReason::MissingIndex { .. })
+        ),
+        "{first:?}"
+    );
+    assert!(first.recovery.is_some());
+    assert!(
+        log.load_report().segments[1..]
+            .iter()
+            .all(|s| s.rebuilt == Some(seglog::RebuildReason::Requested))
+    );
+}
