@@ -99,7 +99,8 @@ pub enum Error {
     /// An error of the segment layer (I/O on a segment file, corruption, index errors).
     #[error(transparent)]
     Segment(#[from] seglog_segment::Error),
-    /// A read-only open found no segment to read.
+    /// The log has no segment where an operation needs one (only a read-only log of an empty
+    /// directory has no segment; its reads return empty slices).
     #[error("{dir} holds no log segment")]
     NoSegments {
         /// The partition directory.

@@ -5,9 +5,10 @@
 
 use std::path::{Path, PathBuf};
 // Plain std atomic: the recovery point is not part of the loom models.
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use seglog_segment::{ActiveSegment, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
 
 use crate::clock::{Clock, SystemClock};
 use crate::config::LogConfig;
@@ -97,6 +98,8 @@ pub struct Log {
     pub(crate) poison: Mutex<Option<&'static str>>,
     pub(crate) home: StateHome,
     pub(crate) load_report: LoadReport,
+    /// The empty slice reads return when there is no segment (read-only, empty directory).
+    pub(crate) empty_slice: OnceLock<FileSlice>,
 }
 
 /// State only the writer touches.
@@ -139,8 +142,16 @@ impl Log {
     /// from reads rather than truncated. For inspecting a directory a running broker owns or a
     /// read-only copy. Writes return [`Error::ReadOnly`].
     ///
+    /// A directory without any segment (empty, or not yet written) gives an empty log: no
+    /// segments, log start offset = log end offset = the checkpointed log start offset (or 0),
+    /// and a read at that offset returns an empty slice. Leftover `.cleaned` / `.swap` files
+    /// are ignored (only a read-write open finishes or removes them), and an overflowed segment
+    /// is not split (see [`Error::Segment`] below).
+    ///
     /// # Errors
-    /// [`Error::InvalidConfig`]; I/O and segment errors while loading.
+    /// [`Error::InvalidConfig`]; I/O errors (a missing directory) and segment errors while
+    /// loading, including the segment layer's `OffsetOverflow` for a segment whose offsets
+    /// overflow its base and that needs a recovery.
     pub fn open_read_only(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
         Self::open_with(
             dir,
@@ -248,6 +259,7 @@ impl Log {
             poison: Mutex::new(None),
             home,
             load_report: report,
+            empty_slice: OnceLock::new(),
         };
         let due = now.saturating_add(log.config.file_delete_delay_ms);
         for segment in deleted {

@@ -1,10 +1,12 @@
 //! Reading (spec §5.2) and lookups by time (Kafka's `fetchOffsetByTimestamp`, §3.4).
 
-use seglog_segment::{FileSlice, TimestampAndOffset};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::Result;
+use seglog_segment::{FileKind, FileSlice, OpenOptions, Segment, TimestampAndOffset, file_path};
+
 use crate::log::Log;
 use crate::view::{Isolation, OffsetMetadata};
+use crate::{Error, Result};
 
 /// The result of [`Log::read`].
 #[derive(Debug, Clone)]
@@ -74,14 +76,46 @@ impl Log {
         }
         // Nothing to read: an empty slice at the bound.
         let bound = plan.max_offset;
-        let (_, segment) = view
+        let slice = match view
             .segments
             .floor(bound.segment_base_offset)
             .or_else(|| view.segments.last())
-            .ok_or_else(|| crate::Error::NoSegments {
-                dir: self.dir.clone(),
-            })?;
-        Ok(data(segment.slice(bound.position, 0), bound))
+        {
+            Some((_, segment)) => segment.slice(bound.position, 0),
+            None => self.empty_slice()?,
+        };
+        Ok(data(slice, bound))
+    }
+
+    /// An empty slice for a log without any segment (a read-only open of an empty directory).
+    ///
+    /// The segment layer makes slices only from a segment, and a read-only log must not create
+    /// one in its directory, so this opens a read-only segment on an empty file in a private
+    /// temporary directory, takes an empty slice of it and removes both at once (the slice
+    /// keeps its open handle). Made once per log. A `FileSlice::empty` in `seglog-segment`
+    /// would make this unnecessary.
+    fn empty_slice(&self) -> Result<FileSlice> {
+        if let Some(slice) = self.empty_slice.get() {
+            return Ok(slice.clone());
+        }
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let tmp = std::env::temp_dir().join(format!(
+            "seglog-empty-{}-{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&tmp).map_err(|e| Error::io("create directory", &tmp, e))?;
+        let opened = std::fs::File::create(file_path(&tmp, 0, FileKind::LOG))
+            .map_err(|e| Error::io("create", &tmp, e))
+            .and_then(|_| {
+                Segment::open(&tmp, 0, &self.segment_config, OpenOptions::read_only())
+                    .map_err(Error::Segment)
+            });
+        // Removed whatever happened; the open segment keeps its handle.
+        let removed = std::fs::remove_dir_all(&tmp).map_err(|e| Error::io("delete", &tmp, e));
+        let (segment, _) = opened?;
+        removed?;
+        Ok(self.empty_slice.get_or_init(|| segment.slice(0, 0)).clone())
     }
 
     /// Kafka's ListOffsets lookup. `Earliest` / `Latest` give the log start / end offset with

@@ -207,3 +207,20 @@ fn bad_input_lines_exit_2_naming_the_line() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(run.stderr.contains("99"), "{}", run.stderr);
 }
+
+#[test]
+fn read_and_info_of_an_empty_partition_dir_print_an_empty_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("empty-0");
+    std::fs::create_dir(&dir).unwrap();
+    assert!(read_json(&dir, &[]).is_empty());
+    let run = assert_unchanged(&dir, || {
+        seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()])
+    });
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let info = &run.json_lines()[0];
+    assert_eq!(info["log_start_offset"], 0);
+    assert_eq!(info["log_end_offset"], 0);
+    assert_eq!(info["segments"], json!([]));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+}

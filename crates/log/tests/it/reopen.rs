@@ -282,3 +282,79 @@ fn recover_all_names_index_problems() {
             .all(|s| s.rebuilt == Some(seglog::RebuildReason::Requested))
     );
 }
+
+/// A read-only open of a directory without segments is an empty log at the checkpointed log
+/// start offset, and writes nothing.
+#[test]
+fn read_only_open_of_a_directory_without_segments_is_an_empty_log() {
+    let dir = tempfile::tempdir().unwrap();
+    for (files, start) in [
+        (vec![], 0),
+        (vec![("leader-epoch-checkpoint", "0\n0\n")], 0),
+        (
+            vec![(seglog::LOG_START_OFFSET_CHECKPOINT, "0\n1\nseglog 0 42\n")],
+            42,
+        ),
+    ] {
+        for (name, text) in &files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let before = snapshot(dir.path());
+        let log = seglog::Log::open_read_only(dir.path(), seglog::LogConfig::default()).unwrap();
+        assert!(log.segments().is_empty());
+        assert_eq!(log.segment_count(), 0);
+        assert_eq!(
+            (log.log_start_offset(), log.log_end_offset()),
+            (start, start)
+        );
+        assert_eq!(log.high_watermark(), start);
+        for isolation in [seglog::Isolation::LogEnd, seglog::Isolation::HighWatermark] {
+            let data = log.read(start, 1 << 20, isolation, true).unwrap();
+            assert!(data.slice.is_empty());
+            assert_eq!(data.slice.read_to_vec().unwrap(), Vec::<u8>::new());
+            assert_eq!(data.log_end_offset, start);
+        }
+        assert!(matches!(
+            log.read(start + 1, 1 << 20, seglog::Isolation::LogEnd, true),
+            Err(seglog::Error::OffsetOutOfRange { .. })
+        ));
+        assert_eq!(
+            log.offset_for_timestamp(seglog::ListOffsets::MaxTimestamp)
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            log.offset_for_timestamp(seglog::ListOffsets::Timestamp(0))
+                .unwrap(),
+            None
+        );
+        assert!(matches!(
+            log.append(&numbered(T0, "x", 1)),
+            Err(seglog::Error::ReadOnly { .. })
+        ));
+        log.close().unwrap();
+        assert_eq!(snapshot(dir.path()), before, "nothing written");
+        for (name, _) in &files {
+            std::fs::remove_file(dir.path().join(name)).unwrap();
+        }
+    }
+    let missing = dir.path().join("missing-0");
+    assert!(seglog::Log::open_read_only(&missing, seglog::LogConfig::default()).is_err());
+    assert!(!missing.exists());
+}
+
+/// Names and contents of the files in `dir`.
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
