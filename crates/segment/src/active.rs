@@ -193,7 +193,7 @@ impl ActiveSegment {
         }
         let max = segment.raise_max_timestamp(largest_timestamp_ms, offset_of_max_timestamp);
         // Publish: readers load the size with Acquire and never read past it.
-        segment.size.store(position + len, Ordering::Release);
+        segment.size.publish(position + len);
         if index_step {
             // `position` fits: the size check above keeps it below i32::MAX.
             indexes.offset.append(largest_offset, position as u32)?;
@@ -227,7 +227,7 @@ impl ActiveSegment {
         let old_size = segment.size();
         let truncated = match mapping {
             Some(mapping) => {
-                segment.size.store(mapping.position, Ordering::Release);
+                segment.size.publish(mapping.position);
                 if let Err(e) = segment.log.set_len(mapping.position) {
                     segment.poisoned.store(true, Ordering::Release);
                     return Err(Error::io(IoOp::SetLength, &segment.log_path())(e));

@@ -46,11 +46,14 @@ pub mod fault;
 mod fault;
 mod file_name;
 mod io;
+#[cfg(all(test, loom))]
+mod loom_models;
 mod open;
 mod read;
 mod recover;
 mod segment;
 mod slice;
+mod sync;
 mod walk;
 
 pub use crate::active::ActiveSegment;

@@ -89,7 +89,7 @@ pub(crate) fn recover_in_place(segment: &Segment) -> Result<RecoveryReport> {
     let end = segment.size();
     let mut report = rebuild(segment, &indexes.offset, &indexes.time, end)?;
     if report.truncated_bytes > 0 {
-        segment.size.store(report.valid_bytes, Ordering::Release);
+        segment.size.publish(report.valid_bytes);
     }
     // Kafka's `log.truncateTo(validBytes)` also drops a preallocated tail.
     if let Err(e) = segment.trim_log() {
@@ -132,7 +132,7 @@ pub(crate) fn recover_in_memory(segment: &Segment) -> Result<RecoveryReport> {
     report.on_disk = false;
     segment.replace_indexes(Indexes { offset, time });
     segment.set_max_timestamp(report.max_timestamp);
-    segment.size.store(report.valid_bytes, Ordering::Release);
+    segment.size.publish(report.valid_bytes);
     Ok(report)
 }
 

@@ -3,7 +3,7 @@
 //! the writer in `active.rs`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset};
@@ -11,6 +11,7 @@ use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset};
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
 use crate::io::{self, LogFile};
+use crate::sync::{MaxTimestampCell, PublishedSize};
 use crate::{Result, SegmentConfig};
 
 /// How a segment's files are opened.
@@ -42,10 +43,10 @@ pub struct Segment {
     /// The current temporary suffix and the `.log` path it gives.
     names: Mutex<Names>,
     /// The size readers may see (bytes of whole batches).
-    pub(crate) size: AtomicU64,
+    pub(crate) size: PublishedSize,
     pub(crate) indexes: RwLock<Arc<Indexes>>,
     /// `(max timestamp, its offset)`, read and written as one value.
-    max_timestamp: Mutex<TimestampOffset>,
+    max_timestamp: MaxTimestampCell,
     /// A writer (or a recovery) is attached.
     pub(crate) writer: AtomicBool,
     /// A write or fsync failed: no more writes until reopened.
@@ -104,9 +105,9 @@ impl Segment {
                     FileKind::LOG.with_suffix(suffix),
                 )),
             }),
-            size: AtomicU64::new(size),
+            size: PublishedSize::new(size),
             indexes: RwLock::new(Arc::new(indexes)),
-            max_timestamp: Mutex::new(max),
+            max_timestamp: MaxTimestampCell::new(max),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
         }
@@ -119,7 +120,7 @@ impl Segment {
 
     /// The size in bytes readers may see: whole batches only.
     pub fn size(&self) -> u64 {
-        self.size.load(Ordering::Acquire)
+        self.size.load()
     }
 
     /// Whether the segment holds no bytes.
@@ -189,24 +190,17 @@ impl Segment {
     /// The largest timestamp seen and the offset Kafka records for it (the last offset of
     /// its batch), read as one value; timestamp -1 when unknown.
     pub fn max_timestamp_and_offset(&self) -> TimestampOffset {
-        *lock(&self.max_timestamp)
+        self.max_timestamp.get()
     }
 
     pub(crate) fn set_max_timestamp(&self, value: TimestampOffset) {
-        *lock(&self.max_timestamp) = value;
+        self.max_timestamp.set(value);
     }
 
     /// Raises the max timestamp to `(timestamp_ms, offset)` if `timestamp_ms` is larger
     /// (strictly, as Kafka). Returns the value after the update.
     pub(crate) fn raise_max_timestamp(&self, timestamp_ms: i64, offset: i64) -> TimestampOffset {
-        let mut max = lock(&self.max_timestamp);
-        if timestamp_ms > max.timestamp_ms {
-            *max = TimestampOffset {
-                timestamp_ms,
-                offset,
-            };
-        }
-        *max
+        self.max_timestamp.raise(timestamp_ms, offset)
     }
 
     /// Kafka's `largestRecordTimestamp`: the max timestamp if known (>= 0).
