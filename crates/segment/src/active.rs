@@ -48,23 +48,36 @@ impl ActiveSegment {
         config.validate()?;
         let log_path = file_path(dir, base_offset, FileKind::LOG);
         let log = LogFile::create_new(&log_path).map_err(Error::io(IoOp::Create, &log_path))?;
-        if config.preallocate {
-            log.preallocate(u64::from(config.segment_bytes))
-                .map_err(Error::io(IoOp::Preallocate, &log_path))?;
-        }
         let index_path = file_path(dir, base_offset, FileKind::INDEX);
         let time_path = file_path(dir, base_offset, FileKind::TIME_INDEX);
-        for stray in [&index_path, &time_path] {
-            match io::remove(stray) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::io(IoOp::Remove, stray)(e));
-                }
-                _ => {}
+        let indexes = (|| {
+            if config.preallocate {
+                log.preallocate(u64::from(config.segment_bytes))
+                    .map_err(Error::io(IoOp::Preallocate, &log_path))?;
             }
-        }
-        let indexes = Indexes {
-            offset: OffsetIndex::open(&index_path, base_offset, config.max_index_bytes)?,
-            time: TimeIndex::open(&time_path, base_offset, config.max_index_bytes)?,
+            for stray in [&index_path, &time_path] {
+                match io::remove(stray) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(Error::io(IoOp::Remove, stray)(e));
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Indexes {
+                offset: OffsetIndex::open(&index_path, base_offset, config.max_index_bytes)?,
+                time: TimeIndex::open(&time_path, base_offset, config.max_index_bytes)?,
+            })
+        })();
+        let indexes = match indexes {
+            Ok(indexes) => indexes,
+            Err(e) => {
+                // Leave no half-created segment behind (best effort: the error that matters
+                // is the first one).
+                for path in [&log_path, &index_path, &time_path] {
+                    let _ = io::remove(path);
+                }
+                return Err(e);
+            }
         };
         let segment = Arc::new(Segment::assemble(
             dir,

@@ -460,3 +460,52 @@ fn largest_timestamp_falls_back_to_the_log_mtime() {
     assert_eq!(segment.largest_timestamp().unwrap(), mtime);
     assert!(mtime > 1_600_000_000_000);
 }
+
+#[test]
+fn temporary_suffixes_cleaned_swap_and_back() {
+    use seglog_segment::TempSuffix;
+    let dir = tempdir();
+    let config = small_config();
+    let mut active = ActiveSegment::create(dir.path(), 40, &config).unwrap();
+    for offset in 40..50 {
+        append_batch(&mut active, &simple_batch(offset, 1, offset, 30));
+    }
+    let segment = active.close().unwrap();
+    segment.rename_suffix(Some(TempSuffix::Cleaned)).unwrap();
+    segment.rename_suffix(Some(TempSuffix::Swap)).unwrap();
+    assert_eq!(segment.suffix(), Some(TempSuffix::Swap));
+    drop(segment);
+    for kind in [FileKind::LOG, FileKind::INDEX, FileKind::TIME_INDEX] {
+        assert!(path(dir.path(), 40, kind.with_suffix(Some(TempSuffix::Swap))).exists());
+    }
+    // The loader opens `.swap` segments by suffix, then renames them to their final names.
+    let options = OpenOptions {
+        suffix: Some(TempSuffix::Swap),
+        ..OpenOptions::default()
+    };
+    let (segment, report) = Segment::open(dir.path(), 40, &config, options).unwrap();
+    assert_eq!(report.rebuilt, None);
+    assert_eq!(segment.read_next_offset().unwrap(), 50);
+    segment.rename_suffix(None).unwrap();
+    assert_eq!(segment.log_path(), path(dir.path(), 40, FileKind::LOG));
+    let (segment, _) = Segment::open(dir.path(), 40, &config, OpenOptions::default()).unwrap();
+    assert_eq!(segment.translate_offset(45, 0).unwrap().unwrap().offset, 45);
+}
+
+#[test]
+fn a_failed_create_leaves_no_files() {
+    let dir = tempdir();
+    // An existing `.log` is refused and kept as it was.
+    std::fs::write(path(dir.path(), 3, FileKind::LOG), b"x").unwrap();
+    let err = ActiveSegment::create(dir.path(), 3, &small_config()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::AlreadyExists),
+        "{err}"
+    );
+    assert_eq!(read(&path(dir.path(), 3, FileKind::LOG)), b"x");
+    // An index that cannot be created (a directory in its place) removes the new `.log`.
+    std::fs::create_dir(path(dir.path(), 4, FileKind::TIME_INDEX)).unwrap();
+    assert!(ActiveSegment::create(dir.path(), 4, &small_config()).is_err());
+    assert!(!path(dir.path(), 4, FileKind::LOG).exists());
+    assert!(!path(dir.path(), 4, FileKind::INDEX).exists());
+}
