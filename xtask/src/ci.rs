@@ -10,7 +10,14 @@ pub fn run_all() -> Result<(), String> {
     run_command(fmt)?;
 
     let mut clippy = cargo();
-    clippy.args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
     run_command(clippy)?;
 
     let mut test = cargo();

@@ -36,8 +36,13 @@ fn show(command: &Command) -> String {
         .get_envs()
         .filter_map(|(key, value)| Some(format!("{}={}", key.to_str()?, value?.to_str()?)));
     let program = std::iter::once(command.get_program().to_string_lossy().into_owned());
-    let args = command.get_args().map(|arg| arg.to_string_lossy().into_owned());
-    envs.chain(program).chain(args).collect::<Vec<_>>().join(" ")
+    let args = command
+        .get_args()
+        .map(|arg| arg.to_string_lossy().into_owned());
+    envs.chain(program)
+        .chain(args)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Parses `--name VALUE` from `args`, or returns `default` when absent.

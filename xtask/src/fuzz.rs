@@ -23,7 +23,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     }
     let targets = String::from_utf8_lossy(&output.stdout).into_owned();
-    for target in targets.lines().map(str::trim).filter(|line| !line.is_empty()) {
+    for target in targets
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+    {
         let mut command = cargo();
         command.current_dir(&fuzz_dir).args([
             "fuzz",

@@ -7,7 +7,7 @@
 use crate::cmd::{cargo, run as run_command, workspace_root};
 
 /// Crates that carry loom models.
-const MODEL_CRATES: &[&str] = &["seglog-index-core", "seglog"];
+const MODEL_CRATES: &[&str] = &["seglog-index-core", "seglog-segment", "seglog"];
 
 /// Runs every loom model in release mode with at most two preemptions per execution.
 pub fn run(args: &[String]) -> Result<(), String> {
