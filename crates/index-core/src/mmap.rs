@@ -44,8 +44,10 @@ pub(crate) trait Buffer: Send + Sync {
     /// writes that range meanwhile.
     unsafe fn write(&self, at: usize, bytes: &[u8]);
 
-    /// Makes written bytes durable (msync for a file; nothing for memory).
-    fn flush(&self) -> io::Result<()>;
+    /// Makes the written bytes in `0..used` durable, and the buffer's length (msync of that
+    /// range for a file; nothing for memory). Bytes at or above `used` were never written
+    /// (or belong to entries no longer published), so they need no sync.
+    fn flush(&self, used: usize) -> io::Result<()>;
 
     /// Changes the length to `new_len`, keeping the bytes below `keep` (which is `<=` both the old
     /// and the new length). New bytes are zero.
@@ -121,9 +123,14 @@ impl Buffer for FileBuffer {
         }
     }
 
-    fn flush(&self) -> io::Result<()> {
+    fn flush(&self, used: usize) -> io::Result<()> {
         match &self.map {
-            Some(map) if self.writable && map.len() > 0 => map.flush(),
+            // `msync(MS_SYNC)` of the used prefix only (memmap2 rounds the start down to a
+            // page; the length covers the last partly used page). On Linux it ends in
+            // `vfs_fsync_range(.., datasync)`, which also makes the file length durable. The
+            // rest of a preallocated map was never written: syncing it is wasted work.
+            Some(map) if self.writable && used > 0 => map.flush_range(0, used.min(map.len())),
+            // Nothing written: still make the length (a resize or trim) durable.
             _ if self.writable => self.file.sync_data(),
             _ => Ok(()),
         }
@@ -197,7 +204,7 @@ impl Buffer for HeapBuffer {
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(at), bytes.len()) }
     }
 
-    fn flush(&self) -> io::Result<()> {
+    fn flush(&self, _used: usize) -> io::Result<()> {
         Ok(())
     }
 
@@ -268,7 +275,7 @@ impl Buffer for LoomBuffer {
         cell.with_mut(|slot| unsafe { (*slot).copy_from_slice(bytes) });
     }
 
-    fn flush(&self) -> io::Result<()> {
+    fn flush(&self, _used: usize) -> io::Result<()> {
         Ok(())
     }
 
@@ -324,8 +331,8 @@ impl Buffer for Backing {
         // SAFETY: same contract, forwarded.
         dispatch!(self, b => unsafe { b.write(at, bytes) })
     }
-    fn flush(&self) -> io::Result<()> {
-        dispatch!(self, b => b.flush())
+    fn flush(&self, used: usize) -> io::Result<()> {
+        dispatch!(self, b => b.flush(used))
     }
     fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
         dispatch!(self, b => b.set_len(new_len, keep))
@@ -461,9 +468,11 @@ impl Slots {
         self.published.store(entries, Ordering::Release);
     }
 
-    /// Flushes written bytes (msync for a mapped file).
+    /// Flushes the published entries' bytes and the buffer length (msync of the used range
+    /// for a mapped file).
     pub(crate) fn flush(&self) -> io::Result<()> {
-        self.backing.flush()
+        let used = self.published() * self.slot_size;
+        self.backing.flush(used)
     }
 }
 

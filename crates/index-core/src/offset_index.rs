@@ -249,7 +249,9 @@ impl OffsetIndex {
         self.core.trim_to_valid_size()
     }
 
-    /// Writes dirty pages to disk (msync). A no-op for read-only and in-memory indexes.
+    /// Makes the published entries and the file length durable: `msync(MS_SYNC)` of the used
+    /// prefix of the map (whole pages holding entries), not of the preallocated rest; an
+    /// `fdatasync` when there are no entries. A no-op for read-only and in-memory indexes.
     ///
     /// # Errors
     ///

@@ -6,6 +6,8 @@
 //!   that first write fault costs milliseconds on ext4 (the kernel updates the file's mtime
 //!   through the journal), once per index file per segment. `append/first_touch` measures it;
 //! * `read/*`: random `read` + `pread` of 64 KiB fetches, and offset translation alone;
+//! * `durable/*`: append + `Segment::flush` vs append + `Segment::sync_log_data` vs
+//!   `write_all` + `fdatasync` (paired ratios printed);
 //! * `recover/*`: `Segment::recover` (CRC of every batch, index rebuild) against reading the
 //!   same bytes with `pread` in 1 MiB chunks (target: >= 0.5x of raw).
 
@@ -238,5 +240,74 @@ fn recover(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, read, recover);
+/// Durable appends: one batch then a sync, by `Segment::flush` (`.log` + both index maps)
+/// and by `Segment::sync_log_data` (`.log` only, what a group commit needs), against
+/// `write_all` + `fdatasync` of a plain file.
+fn durable(c: &mut Criterion) {
+    let mut group = c.benchmark_group("durable");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
+    const BATCHES: usize = 50;
+    let input = batches(100, BATCHES * 11_000);
+    group.throughput(Throughput::Elements(BATCHES as u64));
+    let run_segment = |log_only: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = ActiveSegment::create(dir.path(), 0, &config()).unwrap();
+        let (warmup, timed) = input.split_at(WARMUP_BATCHES);
+        for (last, ts, bytes) in warmup {
+            active.append(*last, *ts, *last, bytes).unwrap();
+        }
+        active.flush().unwrap();
+        let start = Instant::now();
+        for (last, ts, bytes) in &timed[..BATCHES.min(timed.len())] {
+            active.append(*last, *ts, *last, bytes).unwrap();
+            if log_only {
+                active.segment().sync_log_data().unwrap();
+            } else {
+                active.flush().unwrap();
+            }
+        }
+        start.elapsed()
+    };
+    let run_raw = || {
+        let dir = tempfile::tempdir().unwrap();
+        let mut file = File::create(dir.path().join("raw.log")).unwrap();
+        let (warmup, timed) = input.split_at(WARMUP_BATCHES);
+        for (_, _, bytes) in warmup {
+            file.write_all(bytes).unwrap();
+        }
+        file.sync_data().unwrap();
+        let start = Instant::now();
+        for (_, _, bytes) in &timed[..BATCHES.min(timed.len())] {
+            file.write_all(bytes).unwrap();
+            file.sync_data().unwrap();
+        }
+        start.elapsed()
+    };
+    paired_ratio(
+        "durable sync_log_data vs flush",
+        11,
+        || run_segment(true),
+        || run_segment(false),
+    );
+    paired_ratio(
+        "durable sync_log_data vs raw",
+        11,
+        || run_segment(true),
+        run_raw,
+    );
+    group.bench_function("flush", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| run_segment(false)).sum());
+    });
+    group.bench_function("sync_log_data", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| run_segment(true)).sum());
+    });
+    group.bench_function("raw_write_all_fdatasync", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| run_raw()).sum());
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, read, recover, durable);
 criterion_main!(benches);

@@ -273,7 +273,10 @@ impl Segment {
     }
 
     /// Makes the `.log` and both indexes durable: `fdatasync` of the `.log`, then `msync` of
-    /// the indexes. Readers are not blocked. A failed fsync poisons the segment.
+    /// the used range of each index (see [`OffsetIndex::flush`]). What the log calls before
+    /// advancing its recovery point; for acknowledged appends alone,
+    /// [`Segment::sync_log_data`] is enough. Readers are not blocked. A failed fsync poisons
+    /// the segment.
     ///
     /// # Errors
     /// [`Error::Io`] (sync) or [`Error::Index`]; a read-only segment has nothing to flush
@@ -289,6 +292,33 @@ impl Segment {
         let indexes = self.indexes();
         indexes.offset.flush()?;
         indexes.time.flush()?;
+        Ok(())
+    }
+
+    /// Makes the `.log` bytes written so far durable, and nothing else: one `fdatasync` of
+    /// the `.log` (through the I/O seam, so the fault injector sees it). The cheap sync behind
+    /// acknowledged durable appends (group commit).
+    ///
+    /// Guarantees, once it returns `Ok`: every byte of the `.log` written before the call
+    /// (at least the published [`Segment::size`] read before the call) and the file length
+    /// survive a crash or power loss. It does **not** make the `.index` / `.timeindex`
+    /// durable, nor the segment's directory entry (a new segment's name needs
+    /// [`sync_dir`]). So it must not advance a recovery point: after an unclean shutdown the
+    /// segment is only sound if recovered (its indexes rebuilt from the `.log`, which the log
+    /// does for every segment at or above the recovery point; the open policy also rebuilds
+    /// any index that does not match the `.log`). Use [`Segment::flush`] to advance it.
+    /// Readers are not blocked. A failed fsync poisons the segment.
+    ///
+    /// # Errors
+    /// [`Error::Io`] (sync); a read-only segment has nothing to sync and returns `Ok`.
+    pub fn sync_log_data(&self) -> Result<()> {
+        if self.mode == OpenMode::ReadOnly {
+            return Ok(());
+        }
+        if let Err(e) = self.log.sync_data() {
+            self.poisoned.store(true, Ordering::Release);
+            return Err(Error::io(IoOp::Sync, &self.log_path())(e));
+        }
         Ok(())
     }
 

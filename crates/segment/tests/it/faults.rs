@@ -199,3 +199,42 @@ fn a_crash_at_every_write_and_fsync_leaves_a_recoverable_prefix() {
         }
     }
 }
+
+/// `sync_log_data` is one fsync of the `.log` through the seam: it advances the durable
+/// image like `flush`, fails (and poisons) like it, and a crash after it (with the indexes
+/// in whatever state the kernel left them) reopens with every synced batch.
+#[test]
+fn sync_log_data_makes_the_log_durable_and_fails_like_flush() {
+    let dir = tempdir();
+    let faults = FaultInjector::install(dir.path());
+    let config = small_config();
+    let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+    let log_path = active.segment().log_path();
+    let all = batches(30);
+    for b in &all[..15] {
+        append_batch(&mut active, b);
+    }
+    active.segment().sync_log_data().unwrap();
+    assert_eq!(faults.syncs(), 1);
+    for b in &all[15..] {
+        append_batch(&mut active, b);
+    }
+    let image = faults.durable_image(&log_path).unwrap();
+    assert_eq!(image, all[..15].concat());
+
+    // The indexes were never synced: the kernel may have written back all of them (pointing
+    // past the durable end) or none.
+    for indexes_from in [Some(dir.path()), None] {
+        let crashed = crash_dir(&image, indexes_from);
+        let (segment, report) =
+            Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+        assert!(report.rebuilt.is_some(), "{report:?}");
+        assert_eq!(segment.read_next_offset().unwrap(), 15);
+    }
+
+    faults.fail_nth_sync(1, FaultKind::Eio);
+    let err = active.segment().sync_log_data().unwrap_err();
+    assert!(matches!(err, Error::Io { op: IoOp::Sync, .. }), "{err}");
+    assert!(active.segment().is_poisoned());
+    assert_eq!(faults.durable_image(&log_path).unwrap(), image);
+}
