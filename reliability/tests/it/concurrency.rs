@@ -73,21 +73,25 @@ fn one_appender_eight_readers_retention_and_rolls() {
     let millis = iterations("SEGLOG_STRESS_MILLIS", 2500);
     let (mut rng, seed) = seeded_rng("concurrency");
     let tmp = tempfile::tempdir().unwrap();
-    let mut config = small_config(16 * 1024);
-    config.retention_bytes = 120 * 1024;
+    let mut config = small_config(8 * 1024);
+    config.retention_bytes = 48 * 1024;
     config.file_delete_delay_ms = 0;
     config.index_interval_bytes = 1024;
     let log = Arc::new(Log::open(tmp.path().join("t-0"), config).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let (reads, records) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     let deadline = Instant::now() + Duration::from_millis(millis);
+    // On a loaded machine the appender may need longer before retention has work to do.
+    let hard_deadline = deadline + Duration::from_millis(4 * millis);
 
     let appender = {
         let (log, stop) = (Arc::clone(&log), Arc::clone(&stop));
         let mut rng = StdRng::seed_from_u64(rng.random());
         std::thread::spawn(move || {
             let mut seq = 0u64;
-            while Instant::now() < deadline {
+            while Instant::now() < deadline
+                || (log.log_start_offset() == 0 && Instant::now() < hard_deadline)
+            {
                 let n = rng.random_range(1..=8u64);
                 let ids: Vec<RecordId> = (seq..seq + n)
                     .map(|seq| RecordId {
@@ -168,10 +172,10 @@ fn one_appender_eight_readers_retention_and_rolls() {
                             }
                             reads.fetch_add(1, Ordering::Relaxed);
                             records.fetch_add(checked, Ordering::Relaxed);
-                            if checked == 0 {
-                                // At the end: let the appender run (2 cores, 10 threads).
-                                std::thread::sleep(Duration::from_micros(200));
-                            }
+                            // Let the appender run (2 cores, 10 threads): a short pause
+                            // after each read, a longer one at the end of the log.
+                            let pause = if checked == 0 { 200 } else { 20 };
+                            std::thread::sleep(Duration::from_micros(pause));
                         }
                         Err(Error::OffsetOutOfRange {
                             log_start_offset, ..
@@ -212,7 +216,7 @@ fn one_appender_eight_readers_retention_and_rolls() {
     log.close().unwrap();
     let dir = log.dir().to_path_buf();
     drop(log);
-    let reopened = Log::open(&dir, small_config(16 * 1024)).unwrap();
+    let reopened = Log::open(&dir, small_config(8 * 1024)).unwrap();
     let contents = seglog_reliability::read_log(&reopened).unwrap();
     assert_eq!(contents.log_end_offset, appended as i64);
     for record in &contents.records {
