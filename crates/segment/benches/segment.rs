@@ -8,6 +8,8 @@
 //! * `read/*`: random `read` + `pread` of 64 KiB fetches, and offset translation alone;
 //! * `durable/*`: append + `Segment::flush` vs append + `Segment::sync_log_data` vs
 //!   `write_all` + `fdatasync` (paired ratios printed);
+//! * `open/*`: cleanly closed segments opened with the strict policy and with
+//!   `trust_clean_shutdown` (bytes read by system calls printed);
 //! * `recover/*`: `Segment::recover` (CRC of every batch, index rebuild) against reading the
 //!   same bytes with `pread` in 1 MiB chunks (target: >= 0.5x of raw).
 
@@ -309,5 +311,79 @@ fn durable(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, append, read, recover, durable);
+/// Bytes read by system calls so far (`rchar` of `/proc/self/io`; 0 where unavailable).
+fn bytes_read() -> u64 {
+    std::fs::read_to_string("/proc/self/io")
+        .ok()
+        .and_then(|io| {
+            io.lines()
+                .find_map(|l| l.strip_prefix("rchar: ").map(|v| v.trim().parse().ok()))
+        })
+        .flatten()
+        .unwrap_or(0)
+}
+
+/// Opening cleanly closed segments of one ~11 KB batch each: the strict policy (walks each
+/// `.log` from its last index entry) against `trust_clean_shutdown` (reads no `.log` byte).
+fn open(c: &mut Criterion) {
+    const SEGMENTS: i64 = 200;
+    let mut group = c.benchmark_group("open");
+    group
+        .sample_size(10)
+        .measurement_time(Duration::from_secs(3));
+    let dir = tempfile::tempdir().unwrap();
+    let value = vec![0x5a; 100];
+    for s in 0..SEGMENTS {
+        let base = s * 1_000;
+        let mut builder = BatchBuilder::new(base);
+        for i in 0..RECORDS_PER_BATCH as i64 {
+            builder.append(1_700_000_000_000 + i, None, Some(&value), &[]);
+        }
+        let bytes = builder.build().unwrap().to_vec();
+        let last = base + RECORDS_PER_BATCH as i64 - 1;
+        let mut active = ActiveSegment::create(dir.path(), base, &config()).unwrap();
+        active
+            .append(last, 1_700_000_000_099, last, &bytes)
+            .unwrap();
+        active.close().unwrap();
+    }
+    let open_all = |trust: bool| {
+        let options = OpenOptions {
+            trust_clean_shutdown: trust,
+            ..OpenOptions::default()
+        };
+        let start = Instant::now();
+        for s in 0..SEGMENTS {
+            let (segment, report) =
+                Segment::open(dir.path(), s * 1_000, &config(), options).unwrap();
+            assert!(report.rebuilt.is_none());
+            std::hint::black_box(segment);
+        }
+        start.elapsed()
+    };
+    for trust in [false, true] {
+        let before = bytes_read();
+        open_all(trust);
+        eprintln!(
+            "open {SEGMENTS} segments (trust_clean_shutdown={trust}): {} KiB read by syscalls",
+            (bytes_read() - before) / 1024
+        );
+    }
+    paired_ratio(
+        "open trusted vs strict",
+        11,
+        || open_all(true),
+        || open_all(false),
+    );
+    group.throughput(Throughput::Elements(SEGMENTS as u64));
+    group.bench_function("strict", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| open_all(false)).sum());
+    });
+    group.bench_function("trusted", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| open_all(true)).sum());
+    });
+    group.finish();
+}
+
+criterion_group!(benches, append, read, recover, durable, open);
 criterion_main!(benches);

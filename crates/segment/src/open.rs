@@ -1,5 +1,6 @@
-//! Opening an existing segment, and the strict index policy (rebuild instead of trusting a
-//! missing, zero-padded, short or inconsistent index; spec §7 bugs 1, 3, 5, 6).
+//! Opening an existing segment, and the index policies: strict by default (rebuild instead
+//! of trusting a missing, zero-padded, short or inconsistent index; spec §7 bugs 1, 3, 5, 6),
+//! and the data-free checks after a clean shutdown (`OpenOptions::trust_clean_shutdown`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -27,7 +28,18 @@ pub struct OpenOptions {
     pub suffix: Option<TempSuffix>,
     /// Run index-core's full strict `sanity_check` over every entry (`true`, default), or
     /// only the cheap checks (file length, last entry, tail walk) for a faster start.
+    /// Ignored when `trust_clean_shutdown` is set.
     pub full_index_check: bool,
+    /// The segment was cleanly closed (the log found its clean-shutdown marker, or the
+    /// segment lies wholly below a recovery point its indexes were flushed for): read no
+    /// `.log` bytes at all. Only the checks that need no data are run: a missing index is
+    /// still rebuilt, and each index must hold whole entries and not end in zero padding,
+    /// its last offset-index position must lie inside the `.log`, and its last time-index
+    /// offset inside the segment's offset range (below the base for an empty `.log`). The
+    /// tail walk (last index entry against the `.log`, a torn tail, a time index behind the
+    /// log) and the full per-entry check are skipped: Kafka trusts indexes after a clean
+    /// shutdown too. Default: false (the strict policy).
+    pub trust_clean_shutdown: bool,
 }
 
 impl Default for OpenOptions {
@@ -37,6 +49,7 @@ impl Default for OpenOptions {
             recover: false,
             suffix: None,
             full_index_check: true,
+            trust_clean_shutdown: false,
         }
     }
 }
@@ -173,6 +186,8 @@ impl Segment {
             Some(RebuildReason::Requested)
         } else if let Some(file_type) = missing {
             Some(RebuildReason::MissingIndex { file_type })
+        } else if options.trust_clean_shutdown {
+            trusted_check(&segment)?
         } else {
             check_indexes(&segment, options.full_index_check)?
         };
@@ -184,12 +199,12 @@ impl Segment {
     }
 }
 
-/// The strict policy: `None` when both indexes can be trusted.
-fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
-    let indexes = segment.indexes();
-    let size = segment.size();
-    let base_offset = segment.base_offset;
-    let corrupt = |file_type, e: seglog_index_core::Error| match e {
+/// Maps index-core's corruption errors to a rebuild reason; other errors stay errors.
+fn corrupt_reason(
+    file_type: FileType,
+    e: seglog_index_core::Error,
+) -> Result<Option<RebuildReason>> {
+    match e {
         seglog_index_core::Error::Corrupt { position, kind, .. } => {
             Ok(Some(RebuildReason::CorruptIndex {
                 file_type,
@@ -198,7 +213,37 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
             }))
         }
         other => Err(Error::Index(other)),
+    }
+}
+
+/// The policy after a clean shutdown: only the checks that read no `.log` bytes (see
+/// [`OpenOptions::trust_clean_shutdown`]). `None` when both indexes pass.
+fn trusted_check(segment: &Segment) -> Result<Option<RebuildReason>> {
+    let indexes = segment.indexes();
+    let size = segment.size();
+    if let Err(e) = quick_offset_check(&indexes.offset, size) {
+        return corrupt_reason(FileType::Index, e);
+    }
+    // Without reading the `.log`, its last offset is only bounded by the offsets a segment
+    // can hold (or below the base when it is empty).
+    let base_offset = segment.base_offset;
+    let max_offset = if size == 0 {
+        base_offset.saturating_sub(1)
+    } else {
+        base_offset.saturating_add(i64::from(i32::MAX))
     };
+    if let Err(e) = quick_time_check(&indexes.time, max_offset) {
+        return corrupt_reason(FileType::TimeIndex, e);
+    }
+    Ok(None)
+}
+
+/// The strict policy: `None` when both indexes can be trusted.
+fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
+    let indexes = segment.indexes();
+    let size = segment.size();
+    let base_offset = segment.base_offset;
+    let corrupt = corrupt_reason;
 
     // 1. The offset index's structure.
     let offset_check = if full {

@@ -13,3 +13,4 @@ mod kafka_bugs;
 mod model;
 mod recovery;
 mod support;
+mod trusted_open;
