@@ -78,7 +78,7 @@ fn assert_poisoned(log: &Log, context: &str) {
 }
 
 fn config(rng: &mut impl Rng) -> LogConfig {
-    let mut config = small_config(rng.random_range(2048..16_000));
+    let mut config = small_config(rng.random_range(4096..16_000));
     config.index_interval_bytes = rng.random_range(0..2000);
     config
 }

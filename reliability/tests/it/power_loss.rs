@@ -251,7 +251,8 @@ fn power_loss_keeps_every_durable_acknowledgement() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("live").join("t-0");
         std::fs::create_dir_all(&dir).unwrap();
-        let mut config = small_config(rng.random_range(2048..12_000));
+        // Larger than the largest batch (6 records of up to 400 bytes).
+        let mut config = small_config(rng.random_range(4096..12_000));
         config.index_interval_bytes = rng.random_range(0..1500);
         config.file_delete_delay_ms = i64::MAX / 2; // Renamed, never unlinked: see CrashImage.
         config.retention_bytes = if rng.random_bool(0.5) {
