@@ -48,8 +48,12 @@ pub enum Error {
         /// The key as given.
         key: String,
     },
-    /// Another process (or another `Log` in this process) holds the directory lock.
-    #[error("{path} is locked by another process (or another open Log); close it first")]
+    /// Another process (a Kafka broker, another seglog) or another `Log` / `LogDir` of this
+    /// process holds the directory lock.
+    #[error(
+        "{path} is locked by another process (a Kafka broker or another seglog) or by another \
+         open Log in this process; stop or close it first"
+    )]
     Locked {
         /// The lock file.
         path: PathBuf,
