@@ -69,8 +69,8 @@ impl<E: IndexEntry> IndexCore<E> {
             }
             Err(source) => return Err(io_error(&path, "open", source)),
         };
-        let buffer =
-            FileBuffer::map(file, len, true).map_err(|source| io_error(&path, "map", source))?;
+        let buffer = FileBuffer::map(file, len, true, published * E::SIZE)
+            .map_err(|source| io_error(&path, "map", source))?;
         Ok(Self::with_backing(
             path,
             base_offset,
@@ -85,8 +85,8 @@ impl<E: IndexEntry> IndexCore<E> {
     pub(crate) fn open_read_only(path: PathBuf, base_offset: i64) -> Result<Self, Error> {
         let file = File::open(&path).map_err(|source| io_error(&path, "open", source))?;
         let len = file_len(&file, &path)?;
-        let buffer =
-            FileBuffer::map(file, len, false).map_err(|source| io_error(&path, "map", source))?;
+        let buffer = FileBuffer::map(file, len, false, len)
+            .map_err(|source| io_error(&path, "map", source))?;
         let max = u32::try_from(len).unwrap_or(u32::MAX);
         Ok(Self::with_backing(
             path,
