@@ -3,7 +3,6 @@
 use seglog_segment::{ActiveSegment, RollParams};
 
 use crate::config::TimestampType;
-use crate::deletion::Doomed;
 use crate::log::{Log, Writer};
 use std::sync::Arc;
 
@@ -238,13 +237,8 @@ impl Log {
         if new_base == active_base && active.segment().is_empty() {
             // KAFKA-6388: the empty active segment is replaced, not duplicated.
             let old = active.seal().map_err(|e| self.poisoned_by("seal", e))?;
-            old.mark_deleted()
-                .map_err(|e| self.poisoned_by("rename", e))?;
+            self.doom(old, now_ms.saturating_add(self.config.file_delete_delay_ms))?;
             segments.remove(active_base);
-            self.deletions.push(
-                now_ms.saturating_add(self.config.file_delete_delay_ms),
-                Doomed::Segment(old),
-            );
         } else if new_base <= active_base {
             writer.active = Some(active);
             return Err(Error::InvalidAppend {

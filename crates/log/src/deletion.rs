@@ -21,6 +21,38 @@ pub(crate) enum Doomed {
     Files(Vec<PathBuf>),
 }
 
+/// A segment's files, in the order they are renamed to `.deleted`.
+pub(crate) const SEGMENT_FILE_TYPES: [FileType; 4] = [
+    FileType::Log,
+    FileType::Index,
+    FileType::TimeIndex,
+    FileType::TxnIndex,
+];
+
+/// Renames the `file_type` file of the unopened segment `base_offset` to `*.deleted`. Returns
+/// the new path, or `None` when the file does not exist.
+///
+/// # Errors
+/// I/O errors of the rename other than a missing file.
+pub(crate) fn rename_to_deleted(
+    dir: &Path,
+    base_offset: i64,
+    file_type: FileType,
+) -> Result<Option<PathBuf>> {
+    let kind = FileKind::new(file_type);
+    let from = file_path(dir, base_offset, kind);
+    let to = file_path(
+        dir,
+        base_offset,
+        kind.with_suffix(Some(TempSuffix::Deleted)),
+    );
+    match std::fs::rename(&from, &to) {
+        Ok(()) => Ok(Some(to)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(crate::Error::io("rename to .deleted", &from, e)),
+    }
+}
+
 impl Doomed {
     /// Renames the files of the unopened segment `base_offset` to `*.deleted`.
     ///
@@ -28,23 +60,8 @@ impl Doomed {
     /// I/O errors of the renames.
     pub(crate) fn rename_files(dir: &Path, base_offset: i64) -> Result<Self> {
         let mut renamed = Vec::new();
-        for file_type in [
-            FileType::Log,
-            FileType::Index,
-            FileType::TimeIndex,
-            FileType::TxnIndex,
-        ] {
-            let from = file_path(dir, base_offset, FileKind::new(file_type));
-            let to = file_path(
-                dir,
-                base_offset,
-                FileKind::new(file_type).with_suffix(Some(TempSuffix::Deleted)),
-            );
-            match std::fs::rename(&from, &to) {
-                Ok(()) => renamed.push(to),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(crate::Error::io("rename to .deleted", &from, e)),
-            }
+        for file_type in SEGMENT_FILE_TYPES {
+            renamed.extend(rename_to_deleted(dir, base_offset, file_type)?);
         }
         Ok(Self::Files(renamed))
     }

@@ -472,6 +472,16 @@ impl Log {
         Error::Segment(error)
     }
 
+    /// Renames a segment removed from the map to `.deleted` and queues its unlink at `due_ms`
+    /// (readers holding it keep reading). A failed rename poisons the log.
+    pub(crate) fn doom(&self, segment: Arc<Segment>, due_ms: i64) -> Result<()> {
+        segment
+            .mark_deleted()
+            .map_err(|e| self.poisoned_by("rename", e))?;
+        self.deletions.push(due_ms, Doomed::Segment(segment));
+        Ok(())
+    }
+
     /// The writer for a mutating call: not read-only, not closed, not poisoned.
     pub(crate) fn writable(&self) -> Result<MutexGuard<'_, Writer>> {
         if self.read_only {

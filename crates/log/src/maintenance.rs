@@ -2,7 +2,6 @@
 
 use seglog_segment::{ActiveSegment, Segment};
 
-use crate::deletion::Doomed;
 use crate::log::{Log, Writer};
 use crate::retention::{
     self, DeletedSegment, RetentionReason, RetentionReport, SegmentStat, deletable_prefix,
@@ -32,58 +31,32 @@ impl Log {
         let mut writer = self.writable()?;
         let mut report = RetentionReport::default();
         // 1. Log start offset: always.
-        let view = self.published.load();
-        let stats = segment_stats(&view)?;
-        let count = deletable_prefix(
-            &stats,
-            view.high_watermark.offset,
-            view.end.offset,
-            retention::log_start_breached(view.log_start_offset),
-        );
-        self.delete_segments(
+        self.apply_rule(
             &mut writer,
-            count,
             RetentionReason::LogStartOffset,
             now_ms,
             &mut report,
+            |view, _| Some(retention::log_start_breached(view.log_start_offset)),
         )?;
         // 2. Size.
-        let view = self.published.load();
-        let stats = segment_stats(&view)?;
-        if let Some(predicate) =
-            retention::size_breached(retention::total_bytes(&stats), self.config.retention_bytes)
-        {
-            let count = deletable_prefix(
-                &stats,
-                view.high_watermark.offset,
-                view.end.offset,
-                predicate,
-            );
-            self.delete_segments(
-                &mut writer,
-                count,
-                RetentionReason::Size,
-                now_ms,
-                &mut report,
-            )?;
-        }
+        self.apply_rule(
+            &mut writer,
+            RetentionReason::Size,
+            now_ms,
+            &mut report,
+            |_, stats| {
+                retention::size_breached(retention::total_bytes(stats), self.config.retention_bytes)
+            },
+        )?;
         // 3. Time.
-        let view = self.published.load();
-        let stats = segment_stats(&view)?;
-        if let Some(predicate) = retention::time_breached(now_ms, self.config.retention_ms) {
-            let count = deletable_prefix(
-                &stats,
-                view.high_watermark.offset,
-                view.end.offset,
-                predicate,
-            );
-            self.delete_segments(
-                &mut writer,
-                count,
-                RetentionReason::Time,
-                now_ms,
-                &mut report,
-            )?;
+        self.apply_rule(
+            &mut writer,
+            RetentionReason::Time,
+            now_ms,
+            &mut report,
+            |_, _| retention::time_breached(now_ms, self.config.retention_ms),
+        )?;
+        if self.config.retention_ms >= 0 {
             let view = self.published.load();
             for stat in segment_stats(&view)? {
                 if stat.largest_timestamp_ms > now_ms {
@@ -93,6 +66,30 @@ impl Log {
         }
         report.log_start_offset = self.published.load().log_start_offset;
         Ok(report)
+    }
+
+    /// One retention rule over the current view: the deletable prefix under the predicate
+    /// (`None`: the rule does not apply), deleted for `reason`.
+    fn apply_rule<P: FnMut(&SegmentStat, Option<&SegmentStat>) -> bool>(
+        &self,
+        writer: &mut Writer,
+        reason: RetentionReason,
+        now_ms: i64,
+        report: &mut RetentionReport,
+        predicate: impl FnOnce(&View, &[SegmentStat]) -> Option<P>,
+    ) -> Result<()> {
+        let view = self.published.load();
+        let stats = segment_stats(&view)?;
+        let Some(predicate) = predicate(&view, &stats) else {
+            return Ok(());
+        };
+        let count = deletable_prefix(
+            &stats,
+            view.high_watermark.offset,
+            view.end.offset,
+            predicate,
+        );
+        self.delete_segments(writer, count, reason, now_ms, report)
     }
 
     /// Kafka's `deleteSegments`: raise the log start offset to the base of the segment after
@@ -142,10 +139,7 @@ impl Log {
                 size_bytes: segment.size(),
                 reason,
             });
-            segment
-                .mark_deleted()
-                .map_err(|e| self.poisoned_by("rename", e))?;
-            self.deletions.push(due, Doomed::Segment(segment));
+            self.doom(segment, due)?;
         }
         self.dir_dirty
             .store(true, std::sync::atomic::Ordering::Release);
@@ -229,10 +223,7 @@ impl Log {
         }
         for base in &later {
             if let Some(segment) = segments.remove(*base) {
-                segment
-                    .mark_deleted()
-                    .map_err(|e| self.poisoned_by("rename", e))?;
-                self.deletions.push(due, Doomed::Segment(segment));
+                self.doom(segment, due)?;
             }
         }
         let truncated = active.truncate_to(offset);
@@ -262,11 +253,7 @@ impl Log {
         // Rename the old segments first: the new one may reuse a base offset.
         drop(writer.active.take());
         for (_, segment) in view.segments.iter() {
-            segment
-                .mark_deleted()
-                .map_err(|e| self.poisoned_by("rename", e))?;
-            self.deletions
-                .push(due, Doomed::Segment(Arc::clone(segment)));
+            self.doom(Arc::clone(segment), due)?;
         }
         let mut created = ActiveSegment::create(&self.dir, offset, &self.segment_config)
             .map_err(|e| self.poisoned_by("create segment", e))?;

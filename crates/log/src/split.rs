@@ -41,7 +41,7 @@ use seglog_index_core::relative_offset;
 use seglog_records::{BatchHeader, HeaderRead, RECORD_BATCH_OVERHEAD};
 use seglog_segment::{FileKind, FileType, TempSuffix, file_path};
 
-use crate::deletion::Doomed;
+use crate::deletion::{Doomed, SEGMENT_FILE_TYPES, rename_to_deleted};
 use crate::error::IoContext;
 use crate::fsutil::sync_dir;
 use crate::{Error, Result};
@@ -82,14 +82,6 @@ enum Step {
     SyncDir,
     SwapToFinal(usize),
 }
-
-/// Files of a segment, in the order the old ones are renamed to `.deleted`.
-const SEGMENT_FILES: [FileType; 4] = [
-    FileType::Log,
-    FileType::Index,
-    FileType::TimeIndex,
-    FileType::TxnIndex,
-];
 
 impl SplitPlan {
     /// Reads the batch headers of segment `base_offset` in `dir` and plans the new segments.
@@ -150,18 +142,7 @@ impl SplitPlan {
                     sync_dir(&self.dir)?;
                 }
                 Step::DeleteOld(file_type) => {
-                    let kind = FileKind::new(file_type);
-                    let from = file_path(&self.dir, self.base_offset, kind);
-                    let to = file_path(
-                        &self.dir,
-                        self.base_offset,
-                        kind.with_suffix(Some(TempSuffix::Deleted)),
-                    );
-                    match fs::rename(&from, &to) {
-                        Ok(()) => doomed.push(to),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(Error::io("rename to .deleted", &from, e)),
-                    }
+                    doomed.extend(rename_to_deleted(&self.dir, self.base_offset, file_type)?);
                 }
                 Step::SyncDir => sync_dir(&self.dir)?,
                 Step::SwapToFinal(i) => {
@@ -177,7 +158,7 @@ impl SplitPlan {
         let n = self.pieces.len();
         let mut steps: Vec<Step> = (0..n).map(Step::WriteCleaned).collect();
         steps.extend((0..n).rev().map(Step::CleanedToSwap));
-        steps.extend(SEGMENT_FILES.map(Step::DeleteOld));
+        steps.extend(SEGMENT_FILE_TYPES.map(Step::DeleteOld));
         steps.push(Step::SyncDir);
         steps.extend((0..n).map(Step::SwapToFinal));
         steps.push(Step::SyncDir);
