@@ -93,3 +93,34 @@ fn ignores_foreign_dirs_and_removes_delete_dirs_later() {
         "version=1\n"
     );
 }
+
+/// `recover_all` on a root recovers every segment of every partition after a clean shutdown.
+#[test]
+fn recover_all_recovers_every_partition() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    for (topic, n) in [("orders", 40), ("audit", 5)] {
+        let log = dir.get_or_create(&TopicPartition::new(topic, 0)).unwrap();
+        for i in 0..n {
+            log.append(&numbered(T0 + i, topic, 2)).unwrap();
+        }
+    }
+    dir.close().unwrap();
+    drop(dir);
+    let options = OpenOptions {
+        clock: clock.clone(),
+        recover_all: true,
+        ..OpenOptions::default()
+    };
+    let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
+    assert!(dir.had_clean_shutdown());
+    for (_, log) in dir.logs() {
+        let report = log.load_report();
+        assert_eq!(report.recovered().count(), log.segment_count());
+        assert!(log.segment_count() >= 1);
+    }
+    let orders = dir.log(&TopicPartition::new("orders", 0)).unwrap();
+    assert!(orders.segment_count() > 1);
+    assert_eq!(values(&orders).len(), 80);
+}

@@ -358,3 +358,60 @@ fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// Leftovers of Kafka's cleaner (spec §5.5 passes 1–3): a complete swap replaces the old
+/// segments in its offset range (its `.index.swap` / `.timeindex.swap` too); a swap at or
+/// above the lowest `.cleaned` file belongs to an unfinished operation and is deleted with
+/// the `.cleaned` files, leaving the old segments.
+#[test]
+fn swap_and_cleaned_leftovers_follow_kafkas_rules() {
+    for unfinished in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let clock = clock();
+        let log = open(dir.path(), small_config(1024), &clock);
+        for i in 0..30 {
+            log.append(&numbered(T0 + i, "c", 2)).unwrap();
+        }
+        let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+        assert!(bases.len() >= 3);
+        let before = values(&log);
+        log.close().unwrap();
+        drop(log);
+        let path = |base: i64, suffix: &str| dir.path().join(format!("{base:020}{suffix}"));
+        // The "cleaner" merged the first two segments into one at the first base.
+        let mut merged = std::fs::read(path(bases[0], ".log")).unwrap();
+        merged.extend(std::fs::read(path(bases[1], ".log")).unwrap());
+        std::fs::write(path(bases[0], ".log.swap"), &merged).unwrap();
+        std::fs::write(path(bases[0], ".index.swap"), []).unwrap();
+        std::fs::write(path(bases[0], ".timeindex.swap"), []).unwrap();
+        if unfinished {
+            std::fs::write(path(bases[0], ".log.cleaned"), &merged[..100]).unwrap();
+        }
+        let log = open(dir.path(), small_config(1024), &clock);
+        let report = log.load_report();
+        let now: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+        if unfinished {
+            assert!(report.completed_swaps.is_empty());
+            assert_eq!(now, bases);
+            assert!(report.removed_files.contains(&path(bases[0], ".log.swap")));
+            assert!(
+                report
+                    .removed_files
+                    .contains(&path(bases[0], ".log.cleaned"))
+            );
+        } else {
+            assert_eq!(report.completed_swaps.len(), 3, "{report:?}");
+            assert_eq!(now[0], bases[0]);
+            assert_eq!(now[1..], bases[2..]);
+            assert!(report.removed_files.contains(&path(bases[1], ".log")));
+            assert!(!path(bases[1], ".index").exists());
+        }
+        assert_eq!(values(&log), before);
+        let leftovers = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".swap") || n.ends_with(".cleaned"))
+            .count();
+        assert_eq!(leftovers, 0);
+    }
+}
