@@ -45,7 +45,10 @@ use crate::{Error, Result};
 pub struct SegmentLoad {
     /// The segment's base offset.
     pub base_offset: i64,
-    /// Why its indexes were rebuilt (a requested recovery, a missing or inconsistent index).
+    /// Why its indexes were rebuilt: a missing or inconsistent index (found by the checks
+    /// that run first, also for a segment that is recovered anyway), else
+    /// [`RebuildReason::Requested`] for a recovery after an unclean shutdown or
+    /// [`crate::OpenOptions::recover_all`].
     pub rebuilt: Option<RebuildReason>,
     /// The recovery, when one ran: batches validated, bytes truncated and why.
     pub recovery: Option<RecoveryReport>,

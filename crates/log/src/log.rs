@@ -131,8 +131,10 @@ impl Log {
     /// before loading, then loads as Kafka's `LogLoader` (spec §5.5).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`]; [`Error::Locked`] when another process (or `Log`) holds the
-    /// directory; I/O and segment errors while loading.
+    /// [`Error::InvalidConfig`]; [`Error::Locked`] when another process (a Kafka broker,
+    /// another seglog) or another `Log` holds the directory; I/O and segment errors while
+    /// loading; [`Error::UnsplittableSegment`] for a segment whose offsets overflow its base
+    /// and that cannot be split.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
         Self::open_with(dir, config, OpenOptions::default())
     }

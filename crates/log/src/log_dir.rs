@@ -45,7 +45,8 @@ impl LogDir {
     /// Opens (creating it if needed) the root `root`; every partition uses `config`.
     ///
     /// # Errors
-    /// [`Error::Locked`] if another process holds the root; load errors of any partition
+    /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root;
+    /// load errors of any partition
     /// (the marker is already consumed then, so the next open recovers).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
         Self::open_with(root, config, OpenOptions::default())

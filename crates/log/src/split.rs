@@ -113,6 +113,7 @@ impl SplitPlan {
             dir: dir.to_path_buf(),
             base_offset,
             pieces,
+            // Without an mtime (unsupported by the filesystem) the copies keep their own.
             modified: metadata.modified().ok(),
         })
     }
