@@ -46,8 +46,8 @@ impl LogDir {
     ///
     /// # Errors
     /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root;
-    /// load errors of any partition
-    /// (the marker is already consumed then, so the next open recovers).
+    /// load errors of any partition (the marker is already consumed then, so the next open
+    /// recovers).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
         Self::open_with(root, config, OpenOptions::default())
     }
