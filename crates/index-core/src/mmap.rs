@@ -55,6 +55,10 @@ pub(crate) trait Buffer: Send + Sync {
 
     /// Whether [`Buffer::write`] is allowed.
     fn writable(&self) -> bool;
+
+    /// Hints that bytes from `from` on hold no entries and will be written one entry at a
+    /// time (no readahead for them). Changes no byte; nothing to do for memory.
+    fn advise_unwritten(&self, _from: usize) {}
 }
 
 /// A memory-mapped index file.
@@ -97,15 +101,23 @@ impl FileBuffer {
         } else {
             options.map_raw_read_only(file)?
         };
-        if writable && written < len {
-            // The preallocated tail is a hole that appends fill one entry at a time. Without
-            // this, the first store to each new page faults in a readahead window of large
-            // folios of zeros (the kernel reads the hole ahead), which dominated the append
-            // profile. Only the faulting page is needed. Pure advice (no effect on contents):
-            // a failure changes nothing but speed, so it is ignored.
-            let _ = map.advise_range(memmap2::Advice::Random, written, len - written);
+        if writable {
+            advise_random_from(&map, written);
         }
         Ok(map)
+    }
+}
+
+/// `MADV_RANDOM` for the pages of `map` from `from` on (page-aligned down by memmap2).
+///
+/// The preallocated tail of an index is a hole (or stale bytes) that appends fill one entry
+/// at a time. Without this, the first store to each new page faults in a readahead window of
+/// large folios (zeros read from the hole), which dominated the append and recovery profiles;
+/// only the faulting page is needed. Pure advice, no effect on contents: a failure only
+/// costs speed, so it is ignored.
+fn advise_random_from(map: &memmap2::MmapRaw, from: usize) {
+    if from < map.len() {
+        let _ = map.advise_range(memmap2::Advice::Random, from, map.len() - from);
     }
 }
 
@@ -170,6 +182,12 @@ impl Buffer for FileBuffer {
 
     fn writable(&self) -> bool {
         self.writable
+    }
+
+    fn advise_unwritten(&self, from: usize) {
+        if let (Some(map), true) = (&self.map, self.writable) {
+            advise_random_from(map, from);
+        }
     }
 }
 
@@ -360,6 +378,9 @@ impl Buffer for Backing {
     fn writable(&self) -> bool {
         dispatch!(self, b => b.writable())
     }
+    fn advise_unwritten(&self, from: usize) {
+        dispatch!(self, b => b.advise_unwritten(from))
+    }
 }
 
 /// Outcome of [`Slots::push_with`].
@@ -465,6 +486,7 @@ impl Slots {
     pub(crate) fn truncate_with(&mut self, keep: impl FnOnce(&[u8]) -> usize) {
         let keep = self.read(keep).min(self.published());
         self.set_published(keep);
+        self.backing.advise_unwritten(keep * self.slot_size);
     }
 
     /// Resizes the buffer to `new_len` bytes, keeping the published entries (the caller has

@@ -212,6 +212,30 @@ fn recover(c: &mut Criterion) {
             report.batches
         });
     });
+    // After a crash: the writer appended 64 MiB and exited without sealing (indexes still
+    // preallocated to max_index_bytes); the log recovers the segment, then resumes it as the
+    // active one. Every round gets a freshly crashed segment (untimed).
+    let input = batches(1024, 64 << 20);
+    let crashed_recovery = || {
+        let dir = tempfile::tempdir().unwrap();
+        let mut active = ActiveSegment::create(dir.path(), 0, &config()).unwrap();
+        for (last, ts, bytes) in &input {
+            active.append(*last, *ts, *last, bytes).unwrap();
+        }
+        drop(active);
+        // As the log loads it: the strict checks find the untrimmed index and recover.
+        let start = Instant::now();
+        let (segment, report) =
+            Segment::open(dir.path(), 0, &config(), OpenOptions::default()).unwrap();
+        assert_eq!(report.recovery.unwrap().truncated_bytes, 0);
+        let active = ActiveSegment::resume(segment).unwrap();
+        let elapsed = start.elapsed();
+        drop(active);
+        elapsed
+    };
+    group.bench_function("crashed_then_resume", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| crashed_recovery()).sum());
+    });
     let file = File::open(segment.log_path()).unwrap();
     let mut chunk = vec![0u8; 1 << 20];
     let mut raw_read = move || {
@@ -225,6 +249,11 @@ fn recover(c: &mut Criterion) {
         sum
     };
     group.bench_function("raw_pread", |b| b.iter(&mut raw_read));
+    paired_ratio("recover crashed + resume", 7, crashed_recovery, || {
+        let start = Instant::now();
+        std::hint::black_box(raw_read());
+        start.elapsed()
+    });
     paired_ratio(
         "recover",
         11,

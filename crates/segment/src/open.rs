@@ -247,7 +247,9 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
 
     // 1. The offset index's structure.
     let offset_check = if full {
-        indexes.offset.sanity_check(Some(size))
+        // A zero-padded tail (an untrimmed index after a crash) is found in O(1) first: the
+        // full check would read the whole preallocated file to find it.
+        offset_zero_tail(&indexes.offset).and_then(|()| indexes.offset.sanity_check(Some(size)))
     } else {
         quick_offset_check(&indexes.offset, size)
     };
@@ -307,7 +309,7 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
     // 3. The time index's structure, bounded by the log's last offset.
     let max_offset = log_last_offset.unwrap_or(base_offset.saturating_sub(1));
     let time_check = if full {
-        indexes.time.sanity_check(Some(max_offset))
+        time_zero_tail(&indexes.time).and_then(|()| indexes.time.sanity_check(Some(max_offset)))
     } else {
         quick_time_check(&indexes.time, max_offset)
     };
@@ -326,6 +328,39 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
     Ok(None)
 }
 
+/// `ZeroPaddedTail` when the last of several offset-index entries is all zeros (the padding
+/// of a preallocated file that was never trimmed).
+fn offset_zero_tail(index: &OffsetIndex) -> seglog_index_core::Result<()> {
+    let entries = index.entries();
+    match entries.checked_sub(1).and_then(|n| index.entry(n)) {
+        Some(last) if entries > 1 && last.offset == index.base_offset() && last.position == 0 => {
+            Err(seglog_index_core::Error::Corrupt {
+                path: index.path(),
+                position: (entries as u64 - 1) * 8,
+                kind: seglog_index_core::CorruptKind::ZeroPaddedTail,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `ZeroPaddedTail` when the last of several time-index entries is all zeros.
+fn time_zero_tail(index: &TimeIndex) -> seglog_index_core::Result<()> {
+    let entries = index.entries();
+    match entries.checked_sub(1).and_then(|n| index.entry(n)) {
+        Some(last)
+            if entries > 1 && last.timestamp_ms == 0 && last.offset == index.base_offset() =>
+        {
+            Err(seglog_index_core::Error::Corrupt {
+                path: index.path(),
+                position: (entries as u64 - 1) * 12,
+                kind: seglog_index_core::CorruptKind::ZeroPaddedTail,
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The cheap offset-index checks: whole entries, a last entry that is not the zero padding
 /// of a preallocated file, and a position inside the `.log`.
 fn quick_offset_check(index: &OffsetIndex, log_size: u64) -> seglog_index_core::Result<()> {
@@ -340,12 +375,10 @@ fn quick_offset_check(index: &OffsetIndex, log_size: u64) -> seglog_index_core::
     if !index.file_len().is_multiple_of(8) {
         return corrupt(index.file_len() / 8 * 8, CorruptKind::LengthNotMultiple);
     }
+    offset_zero_tail(index)?;
     let entries = index.entries();
     if let Some(last) = entries.checked_sub(1).and_then(|n| index.entry(n)) {
         let at = (entries as u64 - 1) * 8;
-        if entries > 1 && last.offset == index.base_offset() && last.position == 0 {
-            return corrupt(at, CorruptKind::ZeroPaddedTail);
-        }
         if u64::from(last.position) >= log_size {
             return corrupt(at, CorruptKind::PositionOutOfRange);
         }
@@ -367,12 +400,10 @@ fn quick_time_check(index: &TimeIndex, max_offset: i64) -> seglog_index_core::Re
     if !index.file_len().is_multiple_of(12) {
         return corrupt(index.file_len() / 12 * 12, CorruptKind::LengthNotMultiple);
     }
+    time_zero_tail(index)?;
     let entries = index.entries();
     if let Some(last) = entries.checked_sub(1).and_then(|n| index.entry(n)) {
         let at = (entries as u64 - 1) * 12;
-        if entries > 1 && last.timestamp_ms == 0 && last.offset == index.base_offset() {
-            return corrupt(at, CorruptKind::ZeroPaddedTail);
-        }
         if last.offset > max_offset || last.offset < index.base_offset() {
             return corrupt(at, CorruptKind::OffsetOutOfRange);
         }
