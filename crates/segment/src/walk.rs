@@ -3,7 +3,8 @@
 //! * [`HeaderWalker`] reads only headers (Kafka's `FileLogInputStream` rules: a partial tail
 //!   ends the walk quietly, a bad header is one error). It reads the file in chunks and
 //!   parses every header that lies inside the chunk, so translating an offset costs one or
-//!   two `pread`s for a whole index interval.
+//!   two `pread`s for a whole index interval. Once it meets a batch at least a chunk long,
+//!   it reads only header-sized prefixes (the next header is never inside a chunk then).
 //! * [`scan_batches`] hands every whole batch (its bytes included) to a callback, reading the
 //!   file in large chunks: recovery validates each batch's CRC with it.
 
@@ -46,6 +47,9 @@ pub(crate) struct HeaderWalker<'a> {
     buf_start: u64,
     buf_len: usize,
     chunk: usize,
+    /// A batch at least a chunk long was seen: the next header is never inside the chunk
+    /// just read, so later reads fetch one header's bytes instead of a whole chunk.
+    large_batches: bool,
     state: WalkEnd,
 }
 
@@ -70,6 +74,7 @@ impl<'a> HeaderWalker<'a> {
             buf_start: 0,
             buf_len: 0,
             chunk: chunk.max(RECORD_BATCH_OVERHEAD),
+            large_batches: false,
             state: WalkEnd::Running,
         }
     }
@@ -90,9 +95,14 @@ impl<'a> HeaderWalker<'a> {
             && self.position + need as u64 <= self.buf_start + self.buf_len as u64;
         if !covered {
             let remaining = self.end - self.position;
+            let chunk = if self.large_batches {
+                need
+            } else {
+                self.chunk
+            };
             let len = usize::try_from(remaining)
                 .unwrap_or(usize::MAX)
-                .min(self.chunk)
+                .min(chunk)
                 .max(need);
             if self.buf.len() < len {
                 // `vec!` zeroes through the allocator: cheap, unlike `resize` in debug builds.
@@ -144,6 +154,9 @@ impl Iterator for HeaderWalker<'_> {
         match parsed {
             Ok(HeaderRead::Batch(header)) => {
                 self.position = header.end_position();
+                if header.total_size as usize >= self.chunk {
+                    self.large_batches = true;
+                }
                 Some(Ok(header))
             }
             Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
