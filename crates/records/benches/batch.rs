@@ -1,5 +1,6 @@
 //! Throughput of the hot paths: shallow header iteration, header + CRC validation (compared
-//! with a plain pass over the same bytes), record decoding and batch building.
+//! with a plain pass over the same bytes), record decoding (copied, shared and borrowed) and
+//! batch building.
 //!
 //! `cargo bench -p seglog-records --bench batch`
 
@@ -9,7 +10,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use seglog_records::{BatchBuilder, Batches, Compression};
+use seglog_records::{BatchBuilder, Batches, Compression, OwnedBatches};
 
 const RECORDS_PER_BATCH: usize = 100;
 const VALUE_SIZE: usize = 100;
@@ -68,6 +69,28 @@ fn validate(c: &mut Criterion) {
             Batches::new(black_box(&log), 0)
                 .flatten()
                 .flat_map(|batch| batch.records(1 << 20))
+                .filter(|r| r.is_ok())
+                .count()
+        })
+    });
+    // As a fetch consumer does: batches over one shared buffer, records sharing it.
+    let shared = bytes::Bytes::from(log.clone());
+    group.bench_function("decode_records_shared", |b| {
+        b.iter(|| {
+            OwnedBatches::new(black_box(shared.clone()), 0)
+                .flatten()
+                .flat_map(|batch| batch.records(1 << 20))
+                .filter(|r| r.is_ok())
+                .count()
+        })
+    });
+    // The borrowed view: no copy, no reference count per record.
+    group.bench_function("decode_records_borrowed", |b| {
+        b.iter(|| {
+            Batches::new(black_box(&log), 0)
+                .flatten()
+                .filter_map(|batch| batch.records_borrowed())
+                .flatten()
                 .filter(|r| r.is_ok())
                 .count()
         })

@@ -5,8 +5,8 @@ use bytes::Bytes;
 use crate::layout::{legacy as legacy_layout, v2};
 use crate::record::V2Context;
 use crate::{
-    BatchHeader, Compression, ControlRecord, CorruptKind, Error, HeaderRead, Records, Result,
-    TimestampType, codec, legacy,
+    BatchHeader, Compression, ControlRecord, CorruptKind, Error, HeaderRead, RecordRefs, Records,
+    Result, TimestampType, codec, legacy,
 };
 
 /// Decompression limit used to read the single record of a control batch.
@@ -122,6 +122,18 @@ impl<'a> BatchRef<'a> {
         records(&self.header, self.bytes, None, max_decompressed_bytes)
     }
 
+    /// The records of an uncompressed v2 batch, borrowed from its bytes: no copy, no
+    /// allocation, no reference counting (the fast path for consumers that do not keep
+    /// records). Records are decoded and checked as by [`records`](Self::records), with the
+    /// same errors and positions. `None` for a compressed batch or a legacy v0/v1 message:
+    /// use [`records`](Self::records) there. The checksum is not checked.
+    ///
+    /// # Errors
+    /// The iterator yields at most one `Err` ([`Error::Corrupt`]), then ends.
+    pub fn records_borrowed(&self) -> Option<RecordRefs<'a>> {
+        records_borrowed(&self.header, self.bytes)
+    }
+
     /// For a control batch, its control record (the first record): its type and, for
     /// ABORT/COMMIT, the end-transaction marker. `None` for other batches.
     ///
@@ -206,6 +218,14 @@ impl OwnedBatch {
         )
     }
 
+    /// See [`BatchRef::records_borrowed`]: the records borrow from this batch's buffer.
+    ///
+    /// # Errors
+    /// As [`BatchRef::records_borrowed`].
+    pub fn records_borrowed(&self) -> Option<RecordRefs<'_>> {
+        records_borrowed(&self.header, &self.bytes)
+    }
+
     /// See [`BatchRef::control_record`].
     ///
     /// # Errors
@@ -223,6 +243,30 @@ pub(crate) fn compute_crc(header: &BatchHeader, bytes: &[u8]) -> u32 {
     }
 }
 
+fn v2_context(header: &BatchHeader) -> V2Context {
+    V2Context {
+        base_offset: header.base_offset.unwrap_or(header.last_offset),
+        base_timestamp_ms: header.base_timestamp_ms,
+        max_timestamp_ms: header.max_timestamp_ms,
+        log_append_time: header.timestamp_type == Some(TimestampType::LogAppendTime),
+    }
+}
+
+fn records_borrowed<'a>(header: &BatchHeader, bytes: &'a [u8]) -> Option<RecordRefs<'a>> {
+    if header.magic < 2 || header.compression != Compression::None {
+        return None;
+    }
+    let payload = bytes.get(v2::RECORDS..).unwrap_or_default();
+    let declared = header.record_count.unwrap_or(0);
+    let origin = header.position + v2::RECORDS as u64;
+    Some(RecordRefs::new(
+        payload,
+        declared,
+        v2_context(header),
+        origin,
+    ))
+}
+
 fn records(
     header: &BatchHeader,
     bytes: &[u8],
@@ -236,12 +280,7 @@ fn records(
         };
     }
     let payload = bytes.get(v2::RECORDS..).unwrap_or_default();
-    let ctx = V2Context {
-        base_offset: header.base_offset.unwrap_or(header.last_offset),
-        base_timestamp_ms: header.base_timestamp_ms,
-        max_timestamp_ms: header.max_timestamp_ms,
-        log_append_time: header.timestamp_type == Some(TimestampType::LogAppendTime),
-    };
+    let ctx = v2_context(header);
     let declared = header.record_count.unwrap_or(0);
     if header.compression == Compression::None {
         let data = match owner {

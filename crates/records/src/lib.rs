@@ -10,7 +10,8 @@
 //! - [`BatchRef`] / [`OwnedBatch`]: one whole batch; [`BatchRef::ensure_valid`] checks the
 //!   CRC-32C (v2) or CRC-32 (v0/v1) over exactly the bytes Kafka covers, and
 //!   [`BatchRef::records`] decodes records, decompressing gzip, snappy, lz4 or zstd into at most a
-//!   caller-given number of bytes;
+//!   caller-given number of bytes; [`BatchRef::records_borrowed`] decodes the records of an
+//!   uncompressed v2 batch as [`RecordRef`]s borrowing the batch's bytes (no copy, no refcount);
 //! - control records ([`ControlRecord`]): transaction markers and KRaft control types;
 //! - [`BatchBuilder`]: writes v2 batches with any codec; [`set_base_offset`],
 //!   [`set_partition_leader_epoch`] and [`set_log_append_time`] rewrite one in place.
@@ -51,6 +52,7 @@ mod header;
 mod layout;
 mod legacy;
 mod record;
+mod record_ref;
 mod records;
 mod rewrite;
 #[cfg(test)]
@@ -72,6 +74,7 @@ pub use crate::{
         RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1,
     },
     record::{Header, Record},
+    record_ref::{HeaderRefs, RecordRef, RecordRefs},
     records::Records,
     rewrite::{
         set_base_offset, set_log_append_time, set_max_timestamp, set_partition_leader_epoch,

@@ -1,5 +1,7 @@
 //! One decoded record, and the v2 record decoder (`DefaultRecord`).
 
+use std::ops::Range;
+
 use bytes::Bytes;
 
 use crate::varint::{read_varint, read_varlong};
@@ -43,14 +45,28 @@ pub(crate) struct V2Context {
     pub log_append_time: bool,
 }
 
-/// Decodes the v2 record starting at `data[*pos]`, advancing `*pos` past it.
+/// One v2 record's fields as positions in the data it was decoded from: everything checked
+/// (lengths, header keys, offsets), nothing copied or shared yet.
+#[derive(Debug, Clone)]
+pub(crate) struct RawRecord {
+    pub offset: i64,
+    pub timestamp_ms: i64,
+    pub timestamp_type: TimestampType,
+    pub key: Option<Range<usize>>,
+    pub value: Option<Range<usize>>,
+    /// The headers' bytes (already checked) and how many headers they hold.
+    pub headers: Range<usize>,
+    pub header_count: usize,
+}
+
+/// Decodes the v2 record starting at `data[*pos]` into positions, advancing `*pos` past it.
 ///
 /// On error returns the offset inside `data` where the record starts.
-pub(crate) fn decode_v2_record(
-    data: &Bytes,
+pub(crate) fn decode_v2_raw(
+    data: &[u8],
     pos: &mut usize,
     ctx: &V2Context,
-) -> Result<Record, (usize, CorruptKind)> {
+) -> Result<RawRecord, (usize, CorruptKind)> {
     let start = *pos;
     let at = |kind| (start, kind);
     let mut cursor = start;
@@ -66,13 +82,75 @@ pub(crate) fn decode_v2_record(
         .filter(|end| *end <= data.len())
         .ok_or(at(CorruptKind::Truncated))?;
     // Every field is read from the body only, so none can run into the next record.
-    let body = data.slice(body_start..body_end);
-    let record = decode_body(&body, ctx).map_err(at)?;
+    let mut record = decode_body(&data[body_start..body_end], ctx).map_err(at)?;
+    let shift = |r: Range<usize>| r.start + body_start..r.end + body_start;
+    record.key = record.key.map(shift);
+    record.value = record.value.map(shift);
+    record.headers = shift(record.headers);
     *pos = body_end;
     Ok(record)
 }
 
-fn decode_body(body: &Bytes, ctx: &V2Context) -> Result<Record, CorruptKind> {
+/// Decodes the v2 record starting at `data[*pos]`, advancing `*pos` past it. Key, value and
+/// header values share `data`'s buffer.
+///
+/// On error returns the offset inside `data` where the record starts.
+pub(crate) fn decode_v2_record(
+    data: &Bytes,
+    pos: &mut usize,
+    ctx: &V2Context,
+) -> Result<Record, (usize, CorruptKind)> {
+    let start = *pos;
+    let raw = decode_v2_raw(data, pos, ctx)?;
+    let headers = owned_headers(data, &raw).map_err(|kind| (start, kind))?;
+    Ok(Record {
+        offset: raw.offset,
+        timestamp_ms: Some(raw.timestamp_ms),
+        timestamp_type: Some(raw.timestamp_type),
+        key: raw.key.map(|r| data.slice(r)),
+        value: raw.value.map(|r| data.slice(r)),
+        headers,
+    })
+}
+
+/// The headers of `raw` (checked by `decode_v2_raw`) as owned values.
+fn owned_headers(data: &Bytes, raw: &RawRecord) -> Result<Vec<Header>, CorruptKind> {
+    let mut headers = Vec::with_capacity(raw.header_count);
+    let mut pos = raw.headers.start;
+    let end = raw.headers.end;
+    for _ in 0..raw.header_count {
+        let (key, value) = next_header(&data[..end], &mut pos)?;
+        let key = std::str::from_utf8(&data[key])
+            .map_err(|_| CorruptKind::InvalidHeaderKey)?
+            .to_owned();
+        headers.push(Header {
+            key,
+            value: value.map(|r| data.slice(r)),
+        });
+    }
+    Ok(headers)
+}
+
+/// Reads one header at `data[*pos]`: the key's range (checked to be UTF-8, as Kafka
+/// requires) and the value's range.
+pub(crate) fn next_header(
+    data: &[u8],
+    pos: &mut usize,
+) -> Result<(Range<usize>, Option<Range<usize>>), CorruptKind> {
+    let key_length = read_varint(data, pos)?;
+    if key_length < 0 {
+        return Err(CorruptKind::InvalidLength {
+            length: i64::from(key_length),
+        });
+    }
+    let key = take(data, pos, key_length as usize)?;
+    std::str::from_utf8(&data[key.clone()]).map_err(|_| CorruptKind::InvalidHeaderKey)?;
+    let value = read_nullable(data, pos)?;
+    Ok((key, value))
+}
+
+/// Decodes a record body (positions relative to `body`).
+fn decode_body(body: &[u8], ctx: &V2Context) -> Result<RawRecord, CorruptKind> {
     let mut pos = 0usize;
     // attributes: int8, unused.
     if body.is_empty() {
@@ -91,19 +169,9 @@ fn decode_body(body: &Bytes, ctx: &V2Context) -> Result<Record, CorruptKind> {
             count: header_count,
         });
     }
-    let mut headers = Vec::with_capacity(header_count as usize);
+    let headers_start = pos;
     for _ in 0..header_count {
-        let key_length = read_varint(body, &mut pos)?;
-        if key_length < 0 {
-            return Err(CorruptKind::InvalidLength {
-                length: i64::from(key_length),
-            });
-        }
-        let key_bytes = take(body, &mut pos, key_length as usize)?;
-        let key =
-            String::from_utf8(key_bytes.to_vec()).map_err(|_| CorruptKind::InvalidHeaderKey)?;
-        let value = read_nullable(body, &mut pos)?;
-        headers.push(Header { key, value });
+        next_header(body, &mut pos)?;
     }
     if pos != body.len() {
         return Err(CorruptKind::RecordLengthMismatch {
@@ -126,17 +194,18 @@ fn decode_body(body: &Bytes, ctx: &V2Context) -> Result<Record, CorruptKind> {
     } else {
         TimestampType::CreateTime
     };
-    Ok(Record {
+    Ok(RawRecord {
         offset,
-        timestamp_ms: Some(timestamp_ms),
-        timestamp_type: Some(timestamp_type),
+        timestamp_ms,
+        timestamp_type,
         key,
         value,
-        headers,
+        headers: headers_start..pos,
+        header_count: header_count as usize,
     })
 }
 
-fn read_nullable(body: &Bytes, pos: &mut usize) -> Result<Option<Bytes>, CorruptKind> {
+fn read_nullable(body: &[u8], pos: &mut usize) -> Result<Option<Range<usize>>, CorruptKind> {
     let length = read_varint(body, pos)?;
     match length {
         -1 => Ok(None),
@@ -147,12 +216,12 @@ fn read_nullable(body: &Bytes, pos: &mut usize) -> Result<Option<Bytes>, Corrupt
     }
 }
 
-fn take(body: &Bytes, pos: &mut usize, len: usize) -> Result<Bytes, CorruptKind> {
+fn take(body: &[u8], pos: &mut usize, len: usize) -> Result<Range<usize>, CorruptKind> {
     let end = pos
         .checked_add(len)
         .filter(|end| *end <= body.len())
         .ok_or(CorruptKind::Truncated)?;
-    let out = body.slice(*pos..end);
+    let out = *pos..end;
     *pos = end;
     Ok(out)
 }

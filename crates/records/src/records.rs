@@ -26,14 +26,88 @@ enum State {
 #[derive(Debug)]
 struct V2Records {
     data: Bytes,
+    cursor: V2Cursor,
+    ctx: V2Context,
+}
+
+/// Walks the v2 records of a batch's (decompressed) record bytes, checking the declared
+/// count against the records found; shared by the owned and the borrowed iterators.
+#[derive(Debug, Clone)]
+pub(crate) struct V2Cursor {
     pos: usize,
     declared: i32,
     decoded: i32,
-    ctx: V2Context,
     /// Absolute position of `data[0]` when the records are stored uncompressed.
     origin: Option<u64>,
     batch_position: u64,
     done: bool,
+}
+
+impl V2Cursor {
+    pub(crate) fn new(declared: i32, origin: Option<u64>, batch_position: u64) -> Self {
+        V2Cursor {
+            pos: 0,
+            declared,
+            decoded: 0,
+            origin,
+            batch_position,
+            done: false,
+        }
+    }
+
+    /// The next record of `data`, decoded by `decode` (which advances the position past it
+    /// or returns where the bad record starts); `None` at the end. Yields at most one error.
+    pub(crate) fn next<R>(
+        &mut self,
+        data: &[u8],
+        decode: impl FnOnce(&mut usize) -> std::result::Result<R, (usize, CorruptKind)>,
+    ) -> Option<Result<R>> {
+        if self.done {
+            return None;
+        }
+        if self.decoded == self.declared {
+            self.done = true;
+            let left = data.len() - self.pos;
+            // Kafka: "Incorrect declared batch size, records still remaining in file".
+            return (left != 0)
+                .then(|| Err(self.fail(self.pos, CorruptKind::TrailingBytes { count: left })));
+        }
+        if self.pos == data.len() {
+            self.done = true;
+            let kind = CorruptKind::RecordCountMismatch {
+                declared: self.declared,
+                decoded: self.decoded,
+            };
+            return Some(Err(self.fail(self.pos, kind)));
+        }
+        match decode(&mut self.pos) {
+            Ok(record) => {
+                self.decoded += 1;
+                Some(Ok(record))
+            }
+            Err((at, kind)) => {
+                self.done = true;
+                Some(Err(self.fail(at, kind)))
+            }
+        }
+    }
+
+    /// Records left, at most (plus one for a final error).
+    pub(crate) fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.done {
+            return (0, Some(0));
+        }
+        let left = self.declared.saturating_sub(self.decoded).max(0) as usize;
+        (0, Some(left.saturating_add(1)))
+    }
+
+    fn fail(&self, at: usize, kind: CorruptKind) -> Error {
+        let position = match self.origin {
+            Some(origin) => origin + at as u64,
+            None => self.batch_position,
+        };
+        Error::corrupt(position, kind)
+    }
 }
 
 impl Records {
@@ -47,13 +121,8 @@ impl Records {
         Records {
             state: State::V2(V2Records {
                 data,
-                pos: 0,
-                declared,
-                decoded: 0,
+                cursor: V2Cursor::new(declared, origin, batch_position),
                 ctx,
-                origin,
-                batch_position,
-                done: false,
             }),
         }
     }
@@ -84,11 +153,7 @@ impl Iterator for Records {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         match &self.state {
-            State::V2(v2) if !v2.done => {
-                let left = v2.declared.saturating_sub(v2.decoded).max(0) as usize;
-                (0, Some(left.saturating_add(1)))
-            }
-            State::V2(_) => (0, Some(0)),
+            State::V2(v2) => v2.cursor.size_hint(),
             State::Legacy(records) => records.size_hint(),
             State::Failed(error) => {
                 let n = usize::from(error.is_some());
@@ -100,41 +165,8 @@ impl Iterator for Records {
 
 impl V2Records {
     fn next(&mut self) -> Option<Result<Record>> {
-        if self.done {
-            return None;
-        }
-        if self.decoded == self.declared {
-            self.done = true;
-            let left = self.data.len() - self.pos;
-            // Kafka: "Incorrect declared batch size, records still remaining in file".
-            return (left != 0)
-                .then(|| Err(self.fail(self.pos, CorruptKind::TrailingBytes { count: left })));
-        }
-        if self.pos == self.data.len() {
-            self.done = true;
-            let kind = CorruptKind::RecordCountMismatch {
-                declared: self.declared,
-                decoded: self.decoded,
-            };
-            return Some(Err(self.fail(self.pos, kind)));
-        }
-        match decode_v2_record(&self.data, &mut self.pos, &self.ctx) {
-            Ok(record) => {
-                self.decoded += 1;
-                Some(Ok(record))
-            }
-            Err((at, kind)) => {
-                self.done = true;
-                Some(Err(self.fail(at, kind)))
-            }
-        }
-    }
-
-    fn fail(&self, at: usize, kind: CorruptKind) -> Error {
-        let position = match self.origin {
-            Some(origin) => origin + at as u64,
-            None => self.batch_position,
-        };
-        Error::corrupt(position, kind)
+        let (data, ctx) = (&self.data, &self.ctx);
+        self.cursor
+            .next(data, |pos| decode_v2_record(data, pos, ctx))
     }
 }
