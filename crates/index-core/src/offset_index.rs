@@ -131,6 +131,29 @@ impl OffsetIndex {
         )
     }
 
+    /// [`lookup`](Self::lookup) and the entry after the floor (the first entry above the
+    /// target), read under one lock: a reader walking the `.log` from the floor knows the
+    /// batch holding the target starts at or before the next entry's position. `None` when
+    /// no entry is above the target.
+    #[must_use]
+    pub fn lookup_with_next(&self, target_offset: i64) -> (OffsetPosition, Option<OffsetPosition>) {
+        let target = target_offset.saturating_sub(self.base_offset());
+        self.core.read(|bytes| {
+            let floor = floor_slot::<OffsetEntry>(bytes, Column::Key, target);
+            let next = floor.map_or(0, |slot| slot + 1);
+            let floor = match floor {
+                Some(slot) => self.to_absolute(OffsetEntry::read(bytes, slot)),
+                None => OffsetPosition {
+                    offset: self.base_offset(),
+                    position: 0,
+                },
+            };
+            let next = (next < bytes.len() / OffsetEntry::SIZE)
+                .then(|| self.to_absolute(OffsetEntry::read(bytes, next)));
+            (floor, next)
+        })
+    }
+
     /// The first entry whose position is `>= start_position + fetch_size`, or `None` (Kafka's
     /// `fetchUpperBoundOffset`: the exclusive upper offset of a fetch).
     #[must_use]

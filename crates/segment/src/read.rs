@@ -4,13 +4,13 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use seglog_records::{BatchHeader, OwnedBatch};
+use seglog_records::{BatchHeader, OwnedBatch, RECORD_BATCH_OVERHEAD};
 
 use crate::Result;
 use crate::error::{Error, IoOp};
 use crate::segment::Segment;
 use crate::slice::{FileSlice, SliceOffsets};
-use crate::walk::{HeaderWalker, WalkEnd};
+use crate::walk::{HEADER_CHUNK, HeaderWalker, WalkEnd};
 
 /// Where a batch is: Kafka's `LogOffsetPosition` from `translateOffset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -49,10 +49,25 @@ impl Segment {
     ) -> Result<Option<LogOffsetPosition>> {
         // The index first, then the size: an index entry is published after the size that
         // covers it, so the walk below always reaches the entry's batch.
-        let floor = u64::from(self.indexes().offset.lookup(offset).position);
+        let (floor, next) = self.indexes().offset.lookup_with_next(offset);
         let end = self.size();
-        let start = floor.max(starting_position);
-        for header in HeaderWalker::new(self.log.handle(), self.log_path_arc(), start, end) {
+        let start = u64::from(floor.position).max(starting_position);
+        let mut walker = HeaderWalker::new(self.log.handle(), self.log_path_arc(), start, end);
+        // The batch holding `offset` starts at or before the next entry's position (when the
+        // index is sound; otherwise this only sizes the first read). A short region is read
+        // whole; a long one suggests batches larger than a chunk: read one header first.
+        if let Some(next) = next {
+            let span = u64::from(next.position).saturating_sub(start);
+            let span = usize::try_from(span).unwrap_or(usize::MAX);
+            walker = walker.with_first_read(
+                if span.saturating_add(RECORD_BATCH_OVERHEAD) <= HEADER_CHUNK {
+                    span + RECORD_BATCH_OVERHEAD
+                } else {
+                    RECORD_BATCH_OVERHEAD
+                },
+            );
+        }
+        for header in walker {
             let header = header?;
             if header.last_offset >= offset {
                 return Ok(Some(LogOffsetPosition {

@@ -50,6 +50,8 @@ pub(crate) struct HeaderWalker<'a> {
     /// A batch at least a chunk long was seen: the next header is never inside the chunk
     /// just read, so later reads fetch one header's bytes instead of a whole chunk.
     large_batches: bool,
+    /// The size of the first read, when the caller knows better than `chunk`.
+    first_read: Option<usize>,
     state: WalkEnd,
 }
 
@@ -75,8 +77,16 @@ impl<'a> HeaderWalker<'a> {
             buf_len: 0,
             chunk: chunk.max(RECORD_BATCH_OVERHEAD),
             large_batches: false,
+            first_read: None,
             state: WalkEnd::Running,
         }
+    }
+
+    /// Makes the first read `len` bytes (at least one header's worth is always read): the
+    /// caller knows where the walk will end (offset translation, from the next index entry).
+    pub(crate) fn with_first_read(mut self, len: usize) -> Self {
+        self.first_read = Some(len);
+        self
     }
 
     /// How the walk ended (`Running` until `next` returned `None`).
@@ -95,10 +105,10 @@ impl<'a> HeaderWalker<'a> {
             && self.position + need as u64 <= self.buf_start + self.buf_len as u64;
         if !covered {
             let remaining = self.end - self.position;
-            let chunk = if self.large_batches {
-                need
-            } else {
-                self.chunk
+            let chunk = match self.first_read.take() {
+                Some(first) => first,
+                None if self.large_batches => need,
+                None => self.chunk,
             };
             let len = usize::try_from(remaining)
                 .unwrap_or(usize::MAX)

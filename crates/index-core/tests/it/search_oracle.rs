@@ -131,6 +131,9 @@ proptest! {
             let expected = oracle_floor(&offsets, t)
                 .map_or(OffsetPosition { offset: base_offset, position: 0 }, |i| OffsetPosition { offset: offsets[i], position: 100 * i as u32 });
             prop_assert_eq!(index.lookup(t), expected);
+            let next = offsets.iter().position(|&o| o > t)
+                .map(|i| OffsetPosition { offset: offsets[i], position: 100 * i as u32 });
+            prop_assert_eq!(index.lookup_with_next(t), (expected, next));
             let ts = t.saturating_mul(2);
             let expected = offsets.iter().rposition(|&o| o * 2 <= ts)
                 .map_or(TimestampOffset { timestamp_ms: -1, offset: base_offset }, |i| TimestampOffset { timestamp_ms: offsets[i] * 2, offset: offsets[i] });
