@@ -21,9 +21,11 @@ pub enum Durability {
     #[default]
     PageCache,
     /// Returns only after this append and everything before it are fsynced (`fdatasync` of
-    /// the `.log`, `msync` of the indexes, directory fsync after a roll) and the recovery point
-    /// has passed them: it survives an OS crash or power loss, as far as the device honours
-    /// cache flushes. Concurrent durable appenders share one fsync (group commit).
+    /// the `.log` of the active segment and of every segment sealed since the last sync,
+    /// directory fsync after a roll or a removal): it survives an OS crash or power loss, as
+    /// far as the device honours cache flushes. Indexes are not synced and the recovery point
+    /// does not move (recovery rebuilds indexes above it). Concurrent durable appenders share
+    /// one fsync (group commit).
     Fsync,
 }
 
@@ -202,7 +204,7 @@ impl Log {
         match durability {
             Durability::Fsync => {
                 self.group_commit
-                    .wait_durable(end.offset, || self.flush_to(i64::MAX, false))?;
+                    .wait_durable(end.offset, || self.sync_appended())?;
             }
             Durability::PageCache if unflushed >= self.config.flush_messages => {
                 self.flush_to(end.offset, false)?;
@@ -250,6 +252,12 @@ impl Log {
         } else {
             active.seal().map_err(|e| self.poisoned_by("seal", e))?;
         }
+        if new_base > log_end_offset {
+            // A roll across a gap (a follower's compacted data): the gap is made durable
+            // before the new segment exists, so that after a crash the loader never takes it
+            // for a tail the crash erased (docs/durability.md, section 4).
+            self.flush_across_gap(log_end_offset, new_base)?;
+        }
         let mut created = ActiveSegment::create(&self.dir, new_base, &self.segment_config)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(now_ms);
@@ -260,6 +268,17 @@ impl Log {
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
         Ok(self.published.load())
+    }
+
+    /// Flushes everything below `log_end_offset`, raises the recovery point over the gap to
+    /// `new_base` and writes a standalone log's checkpoints. Called under the writer lock
+    /// (rare: only rolls whose new base lies above the log end offset).
+    fn flush_across_gap(&self, log_end_offset: i64, new_base: i64) -> Result<()> {
+        self.flush_to(log_end_offset, false)?;
+        self.recovery_point
+            .fetch_max(new_base, std::sync::atomic::Ordering::AcqRel);
+        self.group_commit.mark_durable(new_base);
+        self.write_checkpoints(false)
     }
 
     /// Rolls the active segment now (if it holds any data), e.g. before archiving it.

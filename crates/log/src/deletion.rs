@@ -53,19 +53,24 @@ pub(crate) fn rename_to_deleted(
     }
 }
 
-impl Doomed {
-    /// Renames the files of the unopened segment `base_offset` to `*.deleted`.
-    ///
-    /// # Errors
-    /// I/O errors of the renames.
-    pub(crate) fn rename_files(dir: &Path, base_offset: i64) -> Result<Self> {
-        let mut renamed = Vec::new();
-        for file_type in SEGMENT_FILE_TYPES {
-            renamed.extend(rename_to_deleted(dir, base_offset, file_type)?);
+/// Unlinks every file of the unopened segment `base_offset` at once (no `.deleted` stage:
+/// nothing can be reading a segment that was never opened). Returns the paths removed. The
+/// caller fsyncs the directory.
+///
+/// # Errors
+/// I/O errors other than a missing file.
+pub(crate) fn unlink_files(dir: &Path, base_offset: i64) -> Result<Vec<PathBuf>> {
+    let mut removed = Vec::new();
+    for file_type in SEGMENT_FILE_TYPES {
+        let path = file_path(dir, base_offset, FileKind::new(file_type));
+        if remove_if_exists(&path)? {
+            removed.push(path);
         }
-        Ok(Self::Files(renamed))
     }
+    Ok(removed)
+}
 
+impl Doomed {
     /// Unlinks the files.
     ///
     /// # Errors

@@ -74,6 +74,56 @@ impl Log {
         Ok(new_point)
     }
 
+    /// The group commit's sync (the leader of [`crate::group_commit::GroupCommit`] runs it for
+    /// every durable appender): makes every byte appended before it started durable and
+    /// returns the log end offset it covered. One `fdatasync` of the `.log` of each segment
+    /// holding offsets not yet known durable — the active one, and every segment sealed by a
+    /// roll since the last commit (an acknowledged append makes its whole prefix durable) —
+    /// then a directory fsync when segments were created, renamed or removed since the last
+    /// one. Indexes are not synced, so the recovery point does not move: everything above it
+    /// is recovered (indexes rebuilt from the `.log`) after an unclean shutdown.
+    ///
+    /// # Errors
+    /// A failed fsync poisons the log.
+    pub(crate) fn sync_appended(&self) -> Result<i64> {
+        if self.read_only {
+            return Ok(self.published.load().end.offset);
+        }
+        self.check_poison()?;
+        // Serializes with flushes (one owner of `dir_dirty` at a time). Never taken by readers
+        // or under the writer lock.
+        let _flusher = lock(&self.flusher);
+        let view = self.published.load();
+        let target = view.end.offset;
+        let from = self.group_commit.durable_end_offset();
+        let dir_dirty = self.dir_dirty.swap(false, Ordering::AcqRel);
+        for (_, segment) in view.segments.starting_at_floor(from) {
+            segment
+                .sync_log_data()
+                .map_err(|e| self.poisoned_by("fsync", e))?;
+        }
+        if dir_dirty && let Err(e) = sync_dir(&self.dir) {
+            self.dir_dirty.store(true, Ordering::Release);
+            *lock(&self.poison) = Some("fsync directory");
+            return Err(e);
+        }
+        Ok(target)
+    }
+
+    /// fsyncs the log directory now (renames or creates that must be durable before the
+    /// caller returns); a failure poisons the log.
+    ///
+    /// # Errors
+    /// The directory fsync's I/O error.
+    pub(crate) fn sync_dir_or_poison(&self) -> Result<()> {
+        if let Err(e) = sync_dir(&self.dir) {
+            self.dir_dirty.store(true, Ordering::Release);
+            *lock(&self.poison) = Some("fsync directory");
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Runs the background work due at `now_ms`, on the caller's thread (no hidden threads):
     /// unlinks `.deleted` segments whose `file.delete.delay.ms` passed, runs retention
     /// ([`Log::delete_old_segments`] at `now_ms`), flushes segments sealed by rolls and — when

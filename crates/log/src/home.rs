@@ -33,6 +33,10 @@ pub(crate) struct InitialState {
     pub(crate) had_clean_shutdown: bool,
     /// From the recovery-point checkpoint; 0 when missing or unreadable.
     pub(crate) recovery_point: i64,
+    /// Whether the recovery-point checkpoint had an entry for this log: only then does the
+    /// loader's rule for gaps in unflushed territory apply (without one, nothing says where
+    /// flushed data ends, and gaps are kept as Kafka keeps them).
+    pub(crate) recovery_point_known: bool,
     /// From the log-start-offset checkpoint; 0 when missing or unreadable.
     pub(crate) log_start_offset: i64,
 }
@@ -92,30 +96,33 @@ fn root_for(dir: &Path) -> (PathBuf, bool) {
 /// Reads one entry of a checkpoint: the key's offset, or the only entry of a one-entry file
 /// (an own-root directory that was renamed), or 0. Unreadable files count as empty, as in
 /// Kafka's LogManager.
-fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> i64 {
+fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> Option<i64> {
     let map = file.read_or_empty();
     if let Some(offset) = map.get(key) {
-        return *offset;
+        return Some(*offset);
     }
     if own_root && map.len() == 1 {
-        return map.values().next().copied().unwrap_or(0);
+        return map.values().next().copied();
     }
-    0
+    None
 }
 
 fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) -> InitialState {
+    let recovery_point = entry(
+        &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
+        key,
+        own_root,
+    );
     InitialState {
         had_clean_shutdown: clean,
-        recovery_point: entry(
-            &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
-            key,
-            own_root,
-        ),
+        recovery_point: recovery_point.unwrap_or(0),
+        recovery_point_known: recovery_point.is_some(),
         log_start_offset: entry(
             &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
             key,
             own_root,
-        ),
+        )
+        .unwrap_or(0),
     }
 }
 
@@ -235,6 +242,7 @@ mod tests {
             InitialState {
                 had_clean_shutdown: true,
                 recovery_point: 42,
+                recovery_point_known: true,
                 log_start_offset: 7
             }
         );

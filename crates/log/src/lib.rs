@@ -83,7 +83,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
 pub use error::{AppendErrorKind, CorruptKind, Error};
 pub use flush::TickReport;
-pub use load::{LoadReport, SegmentLoad};
+pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::LogDir;

@@ -32,7 +32,7 @@ use seglog_segment::{
     RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_path, parse_file_name,
 };
 
-use crate::deletion::Doomed;
+use crate::deletion::{Doomed, unlink_files};
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::home::InitialState;
 use crate::segment_map::SegmentMap;
@@ -78,6 +78,41 @@ pub struct LoadReport {
     /// Segments whose offsets overflowed their base offset, split into new segments
     /// (KAFKA-6264).
     pub splits: Vec<SegmentSplit>,
+    /// A recovered segment that did not end where the next segment begins, in territory the
+    /// crash could have changed: every later segment was dropped (see [`Discontinuity`]).
+    pub discontinuity: Option<Discontinuity>,
+}
+
+/// A recovered segment whose end does not meet the next segment's base, found after an
+/// unclean shutdown (the loader's rule, `docs/durability.md` section 4).
+///
+/// - **Overlap** (`next_offset > next_base_offset`): the segment holds offsets the next one
+///   also claims. Only an undone removal (a truncation or a drop whose fsync was lost) can
+///   cause it; the log never serves overlapping segments: the segment is kept (its bytes
+///   were validated and are the newer ones when a removal of the later segments was
+///   undone) and every later segment is dropped.
+/// - **Gap in unflushed territory** (`next_offset < next_base_offset`, and `next_offset` at
+///   or above the checkpointed recovery point): the segment lost its unsynced tail while a
+///   later segment's file survived. Every later segment is dropped, so no record is served
+///   after offsets the crash erased. Nothing acknowledged as durable is lost: a durable
+///   append or flush of any later offset first made this segment's whole tail durable.
+///   Gaps below the recovery point (compacted data, segments named below their first
+///   offset) are legitimate and kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Discontinuity {
+    /// The recovered segment.
+    pub base_offset: i64,
+    /// Its next offset after recovery.
+    pub next_offset: i64,
+    /// The base offset of the segment after it (dropped with every later one).
+    pub next_base_offset: i64,
+}
+
+impl Discontinuity {
+    /// Whether the segment overlapped the next one (else it ended below it: a gap).
+    pub fn is_overlap(&self) -> bool {
+        self.next_offset > self.next_base_offset
+    }
 }
 
 impl LoadReport {
@@ -120,6 +155,9 @@ pub(crate) struct LoadMode {
     /// Recover every segment, as after an unclean shutdown with the recovery point at the
     /// first segment.
     pub(crate) recover_all: bool,
+    /// After a clean shutdown, open sealed segments without reading `.log` bytes
+    /// ([`crate::OpenOptions::trust_clean_shutdown`]).
+    pub(crate) trust_clean_shutdown: bool,
 }
 
 struct Loader<'a> {
@@ -127,6 +165,14 @@ struct Loader<'a> {
     config: &'a SegmentConfig,
     read_only: bool,
     report: LoadReport,
+    /// Next offsets already known (a recovery or an overflow check computed them), so the
+    /// last segment's is read at most once.
+    next_offsets: std::collections::BTreeMap<i64, i64>,
+    /// Open segments without reading `.log` bytes (clean shutdown, no forced recovery).
+    trust_clean_shutdown: bool,
+    /// The unclean-shutdown rule for gaps applies (see [`Discontinuity`]), with this
+    /// recovery point (the checkpoint's).
+    gap_rule_from: Option<i64>,
 }
 
 /// Loads `dir`; see the module docs.
@@ -152,6 +198,12 @@ pub(crate) fn load(
             log_start_offset_checkpoint: state.log_start_offset,
             ..LoadReport::default()
         },
+        next_offsets: std::collections::BTreeMap::new(),
+        trust_clean_shutdown: mode.trust_clean_shutdown
+            && state.had_clean_shutdown
+            && !mode.recover_all,
+        gap_rule_from: (!state.had_clean_shutdown && state.recovery_point_known)
+            .then_some(state.recovery_point),
     };
     if mode.recover_all {
         // Unclean, with the recovery point below every segment (the report keeps the truth).
@@ -165,14 +217,19 @@ pub(crate) fn load(
 
     // Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd.
     let mut wiped = false;
-    if let Some((_, last)) = segments.last()
-        && last.read_next_offset()? < state.log_start_offset
-    {
+    let last_next_offset = match segments.last() {
+        Some((base, last)) => Some(loader.next_offset(base, last)?),
+        None => None,
+    };
+    if last_next_offset.is_some_and(|next| next < state.log_start_offset) {
         let all: Vec<i64> = segments.iter().map(|(b, _)| b).collect();
         for base in all {
             if let Some(segment) = segments.remove(base) {
                 loader.drop_segment(&segment, &mut deleted)?;
             }
+        }
+        if !read_only {
+            sync_dir(dir)?;
         }
         wiped = true;
     }
@@ -201,7 +258,10 @@ pub(crate) fn load(
             deleted,
         });
     };
-    let log_end_offset = last.read_next_offset()?;
+    let log_end_offset = match last_next_offset {
+        Some(next) if !wiped => next,
+        _ => loader.next_offset(last_base, &last)?,
+    };
     let first_base = segments.first().map_or(last_base, |(b, _)| b);
     let log_start_offset = state.log_start_offset.max(first_base);
     let recovery_point = if state.had_clean_shutdown && !wiped {
@@ -263,6 +323,16 @@ impl Loader<'_> {
         }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// The next offset of segment `base`, read once.
+    fn next_offset(&mut self, base: i64, segment: &Segment) -> Result<i64> {
+        if let Some(next) = self.next_offsets.get(&base) {
+            return Ok(*next);
+        }
+        let next = segment.read_next_offset()?;
+        self.next_offsets.insert(base, next);
+        Ok(next)
     }
 
     fn remove(&mut self, path: &Path) -> Result<()> {
@@ -368,14 +438,20 @@ impl Loader<'_> {
         let mut segments = SegmentMap::new();
         let mut dropped = Vec::new();
         let mut truncated = false;
+        let mut unlinked = false;
         let mut pending: VecDeque<i64> = logs.into_iter().collect();
         let mut split_bases = BTreeSet::new();
         while let Some(base) = pending.pop_front() {
             if truncated {
-                // Not opened at all: a later segment after a truncation is garbage.
+                // Not opened at all: a later segment after a truncation (or a discontinuity)
+                // is garbage. Unlinked now, and the directory fsynced below before anything
+                // is appended at its offsets: renamed `.deleted` without that fsync, a power
+                // loss could bring it back over newer acknowledged records.
                 self.report.deleted_segments.push(base);
                 if !self.read_only {
-                    dropped.push(Doomed::rename_files(self.dir, base)?);
+                    let removed = unlink_files(self.dir, base)?;
+                    unlinked |= !removed.is_empty();
+                    self.report.removed_files.extend(removed);
                 }
                 continue;
             }
@@ -406,8 +482,29 @@ impl Loader<'_> {
                 .recovery
                 .as_ref()
                 .is_some_and(|r| r.truncated_bytes > 0);
+            if let (Some(recovery), Some(next_base)) = (&load.recovery, next_base)
+                && !truncated
+            {
+                let found = Discontinuity {
+                    base_offset: base,
+                    next_offset: recovery.next_offset,
+                    next_base_offset: next_base,
+                };
+                let gap_after_loss = self.gap_rule_from.is_some_and(|point| {
+                    found.next_offset < next_base && found.next_offset >= point
+                });
+                if found.is_overlap() || gap_after_loss {
+                    self.report.discontinuity = Some(found);
+                    truncated = true;
+                }
+            }
             self.report.segments.push(load);
             segments.insert(base, segment);
+        }
+        // The drops are durable before anything is appended at their offsets (a power loss
+        // must not bring the old segments back over newer acknowledged records).
+        if (unlinked || !dropped.is_empty()) && !self.read_only {
+            sync_dir(self.dir)?;
         }
         Ok((segments, dropped))
     }
@@ -416,13 +513,15 @@ impl Loader<'_> {
     /// names an index problem). `None` when its offsets overflow its base and it must be
     /// split (read-write only: read-only returns the overflow error).
     fn open_segment(
-        &self,
+        &mut self,
         base: i64,
         recover: bool,
         next_base: Option<i64>,
     ) -> Result<Option<(Arc<Segment>, SegmentLoad)>> {
         let options = SegmentOpenOptions {
             mode: self.mode(),
+            // The last segment (no next base) always gets the full check.
+            trust_clean_shutdown: self.trust_clean_shutdown && !recover && next_base.is_some(),
             ..SegmentOpenOptions::default()
         };
         let overflow = |e: &seglog_segment::Error| {
@@ -451,8 +550,11 @@ impl Loader<'_> {
         let unchecked = !self.read_only
             && load.recovery.is_none()
             && next_base.is_none_or(|next| relative_offset(base, next.saturating_sub(1)).is_none());
+        if let Some(recovery) = &load.recovery {
+            self.next_offsets.insert(base, recovery.next_offset);
+        }
         if unchecked {
-            let next_offset = segment.read_next_offset()?;
+            let next_offset = self.next_offset(base, &segment)?;
             if next_offset > base && relative_offset(base, next_offset - 1).is_none() {
                 return Ok(None);
             }

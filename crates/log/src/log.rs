@@ -38,6 +38,16 @@ pub struct OpenOptions {
     /// memory. Default: false (Kafka's rule: recover from the recovery point, and only after
     /// an unclean shutdown).
     pub recover_all: bool,
+    /// After a clean shutdown, open the sealed segments without reading any `.log` byte
+    /// (Kafka's policy: indexes are trusted after a clean shutdown), so opening a log of many
+    /// segments costs file opens and maps, not reads. Only the checks that need no data run
+    /// on them (a missing, zero-padded or ragged index, a last entry pointing outside the
+    /// file); an index that is structurally valid but wrong (bit rot, a stray tool) is then
+    /// *not* detected and reads through it may fail or return the wrong batch. The last
+    /// segment always gets the full check. Ignored after an unclean shutdown (recovery runs
+    /// from the recovery point) and with `recover_all`. Default: false (the strict policy of
+    /// `docs/durability.md`: every index is checked against its `.log`, KAFKA-7283).
+    pub trust_clean_shutdown: bool,
 }
 
 impl Default for OpenOptions {
@@ -46,6 +56,7 @@ impl Default for OpenOptions {
             clock: Arc::new(SystemClock),
             read_only: false,
             recover_all: false,
+            trust_clean_shutdown: false,
         }
     }
 }
@@ -107,7 +118,11 @@ pub struct Log {
 pub(crate) struct Writer {
     /// The active segment's writer; `None` when read-only or closed.
     pub(crate) active: Option<ActiveSegment>,
+    /// `close` was called: no more writes.
     pub(crate) closed: bool,
+    /// `close` completed successfully (flushed, checkpoints and marker written); a retried
+    /// `close` after a failed one runs the remaining steps again instead of returning `Ok`.
+    pub(crate) close_done: bool,
 }
 
 /// State of the flusher (its mutex serializes flushes; never taken by readers or under the
@@ -179,6 +194,7 @@ impl Log {
         let mode = LoadMode {
             read_only: options.read_only,
             recover_all: options.recover_all,
+            trust_clean_shutdown: options.trust_clean_shutdown,
         };
         if options.read_only {
             let state = home::peek_read_only(&dir);
@@ -186,7 +202,14 @@ impl Log {
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state) = home::open_standalone(&dir)?;
-        Self::load(dir, config, options.clock, state, home, mode)
+        let known = state.recovery_point_known;
+        let log = Self::load(dir, config, options.clock, state, home, mode)?;
+        if !known {
+            // Checkpointed at once: the loader's rule for gaps after a crash needs to know
+            // where flushed data ends (docs/durability.md, section 4).
+            log.write_checkpoints(true)?;
+        }
+        Ok(log)
     }
 
     /// Loads a partition directory for a [`crate::LogDir`] (which owns the root state).
@@ -251,6 +274,7 @@ impl Log {
             writer: Mutex::new(Writer {
                 active,
                 closed: false,
+                close_done: false,
             }),
             flusher: Mutex::new(FlushState { last_flush_ms: now }),
             dir_dirty: AtomicBool::new(false),
@@ -394,18 +418,24 @@ impl Log {
 
     /// Closes the log: seals the active segment (final time-index entry, trimmed indexes),
     /// flushes everything, deletes segments waiting for deletion, then writes the checkpoints
-    /// and — last, and only if nothing failed — the clean-shutdown marker. Idempotent; after it,
-    /// writes fail with [`Error::Closed`] and reads keep working.
+    /// and — last, and only if nothing failed — the clean-shutdown marker. Idempotent once it
+    /// succeeded; after a failed close, a retry runs the remaining steps again and fails the
+    /// same way while the log is poisoned (it never reports success for a close that did not
+    /// flush). After the first call, writes fail with [`Error::Closed`] (or
+    /// [`Error::Poisoned`]) and reads keep working.
     ///
     /// # Errors
     /// I/O and segment errors; the marker is then not written, so the next open recovers.
     pub fn close(&self) -> Result<()> {
         let mut writer = self.lock_writer();
-        if writer.closed {
+        if writer.close_done {
             return Ok(());
         }
+        // Writes stop now, whatever happens next; `close_done` is set only at the end, so a
+        // retried close after a failure runs (and fails) again instead of returning `Ok`.
         writer.closed = true;
         if self.read_only {
+            writer.close_done = true;
             return Ok(());
         }
         self.check_poison()?;
@@ -416,11 +446,22 @@ impl Log {
         }
         drop(writer);
         self.flush_to(i64::MAX, true)?;
+        let mut failed = Vec::new();
+        let mut first_error = None;
         for doomed in self.deletions.take_all() {
-            doomed.delete()?;
+            if let Err(e) = doomed.delete() {
+                first_error.get_or_insert(e);
+                failed.push(doomed);
+            }
+        }
+        if let Some(e) = first_error {
+            self.deletions.requeue(i64::MIN, failed);
+            return Err(e);
         }
         self.write_checkpoints(true)?;
-        self.home.write_clean_marker()
+        self.home.write_clean_marker()?;
+        self.lock_writer().close_done = true;
+        Ok(())
     }
 
     /// Writes this log's checkpoint entries when it owns them (standalone logs). With `force`
@@ -492,12 +533,13 @@ impl Log {
             });
         }
         let writer = self.lock_writer();
+        // Poison first: after a failed close the cause is the failure, not the close.
+        self.check_poison()?;
         if writer.closed {
             return Err(Error::Closed {
                 dir: self.dir.clone(),
             });
         }
-        self.check_poison()?;
         Ok(writer)
     }
 }

@@ -114,6 +114,7 @@ impl LogDir {
             let state = InitialState {
                 had_clean_shutdown,
                 recovery_point: recovery_points.get(&tp).copied().unwrap_or(0),
+                recovery_point_known: recovery_points.contains_key(&tp),
                 log_start_offset: log_starts.get(&tp).copied().unwrap_or(0),
             };
             let log = Log::open_in_log_dir(
@@ -124,6 +125,7 @@ impl LogDir {
                 LoadMode {
                     read_only: options.read_only,
                     recover_all: options.recover_all,
+                    trust_clean_shutdown: options.trust_clean_shutdown,
                 },
             )?;
             logs.insert(tp, Arc::new(log));
@@ -191,6 +193,7 @@ impl LogDir {
         let state = InitialState {
             had_clean_shutdown: true,
             recovery_point: 0,
+            recovery_point_known: false,
             log_start_offset: 0,
         };
         let log = Arc::new(Log::open_in_log_dir(
@@ -201,6 +204,10 @@ impl LogDir {
             LoadMode::default(),
         )?);
         logs.insert(topic_partition.clone(), Arc::clone(&log));
+        drop(logs);
+        // The new log's recovery point is checkpointed at once: the loader's rule for gaps
+        // after a crash needs to know where flushed data ends.
+        self.checkpoint()?;
         Ok(log)
     }
 

@@ -189,12 +189,15 @@ impl Log {
     pub fn truncate_to(&self, offset: i64) -> Result<()> {
         let mut writer = self.writable()?;
         let view = self.published.load();
+        refuse_negative(offset, &view)?;
         if offset >= view.end.offset {
             return Ok(());
         }
         let first_base = view.segments.first().map_or(0, |(b, _)| b);
         if offset < first_base {
-            return self.truncate_fully_locked(&mut writer, &view, offset);
+            self.truncate_fully_locked(&mut writer, &view, offset)?;
+            drop(writer);
+            return self.write_checkpoints(false);
         }
         let now_ms = self.clock.now_ms();
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
@@ -226,12 +229,30 @@ impl Log {
                 self.doom(segment, due)?;
             }
         }
+        // The later segments' renames are durable before the cut: a power loss can then never
+        // bring them back after a truncated (shorter) floor segment.
+        if !later.is_empty() {
+            self.sync_dir_or_poison()?;
+        }
         let truncated = active.truncate_to(offset);
         let position = active.segment().size();
+        let synced = Arc::clone(active.segment());
         writer.active = Some(active);
         truncated.map_err(|e| self.poisoned_by("truncate", e))?;
+        // The new length is durable before this returns (ftruncate + fdatasync): an undone
+        // truncation would bring back batches that shadow later acknowledged appends.
+        synced
+            .sync_log_data()
+            .map_err(|e| self.poisoned_by("fsync", e))?;
         self.lower_after_truncation(&view, segments, offset, floor_base, position);
-        Ok(())
+        drop(writer);
+        // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
+        // a batch leaves a gap between the segment's last batch and `offset` (the log end
+        // offset, as in Kafka), and a gap above the recovery point would look to the loader
+        // like a tail a crash erased. Then the checkpoint (standalone logs): a stale, higher
+        // recovery point would let a crash skip the recovery of segments written after this.
+        self.flush_to(offset, false)?;
+        self.write_checkpoints(false)
     }
 
     /// Kafka's `truncateFullyAndStartAt`: deletes every segment and starts an empty log at
@@ -242,7 +263,10 @@ impl Log {
     pub fn truncate_fully_and_start_at(&self, offset: i64) -> Result<()> {
         let mut writer = self.writable()?;
         let view = self.published.load();
-        self.truncate_fully_locked(&mut writer, &view, offset)
+        refuse_negative(offset, &view)?;
+        self.truncate_fully_locked(&mut writer, &view, offset)?;
+        drop(writer);
+        self.write_checkpoints(false)
     }
 
     fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {
@@ -255,14 +279,15 @@ impl Log {
         for (_, segment) in view.segments.iter() {
             self.doom(Arc::clone(segment), due)?;
         }
+        // The renames are durable before the new segment exists (it may reuse a base offset).
+        self.sync_dir_or_poison()?;
         let mut created = ActiveSegment::create(&self.dir, offset, &self.segment_config)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(self.clock.now_ms());
         let mut segments = crate::segment_map::SegmentMap::new();
         segments.insert(offset, Arc::clone(created.segment()));
         writer.active = Some(created);
-        self.dir_dirty
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.sync_dir_or_poison()?;
         let end = OffsetMetadata {
             offset,
             segment_base_offset: offset,
@@ -318,6 +343,18 @@ impl Log {
         self.recovery_point
             .fetch_max(offset, std::sync::atomic::Ordering::AcqRel);
     }
+}
+
+/// Offsets are never negative: a truncation to one is refused (nothing changes).
+fn refuse_negative(offset: i64, view: &View) -> Result<()> {
+    if offset < 0 {
+        return Err(Error::OffsetOutOfRange {
+            offset,
+            log_start_offset: view.log_start_offset,
+            log_end_offset: view.end.offset,
+        });
+    }
+    Ok(())
 }
 
 /// Retention statistics of every segment in `view`, oldest first.

@@ -1,8 +1,8 @@
 //! Reading (spec §5.2) and lookups by time (Kafka's `fetchOffsetByTimestamp`, §3.4).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
-use seglog_segment::{FileKind, FileSlice, OpenOptions, Segment, TimestampAndOffset, file_path};
+use seglog_segment::{FileSlice, TimestampAndOffset};
 
 use crate::log::Log;
 use crate::view::{Isolation, OffsetMetadata};
@@ -87,35 +87,20 @@ impl Log {
         Ok(data(slice, bound))
     }
 
-    /// An empty slice for a log without any segment (a read-only open of an empty directory).
-    ///
-    /// The segment layer makes slices only from a segment, and a read-only log must not create
-    /// one in its directory, so this opens a read-only segment on an empty file in a private
-    /// temporary directory, takes an empty slice of it and removes both at once (the slice
-    /// keeps its open handle). Made once per log. A `FileSlice::empty` in `seglog-segment`
-    /// would make this unnecessary.
+    /// An empty slice for a log without any segment (a read-only open of an empty directory):
+    /// `FileSlice::empty` over a read-only handle of the partition directory (never read).
+    /// Made once per log.
     fn empty_slice(&self) -> Result<FileSlice> {
         if let Some(slice) = self.empty_slice.get() {
             return Ok(slice.clone());
         }
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let tmp = std::env::temp_dir().join(format!(
-            "seglog-empty-{}-{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&tmp).map_err(|e| Error::io("create directory", &tmp, e))?;
-        let opened = std::fs::File::create(file_path(&tmp, 0, FileKind::LOG))
-            .map_err(|e| Error::io("create", &tmp, e))
-            .and_then(|_| {
-                Segment::open(&tmp, 0, &self.segment_config, OpenOptions::read_only())
-                    .map_err(Error::Segment)
-            });
-        // Removed whatever happened; the open segment keeps its handle.
-        let removed = std::fs::remove_dir_all(&tmp).map_err(|e| Error::io("delete", &tmp, e));
-        let (segment, _) = opened?;
-        removed?;
-        Ok(self.empty_slice.get_or_init(|| segment.slice(0, 0)).clone())
+        let handle = std::fs::File::open(&self.dir)
+            .map_err(|e| Error::io("open directory", &self.dir, e))?;
+        let offset = self.published.load().end.offset;
+        Ok(self
+            .empty_slice
+            .get_or_init(|| FileSlice::empty(Arc::new(handle), self.dir.as_path(), offset))
+            .clone())
     }
 
     /// Kafka's ListOffsets lookup. `Earliest` / `Latest` give the log start / end offset with

@@ -64,6 +64,29 @@ impl FileSlice {
         }
     }
 
+    /// An empty slice (no bytes, position 0) that claims no segment's file: what a reader
+    /// returns when there is nothing to read and no segment to cut a slice from (a read-only
+    /// log of an empty directory). `file` is any open handle — the slice never reads from or
+    /// sends it (every read and send of an empty slice returns before touching the file), but
+    /// [`FileSlice::file`] hands it out, so pass something harmless such as the directory
+    /// itself opened read-only; `path` names it in errors. Its offsets say `offset` for the
+    /// segment base and the start, `-1` for the first batch's last offset, size 0.
+    pub fn empty(file: Arc<File>, path: impl Into<Arc<Path>>, offset: i64) -> FileSlice {
+        FileSlice {
+            file,
+            path: path.into(),
+            position: 0,
+            len: 0,
+            offsets: SliceOffsets {
+                segment_base_offset: offset,
+                start_offset: offset,
+                first_batch_last_offset: -1,
+                first_batch_size: 0,
+                first_entry_incomplete: false,
+            },
+        }
+    }
+
     /// Byte position of the slice in the `.log` file (a batch boundary).
     pub fn position(&self) -> u64 {
         self.position
@@ -229,6 +252,31 @@ mod tests {
             dir,
             FileSlice::new(file, Arc::from(path), position, len, offsets),
         )
+    }
+
+    #[test]
+    fn empty_slice_reads_and_sends_nothing_from_any_handle() {
+        let dir = tempfile::tempdir().unwrap();
+        // A directory handle: any read of it would fail with EISDIR.
+        let file = Arc::new(File::open(dir.path()).unwrap());
+        let slice = FileSlice::empty(file, dir.path(), 42);
+        assert!(slice.is_empty());
+        assert_eq!((slice.position(), slice.len()), (0, 0));
+        assert_eq!(slice.path(), dir.path());
+        let offsets = slice.offsets();
+        assert_eq!(
+            (offsets.segment_base_offset, offsets.start_offset),
+            (42, 42)
+        );
+        assert_eq!(offsets.first_batch_last_offset, -1);
+        assert!(slice.read_to_vec().unwrap().is_empty());
+        slice.read_at(0, &mut []).unwrap();
+        assert!(slice.read_at(0, &mut [0u8; 1]).is_err());
+        assert!(slice.subslice(0, 10).is_empty());
+        let mut sink = tempfile::tempfile().unwrap();
+        assert_eq!(slice.send_to(&sink, 0).unwrap(), 0);
+        assert_eq!(slice.send_all_to(&sink).unwrap(), 0);
+        assert_eq!(sink.seek(std::io::SeekFrom::End(0)).unwrap(), 0);
     }
 
     #[test]

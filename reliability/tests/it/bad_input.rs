@@ -377,7 +377,6 @@ fn out_of_range_reads_and_offsets_give_typed_errors() {
 /// offset -5 (a segment file named with a minus sign), where Kafka only ever truncates to
 /// valid offsets. Expected: a typed error, the log intact.
 #[test]
-#[ignore = "BUG: Log::truncate_to(-5) wipes the log and restarts it at a negative offset"]
 fn truncating_to_a_negative_offset_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let (log, before) = filled(&tmp.path().join("t-0"), small_config(8192));

@@ -82,30 +82,23 @@ fn torn_tail_is_cut_and_later_segments_deleted() {
     assert!(log.log_end_offset() < segments[2].base_offset);
     assert_eq!(vals.len() as i64, log.log_end_offset());
     assert!(vals.iter().enumerate().all(|(i, v)| v.0 == i as i64));
-    // The deleted segments' files are `.deleted` until the delay passes.
-    let deleted = std::fs::read_dir(dir.path())
+    // The dropped segments were never opened: their files are unlinked at once (and the
+    // directory fsynced), not left as `.deleted` for a power loss to bring back.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".deleted")
-        })
-        .count();
-    assert!(deleted > 0);
-    log.tick(clock.now_ms() + 60_001).unwrap();
-    let deleted = std::fs::read_dir(dir.path())
-        .unwrap()
-        .filter(|e| {
-            e.as_ref()
-                .unwrap()
-                .file_name()
-                .to_string_lossy()
-                .ends_with(".deleted")
-        })
-        .count();
-    assert_eq!(deleted, 0);
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.ends_with(".deleted")), "{names:?}");
+    for base in &report.deleted_segments {
+        assert!(
+            !names.iter().any(|n| n.starts_with(&format!("{base:020}."))),
+            "{names:?}"
+        );
+    }
+    assert!(report.removed_files.iter().any(|p| {
+        p.to_string_lossy()
+            .ends_with(&format!("{:020}.log", segments[2].base_offset))
+    }));
 }
 
 #[test]
