@@ -27,18 +27,19 @@ pub struct OpenOptions {
     /// Default: none.
     pub suffix: Option<TempSuffix>,
     /// Run index-core's full strict `sanity_check` over every entry (`true`, default), or
-    /// only the cheap checks (file length, last entry, tail walk) for a faster start.
-    /// Ignored when `trust_clean_shutdown` is set.
+    /// only the cheap checks (file length, last entry, tail walk) for a faster start. It
+    /// reads the mapped index files only, never the `.log`.
     pub full_index_check: bool,
-    /// The segment was cleanly closed (the log found its clean-shutdown marker, or the
-    /// segment lies wholly below a recovery point its indexes were flushed for): read no
-    /// `.log` bytes at all. Only the checks that need no data are run: a missing index is
-    /// still rebuilt, and each index must hold whole entries and not end in zero padding,
-    /// its last offset-index position must lie inside the `.log`, and its last time-index
-    /// offset inside the segment's offset range (below the base for an empty `.log`). The
-    /// tail walk (last index entry against the `.log`, a torn tail, a time index behind the
-    /// log) and the full per-entry check are skipped: Kafka trusts indexes after a clean
-    /// shutdown too. Default: false (the strict policy).
+    /// The segment was cleanly closed (the log found its clean-shutdown marker): read no
+    /// `.log` bytes at all. Only the checks that need no `.log` data are run: a missing
+    /// index is still rebuilt; each index must hold whole entries and not end in zero
+    /// padding, its last offset-index position must lie inside the `.log`, its last
+    /// time-index offset inside the segment's offset range (below the base for an empty
+    /// `.log`), and with `full_index_check` every entry passes index-core's strict check
+    /// (bounded by the `.log` size and the segment's offset range). Skipped: the tail walk
+    /// (last index entry against the `.log`'s batches, a torn tail, a time index behind the
+    /// log's max timestamp). Kafka trusts indexes after a clean shutdown entirely. Default:
+    /// false (the strict policy).
     pub trust_clean_shutdown: bool,
 }
 
@@ -187,7 +188,7 @@ impl Segment {
         } else if let Some(file_type) = missing {
             Some(RebuildReason::MissingIndex { file_type })
         } else if options.trust_clean_shutdown {
-            trusted_check(&segment)?
+            trusted_check(&segment, options.full_index_check)?
         } else {
             check_indexes(&segment, options.full_index_check)?
         };
@@ -218,10 +219,17 @@ fn corrupt_reason(
 
 /// The policy after a clean shutdown: only the checks that read no `.log` bytes (see
 /// [`OpenOptions::trust_clean_shutdown`]). `None` when both indexes pass.
-fn trusted_check(segment: &Segment) -> Result<Option<RebuildReason>> {
+fn trusted_check(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
     let indexes = segment.indexes();
     let size = segment.size();
-    if let Err(e) = quick_offset_check(&indexes.offset, size) {
+    let offset_check = quick_offset_check(&indexes.offset, size).and_then(|()| {
+        if full {
+            indexes.offset.sanity_check(Some(size))
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = offset_check {
         return corrupt_reason(FileType::Index, e);
     }
     // Without reading the `.log`, its last offset is only bounded by the offsets a segment
@@ -232,7 +240,14 @@ fn trusted_check(segment: &Segment) -> Result<Option<RebuildReason>> {
     } else {
         base_offset.saturating_add(i64::from(i32::MAX))
     };
-    if let Err(e) = quick_time_check(&indexes.time, max_offset) {
+    let time_check = quick_time_check(&indexes.time, max_offset).and_then(|()| {
+        if full {
+            indexes.time.sanity_check(Some(max_offset))
+        } else {
+            Ok(())
+        }
+    });
+    if let Err(e) = time_check {
         return corrupt_reason(FileType::TimeIndex, e);
     }
     Ok(None)

@@ -125,3 +125,42 @@ fn trusted_checks_catch_a_short_log_and_a_missing_index() {
     );
     assert_eq!(segment.read_next_offset().unwrap(), 40);
 }
+
+/// KAFKA-7283 after a clean shutdown: a damaged entry in the middle of the offset index is
+/// caught by the full index check (memory only); without it, it is trusted as Kafka does.
+#[test]
+fn the_full_index_check_still_runs_when_trusting() {
+    use std::os::unix::fs::FileExt;
+    let (dir, _) = segment(true);
+    let config = small_config();
+    let index = path(dir.path(), 0, FileKind::INDEX);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap();
+    // Entry 0 now claims a position beyond entry 1's.
+    file.write_all_at(&[0, 0, 0, 1, 0, 0, 0x7f, 0], 0).unwrap();
+    let (_, report) = Segment::open(dir.path(), 0, &config, trusted()).unwrap();
+    assert!(
+        matches!(
+            report.rebuilt,
+            Some(RebuildReason::CorruptIndex {
+                file_type: FileType::Index,
+                ..
+            })
+        ),
+        "{report:?}"
+    );
+    let (dir, _) = segment(true);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path(dir.path(), 0, FileKind::INDEX))
+        .unwrap();
+    file.write_all_at(&[0, 0, 0, 1, 0, 0, 0x7f, 0], 0).unwrap();
+    let quick = OpenOptions {
+        full_index_check: false,
+        ..trusted()
+    };
+    let (_, report) = Segment::open(dir.path(), 0, &config, quick).unwrap();
+    assert_eq!(report.rebuilt, None);
+}
