@@ -278,7 +278,7 @@ impl Log {
         self.recovery_point
             .fetch_max(new_base, std::sync::atomic::Ordering::AcqRel);
         self.group_commit.mark_durable(new_base);
-        self.write_checkpoints(false)
+        self.write_checkpoints_now()
     }
 
     /// Rolls the active segment now (if it holds any data), e.g. before archiving it.

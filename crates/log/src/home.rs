@@ -20,6 +20,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use std::sync::Arc;
+
+use crate::sync::{Mutex, lock};
+
 use crate::checkpoint::{
     LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };
@@ -54,8 +58,14 @@ pub(crate) enum StateHome {
         /// clean too).
         write_marker: bool,
     },
-    /// Part of a [`crate::LogDir`], which writes the root files.
-    LogDir,
+    /// Part of a [`crate::LogDir`], which writes the root files; the log rewrites its own
+    /// entries only when they must be durable at once (a truncation, a roll across a gap),
+    /// under the `LogDir`'s checkpoint lock.
+    LogDir {
+        root: PathBuf,
+        key: TopicPartition,
+        checkpoint_lock: Arc<Mutex<()>>,
+    },
     /// Opened read-only: nothing is ever written.
     ReadOnly,
 }
@@ -171,16 +181,32 @@ impl StateHome {
         let Self::Standalone { root, key, .. } = self else {
             return Ok(());
         };
-        update(
-            &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
-            key,
-            Some(recovery_point),
-        )?;
-        update(
-            &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
-            key,
-            log_start_offset,
-        )
+        write_entries(root, key, recovery_point, log_start_offset)
+    }
+
+    /// Writes this log's entries now, whoever owns the root (standalone, or a `LogDir`: under
+    /// its checkpoint lock, keeping the other partitions' entries). For state that must be
+    /// durable before the caller returns.
+    ///
+    /// # Errors
+    /// I/O errors of the atomic checkpoint writes.
+    pub(crate) fn write_checkpoints_now(
+        &self,
+        recovery_point: i64,
+        log_start_offset: Option<i64>,
+    ) -> Result<()> {
+        match self {
+            Self::Standalone { .. } => self.write_checkpoints(recovery_point, log_start_offset),
+            Self::LogDir {
+                root,
+                key,
+                checkpoint_lock,
+            } => {
+                let _guard = lock(checkpoint_lock);
+                write_entries(root, key, recovery_point, log_start_offset)
+            }
+            Self::ReadOnly => Ok(()),
+        }
     }
 
     /// Writes the clean-shutdown marker if this home owns it (standalone; see `write_marker`).
@@ -197,6 +223,25 @@ impl StateHome {
             _ => Ok(()),
         }
     }
+}
+
+/// Writes `key`'s entries into both checkpoints of `root`.
+fn write_entries(
+    root: &Path,
+    key: &TopicPartition,
+    recovery_point: i64,
+    log_start_offset: Option<i64>,
+) -> Result<()> {
+    update(
+        &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
+        key,
+        Some(recovery_point),
+    )?;
+    update(
+        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+        key,
+        log_start_offset,
+    )
 }
 
 /// Sets (or removes, with `None`) one entry of a checkpoint, keeping the others.

@@ -219,12 +219,17 @@ impl Log {
         clock: Arc<dyn Clock>,
         state: InitialState,
         mode: LoadMode,
+        root: (&Path, &Arc<Mutex<()>>),
     ) -> Result<Self> {
         config.validate()?;
         let home = if mode.read_only {
             StateHome::ReadOnly
         } else {
-            StateHome::LogDir
+            StateHome::LogDir {
+                root: root.0.to_path_buf(),
+                key: home::key_for(&dir),
+                checkpoint_lock: Arc::clone(root.1),
+            }
         };
         Self::load(dir, config, clock, state, home, mode)
     }
@@ -477,6 +482,17 @@ impl Log {
         }
         self.home.write_checkpoints(values.0, values.1)?;
         *written = Some(values);
+        Ok(())
+    }
+
+    /// Writes this log's checkpoint entries now, whoever owns the root (a `LogDir` too): for
+    /// state that must be durable before the caller returns (a truncation, a roll across a gap).
+    pub(crate) fn write_checkpoints_now(&self) -> Result<()> {
+        let values = self.checkpoint_values();
+        self.home.write_checkpoints_now(values.0, values.1)?;
+        if matches!(self.home, StateHome::Standalone { .. }) {
+            *lock(&self.written_checkpoints) = Some(values);
+        }
         Ok(())
     }
 

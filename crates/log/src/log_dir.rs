@@ -39,6 +39,9 @@ pub struct LogDir {
     logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
     doomed_dirs: Mutex<Vec<(i64, PathBuf)>>,
     closed: Mutex<bool>,
+    /// Serializes writes of the root checkpoints (by `checkpoint` and by logs that must make
+    /// their own entries durable at once).
+    checkpoint_lock: Arc<Mutex<()>>,
 }
 
 impl LogDir {
@@ -77,6 +80,7 @@ impl LogDir {
         let log_starts =
             OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_empty();
         let now = options.clock.now_ms();
+        let checkpoint_lock = Arc::new(Mutex::new(()));
         let mut logs = BTreeMap::new();
         let mut doomed_dirs = Vec::new();
         let entries =
@@ -127,6 +131,7 @@ impl LogDir {
                     recover_all: options.recover_all,
                     trust_clean_shutdown: options.trust_clean_shutdown,
                 },
+                (&root, &checkpoint_lock),
             )?;
             logs.insert(tp, Arc::new(log));
         }
@@ -140,6 +145,7 @@ impl LogDir {
             logs: RwLock::new(logs),
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
+            checkpoint_lock,
         };
         // Written at once so the root looks like a log dir to standalone opens from now on.
         log_dir.checkpoint()?;
@@ -202,6 +208,7 @@ impl LogDir {
             Arc::clone(&self.clock),
             state,
             LoadMode::default(),
+            (&self.root, &self.checkpoint_lock),
         )?);
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
@@ -220,6 +227,7 @@ impl LogDir {
         if self.read_only {
             return Ok(());
         }
+        let _guard = lock(&self.checkpoint_lock);
         let mut recovery_points = BTreeMap::new();
         let mut log_starts = BTreeMap::new();
         for (tp, log) in self.read_logs().iter() {

@@ -197,7 +197,7 @@ impl Log {
         if offset < first_base {
             self.truncate_fully_locked(&mut writer, &view, offset)?;
             drop(writer);
-            return self.write_checkpoints(false);
+            return self.write_checkpoints_now();
         }
         let now_ms = self.clock.now_ms();
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
@@ -252,7 +252,7 @@ impl Log {
         // like a tail a crash erased. Then the checkpoint (standalone logs): a stale, higher
         // recovery point would let a crash skip the recovery of segments written after this.
         self.flush_to(offset, false)?;
-        self.write_checkpoints(false)
+        self.write_checkpoints_now()
     }
 
     /// Kafka's `truncateFullyAndStartAt`: deletes every segment and starts an empty log at
@@ -266,7 +266,7 @@ impl Log {
         refuse_negative(offset, &view)?;
         self.truncate_fully_locked(&mut writer, &view, offset)?;
         drop(writer);
-        self.write_checkpoints(false)
+        self.write_checkpoints_now()
     }
 
     fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {

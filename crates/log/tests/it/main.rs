@@ -8,6 +8,7 @@ mod support;
 mod appends;
 mod concurrency;
 mod corpus;
+mod discontinuity;
 mod kafka_bugs;
 mod lock;
 mod log_dir;
