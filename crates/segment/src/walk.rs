@@ -3,8 +3,9 @@
 //! * [`HeaderWalker`] reads only headers (Kafka's `FileLogInputStream` rules: a partial tail
 //!   ends the walk quietly, a bad header is one error). It reads the file in chunks and
 //!   parses every header that lies inside the chunk, so translating an offset costs one or
-//!   two `pread`s for a whole index interval. Once it meets a batch at least a chunk long,
-//!   it reads only header-sized prefixes (the next header is never inside a chunk then).
+//!   two `pread`s for a whole index interval. A region longer than a chunk starts with a
+//!   header-sized read; once it meets a batch at least a chunk long, it reads only
+//!   header-sized prefixes (the next header is never inside a chunk then).
 //! * [`scan_batches`] hands every whole batch (its bytes included) to a callback, reading the
 //!   file in large chunks: recovery validates each batch's CRC with it.
 
@@ -52,6 +53,8 @@ pub(crate) struct HeaderWalker<'a> {
     large_batches: bool,
     /// The size of the first read, when the caller knows better than `chunk`.
     first_read: Option<usize>,
+    /// Whether anything was read yet.
+    started: bool,
     state: WalkEnd,
 }
 
@@ -78,6 +81,7 @@ impl<'a> HeaderWalker<'a> {
             chunk: chunk.max(RECORD_BATCH_OVERHEAD),
             large_batches: false,
             first_read: None,
+            started: false,
             state: WalkEnd::Running,
         }
     }
@@ -105,9 +109,14 @@ impl<'a> HeaderWalker<'a> {
             && self.position + need as u64 <= self.buf_start + self.buf_len as u64;
         if !covered {
             let remaining = self.end - self.position;
+            // A region that fits in a chunk is read whole. A longer one starts with one
+            // header: if its batch is at least a chunk long, every later read is one header
+            // too (the open check of a segment of large batches reads ~61 bytes, not 8 KiB).
+            let started = std::mem::replace(&mut self.started, true);
             let chunk = match self.first_read.take() {
                 Some(first) => first,
                 None if self.large_batches => need,
+                None if !started && remaining > self.chunk as u64 => need,
                 None => self.chunk,
             };
             let len = usize::try_from(remaining)
