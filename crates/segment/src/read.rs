@@ -182,15 +182,27 @@ impl Segment {
             let batch = self.read_batch(&header)?;
             let leader_epoch =
                 (header.partition_leader_epoch != -1).then_some(header.partition_leader_epoch);
+            let found = |ts: i64, offset: i64| {
+                (ts >= timestamp_ms && offset >= starting_offset).then_some(TimestampAndOffset {
+                    timestamp_ms: ts,
+                    offset,
+                    leader_epoch,
+                })
+            };
+            // Uncompressed v2 records are looked at in place (no refcounted slices).
+            if let Some(records) = batch.records_borrowed() {
+                for record in records {
+                    let record = record.map_err(|e| Error::from_records(&path, e))?;
+                    if let Some(hit) = found(record.timestamp_ms, record.offset) {
+                        return Ok(Some(hit));
+                    }
+                }
+                continue;
+            }
             for record in batch.records(self.config.max_decompressed_bytes) {
                 let record = record.map_err(|e| Error::from_records(&path, e))?;
-                let ts = record.timestamp_ms.unwrap_or(-1);
-                if ts >= timestamp_ms && record.offset >= starting_offset {
-                    return Ok(Some(TimestampAndOffset {
-                        timestamp_ms: ts,
-                        offset: record.offset,
-                        leader_epoch,
-                    }));
+                if let Some(hit) = found(record.timestamp_ms.unwrap_or(-1), record.offset) {
+                    return Ok(Some(hit));
                 }
             }
         }
