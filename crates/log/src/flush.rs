@@ -74,6 +74,9 @@ impl Log {
         Ok(new_point)
     }
 
+    /// How many times a group-commit leader yields for in-flight durable appends.
+    const MAX_JOIN_YIELDS: usize = 64;
+
     /// The group commit's sync (the leader of [`crate::group_commit::GroupCommit`] runs it for
     /// every durable appender): makes every byte appended before it started durable and
     /// returns the log end offset it covered. One `fdatasync` of the `.log` of each segment
@@ -90,6 +93,15 @@ impl Log {
             return Ok(self.published.load().end.offset);
         }
         self.check_poison()?;
+        // Durable appends still writing join this commit rather than wait for the next one
+        // (bounded: a few scheduler yields, microseconds against an fsync). A lone writer
+        // never waits here.
+        for _ in 0..Self::MAX_JOIN_YIELDS {
+            if self.durable_in_flight.load(Ordering::Acquire) == 0 {
+                break;
+            }
+            std::thread::yield_now();
+        }
         // Serializes with flushes (one owner of `dir_dirty` at a time). Never taken by readers
         // or under the writer lock.
         let _flusher = lock(&self.flusher);

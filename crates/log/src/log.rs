@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 // Plain std atomic: the recovery point is not part of the loom models.
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 
 use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
 
@@ -105,6 +105,9 @@ pub struct Log {
     /// Checkpoint values last written by a standalone log (to skip unchanged writes).
     pub(crate) written_checkpoints: Mutex<Option<(i64, Option<i64>)>>,
     pub(crate) group_commit: GroupCommit,
+    /// Durable appends between their start and the publication of their bytes: a group-commit
+    /// leader lets them land before it syncs, so one fsync covers them too.
+    pub(crate) durable_in_flight: AtomicUsize,
     pub(crate) deletions: DeleteQueue<Doomed>,
     pub(crate) poison: Mutex<Option<&'static str>>,
     pub(crate) home: StateHome,
@@ -286,6 +289,7 @@ impl Log {
             written_checkpoints: Mutex::new(None),
             recovery_point: AtomicI64::new(recovery_point),
             group_commit: GroupCommit::new(recovery_point),
+            durable_in_flight: AtomicUsize::new(0),
             deletions: DeleteQueue::default(),
             poison: Mutex::new(None),
             home,
