@@ -115,6 +115,15 @@ pub enum CorruptKind {
         /// This batch's first offset (its last offset for a legacy compressed wrapper).
         first_offset: i64,
     },
+    /// A batch's offsets jump above those of the batch after it, while that batch follows on
+    /// from the one before: the jumping batch's offset fields (not covered by any checksum)
+    /// are damaged, so recovery cuts there rather than at its successor.
+    OffsetJump {
+        /// The last offset the damaged batch claims.
+        last_offset: i64,
+        /// The first offset of the batch after it.
+        next_first_offset: i64,
+    },
 }
 
 impl fmt::Display for CorruptKind {
@@ -127,6 +136,14 @@ impl fmt::Display for CorruptKind {
             } => write!(
                 f,
                 "batch offset {first_offset} is not above the previous last offset {previous_last_offset}"
+            ),
+            CorruptKind::OffsetJump {
+                last_offset,
+                next_first_offset,
+            } => write!(
+                f,
+                "batch claims offsets up to {last_offset}, above the next batch's first offset \
+                 {next_first_offset}, which follows on from the batch before it"
             ),
         }
     }

@@ -151,7 +151,9 @@ fn rebuild(
     let mut last_index_entry = 0u64;
     let mut batches = 0u64;
     let mut next_offset = base_offset;
-    let mut previous_last_offset = None;
+    // The batch before this one, and the state from before it was counted (to take it back
+    // when it turns out to be the damaged one).
+    let mut previous: Option<Previous> = None;
     let outcome = scan_batches(
         segment.log.handle(),
         &path,
@@ -160,21 +162,48 @@ fn rebuild(
         true,
         |batch| {
             let header = batch.header();
-            // Stricter than Kafka (see `CorruptKind::OffsetsNotIncreasing`).
+            // Stricter than Kafka (see `CorruptKind::OffsetsNotIncreasing`): no checksum covers
+            // the offset fields, so a batch whose offsets do not increase is damage.
             let first_offset = header.base_offset.unwrap_or(header.last_offset);
-            if let Some(previous_last_offset) = previous_last_offset
-                && first_offset <= previous_last_offset
+            if let Some(prev) = &previous
+                && first_offset <= prev.last_offset
             {
+                // Which of the two is damaged? When this batch follows on from the one before
+                // the previous batch, the previous batch is the one out of line (its offsets
+                // jumped up): take it back and cut there, so it is never served.
+                if first_offset > prev.offset_before {
+                    offset.truncate_to(prev.last_offset)?;
+                    time.truncate_to(prev.last_offset)?;
+                    max = prev.max_before;
+                    last_index_entry = prev.last_index_entry_before;
+                    batches -= 1;
+                    next_offset = prev.next_offset_before;
+                    return Err(Error::Corrupt {
+                        path: path.to_path_buf(),
+                        position: prev.position,
+                        kind: CorruptKind::OffsetJump {
+                            last_offset: prev.last_offset,
+                            next_first_offset: first_offset,
+                        },
+                    });
+                }
                 return Err(Error::Corrupt {
                     path: path.to_path_buf(),
                     position: header.position,
                     kind: CorruptKind::OffsetsNotIncreasing {
-                        previous_last_offset,
+                        previous_last_offset: prev.last_offset,
                         first_offset,
                     },
                 });
             }
-            previous_last_offset = Some(header.last_offset);
+            previous = Some(Previous {
+                position: header.position,
+                last_offset: header.last_offset,
+                offset_before: previous.as_ref().map_or(base_offset - 1, |p| p.last_offset),
+                max_before: max,
+                last_index_entry_before: last_index_entry,
+                next_offset_before: next_offset,
+            });
             if relative_offset(base_offset, header.last_offset).is_none() {
                 return Err(Error::OffsetOverflow {
                     path: path.to_path_buf(),
@@ -211,6 +240,22 @@ fn rebuild(
         max_timestamp: max,
         on_disk: false,
     })
+}
+
+/// The last batch `rebuild` accepted, with what it changed, so it can be taken back.
+struct Previous {
+    /// Its byte position.
+    position: u64,
+    /// Its last offset.
+    last_offset: i64,
+    /// The last offset before it (the segment's base offset - 1 for the first batch).
+    offset_before: i64,
+    /// The running max (timestamp, offset) before it.
+    max_before: TimestampOffset,
+    /// The position of the last index entry before it.
+    last_index_entry_before: u64,
+    /// The next offset before it.
+    next_offset_before: i64,
 }
 
 /// Spec §3.5 step 5: trim the offset index, add the final time-index entry, trim the time

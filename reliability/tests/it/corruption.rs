@@ -332,8 +332,6 @@ fn bit_rot_below_the_recovery_point_is_trusted_like_kafka() {
 /// (or below the segment's base offset, or whose last offset is at or beyond the next batch's
 /// first offset) as corruption and cuts there.
 #[test]
-#[ignore = "BUG: recovery accepts a batch whose (CRC-less) base offset was flipped; the log \
-            then serves offsets out of order and beyond the log end offset"]
 fn base_offset_flips_are_cut_by_recovery() {
     let (mut rng, _) = seeded_rng("corruption/base_offset");
     let p = Pristine::new(&mut rng);

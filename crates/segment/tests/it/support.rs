@@ -86,20 +86,35 @@ pub struct Scan {
 }
 
 /// Scans `bytes` (validated, with records), stopping at a partial tail, corruption, or
-/// offsets that do not increase from batch to batch.
+/// offsets that do not increase from batch to batch. Where a batch's offsets do not increase
+/// but it follows on from the batch before the previous one, the previous batch is the
+/// damaged one and the scan stops before it (recovery's `OffsetJump` rule; the segment base is
+/// taken to be 0 for the first batch, which only matters for damaged offsets).
 pub fn scan(bytes: &[u8], base_position: u64) -> Scan {
     let mut out = Scan::default();
+    // Record count and valid bytes before the last accepted batch, to take it back.
+    let mut before_last = (0usize, 0u64);
     for batch in Batches::new(bytes, base_position).validated() {
         let Ok(batch) = batch else { break };
         let header = *batch.header();
         let first_offset = header.base_offset.unwrap_or(header.last_offset);
-        if out
-            .batches
-            .last()
-            .is_some_and(|b| first_offset <= b.last_offset)
+        if let Some(last) = out.batches.last().copied()
+            && first_offset <= last.last_offset
         {
+            let n = out.batches.len();
+            let offset_before = if n >= 2 {
+                out.batches[n - 2].last_offset
+            } else {
+                -1
+            };
+            if first_offset > offset_before {
+                out.batches.pop();
+                out.records.truncate(before_last.0);
+                out.valid_bytes = before_last.1;
+            }
             break;
         }
+        before_last = (out.records.len(), out.valid_bytes);
         let index = out.batches.len();
         out.batches.push(BatchInfo {
             position: header.position,
