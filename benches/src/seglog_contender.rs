@@ -237,16 +237,32 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
             let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
             let header = batch.header();
             match decode {
-                Decode::Records => {
-                    for record in batch.records(usize::MAX) {
-                        let record = record.map_err(|error| format!("seglog record: {error}"))?;
-                        if record.offset >= offset {
-                            payload_bytes +=
-                                black_box(record.value).map_or(0, |value| value.len() as u64);
-                            records += 1;
+                // Uncompressed v2 batches decode without a reference count per field;
+                // anything else (codecs, legacy formats) through the owned decoder.
+                Decode::Records => match batch.records_borrowed() {
+                    Some(borrowed) => {
+                        for record in borrowed {
+                            let record =
+                                record.map_err(|error| format!("seglog record: {error}"))?;
+                            if record.offset >= offset {
+                                payload_bytes +=
+                                    black_box(record.value).map_or(0, |value| value.len() as u64);
+                                records += 1;
+                            }
                         }
                     }
-                }
+                    None => {
+                        for record in batch.records(usize::MAX) {
+                            let record =
+                                record.map_err(|error| format!("seglog record: {error}"))?;
+                            if record.offset >= offset {
+                                payload_bytes +=
+                                    black_box(record.value).map_or(0, |value| value.len() as u64);
+                                records += 1;
+                            }
+                        }
+                    }
+                },
                 // Batches never start below the fetch offset in a scan from the log start.
                 Decode::BatchesOnly => {
                     let count = black_box(header.record_count).ok_or_else(|| {
