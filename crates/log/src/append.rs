@@ -29,50 +29,6 @@ pub enum Durability {
     Fsync,
 }
 
-/// The copy of an append's batches that offset assignment and LogAppendTime stamping rewrite
-/// in place (the caller's bytes are borrowed immutably). Its allocation is kept per thread and
-/// reused by the next append on that thread, so a steady stream of appends neither allocates
-/// nor faults in fresh pages for the copy; buffers above [`Scratch::MAX_KEPT`] are freed.
-struct Scratch(Vec<u8>);
-
-thread_local! {
-    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-}
-
-impl Scratch {
-    /// The largest buffer kept for reuse (Kafka's default `max.message.bytes` is ~1 MiB).
-    const MAX_KEPT: usize = 2 << 20;
-
-    fn copy_of(bytes: &[u8]) -> Self {
-        let mut buffer = SCRATCH.with(std::cell::Cell::take);
-        buffer.clear();
-        buffer.extend_from_slice(bytes);
-        Self(buffer)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if self.0.capacity() <= Self::MAX_KEPT {
-            let buffer = std::mem::take(&mut self.0);
-            SCRATCH.with(|cell| cell.set(buffer));
-        }
-    }
-}
-
-impl std::ops::Deref for Scratch {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Scratch {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut self.0
-    }
-}
-
 /// Counts a durable append as in flight until dropped (after its bytes are published, or on
 /// any error before).
 struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
@@ -182,7 +138,7 @@ impl Log {
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
         let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
-        let mut buffer = Scratch::copy_of(&batches[..analysis.valid_bytes]);
+        let mut buffer = batches[..analysis.valid_bytes].to_vec();
         let log_append_time_ms = (origin == Origin::Leader
             && self.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);

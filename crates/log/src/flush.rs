@@ -61,7 +61,7 @@ impl Log {
         }
         if dir_dirty && let Err(e) = sync_dir(&self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
-            *lock(&self.poison) = Some("fsync directory");
+            self.poison_with("fsync directory");
             return Err(e);
         }
         let new_point = self
@@ -116,7 +116,7 @@ impl Log {
         }
         if dir_dirty && let Err(e) = sync_dir(&self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
-            *lock(&self.poison) = Some("fsync directory");
+            self.poison_with("fsync directory");
             return Err(e);
         }
         Ok(target)
@@ -130,7 +130,7 @@ impl Log {
     pub(crate) fn sync_dir_or_poison(&self) -> Result<()> {
         if let Err(e) = sync_dir(&self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
-            *lock(&self.poison) = Some("fsync directory");
+            self.poison_with("fsync directory");
             return Err(e);
         }
         Ok(())

@@ -110,6 +110,8 @@ pub struct Log {
     pub(crate) durable_in_flight: AtomicUsize,
     pub(crate) deletions: DeleteQueue<Doomed>,
     pub(crate) poison: Mutex<Option<&'static str>>,
+    /// `poison` is set: the append path checks this flag and takes the mutex only then.
+    pub(crate) poisoned: AtomicBool,
     pub(crate) home: StateHome,
     pub(crate) load_report: LoadReport,
     /// The empty slice reads return when there is no segment (read-only, empty directory).
@@ -292,6 +294,7 @@ impl Log {
             durable_in_flight: AtomicUsize::new(0),
             deletions: DeleteQueue::default(),
             poison: Mutex::new(None),
+            poisoned: AtomicBool::new(false),
             home,
             load_report: report,
             empty_slice: OnceLock::new(),
@@ -517,6 +520,9 @@ impl Log {
 
     /// Fails if a write or fsync failed earlier.
     pub(crate) fn check_poison(&self) -> Result<()> {
+        if !self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
+        }
         match *lock(&self.poison) {
             Some(op) => Err(Error::Poisoned {
                 dir: self.dir.clone(),
@@ -526,11 +532,17 @@ impl Log {
         }
     }
 
+    /// Poisons the log with the first failed operation `op` (later ones keep the first).
+    pub(crate) fn poison_with(&self, op: &'static str) {
+        lock(&self.poison).get_or_insert(op);
+        self.poisoned.store(true, Ordering::Release);
+    }
+
     /// Records a failed write/fsync: the log refuses writes until reopened. Returns the
     /// error for `?`.
     pub(crate) fn poisoned_by(&self, op: &'static str, error: seglog_segment::Error) -> Error {
         if !error.is_corruption() {
-            lock(&self.poison).get_or_insert(op);
+            self.poison_with(op);
         }
         Error::Segment(error)
     }
