@@ -1,12 +1,24 @@
-//! Fault injection under the `.log` I/O seam (tests, and the `fault-injection` feature).
+//! Fault injection under the I/O seam (tests, and the `fault-injection` feature).
 //!
 //! A [`FaultInjector`] is installed for a directory; every `.log` file opened or created
-//! below that directory afterwards is tracked by it. It can fail the Nth data write or the
-//! Nth fsync (counted over all tracked files from the moment the failure is armed) with
-//! `EIO` or `ENOSPC`, and it keeps for each tracked file a **durable image**: the file's
-//! bytes as of its last successful fsync (or as found when it was opened). Writing those
-//! images to a directory produces the state a power loss would have left behind, under the
-//! strict model "nothing that was not fsynced survives".
+//! below that directory afterwards is tracked by it, and so is every directory fsync
+//! ([`crate::sync_dir`]) and every index flush (`msync`, by [`crate::Segment::flush`]) of a
+//! path below it. It can fail the Nth data write, the Nth `.log` fsync, the Nth directory
+//! fsync or the Nth index flush (each counted separately, over everything tracked, from the
+//! moment the failure is armed) with `EIO` or `ENOSPC`. It records two kinds of durable state:
+//!
+//! - for each tracked `.log`, a **durable image**: the file's bytes as of its last successful
+//!   fsync (or as found when it was opened);
+//! - for each directory synced through [`crate::sync_dir`], its **durable listing**: the
+//!   names `read_dir` listed right before its last successful directory fsync
+//!   ([`FaultInjector::durable_names`]). A create, rename or unlink is durable once a
+//!   directory fsync that started after it succeeded; the listing is taken before the fsync,
+//!   so every change it shows is covered by that fsync.
+//!
+//! Writing those images under the names of the durable listing produces the state a power
+//! loss would have left behind, under the strict model "nothing that was not fsynced
+//! survives". Index contents are not imaged (their pages are written back by the kernel at
+//! any time); index flushes can only be failed.
 //!
 //! Injectors for different directories do not interfere, so tests can run in parallel.
 //!
@@ -16,10 +28,14 @@
 //! let dir = tempfile::tempdir()?;
 //! let faults = FaultInjector::install(dir.path());
 //! faults.fail_nth_write(1, FaultKind::Enospc); // the next write fails
+//! assert_eq!(faults.durable_names(dir.path()), None); // never synced
+//! std::fs::write(dir.path().join("a"), b"")?;
+//! seglog_segment::sync_dir(dir.path())?;
+//! assert!(faults.durable_names(dir.path()).is_some_and(|names| names.contains("a")));
 //! # Ok(()) }
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -31,7 +47,7 @@ pub enum FaultKind {
     /// `EIO`: nothing of the failing write is written.
     Eio,
     /// `ENOSPC`: a failing write first writes the first half of its buffer, as a real
-    /// out-of-space write can.
+    /// out-of-space write can. A failing fsync, directory fsync or index flush does nothing.
     Enospc,
 }
 
@@ -53,8 +69,9 @@ impl FaultKind {
     }
 }
 
-/// Fails chosen writes/fsyncs of the `.log` files under one directory and records their
-/// durable images. Cloning shares the same state.
+/// Fails chosen writes/fsyncs of the `.log` files, directory fsyncs and index flushes under
+/// one directory, and records the durable images of the `.log` files and the durable
+/// listings of the directories. Cloning shares the same state.
 #[derive(Clone, Debug)]
 pub struct FaultInjector {
     inner: Arc<Inner>,
@@ -72,8 +89,14 @@ struct State {
     syncs: u64,
     fail_write: Option<(u64, FaultKind)>,
     fail_sync: Option<(u64, FaultKind)>,
+    dir_syncs: u64,
+    fail_dir_sync: Option<(u64, FaultKind)>,
+    index_flushes: u64,
+    fail_index_flush: Option<(u64, FaultKind)>,
     next_id: u64,
     files: HashMap<u64, Image>,
+    /// Directory -> the names listed at its last successful directory fsync.
+    durable_dirs: HashMap<PathBuf, BTreeSet<String>>,
 }
 
 #[derive(Debug)]
@@ -117,11 +140,29 @@ impl FaultInjector {
         state.fail_sync = Some((state.syncs + n.max(1), kind));
     }
 
+    /// Arms a failure of the `n`th directory fsync ([`crate::sync_dir`] of a directory
+    /// below the installed one) from now (`n = 1`: the next one). A failed directory fsync
+    /// does not advance the durable listing.
+    pub fn fail_nth_dir_sync(&self, n: u64, kind: FaultKind) {
+        let mut state = lock(&self.inner.state);
+        state.fail_dir_sync = Some((state.dir_syncs + n.max(1), kind));
+    }
+
+    /// Arms a failure of the `n`th index flush from now (`n = 1`: the next one). Each
+    /// `.index` and each `.timeindex` flush ([`crate::Segment::flush`] flushes both, offset
+    /// index first) counts as one; the failing one does not `msync`.
+    pub fn fail_nth_index_flush(&self, n: u64, kind: FaultKind) {
+        let mut state = lock(&self.inner.state);
+        state.fail_index_flush = Some((state.index_flushes + n.max(1), kind));
+    }
+
     /// Disarms all failures.
     pub fn clear(&self) {
         let mut state = lock(&self.inner.state);
         state.fail_write = None;
         state.fail_sync = None;
+        state.fail_dir_sync = None;
+        state.fail_index_flush = None;
     }
 
     /// Data writes attempted so far on tracked files (including failed ones).
@@ -132,6 +173,30 @@ impl FaultInjector {
     /// fsyncs attempted so far on tracked files (including failed ones).
     pub fn syncs(&self) -> u64 {
         lock(&self.inner.state).syncs
+    }
+
+    /// Directory fsyncs attempted so far below the installed directory (including failed
+    /// ones).
+    pub fn dir_syncs(&self) -> u64 {
+        lock(&self.inner.state).dir_syncs
+    }
+
+    /// Index flushes attempted so far below the installed directory (including failed ones).
+    pub fn index_flushes(&self) -> u64 {
+        lock(&self.inner.state).index_flushes
+    }
+
+    /// The durable listing of `dir`: the names of all its entries (files and
+    /// subdirectories) as listed right before its last successful directory fsync
+    /// ([`crate::sync_dir`]). A name created or renamed to since is not in it; a name
+    /// removed or renamed away since still is.
+    ///
+    /// `None` when `dir` has not been synced successfully since the injector was installed
+    /// (its durable listing is then unknown: whatever was there at install time may or may
+    /// not be durable), or is not below the installed directory. `dir` is compared as a
+    /// path, component by component: pass it as the code under test does.
+    pub fn durable_names(&self, dir: &Path) -> Option<BTreeSet<String>> {
+        lock(&self.inner.state).durable_dirs.get(dir).cloned()
     }
 
     /// The durable image of the tracked file now named `path`, if any.
@@ -217,6 +282,55 @@ impl Tracked {
         }
         Ok(())
     }
+}
+
+impl FaultInjector {
+    /// Counts a directory fsync; returns the fault to raise, if this one is the armed one.
+    fn before_dir_sync(&self) -> Option<FaultKind> {
+        let mut state = lock(&self.inner.state);
+        state.dir_syncs += 1;
+        match state.fail_dir_sync {
+            Some((n, kind)) if n == state.dir_syncs => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// Counts an index flush; returns the fault to raise, if this one is the armed one.
+    fn before_index_flush(&self) -> Option<FaultKind> {
+        let mut state = lock(&self.inner.state);
+        state.index_flushes += 1;
+        match state.fail_index_flush {
+            Some((n, kind)) if n == state.index_flushes => Some(kind),
+            _ => None,
+        }
+    }
+}
+
+/// Called by the seam around a directory fsync: `sync` is the real fsync. The listing is
+/// read before it (everything it shows happened before the fsync started, so the fsync
+/// covers it) and recorded only when it succeeds.
+pub(crate) fn sync_dir(dir: &Path, sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    let Some(injector) = injector_for(dir) else {
+        return sync();
+    };
+    if let Some(fault) = injector.before_dir_sync() {
+        return Err(fault.to_io_error());
+    }
+    let mut names = BTreeSet::new();
+    for entry in std::fs::read_dir(dir)? {
+        names.insert(entry?.file_name().to_string_lossy().into_owned());
+    }
+    sync()?;
+    lock(&injector.inner.state)
+        .durable_dirs
+        .insert(dir.to_path_buf(), names);
+    Ok(())
+}
+
+/// Called by the seam before an index flush of the index file `path`: the fault to raise,
+/// if this flush is the armed one.
+pub(crate) fn before_index_flush(path: &Path) -> Option<FaultKind> {
+    injector_for(path).and_then(|injector| injector.before_index_flush())
 }
 
 fn read_all(file: &File) -> io::Result<Vec<u8>> {

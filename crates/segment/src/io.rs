@@ -1,12 +1,16 @@
-//! The `.log` I/O seam: every read, write, fsync, length change, rename and unlink of a
-//! `.log` file goes through here.
+//! The I/O seam: every read, write, fsync, length change, rename and unlink of a `.log`
+//! file, every directory fsync ([`crate::sync_dir`]) and the fault check before each index
+//! flush go through here.
 //!
 //! It is deliberately small so that the fault injector (module `fault`, compiled for tests
-//! and with the `fault-injection` feature) can sit under it: fail the Nth write or fsync,
-//! and keep per file a "durable image" that only advances on a successful fsync.
-//! Without the feature the hooks compile away.
+//! and with the `fault-injection` feature) can sit under it: fail the Nth write, fsync,
+//! directory fsync or index flush, keep per `.log` a "durable image" that only advances on a
+//! successful fsync, and per directory a "durable listing" that only advances on a
+//! successful directory fsync. Without the feature the hooks compile away.
 //!
-//! Index files are memory-mapped by `seglog-index-core` and do not pass through here.
+//! Index files are memory-mapped by `seglog-index-core`: their writes, `msync` and
+//! `ftruncate` are done there; only the flush passes a fault check here
+//! ([`before_index_flush`]).
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -169,7 +173,22 @@ pub(crate) fn remove(path: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// fsyncs the directory `dir`, making created, renamed and removed names durable.
+/// fsyncs the directory `dir`, making created, renamed and removed names durable. With the
+/// fault injector, it may fail as armed, and a success records `dir`'s durable listing.
 pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
+    let sync = || File::open(dir)?.sync_all();
+    #[cfg(any(test, feature = "fault-injection"))]
+    return fault::sync_dir(dir, sync);
+    #[cfg(not(any(test, feature = "fault-injection")))]
+    sync()
+}
+
+/// The fault check before flushing (`msync`) the index file `path`: an injected error, or
+/// `Ok`. Only with the fault injector (callers compile it away without).
+#[cfg(any(test, feature = "fault-injection"))]
+pub(crate) fn before_index_flush(path: &Path) -> io::Result<()> {
+    if let Some(fault) = fault::before_index_flush(path) {
+        return Err(fault.to_io_error());
+    }
+    Ok(())
 }

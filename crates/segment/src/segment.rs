@@ -275,12 +275,14 @@ impl Segment {
     /// Makes the `.log` and both indexes durable: `fdatasync` of the `.log`, then `msync` of
     /// the used range of each index (see [`OffsetIndex::flush`]). What the log calls before
     /// advancing its recovery point; for acknowledged appends alone,
-    /// [`Segment::sync_log_data`] is enough. Readers are not blocked. A failed fsync poisons
-    /// the segment.
+    /// [`Segment::sync_log_data`] is enough. Readers are not blocked. A failed fsync or
+    /// index flush poisons the segment (the fault injector can fail either: see
+    /// [`crate::fault`] with the `fault-injection` feature).
     ///
     /// # Errors
-    /// [`Error::Io`] (sync) or [`Error::Index`]; a read-only segment has nothing to flush
-    /// and returns `Ok`.
+    /// [`Error::Io`] (sync; [`IoOp::Sync`] naming the index file for an injected index flush
+    /// failure) or [`Error::Index`]; a read-only segment has nothing to flush and returns
+    /// `Ok`.
     pub fn flush(&self) -> Result<()> {
         if self.mode == OpenMode::ReadOnly {
             return Ok(());
@@ -290,8 +292,29 @@ impl Segment {
             return Err(Error::io(IoOp::Sync, &self.log_path())(e));
         }
         let indexes = self.indexes();
-        indexes.offset.flush()?;
-        indexes.time.flush()?;
+        let flushed = self
+            .check_index_flush(FileType::Index)
+            .and_then(|()| Ok(indexes.offset.flush()?))
+            .and_then(|()| self.check_index_flush(FileType::TimeIndex))
+            .and_then(|()| Ok(indexes.time.flush()?));
+        if flushed.is_err() {
+            // An index whose dirty pages failed to reach the disk may have lost them: as a
+            // failed `.log` fsync, the segment is unusable until reopened.
+            self.poisoned.store(true, Ordering::Release);
+        }
+        flushed
+    }
+
+    /// The I/O seam's fault check before an index flush (always `Ok` without the fault
+    /// injector).
+    fn check_index_flush(&self, file_type: FileType) -> Result<()> {
+        #[cfg(any(test, feature = "fault-injection"))]
+        {
+            let path = self.path(file_type);
+            io::before_index_flush(&path).map_err(Error::io(IoOp::Sync, &path))?;
+        }
+        #[cfg(not(any(test, feature = "fault-injection")))]
+        let _ = file_type;
         Ok(())
     }
 
@@ -437,6 +460,9 @@ impl Segment {
 }
 
 /// fsyncs a directory, making created, renamed and removed names durable (KAFKA-3968).
+/// Goes through the I/O seam: with the `fault-injection` feature, an installed
+/// `fault::FaultInjector` can fail it and records the directory's durable listing on
+/// success (`FaultInjector::durable_names`).
 ///
 /// # Errors
 /// [`Error::Io`] with [`IoOp::SyncDir`].

@@ -238,3 +238,126 @@ fn sync_log_data_makes_the_log_durable_and_fails_like_flush() {
     assert!(active.segment().is_poisoned());
     assert_eq!(faults.durable_image(&log_path).unwrap(), image);
 }
+
+fn names(list: &[&str]) -> std::collections::BTreeSet<String> {
+    list.iter().map(|n| (*n).to_owned()).collect()
+}
+
+#[test]
+fn the_durable_listing_advances_only_on_a_directory_fsync() {
+    let dir = tempdir();
+    let faults = FaultInjector::install(dir.path());
+    assert_eq!(faults.durable_names(dir.path()), None, "never synced");
+    let mut active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+    append_batch(&mut active, &batches(1)[0]);
+    let segment = active.seal().unwrap();
+    assert_eq!(faults.durable_names(dir.path()), None);
+
+    seglog_segment::sync_dir(dir.path()).unwrap();
+    let trio = names(&[
+        "00000000000000000000.log",
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ]);
+    assert_eq!(faults.durable_names(dir.path()), Some(trio.clone()));
+    assert_eq!(faults.dir_syncs(), 1);
+
+    // A rename is not durable until the next directory fsync.
+    segment.mark_deleted().unwrap();
+    assert_eq!(faults.durable_names(dir.path()), Some(trio));
+    seglog_segment::sync_dir(dir.path()).unwrap();
+    assert_eq!(
+        faults.durable_names(dir.path()),
+        Some(names(&[
+            "00000000000000000000.log.deleted",
+            "00000000000000000000.index.deleted",
+            "00000000000000000000.timeindex.deleted",
+        ]))
+    );
+
+    // Nor is an unlink.
+    segment.delete_files().unwrap();
+    assert_eq!(faults.durable_names(dir.path()).map(|n| n.len()), Some(3));
+    seglog_segment::sync_dir(dir.path()).unwrap();
+    assert_eq!(faults.durable_names(dir.path()), Some(names(&[])));
+
+    // A directory outside the installed one is not observed.
+    let other = tempdir();
+    seglog_segment::sync_dir(other.path()).unwrap();
+    assert_eq!(faults.durable_names(other.path()), None);
+    assert_eq!(faults.dir_syncs(), 3);
+}
+
+#[test]
+fn a_failed_directory_fsync_is_a_typed_error_and_keeps_the_durable_listing() {
+    for kind in [FaultKind::Eio, FaultKind::Enospc] {
+        let dir = tempdir();
+        let faults = FaultInjector::install(dir.path());
+        seglog_segment::sync_dir(dir.path()).unwrap();
+        assert_eq!(faults.durable_names(dir.path()), Some(names(&[])));
+        let active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+        faults.fail_nth_dir_sync(2, kind);
+        seglog_segment::sync_dir(dir.path()).unwrap(); // the 1st from now succeeds
+        assert_eq!(faults.durable_names(dir.path()).map(|n| n.len()), Some(3));
+        let segment = active.seal().unwrap();
+        segment.mark_deleted().unwrap();
+        let err = seglog_segment::sync_dir(dir.path()).unwrap_err();
+        match &err {
+            Error::Io { op, path, source } => {
+                assert_eq!(*op, IoOp::SyncDir);
+                assert_eq!(path, dir.path());
+                let errno = match kind {
+                    FaultKind::Eio => 5,
+                    FaultKind::Enospc => 28,
+                };
+                assert_eq!(source.raw_os_error(), Some(errno), "{err}");
+            }
+            other => panic!("{other}"),
+        }
+        // The rename is still not durable; the next directory fsync succeeds again.
+        assert!(
+            faults
+                .durable_names(dir.path())
+                .unwrap()
+                .contains("00000000000000000000.log")
+        );
+        seglog_segment::sync_dir(dir.path()).unwrap();
+        assert!(
+            faults
+                .durable_names(dir.path())
+                .unwrap()
+                .contains("00000000000000000000.log.deleted")
+        );
+        assert_eq!(faults.dir_syncs(), 4);
+    }
+}
+
+#[test]
+fn a_failed_index_flush_poisons_the_segment() {
+    for (n, file) in [(1, FileKind::INDEX), (2, FileKind::TIME_INDEX)] {
+        let dir = tempdir();
+        let faults = FaultInjector::install(dir.path());
+        let mut active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+        let all = batches(3);
+        append_batch(&mut active, &all[0]);
+        let before = faults.index_flushes();
+        faults.fail_nth_index_flush(n, FaultKind::Eio);
+        let err = active.segment().flush().unwrap_err();
+        match &err {
+            Error::Io { op, path: p, .. } => {
+                assert_eq!(*op, IoOp::Sync);
+                assert_eq!(p, &path(dir.path(), 0, file));
+            }
+            other => panic!("{other}"),
+        }
+        assert_eq!(faults.index_flushes(), before + n);
+        assert!(active.segment().is_poisoned());
+        let err = active.append(1, 1_001, 1, &all[1]).unwrap_err();
+        assert!(matches!(err, Error::Poisoned { .. }), "{err}");
+        // The `.log` fsync before the index flush went through: the data is durable.
+        let image = faults
+            .durable_image(&path(dir.path(), 0, FileKind::LOG))
+            .unwrap();
+        assert!(image.starts_with(&all[0]), "{} bytes", image.len());
+    }
+}
