@@ -55,6 +55,15 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     handle.sync_all().ctx("fsync directory", dir)
 }
 
+/// fsyncs a partition directory (segment files created, renamed or removed) through the
+/// segment crate's I/O seam, so the fault injector can fail it and record the durable listing.
+///
+/// # Errors
+/// [`crate::Error::Segment`] wrapping the directory fsync's I/O error.
+pub(crate) fn sync_partition_dir(dir: &Path) -> Result<()> {
+    seglog_segment::sync_dir(dir).map_err(crate::Error::Segment)
+}
+
 /// Removes a file, treating "already gone" as success.
 ///
 /// # Errors
