@@ -9,6 +9,7 @@ mod appends;
 mod concurrency;
 mod corpus;
 mod discontinuity;
+mod durability;
 mod kafka_bugs;
 mod lock;
 mod log_dir;
