@@ -97,7 +97,8 @@ pub struct LoadReport {
 ///   after offsets the crash erased. Nothing acknowledged as durable is lost: a durable
 ///   append or flush of any later offset first made this segment's whole tail durable.
 ///   Gaps below the recovery point (compacted data, segments named below their first
-///   offset) are legitimate and kept.
+///   offset) are legitimate and kept, and so is every gap when the recovery-point checkpoint
+///   has no entry for the log (nothing says where flushed data ends: Kafka's behaviour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Discontinuity {
     /// The recovered segment.
