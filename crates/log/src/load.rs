@@ -6,7 +6,8 @@
 //! swaps — delete the old segment files the swaps replace; (3) rename `*.swap` to their final
 //! names; (4) open every `.log` in base order, deleting orphan index files; recover, after an
 //! unclean shutdown, every segment from the one holding the recovery point on, and when a
-//! recovery truncated a segment, delete every later segment. A segment whose offsets overflow
+//! recovery truncated a segment or found a [`Discontinuity`], unlink every later segment (never
+//! opened, so at once) and fsync the directory. A segment whose offsets overflow
 //! its base (found by its recovery, or by a check of its next offset when it is not
 //! recovered) is split (`split.rs`, KAFKA-6264) and its replacements are opened in its place.
 //! Then wipe the log if it ends below the checkpointed log start, make sure one segment exists
@@ -63,15 +64,17 @@ pub struct LoadReport {
     pub recovery_point_checkpoint: i64,
     /// The log start offset read from the checkpoint (0 when missing).
     pub log_start_offset_checkpoint: i64,
-    /// Leftover files removed: `*.deleted`, `*.cleaned`, invalid `*.swap`, orphan indexes,
-    /// old segment files replaced by a completed swap.
+    /// Files removed: leftover `*.deleted`, `*.cleaned`, invalid `*.swap`, orphan indexes,
+    /// old segment files replaced by a completed swap, and the files of segments dropped after
+    /// a truncating recovery or a discontinuity.
     pub removed_files: Vec<PathBuf>,
     /// `*.swap` files renamed to their final names (an interrupted swap completed).
     pub completed_swaps: Vec<PathBuf>,
     /// Every segment opened, oldest first.
     pub segments: Vec<SegmentLoad>,
     /// Segments dropped because an earlier segment's recovery truncated it (Kafka deletes
-    /// everything after a truncation), or because the log ended below the log start offset.
+    /// everything after a truncation), because of a [`Discontinuity`], or because the log
+    /// ended below the log start offset.
     pub deleted_segments: Vec<i64>,
     /// Whether a new empty segment was created (empty directory, or the log was wiped).
     pub created_segment: Option<i64>,
