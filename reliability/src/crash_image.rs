@@ -9,9 +9,22 @@
 //!   page of that part torn (zeros or garbage where the data had not reached the disk).
 //! - **Directory entries**: with [`CrashOptions::lose_unsynced_entries`], every segment file
 //!   name created since the last directory fsync may be missing, and every rename since then
-//!   may be undone (the old name comes back with the content of the new one). The caller says
-//!   which names were durable by passing a listing taken after a directory fsync. Unlinks are
-//!   taken as durable: their data is gone, so there is nothing to bring back.
+//!   may be undone (the old name comes back with the content of the new one). Which names are
+//!   durable comes from the **durable listing** ([`CrashImage::durable_listing`]):
+//!   - *observed* when the directory was fsynced through `seglog_segment::sync_dir` since the
+//!     injector was installed ([`FaultInjector::durable_names`]: the names listed right before
+//!     the last successful directory fsync). Then an unlink not yet made durable may be undone
+//!     too, for the files whose content is known: a tracked `.log` unlinked since comes back
+//!     under its name with its durable image ([`FaultInjector::unlinked_images`]), or under its
+//!     name before a `.deleted` rename when that rename was not durable either. An unlinked
+//!     index file does not come back (its content is unknown; a missing index is a legal crash
+//!     state anyway).
+//!   - *modelled* otherwise (the directory was never synced through the seam): the caller
+//!     passes a listing it took after an operation that fsyncs the directory, and unlinks are
+//!     taken as durable.
+//!
+//!   Only segment files (`parse_file_name` accepts them) can be lost or brought back this way:
+//!   checkpoints and the clean-shutdown marker are always written with a directory fsync.
 //! - **Index files** are memory-mapped and written back by the kernel whenever it likes: each
 //!   one is left as it is, missing, zero-padded to its preallocated size, or cut short
 //!   ([`IndexFate`]).
@@ -104,15 +117,31 @@ impl CrashImage {
         Ok(names)
     }
 
+    /// The durable listing of `dir` that [`CrashImage::capture`] uses: the one `faults`
+    /// observed at the last directory fsync through the seam ([`Listing::Observed`]), else
+    /// `modelled` ([`Listing::Modelled`]).
+    pub fn durable_listing(
+        dir: &Path,
+        faults: &FaultInjector,
+        modelled: &BTreeSet<String>,
+    ) -> Listing {
+        match faults.durable_names(dir) {
+            Some(names) => Listing::Observed(names),
+            None => Listing::Modelled(modelled.clone()),
+        }
+    }
+
     /// Builds one post-crash state of the live directory `dir`, whose `.log` files are tracked
-    /// by `faults`. `durable_names` is the listing as of the last directory fsync.
+    /// by `faults`. The durable listing is the observed one when `faults` has one for `dir`,
+    /// else `modelled_names`, the caller's listing as of the last directory fsync (see the
+    /// module docs and [`CrashImage::durable_listing`]).
     ///
     /// # Errors
     /// I/O errors reading `dir`.
     pub fn capture(
         dir: &Path,
         faults: &FaultInjector,
-        durable_names: &BTreeSet<String>,
+        modelled_names: &BTreeSet<String>,
         options: &CrashOptions,
         rng: &mut impl Rng,
     ) -> io::Result<CrashImage> {
@@ -122,6 +151,8 @@ impl CrashImage {
             .filter(|(path, _)| path.parent() == Some(dir))
             .filter_map(|(path, bytes)| Some((path.file_name()?.to_str()?.to_owned(), bytes)))
             .collect();
+        let listing = Self::durable_listing(dir, faults, modelled_names);
+        let durable_names = listing.names();
         let now = Self::list_names(dir)?;
         let mut files = BTreeMap::new();
         for name in &now {
@@ -157,6 +188,33 @@ impl CrashImage {
             };
             files.insert(target, bytes);
         }
+        if options.lose_unsynced_entries && matches!(listing, Listing::Observed(_)) {
+            // Undone unlinks of `.log` files whose content is known.
+            for (path, bytes) in faults.unlinked_images() {
+                if path.parent() != Some(dir) {
+                    continue;
+                }
+                let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                    continue;
+                };
+                let back = if durable_names.contains(name) {
+                    Some(name.to_owned())
+                } else {
+                    // Renamed `.deleted` and unlinked, neither durable.
+                    name.strip_suffix(".deleted")
+                        .filter(|old| durable_names.contains(*old))
+                        .map(str::to_owned)
+                };
+                if let Some(back) = back
+                    && !now.contains(&back)
+                    && !files.contains_key(&back)
+                    && parse_file_name(Path::new(&back)).is_some()
+                    && rng.random_bool(0.5)
+                {
+                    files.insert(back, bytes);
+                }
+            }
+        }
         if options.leftover_checkpoint_tmp {
             let garbage: Vec<u8> = (0..rng.random_range(0..40)).map(|_| rng.random()).collect();
             files.insert(
@@ -177,6 +235,25 @@ impl CrashImage {
             fs::write(dir.join(name), bytes)?;
         }
         Ok(())
+    }
+}
+
+/// Where a crash image's durable directory listing came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Listing {
+    /// Recorded by the fault injector at the last directory fsync through the seam.
+    Observed(BTreeSet<String>),
+    /// Supplied by the caller (the directory was never fsynced through the seam since the
+    /// injector was installed).
+    Modelled(BTreeSet<String>),
+}
+
+impl Listing {
+    /// The durable names.
+    pub fn names(&self) -> &BTreeSet<String> {
+        match self {
+            Listing::Observed(names) | Listing::Modelled(names) => names,
+        }
     }
 }
 
@@ -205,7 +282,8 @@ fn log_bytes(durable: &[u8], current: &[u8], torn: bool, rng: &mut impl Rng) -> 
     bytes.extend_from_slice(&current[durable.len()..cut]);
     if rng.random_bool(0.5) && cut > durable.len() {
         // The last page reached the disk only partly: its end reads as zeros or garbage.
-        let page_start = (cut / 4096 * 4096).max(durable.len());
+        // (`cut - 1`: a cut on a page boundary tears the page before it.)
+        let page_start = ((cut - 1) / 4096 * 4096).max(durable.len());
         let tear = rng.random_range(page_start..cut);
         let zeros = rng.random_bool(0.5);
         for byte in &mut bytes[tear..cut] {
@@ -247,5 +325,96 @@ fn index_bytes(
             current.truncate(cut);
             Some(current)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+    use seglog_segment::{ActiveSegment, FileKind, SegmentConfig, file_name};
+
+    const LOSE: CrashOptions = CrashOptions {
+        torn_tails: false,
+        lose_unsynced_entries: true,
+        index_fate: IndexFate::AsIs,
+        leftover_checkpoint_tmp: false,
+        max_index_bytes: 4096,
+    };
+
+    /// How many of 40 crash images of `dir` hold `name`, and the bytes of one that does.
+    fn survivals(
+        dir: &Path,
+        faults: &FaultInjector,
+        modelled: &BTreeSet<String>,
+        name: &str,
+    ) -> (usize, Option<Vec<u8>>) {
+        let mut rng = StdRng::seed_from_u64(7);
+        let mut kept = 0;
+        let mut bytes = None;
+        for _ in 0..40 {
+            let image = CrashImage::capture(dir, faults, modelled, &LOSE, &mut rng).unwrap();
+            if let Some(b) = image.files.get(name) {
+                kept += 1;
+                bytes = Some(b.clone());
+            }
+        }
+        (kept, bytes)
+    }
+
+    #[test]
+    fn the_observed_listing_decides_which_names_a_crash_may_lose() {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = FaultInjector::install(dir.path());
+        let everything = BTreeSet::new(); // the modelled listing: ignored once observed
+        seglog_segment::sync_dir(dir.path()).unwrap(); // observed: empty
+        let mut active = ActiveSegment::create(dir.path(), 0, &SegmentConfig::default()).unwrap();
+        let ids = [crate::RecordId { stream: 1, seq: 0 }];
+        let batch = crate::build_batch(&ids, seglog::Compression::None).unwrap();
+        active.append(0, ids[0].timestamp_ms(), 0, &batch).unwrap();
+        active.segment().sync_log_data().unwrap();
+        let log = file_name(0, FileKind::LOG);
+        assert!(matches!(
+            CrashImage::durable_listing(dir.path(), &faults, &everything),
+            Listing::Observed(names) if names.is_empty()
+        ));
+
+        // The data is durable but the name is not: some crashes lose the file.
+        let (kept, _) = survivals(dir.path(), &faults, &everything, &log);
+        assert!(0 < kept && kept < 40, "kept {kept} of 40");
+
+        // Once the directory is fsynced, no crash loses it.
+        seglog_segment::sync_dir(dir.path()).unwrap();
+        let (kept, bytes) = survivals(dir.path(), &faults, &everything, &log);
+        assert_eq!(kept, 40);
+        assert_eq!(bytes.as_deref(), Some(&batch[..]));
+
+        // An unlink not yet durable may be undone: the file comes back with its durable image.
+        let segment = active.seal().unwrap();
+        segment.flush().unwrap();
+        segment.delete_files().unwrap();
+        let (kept, bytes) = survivals(dir.path(), &faults, &everything, &log);
+        assert!(0 < kept && kept < 40, "kept {kept} of 40");
+        assert_eq!(bytes.as_deref(), Some(&batch[..]));
+        seglog_segment::sync_dir(dir.path()).unwrap();
+        assert_eq!(survivals(dir.path(), &faults, &everything, &log).0, 0);
+    }
+
+    #[test]
+    fn without_an_observed_listing_the_modelled_one_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let faults = FaultInjector::install(dir.path());
+        let active = ActiveSegment::create(dir.path(), 0, &SegmentConfig::default()).unwrap();
+        let log = file_name(0, FileKind::LOG);
+        let modelled = CrashImage::list_names(dir.path()).unwrap();
+        assert!(matches!(
+            CrashImage::durable_listing(dir.path(), &faults, &modelled),
+            Listing::Modelled(_)
+        ));
+        assert_eq!(survivals(dir.path(), &faults, &modelled, &log).0, 40);
+        let (kept, _) = survivals(dir.path(), &faults, &BTreeSet::new(), &log);
+        assert!(0 < kept && kept < 40, "kept {kept} of 40");
+        drop(active);
     }
 }

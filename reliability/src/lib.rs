@@ -40,7 +40,7 @@ mod payload;
 mod verify;
 mod workload;
 
-pub use crate::crash_image::{CrashImage, CrashOptions, IndexFate};
+pub use crate::crash_image::{CrashImage, CrashOptions, IndexFate, Listing};
 pub use crate::payload::{Fnv, RecordId, T0_MS};
 pub use crate::verify::{
     LogContents, ServedRecord, Violation, check_acknowledged, read_log, read_log_with_gaps,

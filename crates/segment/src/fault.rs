@@ -8,7 +8,8 @@
 //! moment the failure is armed) with `EIO` or `ENOSPC`. It records two kinds of durable state:
 //!
 //! - for each tracked `.log`, a **durable image**: the file's bytes as of its last successful
-//!   fsync (or as found when it was opened);
+//!   fsync (or as found when it was opened); an unlinked file's image is kept
+//!   ([`FaultInjector::unlinked_images`]) until a directory fsync makes the unlink durable;
 //! - for each directory synced through [`crate::sync_dir`], its **durable listing**: the
 //!   names `read_dir` listed right before its last successful directory fsync
 //!   ([`FaultInjector::durable_names`]). A create, rename or unlink is durable once a
@@ -97,6 +98,8 @@ struct State {
     files: HashMap<u64, Image>,
     /// Directory -> the names listed at its last successful directory fsync.
     durable_dirs: HashMap<PathBuf, BTreeSet<String>>,
+    /// Images of tracked files unlinked since the last successful fsync of their directory.
+    unlinked: Vec<Image>,
 }
 
 #[derive(Debug)]
@@ -197,6 +200,19 @@ impl FaultInjector {
     /// path, component by component: pass it as the code under test does.
     pub fn durable_names(&self, dir: &Path) -> Option<BTreeSet<String>> {
         lock(&self.inner.state).durable_dirs.get(dir).cloned()
+    }
+
+    /// The durable images of tracked files unlinked since the last successful directory
+    /// fsync of their directory (as of the unlink, by the path they had), oldest first. A
+    /// power loss may undo such an unlink; a successful [`crate::sync_dir`] of the
+    /// directory makes it durable and drops the image from this list.
+    pub fn unlinked_images(&self) -> Vec<(PathBuf, Vec<u8>)> {
+        let state = lock(&self.inner.state);
+        state
+            .unlinked
+            .iter()
+            .map(|image| (image.path.clone(), image.durable.clone()))
+            .collect()
     }
 
     /// The durable image of the tracked file now named `path`, if any.
@@ -321,9 +337,12 @@ pub(crate) fn sync_dir(dir: &Path, sync: impl FnOnce() -> io::Result<()>) -> io:
         names.insert(entry?.file_name().to_string_lossy().into_owned());
     }
     sync()?;
-    lock(&injector.inner.state)
-        .durable_dirs
-        .insert(dir.to_path_buf(), names);
+    let mut state = lock(&injector.inner.state);
+    // Every unlink in `dir` so far happened before the listing was read: durable now.
+    state
+        .unlinked
+        .retain(|image| image.path.parent() != Some(dir));
+    state.durable_dirs.insert(dir.to_path_buf(), names);
     Ok(())
 }
 
@@ -367,10 +386,20 @@ pub(crate) fn renamed(from: &Path, to: &Path) {
     }
 }
 
-/// Called by the seam after an unlink.
+/// Called by the seam after an unlink: the image is kept aside until the unlink is durable.
 pub(crate) fn removed(path: &Path) {
     if let Some(injector) = injector_for(path) {
         let mut state = lock(&injector.inner.state);
-        state.files.retain(|_, image| image.path != path);
+        let gone: Vec<u64> = state
+            .files
+            .iter()
+            .filter(|(_, image)| image.path == path)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in gone {
+            if let Some(image) = state.files.remove(&id) {
+                state.unlinked.push(image);
+            }
+        }
     }
 }

@@ -1,11 +1,15 @@
 //! Simulated power loss through the segment I/O seam.
 //!
 //! A random workload (page-cache and durable appends, flushes, rolls, retention, truncation,
-//! clean close and reopen) runs on a live log whose `.log` files are tracked by the fault
-//! injector. After every operation, one or two crash states are built ([`CrashImage`]): the
-//! durable image of each `.log` (what was fsynced), maybe a random part of the unsynced bytes
-//! with a torn last page, maybe lost names created or renamed since the last directory fsync,
-//! and index files left as they are, missing, zero-padded or cut short. Each state is reopened
+//! clean close and reopen) runs on a live log whose `.log` files and directory fsyncs are
+//! tracked by the fault injector. After every operation, one or two crash states are built
+//! ([`CrashImage`]): the durable image of each `.log` (what was fsynced), maybe a random part
+//! of the unsynced bytes with a torn last page, maybe lost names created or renamed (and
+//! undone unlinks) since the last directory fsync, and index files left as they are, missing,
+//! zero-padded or cut short. The durable directory listing is the one the injector observed
+//! at the log's last directory fsync through `seglog_segment::sync_dir`; until the log has
+//! synced its directory through the seam (right after the injector is installed), it is
+//! modelled as the listing right after a durable append, a flush or an open returned. Each state is reopened
 //! and must recover, serve only whole valid records without a gap, and serve every record
 //! that was acknowledged as durable (by `append_durable` or a completed `flush`).
 //!
@@ -19,7 +23,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use seglog::{Clock, Compression, Log, LogConfig};
 use seglog_reliability::{
-    CrashImage, CrashOptions, RecordId, build_batch, check_acknowledged, read_log,
+    CrashImage, CrashOptions, Listing, RecordId, build_batch, check_acknowledged, read_log,
     read_log_with_gaps, small_config,
 };
 use seglog_segment::fault::FaultInjector;
@@ -39,7 +43,8 @@ struct Workload {
     /// First offsets of the batches the log holds (truncation points that keep whole
     /// batches: `truncate_to` works at batch granularity, as Kafka's does).
     batch_starts: BTreeSet<i64>,
-    /// Names in the directory as of its last fsync.
+    /// Names in the directory after the last operation that fsyncs it (the modelled
+    /// durable listing, used only while the injector has observed none).
     durable_names: BTreeSet<String>,
     stream: u64,
     seq: u64,
@@ -149,6 +154,8 @@ struct Tally {
     truncated_bytes: u64,
     states_with_gap: u64,
     records_after_gap: u64,
+    /// Crash states built from the observed durable listing (the rest: modelled).
+    observed_listings: u64,
 }
 
 /// Reopens one crash state and checks it.
@@ -272,11 +279,16 @@ fn power_loss_keeps_every_durable_acknowledgement() {
             w.step(&mut rng);
             for variant in 0..rng.random_range(1..=2) {
                 let options = CrashOptions::random(&mut rng, 4096);
+                let listing = CrashImage::durable_listing(&w.dir, &w.faults, &w.durable_names);
+                if matches!(listing, Listing::Observed(_)) {
+                    tally.observed_listings += 1;
+                }
                 let image =
                     CrashImage::capture(&w.dir, &w.faults, &w.durable_names, &options, &mut rng)
                         .unwrap();
                 let context = format!(
-                    "seed {seed}, workload {workload}, step {step}, variant {variant}, {options:?}"
+                    "seed {seed}, workload {workload}, step {step}, variant {variant}, {options:?}, \
+                     durable listing {listing:?}"
                 );
                 let target = tmp
                     .path()
@@ -293,9 +305,14 @@ fn power_loss_keeps_every_durable_acknowledgement() {
         assert_eq!(read_log(&reopened).unwrap(), before, "seed {seed}");
     }
     eprintln!(
-        "power_loss: {workloads} workloads, {} crash points, {} torn bytes cut by recovery, \
-         {} states with an offset gap (known bug), {} records served after a gap",
-        tally.crash_points, tally.truncated_bytes, tally.states_with_gap, tally.records_after_gap
+        "power_loss: {workloads} workloads, {} crash points ({} with an observed directory \
+         listing), {} torn bytes cut by recovery, {} states with an offset gap, {} records \
+         served after a gap",
+        tally.crash_points,
+        tally.observed_listings,
+        tally.truncated_bytes,
+        tally.states_with_gap,
+        tally.records_after_gap
     );
 }
 
@@ -528,6 +545,81 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     assert!(
         result.is_ok(),
         "{result:?}: segments {:?}",
+        recovered.segments()
+    );
+}
+
+/// BUG (seglog `maintenance.rs` `delete_segments`): one retention pass renames several
+/// segments `.deleted` and only marks the directory dirty; the raised log start offset is
+/// not checkpointed (a standalone log's `log-start-offset-checkpoint` stays empty). Until the
+/// next directory fsync a power loss may keep any subset of those renames (the observed
+/// durable listing still holds every old name). When it undoes the rename of the first
+/// segment but keeps the later ones, the loader serves the retention-deleted first segment
+/// again and then jumps over the hole to the first kept segment: an offset gap (principle b).
+/// Found by the power-loss suite with the observed listing
+/// (`SEGLOG_SEED=7950640326352671808 SEGLOG_POWER_LOSS_ITERATIONS=150`). Fix: write the log
+/// start offset durably before the renames (the loader then drops whatever comes back below
+/// it), or fsync the directory before `tick` returns.
+#[test]
+#[ignore = "BUG: retention renames undone out of order leave an offset gap (see doc comment)"]
+fn retention_renames_undone_out_of_order_do_not_leave_a_gap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("live").join("t-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let faults = FaultInjector::install(&dir);
+    let mut config = small_config(2048);
+    config.file_delete_delay_ms = i64::MAX / 2;
+    config.retention_bytes = 100;
+    let log = Log::open(&dir, config.clone()).unwrap();
+    let mut seq = 0;
+    while log.segments().len() < 5 {
+        let ids: Vec<RecordId> = (seq..seq + 3)
+            .map(|seq| RecordId { stream: 1, seq })
+            .collect();
+        seq += 3;
+        log.append_durable(&build_batch(&ids, Compression::None).unwrap())
+            .unwrap();
+    }
+    log.flush().unwrap();
+    let before: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    log.tick(seglog::SystemClock.now_ms()).unwrap();
+    assert!(
+        log.segments().len() < before.len() - 1,
+        "{:?}",
+        log.segments()
+    );
+    // The renames are not durable: every old name is still in the observed listing.
+    let first = seglog_segment::file_name(before[0], seglog_segment::FileKind::LOG);
+    let listing = faults.durable_names(&dir);
+    assert!(
+        listing.as_ref().is_some_and(|names| names.contains(&first)),
+        "{listing:?}"
+    );
+    let mut image = CrashImage::capture(
+        &dir,
+        &faults,
+        &BTreeSet::new(),
+        &CrashOptions {
+            torn_tails: false,
+            lose_unsynced_entries: false,
+            index_fate: seglog_reliability::IndexFate::AsIs,
+            leftover_checkpoint_tmp: false,
+            max_index_bytes: 4096,
+        },
+        &mut rand::rngs::StdRng::seed_from_u64(1),
+    )
+    .unwrap();
+    // The power loss undoes the first segment's `.log` rename only.
+    let bytes = image.files.remove(&format!("{first}.deleted")).unwrap();
+    image.files.insert(first, bytes);
+    let target = tmp.path().join("crashed").join("t-0");
+    image.write_to(&target).unwrap();
+    let recovered = Log::open(&target, config).unwrap();
+    let contents = read_log(&recovered);
+    assert!(
+        contents.is_ok(),
+        "{contents:?}: segments {:?}",
         recovered.segments()
     );
 }

@@ -275,11 +275,31 @@ fn the_durable_listing_advances_only_on_a_directory_fsync() {
         ]))
     );
 
-    // Nor is an unlink.
+    // Nor is an unlink: the `.log`'s image is kept until it is.
+    let log_image = faults
+        .durable_image(&path(
+            dir.path(),
+            0,
+            FileKind::LOG.with_suffix(Some(TempSuffix::Deleted)),
+        ))
+        .unwrap();
     segment.delete_files().unwrap();
     assert_eq!(faults.durable_names(dir.path()).map(|n| n.len()), Some(3));
+    assert_eq!(faults.durable_images(), vec![]);
+    assert_eq!(
+        faults.unlinked_images(),
+        vec![(
+            path(
+                dir.path(),
+                0,
+                FileKind::LOG.with_suffix(Some(TempSuffix::Deleted))
+            ),
+            log_image
+        )]
+    );
     seglog_segment::sync_dir(dir.path()).unwrap();
     assert_eq!(faults.durable_names(dir.path()), Some(names(&[])));
+    assert_eq!(faults.unlinked_images(), vec![]);
 
     // A directory outside the installed one is not observed.
     let other = tempdir();
