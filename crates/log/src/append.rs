@@ -223,8 +223,18 @@ impl Log {
         let unflushed = end.offset.saturating_sub(self.recovery_point());
         match durability {
             Durability::Fsync => {
-                self.group_commit
+                let kept = self
+                    .group_commit
                     .wait_durable(end.offset, || self.sync_appended())?;
+                if !kept {
+                    // A truncation removed these offsets before they became durable.
+                    let now = self.published.load();
+                    return Err(Error::OffsetOutOfRange {
+                        offset: last_offset,
+                        log_start_offset: now.log_start_offset,
+                        log_end_offset: now.end.offset,
+                    });
+                }
             }
             Durability::PageCache if unflushed >= self.config.flush_messages => {
                 self.flush_to(end.offset, false)?;

@@ -69,8 +69,10 @@ impl Log {
             .fetch_max(target, Ordering::AcqRel)
             .max(target);
         flusher.last_flush_ms = self.clock.now_ms();
-        drop(flusher);
+        // Still under the flusher lock: a truncation lowers both marks under it too, so it can
+        // never be overtaken by this raise.
         self.group_commit.mark_durable(new_point);
+        drop(flusher);
         Ok(new_point)
     }
 

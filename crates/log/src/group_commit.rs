@@ -18,6 +18,9 @@ struct State {
     durable_end_offset: i64,
     /// A leader is running a sync.
     syncing: bool,
+    /// Bumped by every truncation ([`GroupCommit::reset`]): a sync that started before one
+    /// may have covered offsets that are gone now, so its result is not applied.
+    epoch: u64,
 }
 
 /// The coordinator of one log.
@@ -34,6 +37,7 @@ impl GroupCommit {
             state: Mutex::new(State {
                 durable_end_offset,
                 syncing: false,
+                epoch: 0,
             }),
             done: Condvar::new(),
         }
@@ -53,14 +57,19 @@ impl GroupCommit {
         }
     }
 
-    /// Lowers the durable mark (truncation below it: those offsets are gone).
+    /// Lowers the durable mark (truncation below it: those offsets are gone) and discards the
+    /// result of any sync in flight (it may have covered them).
     pub(crate) fn reset(&self, end_offset: i64) {
         let mut state = lock(&self.state);
         state.durable_end_offset = state.durable_end_offset.min(end_offset);
+        state.epoch = state.epoch.wrapping_add(1);
     }
 
     /// Returns once every offset below `end_offset` is durable, running `sync` as the leader if
-    /// no sync is in progress. `sync` returns the end offset it made durable.
+    /// no sync is in progress. `sync` returns the end offset it made durable (the log end
+    /// offset it read when it started). Returns `false` when a sync this caller ran found the
+    /// log ending below `end_offset`: a truncation removed the caller's offsets before they
+    /// became durable.
     ///
     /// # Errors
     /// The error of `sync` when this caller ran it; waiters of a failed sync retry with their
@@ -69,11 +78,11 @@ impl GroupCommit {
         &self,
         end_offset: i64,
         mut sync: impl FnMut() -> Result<i64>,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let mut state = lock(&self.state);
         loop {
             if state.durable_end_offset >= end_offset {
-                return Ok(());
+                return Ok(true);
             }
             if state.syncing {
                 state = match self.done.wait(state) {
@@ -83,15 +92,21 @@ impl GroupCommit {
                 continue;
             }
             state.syncing = true;
+            let epoch = state.epoch;
             drop(state);
             let result = sync();
             state = lock(&self.state);
             state.syncing = false;
             self.done.notify_all();
             match result {
-                Ok(synced) => {
+                Ok(synced) if state.epoch == epoch => {
                     state.durable_end_offset = state.durable_end_offset.max(synced);
+                    if synced < end_offset {
+                        return Ok(false);
+                    }
                 }
+                // A truncation ran meanwhile: nothing is learnt; sync again.
+                Ok(_) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -149,5 +164,25 @@ mod tests {
         commit.wait_durable(5, || panic!("no sync needed")).unwrap();
         commit.reset(3);
         assert_eq!(commit.durable_end_offset(), 3);
+    }
+
+    #[test]
+    fn a_truncation_during_a_sync_discards_its_result() {
+        let commit = GroupCommit::new(0);
+        // The sync read end offset 10, then a truncation to 4 ran before it finished: 10 must
+        // not become durable. The next sync (end 4) tells the waiter its offsets are gone.
+        let mut first = true;
+        let kept = commit
+            .wait_durable(10, || {
+                if std::mem::take(&mut first) {
+                    commit.reset(4);
+                    Ok(10)
+                } else {
+                    Ok(4)
+                }
+            })
+            .unwrap();
+        assert!(!kept);
+        assert_eq!(commit.durable_end_offset(), 4);
     }
 }

@@ -293,6 +293,9 @@ impl Log {
             segment_base_offset: offset,
             position: 0,
         };
+        // Under the flusher lock: a flush or group commit in flight cannot raise the marks
+        // above the truncation after this lowers them.
+        let flusher = crate::sync::lock(&self.flusher);
         self.recovery_point
             .store(offset, std::sync::atomic::Ordering::Release);
         self.group_commit.reset(offset);
@@ -302,6 +305,7 @@ impl Log {
             end,
             high_watermark: end,
         });
+        drop(flusher);
         Ok(())
     }
 
@@ -318,6 +322,9 @@ impl Log {
             segment_base_offset: floor_base,
             position,
         };
+        // Under the flusher lock: a flush or group commit in flight cannot raise the marks
+        // above the truncation after this lowers them (it re-reads the view afterwards).
+        let _flusher = crate::sync::lock(&self.flusher);
         let recovery_point = self.recovery_point().min(offset);
         self.recovery_point
             .store(recovery_point, std::sync::atomic::Ordering::Release);
