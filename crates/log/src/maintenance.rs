@@ -18,8 +18,8 @@ impl Log {
     /// (`retention.bytes`), then time (`retention.ms`, from each segment's largest timestamp).
     /// Never deletes a segment reaching at or above the high watermark; rolls the active
     /// segment when every segment is deletable so one always remains. Deleted segments are
-    /// renamed `.deleted` and unlinked `file.delete.delay.ms` later by [`Log::tick`]; readers
-    /// holding them keep reading.
+    /// renamed `.deleted` (the directory is fsynced before this returns) and unlinked
+    /// `file.delete.delay.ms` later by [`Log::tick`]; readers holding them keep reading.
     ///
     /// # Errors
     /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`]; segment I/O errors.
@@ -56,6 +56,12 @@ impl Log {
             &mut report,
             |_, _| retention::time_breached(now_ms, self.config.retention_ms),
         )?;
+        if !report.deleted.is_empty() {
+            // Principle (c): the renames are durable before the pass returns. A power loss
+            // that undid some of them (in any order) would bring deleted segments back and
+            // leave an offset gap where the kept renames were.
+            self.sync_dir_or_poison()?;
+        }
         if self.config.retention_ms >= 0 {
             let view = self.published.load();
             for stat in segment_stats(&view)? {

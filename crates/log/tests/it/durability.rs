@@ -146,3 +146,30 @@ fn a_failed_directory_fsync_in_truncate_to_poisons() {
     faults.clear();
     assert!(matches!(log.truncate_to(0), Err(Error::Poisoned { .. })));
 }
+
+#[test]
+fn retention_renames_are_durable_when_the_pass_returns() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = FaultInjector::install(dir.path());
+    let config = LogConfig {
+        retention_bytes: 100,
+        file_delete_delay_ms: i64::MAX / 2,
+        ..small_config(1024)
+    };
+    let log = open(dir.path(), config, &clock());
+    while log.segments().len() < 4 {
+        log.append_durable(&numbered(T0, "r", 3)).unwrap();
+    }
+    log.flush().unwrap();
+    let before: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    let report = log.delete_old_segments().unwrap();
+    assert!(!report.deleted.is_empty());
+    let names = faults.durable_names(dir.path()).unwrap();
+    for deleted in &report.deleted {
+        let file = name(deleted.base_offset, "log");
+        assert!(!names.contains(&file), "{file} in {names:?}");
+        assert!(names.contains(&format!("{file}.deleted")), "{names:?}");
+    }
+    assert!(before.len() > log.segments().len());
+}
