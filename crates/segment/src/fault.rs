@@ -4,8 +4,9 @@
 //! below that directory afterwards is tracked by it, and so is every directory fsync
 //! ([`crate::sync_dir`]) and every index flush (`msync`, by [`crate::Segment::flush`]) of a
 //! path below it. It can fail the Nth data write, the Nth `.log` fsync, the Nth directory
-//! fsync or the Nth index flush (each counted separately, over everything tracked, from the
-//! moment the failure is armed) with `EIO` or `ENOSPC`. It records two kinds of durable state:
+//! fsync, the Nth index flush, the Nth `.log`/`.txnindex` rename or the Nth unlink (each
+//! counted separately, over everything tracked, from the moment the failure is armed) with
+//! `EIO` or `ENOSPC`. It records two kinds of durable state:
 //!
 //! - for each tracked `.log`, a **durable image**: the file's bytes as of its last successful
 //!   fsync (or as found when it was opened); an unlinked file's image is kept
@@ -94,6 +95,10 @@ struct State {
     fail_dir_sync: Option<(u64, FaultKind)>,
     index_flushes: u64,
     fail_index_flush: Option<(u64, FaultKind)>,
+    renames: u64,
+    fail_rename: Option<(u64, FaultKind)>,
+    removes: u64,
+    fail_remove: Option<(u64, FaultKind)>,
     next_id: u64,
     files: HashMap<u64, Image>,
     /// Directory -> the names listed at its last successful directory fsync.
@@ -159,6 +164,22 @@ impl FaultInjector {
         state.fail_index_flush = Some((state.index_flushes + n.max(1), kind));
     }
 
+    /// Arms a failure of the `n`th rename of a `.log` (or `.txnindex`) file through the seam
+    /// from now (`n = 1`: the next one): nothing is renamed. Index renames are done by
+    /// `seglog-index-core` and cannot fail this way.
+    pub fn fail_nth_rename(&self, n: u64, kind: FaultKind) {
+        let mut state = lock(&self.inner.state);
+        state.fail_rename = Some((state.renames + n.max(1), kind));
+    }
+
+    /// Arms a failure of the `n`th unlink attempt through the seam from now (`n = 1`: the
+    /// next one): nothing is unlinked. [`crate::Segment::delete_files`] attempts `.log`,
+    /// `.index`, `.timeindex` and `.txnindex` in that order, existing or not: four attempts.
+    pub fn fail_nth_remove(&self, n: u64, kind: FaultKind) {
+        let mut state = lock(&self.inner.state);
+        state.fail_remove = Some((state.removes + n.max(1), kind));
+    }
+
     /// Disarms all failures.
     pub fn clear(&self) {
         let mut state = lock(&self.inner.state);
@@ -166,6 +187,8 @@ impl FaultInjector {
         state.fail_sync = None;
         state.fail_dir_sync = None;
         state.fail_index_flush = None;
+        state.fail_rename = None;
+        state.fail_remove = None;
     }
 
     /// Data writes attempted so far on tracked files (including failed ones).
@@ -311,6 +334,26 @@ impl FaultInjector {
         }
     }
 
+    /// Counts a rename; returns the fault to raise, if this one is the armed one.
+    fn before_rename(&self) -> Option<FaultKind> {
+        let mut state = lock(&self.inner.state);
+        state.renames += 1;
+        match state.fail_rename {
+            Some((n, kind)) if n == state.renames => Some(kind),
+            _ => None,
+        }
+    }
+
+    /// Counts an unlink; returns the fault to raise, if this one is the armed one.
+    fn before_remove(&self) -> Option<FaultKind> {
+        let mut state = lock(&self.inner.state);
+        state.removes += 1;
+        match state.fail_remove {
+            Some((n, kind)) if n == state.removes => Some(kind),
+            _ => None,
+        }
+    }
+
     /// Counts an index flush; returns the fault to raise, if this one is the armed one.
     fn before_index_flush(&self) -> Option<FaultKind> {
         let mut state = lock(&self.inner.state);
@@ -372,6 +415,16 @@ fn injector_for(path: &Path) -> Option<FaultInjector> {
 /// Called by the seam when a `.log` file is opened or created.
 pub(crate) fn attach(path: &Path, file: &File, created: bool) -> Option<Tracked> {
     injector_for(path).map(|injector| injector.attach(path, file, created))
+}
+
+/// Called by the seam before a rename of `from`: the fault to raise, if armed.
+pub(crate) fn before_rename(from: &Path) -> Option<FaultKind> {
+    injector_for(from).and_then(|injector| injector.before_rename())
+}
+
+/// Called by the seam before an unlink of `path`: the fault to raise, if armed.
+pub(crate) fn before_remove(path: &Path) -> Option<FaultKind> {
+    injector_for(path).and_then(|injector| injector.before_remove())
 }
 
 /// Called by the seam after a rename, so images follow their file.

@@ -4,7 +4,7 @@
 //!
 //! It is deliberately small so that the fault injector (module `fault`, compiled for tests
 //! and with the `fault-injection` feature) can sit under it: fail the Nth write, fsync,
-//! directory fsync or index flush, keep per `.log` a "durable image" that only advances on a
+//! directory fsync, index flush, rename or unlink, keep per `.log` a "durable image" that only advances on a
 //! successful fsync, and per directory a "durable listing" that only advances on a
 //! successful directory fsync. Without the feature the hooks compile away.
 //!
@@ -159,6 +159,10 @@ pub(crate) fn modified_ms(file: &File) -> io::Result<i64> {
 
 /// Renames `from` to `to` (an atomic move, no directory fsync).
 pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    #[cfg(any(test, feature = "fault-injection"))]
+    if let Some(fault) = fault::before_rename(from) {
+        return Err(fault.to_io_error());
+    }
     fs::rename(from, to)?;
     #[cfg(any(test, feature = "fault-injection"))]
     fault::renamed(from, to);
@@ -167,6 +171,10 @@ pub(crate) fn rename(from: &Path, to: &Path) -> io::Result<()> {
 
 /// Unlinks `path`.
 pub(crate) fn remove(path: &Path) -> io::Result<()> {
+    #[cfg(any(test, feature = "fault-injection"))]
+    if let Some(fault) = fault::before_remove(path) {
+        return Err(fault.to_io_error());
+    }
     fs::remove_file(path)?;
     #[cfg(any(test, feature = "fault-injection"))]
     fault::removed(path);

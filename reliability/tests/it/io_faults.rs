@@ -1,5 +1,7 @@
 //! I/O faults through the segment seam: the Nth `.log` write or fsync fails with `EIO` or
-//! `ENOSPC` (an `ENOSPC` write first writes half its buffer, as a real one can).
+//! `ENOSPC` (an `ENOSPC` write first writes half its buffer, as a real one can); so does, in
+//! the targeted tests at the end, an index flush (`msync`), a directory fsync, a `.log`
+//! rename or an unlink.
 //!
 //! The failing call returns a typed error naming the file and the operation; the log is then
 //! poisoned (every later write, flush, roll and close fails with `Error::Poisoned`) while reads
@@ -12,7 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use rand::Rng;
-use seglog::{Compression, Log, LogConfig};
+use seglog::{Clock, Compression, Log, LogConfig};
 use seglog_reliability::{
     CrashImage, CrashOptions, IndexFate, RecordId, build_batch, check_acknowledged, read_log,
     small_config,
@@ -489,4 +491,110 @@ fn a_failed_directory_fsync_poisons_the_log() {
             .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
         log.close().unwrap();
     }
+}
+
+/// A `.log` rename to `.deleted` (retention) that fails is a segment I/O error naming the
+/// file; it poisons the log, and reopening serves every acknowledged record still above the
+/// log start offset, without a gap (the segments whose rename did not happen come back: the
+/// raised log start offset was not checkpointed, as in Kafka).
+#[test]
+fn a_failed_rename_in_retention_poisons_and_loses_nothing() {
+    let context = "retention rename #2 fails";
+    let (tmp, dir, faults, config, log, mut appended) = retention_setup();
+    let base = log.segments()[1].base_offset;
+    faults.fail_nth_rename(2, FaultKind::Eio);
+    let error = log.tick(seglog::SystemClock.now_ms()).unwrap_err();
+    match &error {
+        seglog::Error::Segment(seglog_segment::Error::Io { op, path, source }) => {
+            assert_eq!(*op, IoOp::Rename, "{context}: {error}");
+            assert_eq!(source.raw_os_error(), Some(errno(FaultKind::Eio)));
+            assert_eq!(
+                path,
+                &dir.join(seglog_segment::file_name(
+                    base,
+                    seglog_segment::FileKind::LOG
+                )),
+                "{context}"
+            );
+        }
+        other => panic!("{context}: expected an injected rename error, got {other:?}"),
+    }
+    faults.clear();
+    let live_start = log.log_start_offset();
+    assert_poisoned(&log, context);
+    drop(log);
+    let log = Log::open(&dir, config).unwrap();
+    let contents = read_log(&log).unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
+    assert!(contents.log_start_offset <= live_start, "{context}");
+    check_acknowledged(&contents, &appended.split_off(&contents.log_start_offset))
+        .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
+    drop(tmp);
+}
+
+/// An unlink of a `.deleted` file that fails is reported by `tick` (a segment I/O error
+/// naming the file) and retried by the next one; the log stays usable.
+#[test]
+fn a_failed_unlink_is_reported_and_retried() {
+    let context = "unlink #1 fails";
+    let (tmp, dir, faults, config, log, mut appended) = retention_setup();
+    let now = seglog::SystemClock.now_ms();
+    let report = log.tick(now).unwrap();
+    assert!(report.retention.deleted.len() >= 2, "{context}: {report:?}");
+    let first = report.retention.deleted[0].base_offset;
+    let doomed = dir.join(format!(
+        "{}.deleted",
+        seglog_segment::file_name(first, seglog_segment::FileKind::LOG)
+    ));
+    assert!(doomed.exists(), "{context}");
+    faults.fail_nth_remove(1, FaultKind::Eio);
+    let error = log.tick(now + 1).unwrap_err();
+    match &error {
+        seglog::Error::Segment(seglog_segment::Error::Io { op, path, .. }) => {
+            assert_eq!(*op, IoOp::Remove, "{context}: {error}");
+            assert_eq!(path, &doomed, "{context}");
+        }
+        other => panic!("{context}: expected an injected unlink error, got {other:?}"),
+    }
+    assert!(doomed.exists(), "{context}");
+    log.tick(now + 2).unwrap();
+    assert!(!doomed.exists(), "{context}: not retried");
+    let start = log.log_start_offset();
+    appended = appended.split_off(&start);
+    appended.append(&mut append_records(&log, 2, 0, 3, true));
+    check_acknowledged(&read_log(&log).unwrap(), &appended)
+        .unwrap_or_else(|v| panic!("{context}: {v}"));
+    log.close().unwrap();
+    drop(log);
+    let log = Log::open(&dir, config).unwrap();
+    check_acknowledged(&read_log(&log).unwrap(), &appended)
+        .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
+    drop(tmp);
+}
+
+/// A log of four small segments, all durable, the high watermark at the end, retention
+/// (100 bytes, no delete delay) due at the next tick.
+fn retention_setup() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    FaultInjector,
+    LogConfig,
+    Log,
+    BTreeMap<i64, RecordId>,
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t-0");
+    std::fs::create_dir_all(&dir).unwrap();
+    let faults = FaultInjector::install(&dir);
+    let mut config = small_config(2048);
+    config.retention_bytes = 100;
+    config.file_delete_delay_ms = 0;
+    let log = Log::open(&dir, config.clone()).unwrap();
+    let mut appended = BTreeMap::new();
+    let mut seq = 0;
+    while log.segments().len() < 4 {
+        appended.append(&mut append_records(&log, 1, seq, 3, true));
+        seq += 3;
+    }
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    (tmp, dir, faults, config, log, appended)
 }

@@ -549,24 +549,15 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     );
 }
 
-/// BUG (seglog `maintenance.rs` `delete_segments`): one retention pass renames several
-/// segments `.deleted` and only marks the directory dirty; the raised log start offset is
-/// not checkpointed (a standalone log's `log-start-offset-checkpoint` stays empty). Until the
-/// next directory fsync a power loss may keep any subset of those renames (the observed
-/// durable listing still holds every old name). When it undoes the rename of the first
-/// segment but keeps the later ones, the loader serves the retention-deleted first segment
-/// again and then jumps over the hole to the first kept segment: an offset gap (principle b).
-/// Found by the power-loss suite with the observed listing
-/// (`SEGLOG_SEED=7950640326352671808 SEGLOG_POWER_LOSS_ITERATIONS=150`). Fix: write the log
-/// start offset durably before the renames (the loader then drops whatever comes back below
-/// it), or fsync the directory before `tick` returns.
+/// One retention pass renames several segments `.deleted`. Until a directory fsync, a power
+/// loss may keep any subset of those renames; undoing the first but keeping a later one
+/// brought the first segment back below a hole, an offset gap (found by the power-loss
+/// suite with the observed durable listing, `SEGLOG_SEED=7950640326352671808
+/// SEGLOG_POWER_LOSS_ITERATIONS=150`). Regression for principle (c): the pass fsyncs the
+/// directory before `tick` returns, so the observed durable listing holds the new names and
+/// no crash state built from it has a gap or loses an acknowledged record.
 #[test]
-#[ignore = "FIXED by a directory fsync at the end of every retention pass that deleted segments \
-            (seglog 'delete_old_segments', principle c): the renames are durable when tick \
-            returns, so this test's precondition (old names still in the observed listing) no \
-            longer holds and it fails there; it needs rewriting (undo renames against the \
-            listing taken before the pass) by the suite's owner"]
-fn retention_renames_undone_out_of_order_do_not_leave_a_gap() {
+fn retention_renames_are_durable_when_tick_returns() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live").join("t-0");
     std::fs::create_dir_all(&dir).unwrap();
@@ -575,16 +566,20 @@ fn retention_renames_undone_out_of_order_do_not_leave_a_gap() {
     config.file_delete_delay_ms = i64::MAX / 2;
     config.retention_bytes = 100;
     let log = Log::open(&dir, config.clone()).unwrap();
+    let mut acked = BTreeMap::new();
     let mut seq = 0;
     while log.segments().len() < 5 {
         let ids: Vec<RecordId> = (seq..seq + 3)
             .map(|seq| RecordId { stream: 1, seq })
             .collect();
         seq += 3;
-        log.append_durable(&build_batch(&ids, Compression::None).unwrap())
+        let info = log
+            .append_durable(&build_batch(&ids, Compression::None).unwrap())
             .unwrap();
+        for (i, id) in ids.into_iter().enumerate() {
+            acked.insert(info.first_offset + i as i64, id);
+        }
     }
-    log.flush().unwrap();
     let before: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
     log.set_high_watermark(log.log_end_offset()).unwrap();
     log.tick(seglog::SystemClock.now_ms()).unwrap();
@@ -593,37 +588,41 @@ fn retention_renames_undone_out_of_order_do_not_leave_a_gap() {
         "{:?}",
         log.segments()
     );
-    // The renames are not durable: every old name is still in the observed listing.
-    let first = seglog_segment::file_name(before[0], seglog_segment::FileKind::LOG);
-    let listing = faults.durable_names(&dir);
-    assert!(
-        listing.as_ref().is_some_and(|names| names.contains(&first)),
-        "{listing:?}"
-    );
-    let mut image = CrashImage::capture(
-        &dir,
-        &faults,
-        &BTreeSet::new(),
-        &CrashOptions {
-            torn_tails: false,
-            lose_unsynced_entries: false,
-            index_fate: seglog_reliability::IndexFate::AsIs,
-            leftover_checkpoint_tmp: false,
-            max_index_bytes: 4096,
-        },
-        &mut rand::rngs::StdRng::seed_from_u64(1),
-    )
-    .unwrap();
-    // The power loss undoes the first segment's `.log` rename only.
-    let bytes = image.files.remove(&format!("{first}.deleted")).unwrap();
-    image.files.insert(first, bytes);
-    let target = tmp.path().join("crashed").join("t-0");
-    image.write_to(&target).unwrap();
-    let recovered = Log::open(&target, config).unwrap();
-    let contents = read_log(&recovered);
-    assert!(
-        contents.is_ok(),
-        "{contents:?}: segments {:?}",
-        recovered.segments()
-    );
+    let live_start = log.log_start_offset();
+    let acked = acked.split_off(&live_start);
+
+    let listing = faults
+        .durable_names(&dir)
+        .expect("the log fsyncs through the seam");
+    for base in before.iter().filter(|b| **b < live_start) {
+        let name = seglog_segment::file_name(*base, seglog_segment::FileKind::LOG);
+        assert!(
+            listing.contains(&format!("{name}.deleted")) && !listing.contains(&name),
+            "the rename of {name} is not durable: {listing:?}"
+        );
+    }
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    for variant in 0..10 {
+        let image = CrashImage::capture(
+            &dir,
+            &faults,
+            &BTreeSet::new(),
+            &CrashOptions {
+                torn_tails: variant % 2 == 0,
+                lose_unsynced_entries: true,
+                index_fate: seglog_reliability::IndexFate::Mixed,
+                leftover_checkpoint_tmp: false,
+                max_index_bytes: 4096,
+            },
+            &mut rng,
+        )
+        .unwrap();
+        let target = tmp.path().join(format!("crashed-{variant}")).join("t-0");
+        image.write_to(&target).unwrap();
+        let recovered = Log::open(&target, config.clone()).unwrap();
+        let contents = read_log(&recovered)
+            .and_then(|c| check_acknowledged(&c, &acked).map(|()| c))
+            .unwrap_or_else(|v| panic!("variant {variant}: {v}: files {:?}", names(&image)));
+        assert!(contents.log_start_offset <= live_start);
+    }
 }

@@ -381,3 +381,47 @@ fn a_failed_index_flush_poisons_the_segment() {
         assert!(image.starts_with(&all[0]), "{} bytes", image.len());
     }
 }
+
+#[test]
+fn a_failed_rename_or_unlink_is_a_typed_error_and_changes_nothing_of_that_file() {
+    let dir = tempdir();
+    let faults = FaultInjector::install(dir.path());
+    let mut active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+    append_batch(&mut active, &batches(1)[0]);
+    let segment = active.seal().unwrap();
+    let log = path(dir.path(), 0, FileKind::LOG);
+
+    faults.fail_nth_rename(1, FaultKind::Eio);
+    let err = segment.mark_deleted().unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { op: IoOp::Rename, path, .. } if *path == log),
+        "{err}"
+    );
+    assert!(log.exists());
+    assert_eq!(segment.path(seglog_segment::FileType::Log), log);
+    segment.mark_deleted().unwrap(); // the next one succeeds
+
+    let deleted = path(
+        dir.path(),
+        0,
+        FileKind::LOG.with_suffix(Some(TempSuffix::Deleted)),
+    );
+    faults.fail_nth_remove(1, FaultKind::Eio);
+    let err = segment.delete_files().unwrap_err();
+    assert!(
+        matches!(&err, Error::Io { op: IoOp::Remove, path, .. } if *path == deleted),
+        "{err}"
+    );
+    // The `.log` stays; the other files were still tried and removed.
+    assert!(deleted.exists());
+    assert!(
+        !path(
+            dir.path(),
+            0,
+            FileKind::INDEX.with_suffix(Some(TempSuffix::Deleted))
+        )
+        .exists()
+    );
+    segment.delete_files().unwrap();
+    assert!(!deleted.exists());
+}
