@@ -32,6 +32,11 @@ use crate::{Error, Result};
 /// Name of the lock file.
 pub const LOCK_FILE: &str = ".lock";
 
+/// How often a conflicting `flock` is retried before `Locked` (see `DirLock::acquire`), and
+/// the pause between attempts: 100 ms in all.
+const FLOCK_RETRIES: u32 = 20;
+const FLOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// (device, inode) of every lock file a `DirLock` of this process holds. Plain std mutex: the
 /// lock is not part of the loom models.
 static HELD: Mutex<BTreeSet<(u64, u64)>> = Mutex::new(BTreeSet::new());
@@ -74,10 +79,22 @@ impl DirLock {
             .ctx("create lock file", &path)?;
         let metadata = file.metadata().ctx("read metadata", &path)?;
         let id = (metadata.dev(), metadata.ino());
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(TryLockError::WouldBlock) => return Err(locked()),
-            Err(TryLockError::Error(e)) => return Err(Error::io("lock (flock)", &path, e)),
+        // No `DirLock` of this process holds the file (the registry says so), so a conflict is
+        // another process — or a child this process is forking: until it `exec`s, it shares
+        // every open file description, including the one behind a `flock` a `DirLock` of ours
+        // just released by closing it. That lasts microseconds to milliseconds, so retry a
+        // little before reporting `Locked`.
+        let mut attempts = 0;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(TryLockError::WouldBlock) if attempts < FLOCK_RETRIES => {
+                    attempts += 1;
+                    std::thread::sleep(FLOCK_RETRY_PAUSE);
+                }
+                Err(TryLockError::WouldBlock) => return Err(locked()),
+                Err(TryLockError::Error(e)) => return Err(Error::io("lock (flock)", &path, e)),
+            }
         }
         match rustix::fs::fcntl_lock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
