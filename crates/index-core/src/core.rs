@@ -18,6 +18,7 @@ use crate::error::Error;
 #[cfg(not(loom))]
 use crate::mmap::HeapBuffer;
 use crate::mmap::{Backing, FileBuffer, Push, Slots};
+use crate::sanity::Finding;
 use crate::sync::{Mutex, RwLock, lock, read, write};
 
 /// How the index was opened.
@@ -160,6 +161,20 @@ impl<E: IndexEntry> IndexCore<E> {
         let slots = read(&self.slots);
         let len = slots.byte_len() as u64;
         slots.read(|bytes| f(bytes, len))
+    }
+
+    /// Runs the sanity rule `check` over the published entries' bytes and the file length,
+    /// turning a finding into `Corrupt` with this index's path.
+    pub(crate) fn check(
+        &self,
+        check: impl FnOnce(&[u8], u64) -> Result<(), Finding>,
+    ) -> Result<(), Error> {
+        self.read_with_len(check)
+            .map_err(|(position, kind)| Error::Corrupt {
+                path: self.path(),
+                position,
+                kind,
+            })
     }
 
     /// Appends the entry `decide` returns (see [`Slots::push_with`]); `IndexFull` when the

@@ -6,6 +6,7 @@ use crate::Result;
 use crate::core::IndexCore;
 use crate::entry::{IndexEntry, OffsetEntry, OffsetPosition, absolute_offset, relative_offset};
 use crate::error::Error;
+use crate::lifecycle::index_lifecycle;
 use crate::sanity;
 use crate::search::{Column, ceiling_slot, floor_slot};
 
@@ -15,7 +16,8 @@ pub struct OffsetIndex {
     core: IndexCore<OffsetEntry>,
 }
 
-impl OffsetIndex {
+index_lifecycle! {
+    OffsetIndex, OffsetEntry;
     /// Opens the index at `path`, creating it when missing (Kafka's constructor):
     /// * missing: create, preallocate `floor(max_index_bytes / 8) * 8` zero bytes, map it, no
     ///   entries;
@@ -25,78 +27,48 @@ impl OffsetIndex {
     /// # Errors
     ///
     /// `InvalidSize` when a new file would hold no entry; `Io` when a file call fails.
-    pub fn open(path: impl Into<PathBuf>, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
-        Ok(OffsetIndex {
-            core: IndexCore::open(path.into(), base_offset, max_index_bytes)?,
-        })
-    }
-
-    /// Maps an existing index read-only; it never writes the file. Mutating calls fail with
-    /// [`Error::ReadOnly`].
+    fn open;
+    /// A heap-backed index that never touches the disk, with room for
+    /// `floor(max_index_bytes / 8)` entries. `path_for_errors` only names it in errors.
+    fn in_memory;
+    /// Entries the current length holds (`file_len / 8`).
+    fn max_entries;
+    /// Bytes of valid entries: `entries * 8`.
+    fn size_in_bytes;
+    /// Removes every entry, then `resize(max_index_bytes)` (Kafka's `reset`, used by recovery).
     ///
     /// # Errors
     ///
-    /// `Io` when the file cannot be opened or mapped.
-    pub fn open_read_only(path: impl Into<PathBuf>, base_offset: i64) -> Result<Self> {
-        Ok(OffsetIndex {
-            core: IndexCore::open_read_only(path.into(), base_offset)?,
-        })
-    }
+    /// `ReadOnly`; `Io` when the file cannot be resized or remapped.
+    fn reset;
+    /// Sets the length to `floor(new_len / 8) * 8` and remaps; `Ok(false)` when that is the
+    /// current length. Entries are kept.
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly`; `InvalidSize` when the new length cannot hold the current entries; `Io`.
+    fn resize;
+    /// `resize(entries * 8)`: drops the preallocated tail (at roll, close and after recovery).
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly`; `Io`.
+    fn trim_to_valid_size;
+    /// Renames the file (no directory fsync; for in-memory indexes only the name changes). The
+    /// new path is kept even if the rename fails, as in Kafka.
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly`; `Io`.
+    fn rename_to;
+}
 
-    /// A heap-backed index that never touches the disk, with room for
-    /// `floor(max_index_bytes / 8)` entries. `path_for_errors` only names it in errors.
-    #[must_use]
-    pub fn in_memory(
-        path_for_errors: impl Into<PathBuf>,
-        base_offset: i64,
-        max_index_bytes: u32,
-    ) -> Self {
-        OffsetIndex {
-            core: IndexCore::in_memory(path_for_errors.into(), base_offset, max_index_bytes),
-        }
-    }
-
-    /// The file path (after any [`OffsetIndex::rename_to`]).
-    #[must_use]
-    pub fn path(&self) -> PathBuf {
-        self.core.path()
-    }
-
-    /// The segment's base offset.
-    #[must_use]
-    pub fn base_offset(&self) -> i64 {
-        self.core.base_offset()
-    }
-
-    /// Number of entries.
-    #[must_use]
-    pub fn entries(&self) -> usize {
-        self.core.entries()
-    }
-
-    /// Entries the current length holds (`file_len / 8`).
-    #[must_use]
-    pub fn max_entries(&self) -> usize {
-        self.core.max_entries()
-    }
-
+impl OffsetIndex {
     /// `entries >= max_entries` (so a zero-length index is always full, KAFKA-6388).
     #[must_use]
     pub fn is_full(&self) -> bool {
         self.core
             .read_with_len(|bytes, len| bytes.len() as u64 / 8 >= len / 8)
-    }
-
-    /// Bytes of valid entries: `entries * 8`.
-    #[must_use]
-    pub fn size_in_bytes(&self) -> u64 {
-        self.entries() as u64 * OffsetEntry::SIZE as u64
-    }
-
-    /// Current file (or buffer) length in bytes.
-    #[must_use]
-    pub fn file_len(&self) -> u64 {
-        self.core.file_len()
     }
 
     /// The last entry's offset, or the base offset when empty.
@@ -235,54 +207,6 @@ impl OffsetIndex {
         })
     }
 
-    /// Removes every entry.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`.
-    pub fn truncate(&self) -> Result<()> {
-        self.core.truncate_with(|_| 0)
-    }
-
-    /// Removes every entry, then `resize(max_index_bytes)` (Kafka's `reset`, used by recovery).
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io` when the file cannot be resized or remapped.
-    pub fn reset(&self) -> Result<()> {
-        self.core.reset()
-    }
-
-    /// Sets the length to `floor(new_len / 8) * 8` and remaps; `Ok(false)` when that is the
-    /// current length. Entries are kept.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `InvalidSize` when the new length cannot hold the current entries; `Io`.
-    pub fn resize(&self, new_len: u32) -> Result<bool> {
-        self.core.resize(u64::from(new_len))
-    }
-
-    /// `resize(entries * 8)`: drops the preallocated tail (at roll, close and after recovery).
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn trim_to_valid_size(&self) -> Result<()> {
-        self.core.trim_to_valid_size()
-    }
-
-    /// Makes the published entries and the file length durable: `msync(MS_SYNC)` of the used
-    /// prefix of the map (whole pages holding entries), not of the preallocated rest; an
-    /// `fdatasync` when there are no entries. A no-op for read-only and in-memory indexes.
-    ///
-    /// # Errors
-    ///
-    /// `Io`.
-    pub fn flush(&self) -> Result<()> {
-        self.core.flush()
-    }
-
     /// Strict structural check (stricter than Kafka's): the file length is a whole number of
     /// entries; offsets and positions strictly increase; no zero-padded tail; relative offsets
     /// are not negative; positions are `< log_size_bytes` when given.
@@ -306,49 +230,9 @@ impl OffsetIndex {
         max_offset: Option<i64>,
     ) -> Result<()> {
         let base_offset = self.base_offset();
-        self.core
-            .read_with_len(|bytes, len| {
-                sanity::check_offset_index(bytes, len, base_offset, log_size_bytes, max_offset)
-            })
-            .map_err(|(position, kind)| Error::Corrupt {
-                path: self.path(),
-                position,
-                kind,
-            })
-    }
-
-    /// Renames the file (no directory fsync; for in-memory indexes only the name changes). The
-    /// new path is kept even if the rename fails, as in Kafka.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn rename_to(&self, new_path: impl Into<PathBuf>) -> Result<()> {
-        self.core.rename_to(new_path.into())
-    }
-
-    /// Trims to the valid size and unmaps (read-only and in-memory: just unmaps).
-    ///
-    /// # Errors
-    ///
-    /// `Io` when trimming fails.
-    pub fn close(self) -> Result<()> {
-        self.core.close()
-    }
-
-    /// Unmaps, then deletes the file; a missing file is not an error.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn delete(self) -> Result<()> {
-        self.core.delete()
-    }
-
-    /// Whether the index was opened with [`OffsetIndex::open_read_only`].
-    #[must_use]
-    pub fn is_read_only(&self) -> bool {
-        self.core.is_read_only()
+        self.core.check(|bytes, len| {
+            sanity::check_offset_index(bytes, len, base_offset, log_size_bytes, max_offset)
+        })
     }
 
     fn last_offset_in(&self, bytes: &[u8]) -> i64 {
@@ -369,17 +253,6 @@ impl OffsetIndex {
             offset: absolute_offset(self.base_offset(), entry.relative_offset),
             position: entry.position as u32,
         }
-    }
-}
-
-impl std::fmt::Debug for OffsetIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OffsetIndex")
-            .field("path", &self.path())
-            .field("base_offset", &self.base_offset())
-            .field("entries", &self.entries())
-            .field("max_entries", &self.max_entries())
-            .finish()
     }
 }
 

@@ -6,6 +6,7 @@ use crate::Result;
 use crate::core::IndexCore;
 use crate::entry::{IndexEntry, TimeEntry, TimestampOffset, absolute_offset, relative_offset};
 use crate::error::Error;
+use crate::lifecycle::index_lifecycle;
 use crate::sanity;
 use crate::search::{Column, ceiling_slot, floor_slot};
 
@@ -19,7 +20,8 @@ pub struct TimeIndex {
     core: IndexCore<TimeEntry>,
 }
 
-impl TimeIndex {
+index_lifecycle! {
+    TimeIndex, TimeEntry;
     /// Opens the index at `path`, creating it when missing: a new file is preallocated to
     /// `floor(max_index_bytes / 12) * 12` bytes (10485756 for Kafka's default 10 MiB); an existing
     /// file is mapped whole and every whole 12 bytes counts as an entry.
@@ -27,61 +29,41 @@ impl TimeIndex {
     /// # Errors
     ///
     /// `InvalidSize` when a new file would hold no entry; `Io` when a file call fails.
-    pub fn open(path: impl Into<PathBuf>, base_offset: i64, max_index_bytes: u32) -> Result<Self> {
-        Ok(TimeIndex {
-            core: IndexCore::open(path.into(), base_offset, max_index_bytes)?,
-        })
-    }
-
-    /// Maps an existing index read-only; it never writes the file. Mutating calls fail with
-    /// [`Error::ReadOnly`].
+    fn open;
+    /// A heap-backed index that never touches the disk, with `floor(max_index_bytes / 12)`
+    /// slots. `path_for_errors` only names it in errors.
+    fn in_memory;
+    /// Slots the current length holds (`file_len / 12`), including the spare one.
+    fn max_entries;
+    /// Bytes of valid entries: `entries * 12`.
+    fn size_in_bytes;
+    /// Removes every entry, then `resize(max_index_bytes)`.
     ///
     /// # Errors
     ///
-    /// `Io` when the file cannot be opened or mapped.
-    pub fn open_read_only(path: impl Into<PathBuf>, base_offset: i64) -> Result<Self> {
-        Ok(TimeIndex {
-            core: IndexCore::open_read_only(path.into(), base_offset)?,
-        })
-    }
+    /// `ReadOnly`; `Io`.
+    fn reset;
+    /// Sets the length to `floor(new_len / 12) * 12` and remaps; `Ok(false)` when unchanged.
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly`; `InvalidSize` when the new length cannot hold the current entries; `Io`.
+    fn resize;
+    /// `resize(entries * 12)`.
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly`; `Io`.
+    fn trim_to_valid_size;
+    /// Renames the file (no directory fsync; for in-memory indexes only the name changes).
+    ///
+    /// # Errors
+    ///
+    /// `ReadOnly`; `Io`.
+    fn rename_to;
+}
 
-    /// A heap-backed index that never touches the disk, with `floor(max_index_bytes / 12)`
-    /// slots. `path_for_errors` only names it in errors.
-    #[must_use]
-    pub fn in_memory(
-        path_for_errors: impl Into<PathBuf>,
-        base_offset: i64,
-        max_index_bytes: u32,
-    ) -> Self {
-        TimeIndex {
-            core: IndexCore::in_memory(path_for_errors.into(), base_offset, max_index_bytes),
-        }
-    }
-
-    /// The file path (after any [`TimeIndex::rename_to`]).
-    #[must_use]
-    pub fn path(&self) -> PathBuf {
-        self.core.path()
-    }
-
-    /// The segment's base offset.
-    #[must_use]
-    pub fn base_offset(&self) -> i64 {
-        self.core.base_offset()
-    }
-
-    /// Number of entries.
-    #[must_use]
-    pub fn entries(&self) -> usize {
-        self.core.entries()
-    }
-
-    /// Slots the current length holds (`file_len / 12`), including the spare one.
-    #[must_use]
-    pub fn max_entries(&self) -> usize {
-        self.core.max_entries()
-    }
-
+impl TimeIndex {
     /// `entries >= max_entries - 1`: the last slot is kept for the roll-time entry. A
     /// zero-length index is always full.
     #[must_use]
@@ -89,18 +71,6 @@ impl TimeIndex {
         self.core.read_with_len(|bytes, len| {
             Self::full(bytes.len() / TimeEntry::SIZE, (len / 12) as usize)
         })
-    }
-
-    /// Bytes of valid entries: `entries * 12`.
-    #[must_use]
-    pub fn size_in_bytes(&self) -> u64 {
-        self.entries() as u64 * TimeEntry::SIZE as u64
-    }
-
-    /// Current file (or buffer) length in bytes.
-    #[must_use]
-    pub fn file_len(&self) -> u64 {
-        self.core.file_len()
     }
 
     /// The last entry, or `(-1, base_offset)` when empty.
@@ -210,53 +180,6 @@ impl TimeIndex {
         })
     }
 
-    /// Removes every entry.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`.
-    pub fn truncate(&self) -> Result<()> {
-        self.core.truncate_with(|_| 0)
-    }
-
-    /// Removes every entry, then `resize(max_index_bytes)`.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn reset(&self) -> Result<()> {
-        self.core.reset()
-    }
-
-    /// Sets the length to `floor(new_len / 12) * 12` and remaps; `Ok(false)` when unchanged.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `InvalidSize` when the new length cannot hold the current entries; `Io`.
-    pub fn resize(&self, new_len: u32) -> Result<bool> {
-        self.core.resize(u64::from(new_len))
-    }
-
-    /// `resize(entries * 12)`.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn trim_to_valid_size(&self) -> Result<()> {
-        self.core.trim_to_valid_size()
-    }
-
-    /// Makes the published entries and the file length durable: `msync(MS_SYNC)` of the used
-    /// prefix of the map (whole pages holding entries), not of the preallocated rest; an
-    /// `fdatasync` when there are no entries. A no-op for read-only and in-memory indexes.
-    ///
-    /// # Errors
-    ///
-    /// `Io`.
-    pub fn flush(&self) -> Result<()> {
-        self.core.flush()
-    }
-
     /// Strict structural check (stricter than Kafka's): whole entries; timestamps strictly
     /// increase and are not negative; offsets never decrease, are not below the base offset
     /// and, when given, not above `max_offset` (the segment's last offset); no zero-padded
@@ -268,47 +191,7 @@ impl TimeIndex {
     pub fn sanity_check(&self, max_offset: Option<i64>) -> Result<()> {
         let base_offset = self.base_offset();
         self.core
-            .read_with_len(|bytes, len| {
-                sanity::check_time_index(bytes, len, base_offset, max_offset)
-            })
-            .map_err(|(position, kind)| Error::Corrupt {
-                path: self.path(),
-                position,
-                kind,
-            })
-    }
-
-    /// Renames the file (no directory fsync; for in-memory indexes only the name changes).
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn rename_to(&self, new_path: impl Into<PathBuf>) -> Result<()> {
-        self.core.rename_to(new_path.into())
-    }
-
-    /// Trims to the valid size and unmaps (read-only and in-memory: just unmaps).
-    ///
-    /// # Errors
-    ///
-    /// `Io` when trimming fails.
-    pub fn close(self) -> Result<()> {
-        self.core.close()
-    }
-
-    /// Unmaps, then deletes the file; a missing file is not an error.
-    ///
-    /// # Errors
-    ///
-    /// `ReadOnly`; `Io`.
-    pub fn delete(self) -> Result<()> {
-        self.core.delete()
-    }
-
-    /// Whether the index was opened with [`TimeIndex::open_read_only`].
-    #[must_use]
-    pub fn is_read_only(&self) -> bool {
-        self.core.is_read_only()
+            .check(|bytes, len| sanity::check_time_index(bytes, len, base_offset, max_offset))
     }
 
     fn full(entries: usize, max_entries: usize) -> bool {
@@ -330,17 +213,6 @@ impl TimeIndex {
             timestamp_ms: entry.timestamp_ms,
             offset: absolute_offset(self.base_offset(), entry.relative_offset),
         }
-    }
-}
-
-impl std::fmt::Debug for TimeIndex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TimeIndex")
-            .field("path", &self.path())
-            .field("base_offset", &self.base_offset())
-            .field("entries", &self.entries())
-            .field("max_entries", &self.max_entries())
-            .finish()
     }
 }
 
