@@ -8,6 +8,74 @@ use bytes::Bytes;
 
 use crate::{BatchHeader, BatchRef, HeaderRead, OwnedBatch, RECORD_BATCH_OVERHEAD, Result};
 
+/// The constructor and the cursor accessors, the same for both iterators (the stepping itself
+/// is [`Cursor::next`]). The accessors are documented on [`Batches`]; [`OwnedBatches`]' docs
+/// point there.
+macro_rules! cursor_methods {
+    ($iter:ident $(<$lt:lifetime>)?, $bytes:ty) => {
+        impl$(<$lt>)? $iter$(<$lt>)? {
+            /// Iterates over `bytes`, whose first byte is at absolute position `base_position`.
+            pub fn new(bytes: $bytes, base_position: u64) -> Self {
+                $iter {
+                    bytes,
+                    cursor: Cursor::new(base_position),
+                }
+            }
+
+            #[doc = accessor_doc!(
+                $iter,
+                validated,
+                "Also checks each batch's checksum ([`BatchRef::ensure_valid`]) before yielding \
+                 it, as\nrecovery does."
+            )]
+            pub fn validated(mut self) -> Self {
+                self.cursor.validate = true;
+                self
+            }
+
+            #[doc = accessor_doc!(
+                $iter,
+                position,
+                "Absolute position of the next batch: after the last batch yielded (on error, \
+                 the start\nof the batch at fault). Recovery truncates here."
+            )]
+            pub fn position(&self) -> u64 {
+                self.cursor.position()
+            }
+
+            #[doc = accessor_doc!(
+                $iter,
+                valid_bytes,
+                "Bytes consumed by the batches yielded so far."
+            )]
+            pub fn valid_bytes(&self) -> u64 {
+                self.cursor.offset as u64
+            }
+
+            #[doc = accessor_doc!(
+                $iter,
+                partial_tail_bytes,
+                "After a quiet end: how many bytes were left after the last whole batch (a \
+                 partial tail,\n17 or fewer stray bytes, or 0 at a clean end). 0 while \
+                 iterating and after an error."
+            )]
+            pub fn partial_tail_bytes(&self) -> u64 {
+                self.cursor.tail()
+            }
+        }
+    };
+}
+
+/// An accessor's doc: the text itself on [`Batches`], a pointer to it on [`OwnedBatches`].
+macro_rules! accessor_doc {
+    (Batches, $method:ident, $doc:literal) => {
+        $doc
+    };
+    (OwnedBatches, $method:ident, $doc:literal) => {
+        concat!("See [`Batches::", stringify!($method), "`].")
+    };
+}
+
 /// Iterator over the batches of a borrowed region (a whole `.log` or any part of it that
 /// starts at a batch boundary). Yields `Result<BatchRef>`.
 ///
@@ -65,39 +133,7 @@ enum State {
     Failed,
 }
 
-impl<'a> Batches<'a> {
-    /// Iterates over `bytes`, whose first byte is at absolute position `base_position`.
-    pub fn new(bytes: &'a [u8], base_position: u64) -> Self {
-        Batches {
-            bytes,
-            cursor: Cursor::new(base_position),
-        }
-    }
-
-    /// Also checks each batch's checksum ([`BatchRef::ensure_valid`]) before yielding it, as
-    /// recovery does.
-    pub fn validated(mut self) -> Self {
-        self.cursor.validate = true;
-        self
-    }
-
-    /// Absolute position of the next batch: after the last batch yielded (on error, the start
-    /// of the batch at fault). Recovery truncates here.
-    pub fn position(&self) -> u64 {
-        self.cursor.position()
-    }
-
-    /// Bytes consumed by the batches yielded so far.
-    pub fn valid_bytes(&self) -> u64 {
-        self.cursor.offset as u64
-    }
-
-    /// After a quiet end: how many bytes were left after the last whole batch (a partial tail,
-    /// 17 or fewer stray bytes, or 0 at a clean end). 0 while iterating and after an error.
-    pub fn partial_tail_bytes(&self) -> u64 {
-        self.cursor.tail()
-    }
-}
+cursor_methods!(Batches<'a>, &'a [u8]);
 
 impl<'a> Iterator for Batches<'a> {
     type Item = Result<BatchRef<'a>>;
@@ -110,36 +146,7 @@ impl<'a> Iterator for Batches<'a> {
     }
 }
 
-impl OwnedBatches {
-    /// Iterates over `bytes`, whose first byte is at absolute position `base_position`.
-    pub fn new(bytes: Bytes, base_position: u64) -> Self {
-        OwnedBatches {
-            bytes,
-            cursor: Cursor::new(base_position),
-        }
-    }
-
-    /// See [`Batches::validated`].
-    pub fn validated(mut self) -> Self {
-        self.cursor.validate = true;
-        self
-    }
-
-    /// See [`Batches::position`].
-    pub fn position(&self) -> u64 {
-        self.cursor.position()
-    }
-
-    /// See [`Batches::valid_bytes`].
-    pub fn valid_bytes(&self) -> u64 {
-        self.cursor.offset as u64
-    }
-
-    /// See [`Batches::partial_tail_bytes`].
-    pub fn partial_tail_bytes(&self) -> u64 {
-        self.cursor.tail()
-    }
-}
+cursor_methods!(OwnedBatches, Bytes);
 
 impl Iterator for OwnedBatches {
     type Item = Result<OwnedBatch>;
