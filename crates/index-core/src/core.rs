@@ -13,12 +13,13 @@ use std::io;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
-use crate::entry::IndexEntry;
+use crate::entry::{IndexEntry, relative_offset};
 use crate::error::Error;
 #[cfg(not(loom))]
 use crate::mmap::HeapBuffer;
 use crate::mmap::{Backing, FileBuffer, Push, Slots};
 use crate::sanity::Finding;
+use crate::search::{Column, ceiling_slot, floor_slot};
 use crate::sync::{Mutex, RwLock, lock, read, write};
 
 /// How the index was opened.
@@ -163,6 +164,31 @@ impl<E: IndexEntry> IndexCore<E> {
         slots.read(|bytes| f(bytes, len))
     }
 
+    /// Published entry `n` (0-based), or `None` past the end.
+    pub(crate) fn entry(&self, n: usize) -> Option<E> {
+        self.read(|bytes| (n < bytes.len() / E::SIZE).then(|| E::read(bytes, n)))
+    }
+
+    /// The last published entry whose `column` is `<= target` ([`floor_slot`]).
+    #[inline]
+    pub(crate) fn floor(&self, column: Column, target: i64) -> Option<E> {
+        self.read(|bytes| floor_slot::<E>(bytes, column, target).map(|slot| E::read(bytes, slot)))
+    }
+
+    /// The first published entry whose `column` is `>= target` ([`ceiling_slot`]).
+    pub(crate) fn ceiling(&self, column: Column, target: i64) -> Option<E> {
+        self.read(|bytes| ceiling_slot::<E>(bytes, column, target).map(|slot| E::read(bytes, slot)))
+    }
+
+    /// `offset - base_offset` as stored in an entry; `OffsetOverflow` outside `0..=i32::MAX`.
+    pub(crate) fn relative_offset(&self, offset: i64) -> Result<i32, Error> {
+        relative_offset(self.base_offset, offset).ok_or_else(|| Error::OffsetOverflow {
+            path: self.path(),
+            base_offset: self.base_offset,
+            offset,
+        })
+    }
+
     /// Runs the sanity rule `check` over the published entries' bytes and the file length,
     /// turning a finding into `Corrupt` with this index's path.
     pub(crate) fn check(
@@ -200,6 +226,14 @@ impl<E: IndexEntry> IndexCore<E> {
         self.ensure_writable()?;
         write(&self.slots).truncate_with(keep);
         Ok(())
+    }
+
+    /// Kafka's `truncateTo`: keeps the entries before the first one whose `column` is
+    /// `>= target` (all of them when there is none).
+    pub(crate) fn truncate_to_ceiling(&self, column: Column, target: i64) -> Result<(), Error> {
+        self.truncate_with(|bytes| {
+            ceiling_slot::<E>(bytes, column, target).unwrap_or(bytes.len() / E::SIZE)
+        })
     }
 
     /// Kafka's `resize`: round down to whole entries; `false` if the length is unchanged.

@@ -8,7 +8,7 @@ use crate::entry::{IndexEntry, OffsetEntry, OffsetPosition, absolute_offset, rel
 use crate::error::Error;
 use crate::lifecycle::index_lifecycle;
 use crate::sanity;
-use crate::search::{Column, ceiling_slot, floor_slot};
+use crate::search::{Column, floor_slot};
 
 /// A segment's offset index: 8-byte entries `(relative offset, position)`, offsets strictly
 /// increasing. `Send + Sync`: appends are serialized, lookups run concurrently with them.
@@ -80,10 +80,7 @@ impl OffsetIndex {
     /// Entry `n` (0-based), or `None` past the end.
     #[must_use]
     pub fn entry(&self, n: usize) -> Option<OffsetPosition> {
-        self.core.read(|bytes| {
-            (n < bytes.len() / OffsetEntry::SIZE)
-                .then(|| self.to_absolute(OffsetEntry::read(bytes, n)))
-        })
+        self.core.entry(n).map(|entry| self.to_absolute(entry))
     }
 
     /// The last entry whose offset is `<= target_offset` (floor), or `(base_offset, 0)` when the
@@ -92,15 +89,13 @@ impl OffsetIndex {
     #[inline]
     pub fn lookup(&self, target_offset: i64) -> OffsetPosition {
         let target = target_offset.saturating_sub(self.base_offset());
-        self.core.read(
-            |bytes| match floor_slot::<OffsetEntry>(bytes, Column::Key, target) {
-                Some(slot) => self.to_absolute(OffsetEntry::read(bytes, slot)),
-                None => OffsetPosition {
-                    offset: self.base_offset(),
-                    position: 0,
-                },
+        match self.core.floor(Column::Key, target) {
+            Some(entry) => self.to_absolute(entry),
+            None => OffsetPosition {
+                offset: self.base_offset(),
+                position: 0,
             },
-        )
+        }
     }
 
     /// [`lookup`](Self::lookup) and the entry after the floor (the first entry above the
@@ -135,10 +130,9 @@ impl OffsetIndex {
         fetch_size: u32,
     ) -> Option<OffsetPosition> {
         let target = i64::from(start_position) + i64::from(fetch_size);
-        self.core.read(|bytes| {
-            ceiling_slot::<OffsetEntry>(bytes, Column::Value, target)
-                .map(|slot| self.to_absolute(OffsetEntry::read(bytes, slot)))
-        })
+        self.core
+            .ceiling(Column::Value, target)
+            .map(|entry| self.to_absolute(entry))
     }
 
     /// Whether `offset` can be stored relative to the base offset (Kafka's `canAppendOffset`:
@@ -172,13 +166,7 @@ impl OffsetIndex {
                     last_offset,
                 });
             }
-            let base_offset = self.base_offset();
-            let relative_offset =
-                relative_offset(base_offset, offset).ok_or_else(|| Error::OffsetOverflow {
-                    path: self.path(),
-                    base_offset,
-                    offset,
-                })?;
+            let relative_offset = self.core.relative_offset(offset)?;
             let position = i32::try_from(position).map_err(|_| Error::PositionOverflow {
                 path: self.path(),
                 position,
@@ -201,10 +189,7 @@ impl OffsetIndex {
     /// `ReadOnly`.
     pub fn truncate_to(&self, offset: i64) -> Result<()> {
         let target = offset.saturating_sub(self.base_offset());
-        self.core.truncate_with(|bytes| {
-            ceiling_slot::<OffsetEntry>(bytes, Column::Key, target)
-                .unwrap_or(bytes.len() / OffsetEntry::SIZE)
-        })
+        self.core.truncate_to_ceiling(Column::Key, target)
     }
 
     /// Strict structural check (stricter than Kafka's): the file length is a whole number of

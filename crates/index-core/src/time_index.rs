@@ -4,11 +4,11 @@ use std::path::PathBuf;
 
 use crate::Result;
 use crate::core::IndexCore;
-use crate::entry::{IndexEntry, TimeEntry, TimestampOffset, absolute_offset, relative_offset};
+use crate::entry::{IndexEntry, TimeEntry, TimestampOffset, absolute_offset};
 use crate::error::Error;
 use crate::lifecycle::index_lifecycle;
 use crate::sanity;
-use crate::search::{Column, ceiling_slot, floor_slot};
+use crate::search::Column;
 
 /// Kafka's `RecordBatch.NO_TIMESTAMP`.
 const NO_TIMESTAMP: i64 = -1;
@@ -82,24 +82,20 @@ impl TimeIndex {
     /// Entry `n` (0-based), or `None` past the end.
     #[must_use]
     pub fn entry(&self, n: usize) -> Option<TimestampOffset> {
-        self.core.read(|bytes| {
-            (n < bytes.len() / TimeEntry::SIZE).then(|| self.to_absolute(TimeEntry::read(bytes, n)))
-        })
+        self.core.entry(n).map(|entry| self.to_absolute(entry))
     }
 
     /// The last entry whose timestamp is `<= timestamp_ms` (floor), or `(-1, base_offset)` when
     /// the index is empty or every entry is later (Kafka's `lookup`).
     #[must_use]
     pub fn lookup(&self, timestamp_ms: i64) -> TimestampOffset {
-        self.core.read(
-            |bytes| match floor_slot::<TimeEntry>(bytes, Column::Key, timestamp_ms) {
-                Some(slot) => self.to_absolute(TimeEntry::read(bytes, slot)),
-                None => TimestampOffset {
-                    timestamp_ms: NO_TIMESTAMP,
-                    offset: self.base_offset(),
-                },
+        match self.core.floor(Column::Key, timestamp_ms) {
+            Some(entry) => self.to_absolute(entry),
+            None => TimestampOffset {
+                timestamp_ms: NO_TIMESTAMP,
+                offset: self.base_offset(),
             },
-        )
+        }
     }
 
     /// Kafka's `maybeAppend`, rule for rule (spec §2.8):
@@ -149,13 +145,7 @@ impl TimeIndex {
             if timestamp_ms <= last.timestamp_ms {
                 return Ok(None);
             }
-            let base_offset = self.base_offset();
-            let relative_offset =
-                relative_offset(base_offset, offset).ok_or_else(|| Error::OffsetOverflow {
-                    path: self.path(),
-                    base_offset,
-                    offset,
-                })?;
+            let relative_offset = self.core.relative_offset(offset)?;
             Ok(Some(
                 TimeEntry {
                     timestamp_ms,
@@ -174,10 +164,7 @@ impl TimeIndex {
     /// `ReadOnly`.
     pub fn truncate_to(&self, offset: i64) -> Result<()> {
         let target = offset.saturating_sub(self.base_offset());
-        self.core.truncate_with(|bytes| {
-            ceiling_slot::<TimeEntry>(bytes, Column::Value, target)
-                .unwrap_or(bytes.len() / TimeEntry::SIZE)
-        })
+        self.core.truncate_to_ceiling(Column::Value, target)
     }
 
     /// Strict structural check (stricter than Kafka's): whole entries; timestamps strictly
