@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::Result;
-use crate::fsutil::sync_partition_dir;
+use crate::fsutil::sync_dir;
 use crate::log::Log;
 use crate::retention::RetentionReport;
 use crate::sync::lock;
@@ -59,7 +59,7 @@ impl Log {
         for (_, segment) in view.segments.range(recovery_point, range_end) {
             segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
         }
-        if dir_dirty && let Err(e) = sync_partition_dir(&self.dir) {
+        if dir_dirty && let Err(e) = sync_dir(&self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
             self.poison_with("fsync directory");
             return Err(e);
@@ -116,7 +116,7 @@ impl Log {
                 .sync_log_data()
                 .map_err(|e| self.poisoned_by("fsync", e))?;
         }
-        if dir_dirty && let Err(e) = sync_partition_dir(&self.dir) {
+        if dir_dirty && let Err(e) = sync_dir(&self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
             self.poison_with("fsync directory");
             return Err(e);
@@ -130,7 +130,7 @@ impl Log {
     /// # Errors
     /// The directory fsync's I/O error.
     pub(crate) fn sync_dir_or_poison(&self) -> Result<()> {
-        if let Err(e) = sync_partition_dir(&self.dir) {
+        if let Err(e) = sync_dir(&self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
             self.poison_with("fsync directory");
             return Err(e);

@@ -1,6 +1,6 @@
 //! The one durable-file protocol: write a temp file, fsync it, rename it over, fsync the directory.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -46,21 +46,14 @@ pub(crate) fn sync_parent(path: &Path) -> Result<()> {
     }
 }
 
-/// fsyncs a directory so that creates, renames and deletes inside it are durable.
-///
-/// # Errors
-/// [`crate::Error::Io`] if the directory cannot be opened or synced.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    let handle = File::open(dir).ctx("open directory", dir)?;
-    handle.sync_all().ctx("fsync directory", dir)
-}
-
-/// fsyncs a partition directory (segment files created, renamed or removed) through the
-/// segment crate's I/O seam, so the fault injector can fail it and record the durable listing.
+/// fsyncs a directory so that creates, renames and deletes inside it are durable. Every
+/// directory fsync of the log (partition directories, checkpoints, the clean-shutdown marker,
+/// a `log.dirs` root) goes through the segment crate's I/O seam, so the fault injector can fail
+/// it and record the durable listing.
 ///
 /// # Errors
 /// [`crate::Error::Segment`] wrapping the directory fsync's I/O error.
-pub(crate) fn sync_partition_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     seglog_segment::sync_dir(dir).map_err(crate::Error::Segment)
 }
 

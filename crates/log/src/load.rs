@@ -34,7 +34,7 @@ use seglog_segment::{
 };
 
 use crate::deletion::{Doomed, unlink_files};
-use crate::fsutil::{remove_if_exists, sync_partition_dir};
+use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::home::InitialState;
 use crate::segment_map::SegmentMap;
 use crate::split::{SegmentSplit, SplitPlan};
@@ -233,7 +233,7 @@ pub(crate) fn load(
             }
         }
         if !read_only {
-            sync_partition_dir(dir)?;
+            sync_dir(dir)?;
         }
         wiped = true;
     }
@@ -242,7 +242,7 @@ pub(crate) fn load(
         let active = ActiveSegment::create(dir, base, config)?;
         segments.insert(base, Arc::clone(active.segment()));
         loader.report.created_segment = Some(base);
-        sync_partition_dir(dir)?;
+        sync_dir(dir)?;
         drop(active);
     }
     let Some((last_base, last)) = segments.last().map(|(b, s)| (b, Arc::clone(s))) else {
@@ -406,7 +406,7 @@ impl Loader<'_> {
             }
         }
         if !self.report.removed_files.is_empty() || !self.report.completed_swaps.is_empty() {
-            sync_partition_dir(self.dir)?;
+            sync_dir(self.dir)?;
         }
         Ok(())
     }
@@ -508,7 +508,7 @@ impl Loader<'_> {
         // The drops are durable before anything is appended at their offsets (a power loss
         // must not bring the old segments back over newer acknowledged records).
         if (unlinked || !dropped.is_empty()) && !self.read_only {
-            sync_partition_dir(self.dir)?;
+            sync_dir(self.dir)?;
         }
         Ok((segments, dropped))
     }

@@ -43,7 +43,7 @@ use seglog_segment::{FileKind, FileType, TempSuffix, file_path};
 
 use crate::deletion::{Doomed, SEGMENT_FILE_TYPES, rename_to_deleted};
 use crate::error::IoContext;
-use crate::fsutil::sync_partition_dir;
+use crate::fsutil::sync_dir;
 use crate::{Error, Result};
 
 /// What the loader split: one overflowed segment and the segments that replaced it.
@@ -140,12 +140,12 @@ impl SplitPlan {
                 Step::CleanedToSwap(i) => {
                     let base = self.pieces[i].base_offset;
                     self.rename_log(base, Some(TempSuffix::Cleaned), Some(TempSuffix::Swap))?;
-                    sync_partition_dir(&self.dir)?;
+                    sync_dir(&self.dir)?;
                 }
                 Step::DeleteOld(file_type) => {
                     doomed.extend(rename_to_deleted(&self.dir, self.base_offset, file_type)?);
                 }
-                Step::SyncDir => sync_partition_dir(&self.dir)?,
+                Step::SyncDir => sync_dir(&self.dir)?,
                 Step::SwapToFinal(i) => {
                     let base = self.pieces[i].base_offset;
                     self.rename_log(base, Some(TempSuffix::Swap), None)?;
