@@ -15,6 +15,8 @@
 //! seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] [--drop-caches]
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod ceiling;
 mod child;
 mod commitlog_contender;

@@ -9,6 +9,8 @@
 //! - `bench`: the macro benchmark suite in release mode, or the criterion benches.
 //! - `crash`: the long reliability runs (kill -9 harness; `--all` scales every suite).
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod ci;
 mod cmd;
