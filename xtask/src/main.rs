@@ -5,6 +5,7 @@
 //! - `ci`: exactly what `.ci/run` runs — fmt check, clippy with `-D warnings`, the workspace
 //!   tests, then the loom models.
 //! - `loom`: the loom models alone (`--cfg loom`, release, bounded preemptions).
+//! - `tidy` (tests only): repository rules no lint checks, run by `cargo test --workspace`.
 //! - `fuzz`: every cargo-fuzz target in `fuzz/` for a bounded time each.
 //! - `bench`: the macro benchmark suite in release mode, or the criterion benches.
 //! - `crash`: the long reliability runs (kill -9 harness; `--all` scales every suite).
@@ -17,6 +18,7 @@ mod cmd;
 mod crash;
 mod fuzz;
 mod loom;
+mod tidy;
 
 use std::process::ExitCode;
 

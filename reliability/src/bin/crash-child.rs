@@ -1,5 +1,7 @@
 //! The process the kill -9 harness kills. See `seglog_reliability::child` for the protocol.
 
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
