@@ -22,7 +22,9 @@ use seglog_reliability::{
 use seglog_segment::IoOp;
 use seglog_segment::fault::{FaultInjector, FaultKind};
 
-use crate::support::{iterations, seeded_rng};
+use crate::support::{
+    assert_serves, capture_as_is, faulty_dir, iterations, reopen_serves, seeded_rng,
+};
 
 /// The OS error code of `kind`.
 fn errno(kind: FaultKind) -> i32 {
@@ -147,8 +149,7 @@ fn the_nth_write_or_fsync_fails_cleanly() {
         );
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("t-0");
-        std::fs::create_dir_all(&dir).unwrap();
-        let faults = FaultInjector::install(&dir);
+        let faults = faulty_dir(&dir);
         let config = config(&mut rng);
         let log = Log::open(&dir, config.clone()).unwrap();
         if on_sync {
@@ -234,8 +235,7 @@ fn a_failed_group_commit_acknowledges_nothing_it_did_not_sync() {
     for round in 0..rounds.max(1) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("t-0");
-        std::fs::create_dir_all(&dir).unwrap();
-        let faults = FaultInjector::install(&dir);
+        let faults = faulty_dir(&dir);
         let config = small_config(64 * 1024);
         let log = Arc::new(Log::open(&dir, config.clone()).unwrap());
         faults.fail_nth_sync(rng.random_range(2..30), FaultKind::Eio);
@@ -261,20 +261,12 @@ fn a_failed_group_commit_acknowledges_nothing_it_did_not_sync() {
             thread.join().unwrap();
         }
         let acked = acked.lock().unwrap().clone();
-        let image = CrashImage::capture(
+        let image = capture_as_is(
             &dir,
             &faults,
             &CrashImage::list_names(&dir).unwrap(),
-            &CrashOptions {
-                torn_tails: false,
-                lose_unsynced_entries: false,
-                index_fate: IndexFate::AsIs,
-                leftover_checkpoint_tmp: false,
-                max_index_bytes: 4096,
-            },
             &mut rng,
-        )
-        .unwrap();
+        );
         let crashed = tmp.path().join("crashed").join("t-0");
         image.write_to(&crashed).unwrap();
         let recovered = Log::open(&crashed, config).unwrap();
@@ -290,8 +282,7 @@ fn a_failed_group_commit_acknowledges_nothing_it_did_not_sync() {
 fn a_failed_close_is_not_a_clean_shutdown() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
-    std::fs::create_dir_all(&dir).unwrap();
-    let faults = FaultInjector::install(&dir);
+    let faults = faulty_dir(&dir);
     let log = Log::open(&dir, small_config(4096)).unwrap();
     let ids: Vec<RecordId> = (0..20).map(|seq| RecordId { stream: 1, seq }).collect();
     for chunk in ids.chunks(4) {
@@ -323,8 +314,7 @@ fn a_failed_close_is_not_a_clean_shutdown() {
 fn a_failed_close_is_not_reported_as_success_on_retry() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
-    std::fs::create_dir_all(&dir).unwrap();
-    let faults = FaultInjector::install(&dir);
+    let faults = faulty_dir(&dir);
     let log = Log::open(&dir, small_config(4096)).unwrap();
     log.append(&build_batch(&[RecordId { stream: 1, seq: 0 }], Compression::None).unwrap())
         .unwrap();
@@ -405,8 +395,7 @@ fn a_failed_index_flush_poisons_the_log() {
             let context = format!("index flush #{n} fails with {kind:?}");
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join("t-0");
-            std::fs::create_dir_all(&dir).unwrap();
-            let faults = FaultInjector::install(&dir);
+            let faults = faulty_dir(&dir);
             let mut config = small_config(1 << 20);
             config.index_interval_bytes = 1;
             let log = Log::open(&dir, config.clone()).unwrap();
@@ -429,15 +418,11 @@ fn a_failed_index_flush_poisons_the_log() {
             assert_eq!(faults.index_flushes(), n, "{context}");
             faults.clear();
             assert_poisoned(&log, &context);
-            check_acknowledged(&read_log(&log).unwrap(), &appended)
-                .unwrap_or_else(|v| panic!("{context}: {v}"));
+            assert_serves(&log, &appended, &context);
             // The flush was not acknowledged: only the durable append is owed.
             power_loss_keeps(&dir, &faults, &config, &durable, &context);
             drop(log);
-            let log = Log::open(&dir, config).unwrap();
-            check_acknowledged(&read_log(&log).unwrap(), &appended)
-                .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
-            log.close().unwrap();
+            reopen_serves(&dir, config, &appended, &context);
         }
     }
 }
@@ -452,8 +437,7 @@ fn a_failed_directory_fsync_poisons_the_log() {
         let context = format!("directory fsync fails with {kind:?}");
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("t-0");
-        std::fs::create_dir_all(&dir).unwrap();
-        let faults = FaultInjector::install(&dir);
+        let faults = faulty_dir(&dir);
         let config = small_config(1 << 20);
         let log = Log::open(&dir, config.clone()).unwrap();
         let mut appended = append_records(&log, 1, 0, 5, true);
@@ -482,14 +466,10 @@ fn a_failed_directory_fsync_poisons_the_log() {
         assert_eq!(faults.durable_names(&dir), Some(listed), "{context}");
         faults.clear();
         assert_poisoned(&log, &context);
-        check_acknowledged(&read_log(&log).unwrap(), &appended)
-            .unwrap_or_else(|v| panic!("{context}: {v}"));
+        assert_serves(&log, &appended, &context);
         power_loss_keeps(&dir, &faults, &config, &durable, &context);
         drop(log);
-        let log = Log::open(&dir, config).unwrap();
-        check_acknowledged(&read_log(&log).unwrap(), &appended)
-            .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
-        log.close().unwrap();
+        reopen_serves(&dir, config, &appended, &context);
     }
 }
 
@@ -561,8 +541,7 @@ fn a_failed_unlink_is_reported_and_retried() {
     let start = log.log_start_offset();
     appended = appended.split_off(&start);
     appended.append(&mut append_records(&log, 2, 0, 3, true));
-    check_acknowledged(&read_log(&log).unwrap(), &appended)
-        .unwrap_or_else(|v| panic!("{context}: {v}"));
+    assert_serves(&log, &appended, context);
     log.close().unwrap();
     drop(log);
     let log = Log::open(&dir, config).unwrap();
@@ -583,8 +562,7 @@ fn retention_setup() -> (
 ) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
-    std::fs::create_dir_all(&dir).unwrap();
-    let faults = FaultInjector::install(&dir);
+    let faults = faulty_dir(&dir);
     let mut config = small_config(2048);
     config.retention_bytes = 100;
     config.file_delete_delay_ms = 0;

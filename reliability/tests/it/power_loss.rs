@@ -28,7 +28,7 @@ use seglog_reliability::{
 };
 use seglog_segment::fault::FaultInjector;
 
-use crate::support::{iterations, seeded_rng};
+use crate::support::{capture_as_is, faulty_dir, iterations, seeded_rng, stream1};
 
 /// The live side of one workload.
 struct Workload {
@@ -338,37 +338,25 @@ fn power_loss_keeps_every_durable_acknowledgement() {
 fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live").join("t-0");
-    std::fs::create_dir_all(&dir).unwrap();
-    let faults = FaultInjector::install(&dir);
+    let faults = faulty_dir(&dir);
     let config = small_config(1 << 20);
     let log = Log::open(&dir, config.clone()).unwrap();
-    let ids = |from: u64, to: u64| -> Vec<RecordId> {
-        (from..to).map(|seq| RecordId { stream: 1, seq }).collect()
-    };
-    log.append_durable(&build_batch(&ids(0, 5), Compression::None).unwrap())
+    log.append_durable(&build_batch(&stream1(0, 5), Compression::None).unwrap())
         .unwrap(); // offsets 0-4, durable
-    log.append(&build_batch(&ids(5, 10), Compression::None).unwrap())
+    log.append(&build_batch(&stream1(5, 10), Compression::None).unwrap())
         .unwrap(); // offsets 5-9, page cache only
     log.roll().unwrap(); // new segment 10; segment 0 sealed but not fsynced
-    log.append(&build_batch(&ids(10, 12), Compression::None).unwrap())
+    log.append(&build_batch(&stream1(10, 12), Compression::None).unwrap())
         .unwrap(); // offsets 10-11 in segment 10, page cache only
 
     // The crash: segment 0 as fsynced (offsets 0-4); the kernel happened to write back
     // segment 10 (its name and data). Index files as they are.
-    let mut image = CrashImage::capture(
+    let mut image = capture_as_is(
         &dir,
         &faults,
         &CrashImage::list_names(&dir).unwrap(),
-        &CrashOptions {
-            torn_tails: false,
-            lose_unsynced_entries: false,
-            index_fate: seglog_reliability::IndexFate::AsIs,
-            leftover_checkpoint_tmp: false,
-            max_index_bytes: 4096,
-        },
         &mut rand::rngs::StdRng::seed_from_u64(1),
-    )
-    .unwrap();
+    );
     let segment_10 = "00000000000000000010.log".to_owned();
     image.files.insert(
         segment_10.clone(),
@@ -399,20 +387,16 @@ fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
 fn overlap_after_an_unsynced_truncation_and_a_roll() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live").join("t-0");
-    std::fs::create_dir_all(&dir).unwrap();
-    let faults = FaultInjector::install(&dir);
+    let faults = faulty_dir(&dir);
     let config = small_config(1 << 20);
     let log = Log::open(&dir, config.clone()).unwrap();
-    let ids = |from: u64, to: u64| -> Vec<RecordId> {
-        (from..to).map(|seq| RecordId { stream: 1, seq }).collect()
-    };
-    log.append_durable(&build_batch(&ids(0, 5), Compression::None).unwrap())
+    log.append_durable(&build_batch(&stream1(0, 5), Compression::None).unwrap())
         .unwrap(); // offsets 0-4
-    log.append_durable(&build_batch(&ids(5, 10), Compression::None).unwrap())
+    log.append_durable(&build_batch(&stream1(5, 10), Compression::None).unwrap())
         .unwrap(); // offsets 5-9, durable
     log.truncate_to(5).unwrap(); // a follower drops 5-9 (not fsynced)
     log.roll().unwrap(); // new segment 5
-    log.append_durable(&build_batch(&ids(100, 102), Compression::None).unwrap())
+    log.append_durable(&build_batch(&stream1(100, 102), Compression::None).unwrap())
         .unwrap(); // new offsets 5-6, acknowledged as durable
     let acked: BTreeMap<i64, RecordId> = (0..5)
         .map(|o| {
@@ -435,20 +419,12 @@ fn overlap_after_an_unsynced_truncation_and_a_roll() {
         }))
         .collect();
     check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
-    let image = CrashImage::capture(
+    let image = capture_as_is(
         &dir,
         &faults,
         &CrashImage::list_names(&dir).unwrap(),
-        &CrashOptions {
-            torn_tails: false,
-            lose_unsynced_entries: false,
-            index_fate: seglog_reliability::IndexFate::AsIs,
-            leftover_checkpoint_tmp: false,
-            max_index_bytes: 4096,
-        },
         &mut rand::rngs::StdRng::seed_from_u64(1),
-    )
-    .unwrap();
+    );
     let target = tmp.path().join("crashed").join("t-0");
     image.write_to(&target).unwrap();
     let recovered = Log::open(&target, config).unwrap();
@@ -471,13 +447,10 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live").join("t-0");
     let config = small_config(2048);
-    let ids = |from: u64, to: u64| -> Vec<RecordId> {
-        (from..to).map(|seq| RecordId { stream: 1, seq }).collect()
-    };
     // Three segments; then a torn tail on the first one and an unclean shutdown.
     let log = Log::open(&dir, config.clone()).unwrap();
     for seq in (0..60).step_by(3) {
-        log.append(&build_batch(&ids(seq, seq + 3), Compression::None).unwrap())
+        log.append(&build_batch(&stream1(seq, seq + 3), Compression::None).unwrap())
             .unwrap();
     }
     let segments = log.segments();
@@ -498,7 +471,7 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     assert!(!log.load_report().deleted_segments.is_empty());
     let next = log.log_end_offset();
     let info = log
-        .append_durable(&build_batch(&ids(1000, 1003), Compression::None).unwrap())
+        .append_durable(&build_batch(&stream1(1000, 1003), Compression::None).unwrap())
         .unwrap();
     assert_eq!(info.first_offset, next);
     let acked: BTreeMap<i64, RecordId> = (0..next)
@@ -523,20 +496,12 @@ fn segments_dropped_by_recovery_do_not_come_back() {
         .collect();
 
     // Power loss: the renames to `.deleted` were never made durable.
-    let mut image = CrashImage::capture(
+    let mut image = capture_as_is(
         &dir,
         &faults,
         &durable_names,
-        &CrashOptions {
-            torn_tails: false,
-            lose_unsynced_entries: false,
-            index_fate: seglog_reliability::IndexFate::AsIs,
-            leftover_checkpoint_tmp: false,
-            max_index_bytes: 4096,
-        },
         &mut rand::rngs::StdRng::seed_from_u64(1),
-    )
-    .unwrap();
+    );
     let renamed: Vec<String> = image
         .files
         .keys()
@@ -572,8 +537,7 @@ fn segments_dropped_by_recovery_do_not_come_back() {
 fn retention_renames_are_durable_when_tick_returns() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("live").join("t-0");
-    std::fs::create_dir_all(&dir).unwrap();
-    let faults = FaultInjector::install(&dir);
+    let faults = faulty_dir(&dir);
     let mut config = small_config(2048);
     config.file_delete_delay_ms = i64::MAX / 2;
     config.retention_bytes = 100;

@@ -1,13 +1,17 @@
 //! Helpers shared by the suites: seeded randomness that reports its seed, and logs filled with
 //! self-verifying records.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use seglog::{Compression, Log};
-use seglog_reliability::{RecordId, build_batch, env_u64};
+use seglog::{Compression, Log, LogConfig};
+use seglog_reliability::{
+    CrashImage, CrashOptions, IndexFate, RecordId, build_batch, check_acknowledged, env_u64,
+    read_log,
+};
+use seglog_segment::fault::FaultInjector;
 
 /// A generator seeded from `SEGLOG_SEED` when set, else at random; the seed is printed so a
 /// failure can be replayed with `SEGLOG_SEED=<seed>`.
@@ -80,4 +84,54 @@ pub fn read(log: &Log) -> seglog_reliability::Result<seglog_reliability::LogCont
     } else {
         seglog_reliability::read_log_with_gaps(log)
     }
+}
+
+/// Creates `dir` (and its parents) and installs a fault injector on it.
+pub fn faulty_dir(dir: &Path) -> FaultInjector {
+    std::fs::create_dir_all(dir).unwrap();
+    FaultInjector::install(dir)
+}
+
+/// The ids of records `from..to` of stream 1.
+pub fn stream1(from: u64, to: u64) -> Vec<RecordId> {
+    (from..to).map(|seq| RecordId { stream: 1, seq }).collect()
+}
+
+/// Crash options that keep the directory as it is: no torn tails, no lost unsynced names,
+/// index files as they are, no leftover checkpoint temp file.
+pub fn as_is_options() -> CrashOptions {
+    CrashOptions {
+        torn_tails: false,
+        lose_unsynced_entries: false,
+        index_fate: IndexFate::AsIs,
+        leftover_checkpoint_tmp: false,
+        max_index_bytes: 4096,
+    }
+}
+
+/// The crash image of `dir` (durable listing `durable_names`) under [`as_is_options`].
+pub fn capture_as_is(
+    dir: &Path,
+    faults: &FaultInjector,
+    durable_names: &BTreeSet<String>,
+    rng: &mut impl Rng,
+) -> CrashImage {
+    CrashImage::capture(dir, faults, durable_names, &as_is_options(), rng).unwrap()
+}
+
+/// `log` (read with `read_log`) serves every record of `acked`; panics with `context`.
+pub fn assert_serves(log: &Log, acked: &BTreeMap<i64, RecordId>, context: &str) {
+    check_acknowledged(&read_log(log).unwrap(), acked).unwrap_or_else(|v| panic!("{context}: {v}"));
+}
+
+/// Reopens `dir`, checks that it serves every record of `acked` and closes it cleanly.
+pub fn reopen_serves(
+    dir: &Path,
+    config: LogConfig,
+    acked: &BTreeMap<i64, RecordId>,
+    context: &str,
+) {
+    let log = Log::open(dir, config).unwrap();
+    assert_serves(&log, acked, &format!("{context}, reopen"));
+    log.close().unwrap();
 }
