@@ -47,6 +47,25 @@ impl Out {
     }
 }
 
+/// Writes a command's final report to standard output, as one JSON line when `json` is set
+/// and through `print` as text otherwise, then flushes.
+///
+/// # Errors
+/// [`Error::Stdout`] when standard output is closed or full; whatever `print` returns.
+pub(crate) fn emit_report<T: Serialize>(
+    json: bool,
+    report: &T,
+    print: fn(&mut Out, &T) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut out = Out::stdout();
+    if json {
+        out.json(report)?;
+    } else {
+        print(&mut out, report)?;
+    }
+    out.flush()
+}
+
 /// `produce --json`: one line per appended batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct AppendedLine {

@@ -21,7 +21,7 @@ use crate::Outcome;
 use crate::cli::RecoverArgs;
 use crate::dir::DirListing;
 use crate::error::Error;
-use crate::output::Out;
+use crate::output::{Out, emit_report};
 
 /// What `recover` did to one segment.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -92,13 +92,7 @@ pub struct RecoverReport {
 /// A missing directory; a log locked by another process; I/O and segment errors.
 pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
     let report = recover_dir(&args.dir, quiet)?;
-    let mut out = Out::stdout();
-    if args.json {
-        out.json(&report)?;
-    } else {
-        print_report(&mut out, &report)?;
-    }
-    out.flush()?;
+    emit_report(args.json, &report, print_report)?;
     Ok(Outcome::Ok)
 }
 

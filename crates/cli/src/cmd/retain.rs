@@ -18,7 +18,7 @@ use crate::cli::RetainArgs;
 use crate::cmd::produce::now_ms;
 use crate::dir::DirListing;
 use crate::error::Error;
-use crate::output::Out;
+use crate::output::{Out, emit_report};
 
 /// The `retain --json` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -107,13 +107,7 @@ pub fn run(args: &RetainArgs) -> Result<Outcome, Error> {
         rolled: retention.rolled,
         future_timestamp_segments: retention.future_timestamp_segments.clone(),
     };
-    let mut out = Out::stdout();
-    if args.json {
-        out.json(&report)?;
-    } else {
-        print_report(&mut out, &report)?;
-    }
-    out.flush()?;
+    emit_report(args.json, &report, print_report)?;
     Ok(Outcome::Ok)
 }
 

@@ -16,7 +16,7 @@ use crate::Outcome;
 use crate::cli::VerifyArgs;
 use crate::dir::{DirListing, SegmentFiles};
 use crate::error::Error;
-use crate::output::Out;
+use crate::output::{Out, emit_report};
 use crate::progress::Progress;
 use crate::view::MAX_DECOMPRESSED_BYTES;
 
@@ -107,13 +107,7 @@ pub struct VerifyReport {
 /// A missing or unreadable directory; stdout errors. Problems in the log are not errors.
 pub fn run(args: &VerifyArgs, quiet: bool) -> Result<Outcome, Error> {
     let report = verify_dir(&args.dir, quiet)?;
-    let mut out = Out::stdout();
-    if args.json {
-        out.json(&report)?;
-    } else {
-        print_report(&mut out, &report)?;
-    }
-    out.flush()?;
+    emit_report(args.json, &report, print_report)?;
     Ok(if report.ok {
         Outcome::Ok
     } else {
