@@ -386,34 +386,10 @@ impl Verifier {
 
     fn offset_index(&mut self, path: &Path, base: i64, batches: &[BatchInfo]) -> Result<(), Error> {
         let index = OffsetIndex::open_read_only(path, base)?;
-        let len = index.file_len();
-        if len % 8 != 0 {
-            self.problem(
-                path,
-                Some(len - len % 8),
-                ProblemKind::IndexLength,
-                format!("length {len} is not a multiple of 8"),
-            );
-        }
+        self.index_length(path, index.file_len(), 8);
         let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
-        let zero_tail = entries
-            .iter()
-            .rev()
-            .take_while(|e| e.offset == base && e.position == 0)
-            .count();
-        let valid = entries.len() - zero_tail;
-        if zero_tail > 0 {
-            let msg = format!(
-                "{zero_tail} of {} entries are zero padding (an untrimmed, preallocated index)",
-                entries.len()
-            );
-            self.problem(
-                path,
-                Some(valid as u64 * 8),
-                ProblemKind::IndexZeroPadding,
-                msg,
-            );
-        }
+        let valid =
+            self.index_zero_padding(path, &entries, 8, |e| e.offset == base && e.position == 0);
         self.report.index_entries += valid as u64;
         let mut previous: Option<(i64, u32)> = None;
         for (slot, e) in entries[..valid].iter().enumerate() {
@@ -461,23 +437,28 @@ impl Verifier {
         Ok(())
     }
 
-    fn time_index(&mut self, path: &Path, base: i64, batches: &[BatchInfo]) -> Result<(), Error> {
-        let index = TimeIndex::open_read_only(path, base)?;
-        let len = index.file_len();
-        if len % 12 != 0 {
+    /// Reports an index file whose length is not a whole number of `entry_size`-byte entries.
+    fn index_length(&mut self, path: &Path, len: u64, entry_size: u64) {
+        if !len.is_multiple_of(entry_size) {
             self.problem(
                 path,
-                Some(len - len % 12),
+                Some(len - len % entry_size),
                 ProblemKind::IndexLength,
-                format!("length {len} is not a multiple of 12"),
+                format!("length {len} is not a multiple of {entry_size}"),
             );
         }
-        let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
-        let zero_tail = entries
-            .iter()
-            .rev()
-            .take_while(|e| e.timestamp_ms == 0 && e.offset == base)
-            .count();
+    }
+
+    /// Reports the run of zero-padding entries (`is_padding`) at the end of an index, as an
+    /// untrimmed preallocated index has, and returns how many entries precede it.
+    fn index_zero_padding<E>(
+        &mut self,
+        path: &Path,
+        entries: &[E],
+        entry_size: u64,
+        is_padding: impl Fn(&E) -> bool,
+    ) -> usize {
+        let zero_tail = entries.iter().rev().take_while(|e| is_padding(e)).count();
         let valid = entries.len() - zero_tail;
         if zero_tail > 0 {
             let msg = format!(
@@ -486,11 +467,21 @@ impl Verifier {
             );
             self.problem(
                 path,
-                Some(valid as u64 * 12),
+                Some(valid as u64 * entry_size),
                 ProblemKind::IndexZeroPadding,
                 msg,
             );
         }
+        valid
+    }
+
+    fn time_index(&mut self, path: &Path, base: i64, batches: &[BatchInfo]) -> Result<(), Error> {
+        let index = TimeIndex::open_read_only(path, base)?;
+        self.index_length(path, index.file_len(), 12);
+        let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
+        let valid = self.index_zero_padding(path, &entries, 12, |e| {
+            e.timestamp_ms == 0 && e.offset == base
+        });
         self.report.index_entries += valid as u64;
         let mut previous: Option<(i64, i64)> = None;
         for (slot, e) in entries[..valid].iter().enumerate() {
