@@ -6,9 +6,7 @@ use crate::support::*;
 
 #[test]
 fn leader_append_assigns_offsets_and_rolls() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
+    let (_dir, _clock, log) = fresh(small_config(1024));
     let mut expected = Vec::new();
     for i in 0..40 {
         let info = log.append(&numbered(T0 + i, &format!("b{i}"), 3)).unwrap();
@@ -33,9 +31,7 @@ fn leader_append_assigns_offsets_and_rolls() {
 fn reads_respect_the_high_watermark_and_report_out_of_range() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), small_config(1 << 20), &clock());
-    for i in 0..10 {
-        log.append(&numbered(T0 + i, "v", 1)).unwrap();
-    }
+    append_numbered(&log, 10, "v", 1);
     assert_eq!(log.high_watermark(), 0);
     assert!(read_all(&log, 0, Isolation::HighWatermark).is_empty());
     log.set_high_watermark(4).unwrap();

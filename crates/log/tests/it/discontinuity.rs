@@ -154,9 +154,7 @@ fn a_clean_open_can_trust_sealed_segments_and_still_checks_the_last_one() {
     let config = small_config(600);
     let clock = clock();
     let log = open(dir.path(), config.clone(), &clock);
-    for i in 0..20 {
-        log.append(&numbered(T0 + i, "r", 3)).unwrap();
-    }
+    append_numbered(&log, 20, "r", 3);
     let before = values(&log);
     let segments = log.segments();
     assert!(segments.len() >= 3);

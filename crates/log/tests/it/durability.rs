@@ -91,12 +91,8 @@ fn truncate_fully_makes_the_new_segment_and_the_renames_durable() {
 
 #[test]
 fn segments_dropped_at_load_are_durably_gone_before_the_log_is_usable() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..30 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
     let segments = log.segments();
     assert!(segments.len() >= 3);
     drop(log); // crash

@@ -12,9 +12,7 @@ fn with_segments(
     config: LogConfig,
 ) -> Log {
     let log = open(dir, config, clock);
-    for i in 0..40 {
-        log.append(&numbered(T0 + i, "k", 2)).unwrap();
-    }
+    append_numbered(&log, 40, "k", 2);
     log
 }
 
@@ -160,9 +158,7 @@ fn kafka_6388_roll_onto_an_empty_active_segment() {
         ..small_config(1 << 20)
     };
     let log = open(dir.path(), config.clone(), &clock());
-    for i in 0..5 {
-        log.append(&numbered(T0 + i, "full", 1)).unwrap();
-    }
+    append_numbered(&log, 5, "full", 1);
     assert_eq!(values(&log).len(), 5);
     assert!(log.segment_count() >= 5);
     log.close().unwrap();

@@ -102,9 +102,7 @@ fn recover_all_recovers_every_partition() {
     let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
     for (topic, n) in [("orders", 40), ("audit", 5)] {
         let log = dir.get_or_create(&TopicPartition::new(topic, 0)).unwrap();
-        for i in 0..n {
-            log.append(&numbered(T0 + i, topic, 2)).unwrap();
-        }
+        append_numbered(&log, n, topic, 2);
     }
     dir.close().unwrap();
     drop(dir);

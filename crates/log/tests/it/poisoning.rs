@@ -59,9 +59,7 @@ fn background_ticker_applies_retention() {
         ..small_config(1024)
     };
     let log = std::sync::Arc::new(open(dir.path(), config, &clock));
-    for i in 0..30 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    append_numbered(&log, 30, "r", 2);
     log.set_high_watermark(log.log_end_offset()).unwrap();
     clock.advance(10_000);
     let ticker = log.spawn_ticker(std::time::Duration::from_millis(5));

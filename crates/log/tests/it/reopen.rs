@@ -8,12 +8,8 @@ use crate::support::*;
 
 #[test]
 fn clean_close_then_reopen_scans_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..30 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
     let before = values(&log);
     log.close().unwrap();
     drop(log);
@@ -33,12 +29,8 @@ fn clean_close_then_reopen_scans_nothing() {
 
 #[test]
 fn crash_recovers_from_the_recovery_point_only() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..30 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
     log.tick(clock.now_ms()).unwrap(); // flushes the sealed segments, writes checkpoints
     let recovery_point = log.recovery_point();
     assert!(recovery_point > 0);
@@ -58,12 +50,8 @@ fn crash_recovers_from_the_recovery_point_only() {
 
 #[test]
 fn torn_tail_is_cut_and_later_segments_deleted() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..30 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
     let segments = log.segments();
     assert!(segments.len() >= 3);
     drop(log);
@@ -136,12 +124,8 @@ fn standalone_state_lives_in_the_partition_dir_or_its_log_dir_root() {
 
 #[test]
 fn read_only_open_writes_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..20 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, _clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 20, "r", 2);
     let before = values(&log);
     drop(log); // crash, with a preallocated active index
     let listing = |p: &std::path::Path| {
@@ -174,12 +158,8 @@ fn read_only_open_writes_nothing() {
 fn recover_all_validates_every_segment_after_a_clean_shutdown() {
     use std::os::unix::fs::FileExt;
 
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..40 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 40, "r", 2);
     let segments = log.segments();
     assert!(segments.len() > 2);
     let before = values(&log);
@@ -245,12 +225,8 @@ fn recover_all_validates_every_segment_after_a_clean_shutdown() {
 /// `recover_all` reports what was wrong with an index before rebuilding it.
 #[test]
 fn recover_all_names_index_problems() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..10 {
-        log.append(&numbered(T0 + i, "r", 2)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 10, "r", 2);
     log.close().unwrap();
     drop(log);
     std::fs::remove_file(dir.path().join("00000000000000000000.index")).unwrap();
@@ -359,12 +335,8 @@ fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn swap_and_cleaned_leftovers_follow_kafkas_rules() {
     for unfinished in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
-        let clock = clock();
-        let log = open(dir.path(), small_config(1024), &clock);
-        for i in 0..30 {
-            log.append(&numbered(T0 + i, "c", 2)).unwrap();
-        }
+        let (dir, clock, log) = fresh(small_config(1024));
+        append_numbered(&log, 30, "c", 2);
         let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
         assert!(bases.len() >= 3);
         let before = values(&log);

@@ -76,9 +76,7 @@ fn time_retention_uses_largest_timestamps_and_keeps_one_segment() {
 
 #[test]
 fn log_start_breach_runs_first_and_deletion_is_delayed() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
+    let (_dir, _clock, log) = fresh(small_config(1024));
     fill(&log, 40, |i| T0 + i);
     log.set_high_watermark(log.log_end_offset()).unwrap();
     let second = log.segments()[1].base_offset;

@@ -96,3 +96,19 @@ pub fn values(log: &Log) -> Vec<(i64, Vec<u8>)> {
         .map(|(o, _, v)| (o, v.unwrap_or_default()))
         .collect()
 }
+
+/// A fresh log in a new temporary directory, on a [`clock`] at [`T0`].
+pub fn fresh(config: LogConfig) -> (tempfile::TempDir, Arc<ManualClock>, Log) {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), config, &clock);
+    (dir, clock, log)
+}
+
+/// Appends `batches` batches of [`numbered`] records (`count` each, values `prefix-<j>`),
+/// batch `i` timestamped `T0 + i`.
+pub fn append_numbered(log: &Log, batches: i64, prefix: &str, count: usize) {
+    for i in 0..batches {
+        log.append(&numbered(T0 + i, prefix, count)).unwrap();
+    }
+}

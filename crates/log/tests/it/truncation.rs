@@ -6,12 +6,8 @@ use crate::support::*;
 
 #[test]
 fn truncate_inside_an_older_segment_drops_later_segments() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = open(dir.path(), small_config(1024), &clock);
-    for i in 0..40 {
-        log.append(&numbered(T0 + i, "t", 1)).unwrap();
-    }
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 40, "t", 1);
     log.set_high_watermark(40).unwrap();
     let segments = log.segments();
     assert!(segments.len() >= 3);
@@ -39,9 +35,7 @@ fn truncate_inside_an_older_segment_drops_later_segments() {
 fn truncate_fully_starts_an_empty_log_at_the_offset() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), small_config(1024), &clock());
-    for i in 0..10 {
-        log.append(&numbered(T0 + i, "t", 1)).unwrap();
-    }
+    append_numbered(&log, 10, "t", 1);
     log.truncate_fully_and_start_at(0).unwrap();
     assert_eq!(
         (
@@ -71,9 +65,7 @@ fn truncate_fully_starts_an_empty_log_at_the_offset() {
 fn delete_records_needs_an_offset_at_or_below_the_hw() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), small_config(1 << 20), &clock());
-    for i in 0..10 {
-        log.append(&numbered(T0 + i, "d", 1)).unwrap();
-    }
+    append_numbered(&log, 10, "d", 1);
     assert!(matches!(
         log.delete_records_before(5),
         Err(Error::OffsetOutOfRange { .. })
