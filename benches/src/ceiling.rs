@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use crate::data::Dataset;
 use crate::harness::{Trial, Work};
+use crate::writers::run_writers;
 use crate::{Result, io_error};
 
 /// Sequential write chunk and read buffer size.
@@ -143,28 +144,17 @@ impl Trial for DurableAppend<'_> {
         let data = self.data;
         let total = self.batches;
         let writers = self.writers;
-        std::thread::scope(|scope| -> Result<()> {
-            let handles: Vec<_> = (0..writers)
-                .map(|writer| {
-                    let order = &order;
-                    scope.spawn(move || -> Result<()> {
-                        for batch in (writer..total).step_by(writers) {
-                            let bytes = data.batch(batch);
-                            {
-                                let _turn = order.lock().map_err(|_| "writer lock poisoned")?;
-                                (&*file)
-                                    .write_all(&bytes)
-                                    .map_err(|e| io_error("write", path, e))?;
-                            }
-                            file.sync_data()
-                                .map_err(|e| io_error("fdatasync", path, e))?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for handle in handles {
-                handle.join().map_err(|_| "writer thread panicked")??;
+        run_writers(0..writers, |writer| -> Result<()> {
+            for batch in (writer..total).step_by(writers) {
+                let bytes = data.batch(batch);
+                {
+                    let _turn = order.lock().map_err(|_| "writer lock poisoned")?;
+                    (&*file)
+                        .write_all(&bytes)
+                        .map_err(|e| io_error("write", path, e))?;
+                }
+                file.sync_data()
+                    .map_err(|e| io_error("fdatasync", path, e))?;
             }
             Ok(())
         })?;

@@ -18,6 +18,7 @@ use commitlog::{CommitLog, LogOptions, ReadLimit};
 
 use crate::data::Dataset;
 use crate::harness::{Trial, Work};
+use crate::writers::run_writers;
 use crate::{Result, io_error};
 
 /// Bytes commitlog adds to each message (offset, size, CRC, metadata size).
@@ -156,28 +157,17 @@ impl Trial for DurableAppend {
         for (index, set) in self.sets.iter_mut().enumerate() {
             per_writer[index % writers].push(set);
         }
-        std::thread::scope(|scope| -> Result<()> {
-            let handles: Vec<_> = per_writer
-                .into_iter()
-                .map(|sets| {
-                    scope.spawn(move || -> Result<()> {
-                        for set in sets {
-                            {
-                                let mut log = log.lock().map_err(|_| "commitlog lock poisoned")?;
-                                log.append(set)
-                                    .map_err(|e| format!("commitlog append: {e}"))?;
-                                log.flush()
-                                    .map_err(|e| io_error("flush commitlog", dir, e))?;
-                            }
-                            file.sync_data()
-                                .map_err(|e| io_error("fdatasync", dir, e))?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for handle in handles {
-                handle.join().map_err(|_| "writer thread panicked")??;
+        run_writers(per_writer, |sets| -> Result<()> {
+            for set in sets {
+                {
+                    let mut log = log.lock().map_err(|_| "commitlog lock poisoned")?;
+                    log.append(set)
+                        .map_err(|e| format!("commitlog append: {e}"))?;
+                    log.flush()
+                        .map_err(|e| io_error("flush commitlog", dir, e))?;
+                }
+                file.sync_data()
+                    .map_err(|e| io_error("fdatasync", dir, e))?;
             }
             Ok(())
         })?;

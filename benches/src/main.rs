@@ -28,6 +28,7 @@ mod seglog_contender;
 mod sys;
 mod targets;
 mod workloads;
+mod writers;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -14,6 +14,7 @@ use seglog_records::OwnedBatches;
 use crate::child::Job;
 use crate::data::Dataset;
 use crate::harness::{Trial, Work};
+use crate::writers::run_writers;
 use crate::{Error, Result, io_error};
 
 /// Scan read size, as for every contender.
@@ -129,22 +130,10 @@ impl Trial for DurableAppend<'_> {
     fn run(&mut self) -> Result<Work> {
         let log = self.log.as_ref().ok_or("not prepared")?;
         let (data, total, writers) = (self.data, self.batches, self.writers);
-        std::thread::scope(|scope| -> Result<()> {
-            let handles: Vec<_> = (0..writers)
-                .map(|writer| {
-                    scope.spawn(move || -> Result<()> {
-                        for batch in (writer..total).step_by(writers) {
-                            log.append_durable(&data.image[data.batch_ranges[batch].clone()])
-                                .map_err(|error| {
-                                    seglog_error("append_durable", log.dir(), error)
-                                })?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            for handle in handles {
-                handle.join().map_err(|_| "writer thread panicked")??;
+        run_writers(0..writers, |writer| -> Result<()> {
+            for batch in (writer..total).step_by(writers) {
+                log.append_durable(&data.image[data.batch_ranges[batch].clone()])
+                    .map_err(|error| seglog_error("append_durable", log.dir(), error))?;
             }
             Ok(())
         })?;
