@@ -39,7 +39,7 @@ impl<'a> Append<'a> {
 
 impl Trial for Append<'_> {
     fn prepare(&mut self) -> Result<()> {
-        self.file = Some(File::create(&self.path).map_err(|e| io_error("create", &self.path, e))?);
+        self.file = Some(create_scratch(&self.path)?);
         Ok(())
     }
 
@@ -56,8 +56,7 @@ impl Trial for Append<'_> {
     }
 
     fn cleanup(&mut self) -> Result<()> {
-        self.file = None;
-        fs::remove_file(&self.path).map_err(|e| io_error("remove", &self.path, e))
+        remove_scratch(&mut self.file, &self.path)
     }
 }
 
@@ -83,7 +82,7 @@ impl<'a> AppendPerBatch<'a> {
 
 impl Trial for AppendPerBatch<'_> {
     fn prepare(&mut self) -> Result<()> {
-        self.file = Some(File::create(&self.path).map_err(|e| io_error("create", &self.path, e))?);
+        self.file = Some(create_scratch(&self.path)?);
         Ok(())
     }
 
@@ -100,8 +99,7 @@ impl Trial for AppendPerBatch<'_> {
     }
 
     fn cleanup(&mut self) -> Result<()> {
-        self.file = None;
-        fs::remove_file(&self.path).map_err(|e| io_error("remove", &self.path, e))
+        remove_scratch(&mut self.file, &self.path)
     }
 }
 
@@ -133,7 +131,7 @@ impl<'a> DurableAppend<'a> {
 
 impl Trial for DurableAppend<'_> {
     fn prepare(&mut self) -> Result<()> {
-        self.file = Some(File::create(&self.path).map_err(|e| io_error("create", &self.path, e))?);
+        self.file = Some(create_scratch(&self.path)?);
         Ok(())
     }
 
@@ -166,8 +164,7 @@ impl Trial for DurableAppend<'_> {
     }
 
     fn cleanup(&mut self) -> Result<()> {
-        self.file = None;
-        fs::remove_file(&self.path).map_err(|e| io_error("remove", &self.path, e))
+        remove_scratch(&mut self.file, &self.path)
     }
 }
 
@@ -381,4 +378,15 @@ impl Trial for OpenDirectory {
         self.opened.clear();
         Ok(())
     }
+}
+
+/// Creates (or truncates) the file an append trial writes, before its timed run.
+fn create_scratch(path: &Path) -> Result<File> {
+    File::create(path).map_err(|e| io_error("create", path, e))
+}
+
+/// Closes the file an append trial wrote and deletes it, after its timed run.
+fn remove_scratch(file: &mut Option<File>, path: &Path) -> Result<()> {
+    *file = None;
+    fs::remove_file(path).map_err(|e| io_error("remove", path, e))
 }
