@@ -59,13 +59,10 @@ fn reads_respect_the_high_watermark_and_report_out_of_range() {
 
 #[test]
 fn log_append_time_and_list_offsets() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let config = LogConfig {
+    let (_dir, clock, log) = fresh(LogConfig {
         message_timestamp_type: TimestampType::LogAppendTime,
         ..small_config(1 << 20)
-    };
-    let log = open(dir.path(), config, &clock);
+    });
     let info = log.append(&numbered(5, "x", 2)).unwrap();
     assert_eq!(info.log_append_time_ms, Some(T0));
     let records = read_all(&log, 0, Isolation::LogEnd);

@@ -1,28 +1,24 @@
 //! The log-level bugs of spec §7, one named test each.
 
 use std::os::unix::fs::FileExt;
+use std::sync::Arc;
 
-use seglog::{CLEAN_SHUTDOWN_FILE, Clock, Log, LogConfig};
+use seglog::{CLEAN_SHUTDOWN_FILE, Clock, Log, LogConfig, ManualClock};
 
 use crate::support::*;
 
-fn with_segments(
-    dir: &std::path::Path,
-    clock: &std::sync::Arc<seglog::ManualClock>,
-    config: LogConfig,
-) -> Log {
-    let log = open(dir, config, clock);
+/// A [`fresh`] log under `config` holding 40 batches of two `k-<i>` records.
+fn with_segments(config: LogConfig) -> (tempfile::TempDir, Arc<ManualClock>, Log) {
+    let (dir, clock, log) = fresh(config);
     append_numbered(&log, 40, "k", 2);
-    log
+    (dir, clock, log)
 }
 
 /// KAFKA-10471: the marker is deleted before loading, so a crash (or failure) while loading
 /// counts as unclean next time.
 #[test]
 fn kafka_10471_marker_is_consumed_before_loading() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let (dir, clock, log) = with_segments(small_config(1024));
     log.close().unwrap();
     drop(log);
     // Make loading fail after the marker was read: a time index that is a directory.
@@ -41,9 +37,7 @@ fn kafka_10471_marker_is_consumed_before_loading() {
 /// padded); the restart must recover it rather than fail.
 #[test]
 fn kafka_1112_zero_padded_active_index_after_a_crash() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let (dir, clock, log) = with_segments(small_config(1024));
     let active = log.segments().last().unwrap().base_offset;
     drop(log);
     let index = dir.path().join(format!("{active:020}.index"));
@@ -61,9 +55,7 @@ fn kafka_1112_zero_padded_active_index_after_a_crash() {
 /// must not read as "largest timestamp 0" and trigger time retention.
 #[test]
 fn kafka_10207_zero_padded_time_index_does_not_trigger_time_retention() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let (dir, clock, log) = with_segments(small_config(1024));
     let first = log.segments()[0].base_offset;
     log.close().unwrap();
     drop(log);
@@ -84,13 +76,10 @@ fn kafka_10207_zero_padded_time_index_does_not_trigger_time_retention() {
 /// warns; seglog reports it).
 #[test]
 fn kafka_6482_future_timestamps_block_time_retention() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let config = LogConfig {
+    let (_dir, clock, log) = fresh(LogConfig {
         retention_ms: 1000,
         ..small_config(1024)
-    };
-    let log = open(dir.path(), config, &clock);
+    });
     log.append(&numbered(T0 * 1000, "micros", 2)).unwrap();
     log.roll().unwrap();
     log.append(&numbered(T0 - 5000, "old", 2)).unwrap();
@@ -105,13 +94,10 @@ fn kafka_6482_future_timestamps_block_time_retention() {
 /// log-start retention runs first (so a second pass is a no-op).
 #[test]
 fn kafka_5634_retention_never_deletes_at_or_above_the_high_watermark() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let config = LogConfig {
+    let (_dir, _clock, log) = with_segments(LogConfig {
         retention_bytes: 0,
         ..small_config(1024)
-    };
-    let log = with_segments(dir.path(), &clock, config);
+    });
     let segments = log.segments();
     log.set_high_watermark(segments[2].base_offset).unwrap();
     let report = log.delete_old_segments().unwrap();
@@ -171,9 +157,7 @@ fn kafka_6388_roll_onto_an_empty_active_segment() {
 /// Kafka) must reopen without treating it as corrupt.
 #[test]
 fn kafka_13603_clean_shutdown_with_an_empty_active_segment() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let (dir, clock, log) = with_segments(small_config(1024));
     log.roll().unwrap();
     let active = log.segments().last().unwrap().clone();
     assert_eq!(active.size_bytes, 0);
@@ -190,9 +174,7 @@ fn kafka_13603_clean_shutdown_with_an_empty_active_segment() {
 /// detected and rebuilt (seglog's stricter policy), and reads stay correct.
 #[test]
 fn kafka_7283_corrupt_index_below_the_recovery_point_is_rebuilt() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let (dir, clock, log) = with_segments(small_config(1024));
     let first = log.segments()[0].clone();
     let expected = values(&log);
     log.close().unwrap();
@@ -213,9 +195,7 @@ fn kafka_7283_corrupt_index_below_the_recovery_point_is_rebuilt() {
 /// is left behind and a torn temp file never replaces the checkpoint.
 #[test]
 fn kafka_16541_checkpoints_are_replaced_atomically() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let log = with_segments(dir.path(), &clock, small_config(1024));
+    let (dir, clock, log) = with_segments(small_config(1024));
     log.tick(clock.now_ms()).unwrap();
     let cp = dir.path().join(seglog::RECOVERY_POINT_CHECKPOINT);
     assert!(cp.exists());

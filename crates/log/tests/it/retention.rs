@@ -12,13 +12,10 @@ fn fill(log: &seglog::Log, batches: i64, ts: impl Fn(i64) -> i64) {
 
 #[test]
 fn size_retention_deletes_oldest_first_and_keeps_the_hw_guard() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let config = LogConfig {
+    let (_dir, _clock, log) = fresh(LogConfig {
         retention_bytes: 2048,
         ..small_config(1024)
-    };
-    let log = open(dir.path(), config, &clock);
+    });
     fill(&log, 60, |i| T0 + i);
     let total: u64 = log.segments().iter().map(|s| s.size_bytes).sum();
     assert!(total > 4096);
@@ -46,13 +43,10 @@ fn size_retention_deletes_oldest_first_and_keeps_the_hw_guard() {
 
 #[test]
 fn time_retention_uses_largest_timestamps_and_keeps_one_segment() {
-    let dir = tempfile::tempdir().unwrap();
-    let clock = clock();
-    let config = LogConfig {
+    let (_dir, _clock, log) = fresh(LogConfig {
         retention_ms: 1000,
         ..small_config(1024)
-    };
-    let log = open(dir.path(), config, &clock);
+    });
     fill(&log, 40, |i| T0 - 10_000 + i);
     log.set_high_watermark(log.log_end_offset()).unwrap();
     let segments_before = log.segment_count();
