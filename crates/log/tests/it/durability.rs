@@ -23,9 +23,7 @@ fn config() -> LogConfig {
 
 #[test]
 fn a_durable_append_syncs_segments_sealed_since_the_last_commit_and_the_directory() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), config(), &clock());
+    let (dir, faults, log) = fresh_with_faults(config());
     log.append(&numbered(T0, "a", 3)).unwrap(); // page cache only
     log.roll().unwrap(); // seals segment 0 without an fsync
     let index_flushes = faults.index_flushes();
@@ -56,9 +54,7 @@ fn a_durable_append_syncs_segments_sealed_since_the_last_commit_and_the_director
 
 #[test]
 fn truncate_to_is_durable_before_it_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), config(), &clock());
+    let (dir, faults, log) = fresh_with_faults(config());
     log.append_durable(&numbered(T0, "a", 3)).unwrap();
     log.append_durable(&numbered(T0, "b", 3)).unwrap();
     log.roll().unwrap();
@@ -79,9 +75,7 @@ fn truncate_to_is_durable_before_it_returns() {
 
 #[test]
 fn truncate_fully_makes_the_new_segment_and_the_renames_durable() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), config(), &clock());
+    let (dir, faults, log) = fresh_with_faults(config());
     log.append_durable(&numbered(T0, "a", 3)).unwrap();
     log.truncate_fully_and_start_at(100).unwrap();
     let names = faults.durable_names(dir.path()).unwrap();
@@ -115,9 +109,7 @@ fn segments_dropped_at_load_are_durably_gone_before_the_log_is_usable() {
 
 #[test]
 fn a_failed_directory_fsync_fails_the_durable_append_and_poisons() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), config(), &clock());
+    let (_dir, faults, log) = fresh_with_faults(config());
     log.append_durable(&numbered(T0, "a", 1)).unwrap();
     log.roll().unwrap(); // the new segment's name needs a directory fsync
     faults.fail_nth_dir_sync(1, FaultKind::Eio);
@@ -131,9 +123,7 @@ fn a_failed_directory_fsync_fails_the_durable_append_and_poisons() {
 
 #[test]
 fn a_failed_directory_fsync_in_truncate_to_poisons() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), config(), &clock());
+    let (_dir, faults, log) = fresh_with_faults(config());
     log.append(&numbered(T0, "a", 3)).unwrap();
     log.roll().unwrap();
     log.append(&numbered(T0, "b", 3)).unwrap();
@@ -145,14 +135,11 @@ fn a_failed_directory_fsync_in_truncate_to_poisons() {
 
 #[test]
 fn retention_renames_are_durable_when_the_pass_returns() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let config = LogConfig {
+    let (dir, faults, log) = fresh_with_faults(LogConfig {
         retention_bytes: 100,
         file_delete_delay_ms: i64::MAX / 2,
         ..small_config(1024)
-    };
-    let log = open(dir.path(), config, &clock());
+    });
     while log.segments().len() < 4 {
         log.append_durable(&numbered(T0, "r", 3)).unwrap();
     }

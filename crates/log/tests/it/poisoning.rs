@@ -35,9 +35,7 @@ fn failed_write_poisons_until_reopen() {
 
 #[test]
 fn failed_fsync_poisons_durable_appends() {
-    let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let (_dir, faults, log) = fresh_with_faults(small_config(1 << 20));
     log.append_durable(&numbered(T0, "ok", 1)).unwrap();
     faults.fail_nth_sync(1, FaultKind::Eio);
     assert!(log.append_durable(&numbered(T0, "bad", 1)).is_err());

@@ -4,6 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use seglog::{BatchBuilder, Batches, Isolation, Log, LogConfig, ManualClock, OpenOptions};
+use seglog_segment::fault::FaultInjector;
 
 /// Clock start for tests: 2023-11-14, so CreateTime timestamps around it are "now".
 pub const T0: i64 = 1_700_000_000_000;
@@ -111,4 +112,13 @@ pub fn append_numbered(log: &Log, batches: i64, prefix: &str, count: usize) {
     for i in 0..batches {
         log.append(&numbered(T0 + i, prefix, count)).unwrap();
     }
+}
+
+/// A fresh log in a new temporary directory with a fault injector installed on it before the
+/// open, on a [`clock`] at [`T0`].
+pub fn fresh_with_faults(config: LogConfig) -> (tempfile::TempDir, FaultInjector, Log) {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = FaultInjector::install(dir.path());
+    let log = open(dir.path(), config, &clock());
+    (dir, faults, log)
 }
