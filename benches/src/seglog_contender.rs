@@ -211,17 +211,8 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
     let end = log.log_end_offset();
     let mut buffer = Vec::new();
     while offset < end {
-        let fetch = log
-            .read(offset, READ_BYTES, Isolation::LogEnd, true)
-            .map_err(|error| seglog_error("read", log.dir(), error))?;
-        buffer.clear();
-        fetch
-            .slice
-            .read_into(&mut buffer)
-            .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
-        let position = fetch.slice.position();
+        let (bytes, position) = fetch(log, offset, READ_BYTES, &mut buffer)?;
         let mut next = offset;
-        let bytes = Bytes::from(std::mem::take(&mut buffer));
         for batch in OwnedBatches::new(bytes.clone(), position).validated() {
             let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
             let header = batch.header();
@@ -306,16 +297,7 @@ impl Trial for PointRead<'_> {
 /// The length of the value of the record at `offset`: fetch its batch into `buffer`, check
 /// the CRC, decode up to it.
 fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
-    let fetch = log
-        .read(offset, 1, Isolation::LogEnd, true)
-        .map_err(|error| seglog_error("read", log.dir(), error))?;
-    buffer.clear();
-    fetch
-        .slice
-        .read_into(buffer)
-        .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
-    let position = fetch.slice.position();
-    let bytes = Bytes::from(std::mem::take(buffer));
+    let (bytes, position) = fetch(log, offset, 1, buffer)?;
     let mut found = None;
     'batches: for batch in OwnedBatches::new(bytes.clone(), position).validated() {
         let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
@@ -339,6 +321,21 @@ fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
     }
     *buffer = reclaim(bytes);
     found.ok_or_else(|| format!("seglog read at {offset} did not return it").into())
+}
+
+/// `Log::read` of up to `max_bytes` from `offset` (`min_one_message`), copied into `buffer`
+/// (`pread`) and handed back as shared bytes with the file position they start at.
+fn fetch(log: &Log, offset: i64, max_bytes: u32, buffer: &mut Vec<u8>) -> Result<(Bytes, u64)> {
+    let fetch = log
+        .read(offset, max_bytes, Isolation::LogEnd, true)
+        .map_err(|error| seglog_error("read", log.dir(), error))?;
+    buffer.clear();
+    fetch
+        .slice
+        .read_into(buffer)
+        .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
+    let position = fetch.slice.position();
+    Ok((Bytes::from(std::mem::take(buffer)), position))
 }
 
 /// Takes the buffer back once every record that shared it is gone (a consumer reuses its
