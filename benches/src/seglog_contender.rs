@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use seglog::{Isolation, ListOffsets, Log, LogConfig};
 use seglog_index_core::OffsetIndex;
-use seglog_records::OwnedBatches;
+use seglog_records::{OwnedBatches, Record, RecordRef};
 
 use crate::child::Job;
 use crate::data::Dataset;
@@ -221,27 +221,14 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
                 // anything else (codecs, legacy formats) through the owned decoder.
                 Decode::Records => match batch.records_borrowed() {
                     Some(borrowed) => {
-                        for record in borrowed {
-                            let record =
-                                record.map_err(|error| format!("seglog record: {error}"))?;
-                            if record.offset >= offset {
-                                payload_bytes +=
-                                    black_box(record.value).map_or(0, |value| value.len() as u64);
-                                records += 1;
-                            }
-                        }
+                        consume_from(borrowed, offset, &mut records, &mut payload_bytes)?;
                     }
-                    None => {
-                        for record in batch.records(usize::MAX) {
-                            let record =
-                                record.map_err(|error| format!("seglog record: {error}"))?;
-                            if record.offset >= offset {
-                                payload_bytes +=
-                                    black_box(record.value).map_or(0, |value| value.len() as u64);
-                                records += 1;
-                            }
-                        }
-                    }
+                    None => consume_from(
+                        batch.records(usize::MAX),
+                        offset,
+                        &mut records,
+                        &mut payload_bytes,
+                    )?,
                 },
                 // Batches never start below the fetch offset in a scan from the log start.
                 Decode::BatchesOnly => {
@@ -299,24 +286,14 @@ impl Trial for PointRead<'_> {
 fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
     let (bytes, position) = fetch(log, offset, 1, buffer)?;
     let mut found = None;
-    'batches: for batch in OwnedBatches::new(bytes.clone(), position).validated() {
+    for batch in OwnedBatches::new(bytes.clone(), position).validated() {
         let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
-        if let Some(borrowed) = batch.records_borrowed() {
-            for record in borrowed {
-                let record = record.map_err(|error| format!("seglog record: {error}"))?;
-                if record.offset == offset {
-                    found = Some(black_box(record.value).map_or(0, <[u8]>::len));
-                    break 'batches;
-                }
-            }
-            continue;
-        }
-        for record in batch.records(usize::MAX) {
-            let record = record.map_err(|error| format!("seglog record: {error}"))?;
-            if record.offset == offset {
-                found = Some(black_box(record.value).map_or(0, |value| value.len()));
-                break 'batches;
-            }
+        found = match batch.records_borrowed() {
+            Some(borrowed) => value_len_at(borrowed, offset)?,
+            None => value_len_at(batch.records(usize::MAX), offset)?,
+        };
+        if found.is_some() {
+            break;
         }
     }
     *buffer = reclaim(bytes);
@@ -336,6 +313,69 @@ fn fetch(log: &Log, offset: i64, max_bytes: u32, buffer: &mut Vec<u8>) -> Result
         .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
     let position = fetch.slice.position();
     Ok((Bytes::from(std::mem::take(buffer)), position))
+}
+
+/// What a consumer reads of a decoded record, whichever decoder produced it: borrowed
+/// (uncompressed v2 batches) or owned (codecs, legacy formats).
+trait ConsumedRecord {
+    /// The record's offset.
+    fn offset(&self) -> i64;
+    /// The length of its value (0 when null), read through `black_box` so that decoding it
+    /// is not optimised away.
+    fn value_len(self) -> usize;
+}
+
+impl ConsumedRecord for RecordRef<'_> {
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn value_len(self) -> usize {
+        black_box(self.value).map_or(0, <[u8]>::len)
+    }
+}
+
+impl ConsumedRecord for Record {
+    fn offset(&self) -> i64 {
+        self.offset
+    }
+
+    fn value_len(self) -> usize {
+        black_box(self.value).map_or(0, |value| value.len())
+    }
+}
+
+/// Decodes every record of one batch, adding those at or above `from` to `records` and their
+/// value bytes to `payload_bytes`.
+fn consume_from<R: ConsumedRecord>(
+    batch_records: impl Iterator<Item = std::result::Result<R, seglog_records::Error>>,
+    from: i64,
+    records: &mut u64,
+    payload_bytes: &mut u64,
+) -> Result<()> {
+    for record in batch_records {
+        let record = record.map_err(|error| format!("seglog record: {error}"))?;
+        if record.offset() >= from {
+            *payload_bytes += record.value_len() as u64;
+            *records += 1;
+        }
+    }
+    Ok(())
+}
+
+/// Decodes the records of one batch up to the one at `offset`; its value length, or `None`
+/// when the batch does not hold it.
+fn value_len_at<R: ConsumedRecord>(
+    batch_records: impl Iterator<Item = std::result::Result<R, seglog_records::Error>>,
+    offset: i64,
+) -> Result<Option<usize>> {
+    for record in batch_records {
+        let record = record.map_err(|error| format!("seglog record: {error}"))?;
+        if record.offset() == offset {
+            return Ok(Some(record.value_len()));
+        }
+    }
+    Ok(None)
 }
 
 /// Takes the buffer back once every record that shared it is gone (a consumer reuses its
