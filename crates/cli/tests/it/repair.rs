@@ -2,10 +2,27 @@
 
 use std::path::Path;
 
-use crate::support::{copy_dir, corpus, seglog};
+use crate::support::{Run, copy_dir, corpus, seglog, seglog_stdin};
 
 fn verify_ok(dir: &Path) -> bool {
     seglog(["verify".as_ref(), dir.as_os_str()]).code == 0
+}
+
+/// `seglog produce` of the JSON lines `text` into `dir`, 10 records a batch, 8 KiB segments.
+fn produce_small_segments(dir: &Path, text: &str) -> Run {
+    seglog_stdin(
+        [
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--input".as_ref(),
+            "-".as_ref(),
+            "--batch-records".as_ref(),
+            "10".as_ref(),
+            "--config".as_ref(),
+            "segment.bytes=8192".as_ref(),
+        ],
+        text,
+    )
 }
 
 #[test]
@@ -78,19 +95,7 @@ fn recover_validates_every_segment_even_after_a_clean_shutdown() {
     let text: String = (0..200)
         .map(|i| format!("{{\"value\":\"{}\"}}\n", "x".repeat(100 + i % 7)))
         .collect();
-    let produced = crate::support::seglog_stdin(
-        [
-            "produce".as_ref(),
-            dir.as_os_str(),
-            "--input".as_ref(),
-            "-".as_ref(),
-            "--batch-records".as_ref(),
-            "10".as_ref(),
-            "--config".as_ref(),
-            "segment.bytes=8192".as_ref(),
-        ],
-        &text,
-    );
+    let produced = produce_small_segments(&dir, &text);
     assert_eq!(produced.code, 0, "{}", produced.stderr);
     // A flipped byte inside the second batch of the first segment (of a cleanly closed log).
     let log = dir.join("00000000000000000000.log");
@@ -130,19 +135,7 @@ fn retain_by_size_time_and_log_start_offset() {
                 )
             })
             .collect();
-        crate::support::seglog_stdin(
-            [
-                "produce".as_ref(),
-                dir.as_os_str(),
-                "--input".as_ref(),
-                "-".as_ref(),
-                "--batch-records".as_ref(),
-                "10".as_ref(),
-                "--config".as_ref(),
-                "segment.bytes=8192".as_ref(),
-            ],
-            &text,
-        )
+        produce_small_segments(&dir, &text)
     };
     assert_eq!(produce(1_000_000).code, 0);
     let info = |d: &Path| {
