@@ -385,6 +385,25 @@ fn power_loss_keeps(
     }
 }
 
+/// After an injected fault (cleared here): `log` is poisoned, still serves `appended`, a
+/// power loss keeps `durable`, and the reopened directory serves `appended`.
+fn poisoned_but_lossless(
+    log: Log,
+    dir: &std::path::Path,
+    faults: &FaultInjector,
+    config: LogConfig,
+    appended: &BTreeMap<i64, RecordId>,
+    durable: &BTreeMap<i64, RecordId>,
+    context: &str,
+) {
+    faults.clear();
+    assert_poisoned(&log, context);
+    assert_serves(&log, appended, context);
+    power_loss_keeps(dir, faults, &config, durable, context);
+    drop(log);
+    reopen_serves(dir, config, appended, context);
+}
+
 /// An index flush (`msync`) that fails during `Log::flush` is returned as a segment I/O error
 /// naming the index, poisons the log, and loses nothing: the `.log` was fsynced first, and
 /// the reopened log rebuilds what it needs.
@@ -416,13 +435,8 @@ fn a_failed_index_flush_poisons_the_log() {
                 other => panic!("{context}: expected an injected index flush error, got {other:?}"),
             }
             assert_eq!(faults.index_flushes(), n, "{context}");
-            faults.clear();
-            assert_poisoned(&log, &context);
-            assert_serves(&log, &appended, &context);
             // The flush was not acknowledged: only the durable append is owed.
-            power_loss_keeps(&dir, &faults, &config, &durable, &context);
-            drop(log);
-            reopen_serves(&dir, config, &appended, &context);
+            poisoned_but_lossless(log, &dir, &faults, config, &appended, &durable, &context);
         }
     }
 }
@@ -464,12 +478,7 @@ fn a_failed_directory_fsync_poisons_the_log() {
         }
         assert_eq!(faults.dir_syncs(), syncs + 1, "{context}");
         assert_eq!(faults.durable_names(&dir), Some(listed), "{context}");
-        faults.clear();
-        assert_poisoned(&log, &context);
-        assert_serves(&log, &appended, &context);
-        power_loss_keeps(&dir, &faults, &config, &durable, &context);
-        drop(log);
-        reopen_serves(&dir, config, &appended, &context);
+        poisoned_but_lossless(log, &dir, &faults, config, &appended, &durable, &context);
     }
 }
 

@@ -28,7 +28,9 @@ use seglog_reliability::{
 };
 use seglog_segment::fault::FaultInjector;
 
-use crate::support::{capture_as_is, faulty_dir, iterations, seeded_rng, stream1};
+use crate::support::{
+    assert_recovers, capture_as_is, faulty_dir, iterations, seeded_rng, stream1, stream1_at,
+};
 
 /// The live side of one workload.
 struct Workload {
@@ -398,26 +400,8 @@ fn overlap_after_an_unsynced_truncation_and_a_roll() {
     log.roll().unwrap(); // new segment 5
     log.append_durable(&build_batch(&stream1(100, 102), Compression::None).unwrap())
         .unwrap(); // new offsets 5-6, acknowledged as durable
-    let acked: BTreeMap<i64, RecordId> = (0..5)
-        .map(|o| {
-            (
-                o,
-                RecordId {
-                    stream: 1,
-                    seq: o as u64,
-                },
-            )
-        })
-        .chain([5, 6].map(|o| {
-            (
-                o,
-                RecordId {
-                    stream: 1,
-                    seq: 95 + o as u64,
-                },
-            )
-        }))
-        .collect();
+    let mut acked = stream1_at(0..5, 0);
+    acked.extend(stream1_at(5..7, 100));
     check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
     let image = capture_as_is(
         &dir,
@@ -427,13 +411,7 @@ fn overlap_after_an_unsynced_truncation_and_a_roll() {
     );
     let target = tmp.path().join("crashed").join("t-0");
     image.write_to(&target).unwrap();
-    let recovered = Log::open(&target, config).unwrap();
-    let contents = read_log(&recovered).and_then(|c| check_acknowledged(&c, &acked));
-    assert!(
-        contents.is_ok(),
-        "{contents:?}: segments {:?}",
-        recovered.segments()
-    );
+    assert_recovers(&target, config, &acked);
 }
 
 /// BUG (seglog `load.rs` `open_segments`, `log.rs` `dir_dirty`): when recovery truncates a
@@ -474,26 +452,8 @@ fn segments_dropped_by_recovery_do_not_come_back() {
         .append_durable(&build_batch(&stream1(1000, 1003), Compression::None).unwrap())
         .unwrap();
     assert_eq!(info.first_offset, next);
-    let acked: BTreeMap<i64, RecordId> = (0..next)
-        .map(|o| {
-            (
-                o,
-                RecordId {
-                    stream: 1,
-                    seq: o as u64,
-                },
-            )
-        })
-        .chain((0..3).map(|i| {
-            (
-                next + i,
-                RecordId {
-                    stream: 1,
-                    seq: 1000 + i as u64,
-                },
-            )
-        }))
-        .collect();
+    let mut acked = stream1_at(0..next, 0);
+    acked.extend(stream1_at(next..next + 3, 1000));
 
     // Power loss: the renames to `.deleted` were never made durable.
     let mut image = capture_as_is(
@@ -517,13 +477,7 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     }
     let target = tmp.path().join("crashed").join("t-0");
     image.write_to(&target).unwrap();
-    let recovered = Log::open(&target, config).unwrap();
-    let result = read_log(&recovered).and_then(|c| check_acknowledged(&c, &acked));
-    assert!(
-        result.is_ok(),
-        "{result:?}: segments {:?}",
-        recovered.segments()
-    );
+    assert_recovers(&target, config, &acked);
 }
 
 /// One retention pass renames several segments `.deleted`. Until a directory fsync, a power

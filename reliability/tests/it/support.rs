@@ -2,6 +2,7 @@
 //! self-verifying records.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Range;
 use std::path::Path;
 
 use rand::rngs::StdRng;
@@ -134,4 +135,27 @@ pub fn reopen_serves(
     let log = Log::open(dir, config).unwrap();
     assert_serves(&log, acked, &format!("{context}, reopen"));
     log.close().unwrap();
+}
+
+/// Offsets `offsets` holding records of stream 1 numbered from `first_seq` on.
+pub fn stream1_at(offsets: Range<i64>, first_seq: u64) -> BTreeMap<i64, RecordId> {
+    let start = offsets.start;
+    offsets
+        .map(|o| {
+            let seq = first_seq + (o - start) as u64;
+            (o, RecordId { stream: 1, seq })
+        })
+        .collect()
+}
+
+/// The crashed directory `target` opens under `config`, reads back without a gap
+/// (`read_log`) and serves every record of `acked`.
+pub fn assert_recovers(target: &Path, config: LogConfig, acked: &BTreeMap<i64, RecordId>) {
+    let recovered = Log::open(target, config).unwrap();
+    let result = read_log(&recovered).and_then(|c| check_acknowledged(&c, acked));
+    assert!(
+        result.is_ok(),
+        "{result:?}: segments {:?}",
+        recovered.segments()
+    );
 }
