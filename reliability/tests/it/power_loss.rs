@@ -330,6 +330,19 @@ fn power_loss_keeps_every_durable_acknowledgement() {
     );
 }
 
+/// One uncompressed batch of records `from..to` of stream 1.
+fn batch1(from: u64, to: u64) -> Vec<u8> {
+    build_batch(&stream1(from, to), Compression::None).unwrap()
+}
+
+/// A log under `config` in `<tmp>/live/t-0`, the fault injector installed before the open.
+fn live_log(tmp: &Path, config: &LogConfig) -> (std::path::PathBuf, FaultInjector, Log) {
+    let dir = tmp.join("live").join("t-0");
+    let faults = faulty_dir(&dir);
+    let log = Log::open(&dir, config.clone()).unwrap();
+    (dir, faults, log)
+}
+
 /// BUG (seglog `load.rs` / `append.rs`): a roll does not fsync the sealed segment, and loading
 /// after an unclean shutdown only drops later segments when a recovery *truncated* bytes. So
 /// after a power loss that kept the new segment's name but not the old segment's unsynced
@@ -339,17 +352,12 @@ fn power_loss_keeps_every_durable_acknowledgement() {
 #[test]
 fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("live").join("t-0");
-    let faults = faulty_dir(&dir);
     let config = small_config(1 << 20);
-    let log = Log::open(&dir, config.clone()).unwrap();
-    log.append_durable(&build_batch(&stream1(0, 5), Compression::None).unwrap())
-        .unwrap(); // offsets 0-4, durable
-    log.append(&build_batch(&stream1(5, 10), Compression::None).unwrap())
-        .unwrap(); // offsets 5-9, page cache only
+    let (dir, faults, log) = live_log(tmp.path(), &config);
+    log.append_durable(&batch1(0, 5)).unwrap(); // offsets 0-4, durable
+    log.append(&batch1(5, 10)).unwrap(); // offsets 5-9, page cache only
     log.roll().unwrap(); // new segment 10; segment 0 sealed but not fsynced
-    log.append(&build_batch(&stream1(10, 12), Compression::None).unwrap())
-        .unwrap(); // offsets 10-11 in segment 10, page cache only
+    log.append(&batch1(10, 12)).unwrap(); // offsets 10-11 in segment 10, page cache only
 
     // The crash: segment 0 as fsynced (offsets 0-4); the kernel happened to write back
     // segment 10 (its name and data). Index files as they are.
@@ -388,18 +396,13 @@ fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
 #[test]
 fn overlap_after_an_unsynced_truncation_and_a_roll() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("live").join("t-0");
-    let faults = faulty_dir(&dir);
     let config = small_config(1 << 20);
-    let log = Log::open(&dir, config.clone()).unwrap();
-    log.append_durable(&build_batch(&stream1(0, 5), Compression::None).unwrap())
-        .unwrap(); // offsets 0-4
-    log.append_durable(&build_batch(&stream1(5, 10), Compression::None).unwrap())
-        .unwrap(); // offsets 5-9, durable
+    let (dir, faults, log) = live_log(tmp.path(), &config);
+    log.append_durable(&batch1(0, 5)).unwrap(); // offsets 0-4
+    log.append_durable(&batch1(5, 10)).unwrap(); // offsets 5-9, durable
     log.truncate_to(5).unwrap(); // a follower drops 5-9 (not fsynced)
     log.roll().unwrap(); // new segment 5
-    log.append_durable(&build_batch(&stream1(100, 102), Compression::None).unwrap())
-        .unwrap(); // new offsets 5-6, acknowledged as durable
+    log.append_durable(&batch1(100, 102)).unwrap(); // new offsets 5-6, acknowledged as durable
     let mut acked = stream1_at(0..5, 0);
     acked.extend(stream1_at(5..7, 100));
     check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
@@ -428,8 +431,7 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     // Three segments; then a torn tail on the first one and an unclean shutdown.
     let log = Log::open(&dir, config.clone()).unwrap();
     for seq in (0..60).step_by(3) {
-        log.append(&build_batch(&stream1(seq, seq + 3), Compression::None).unwrap())
-            .unwrap();
+        log.append(&batch1(seq, seq + 3)).unwrap();
     }
     let segments = log.segments();
     assert!(segments.len() >= 3, "{segments:?}");
@@ -448,9 +450,7 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     let log = Log::open(&dir, config.clone()).unwrap();
     assert!(!log.load_report().deleted_segments.is_empty());
     let next = log.log_end_offset();
-    let info = log
-        .append_durable(&build_batch(&stream1(1000, 1003), Compression::None).unwrap())
-        .unwrap();
+    let info = log.append_durable(&batch1(1000, 1003)).unwrap();
     assert_eq!(info.first_offset, next);
     let mut acked = stream1_at(0..next, 0);
     acked.extend(stream1_at(next..next + 3, 1000));
@@ -490,18 +490,14 @@ fn segments_dropped_by_recovery_do_not_come_back() {
 #[test]
 fn retention_renames_are_durable_when_tick_returns() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("live").join("t-0");
-    let faults = faulty_dir(&dir);
     let mut config = small_config(2048);
     config.file_delete_delay_ms = i64::MAX / 2;
     config.retention_bytes = 100;
-    let log = Log::open(&dir, config.clone()).unwrap();
+    let (dir, faults, log) = live_log(tmp.path(), &config);
     let mut acked = BTreeMap::new();
     let mut seq = 0;
     while log.segments().len() < 5 {
-        let ids: Vec<RecordId> = (seq..seq + 3)
-            .map(|seq| RecordId { stream: 1, seq })
-            .collect();
+        let ids = stream1(seq, seq + 3);
         seq += 3;
         let info = log
             .append_durable(&build_batch(&ids, Compression::None).unwrap())
