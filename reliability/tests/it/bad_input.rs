@@ -372,7 +372,7 @@ fn out_of_range_reads_and_offsets_give_typed_errors() {
     assert_intact(&log, &before, "out-of-range calls");
 }
 
-/// BUG (seglog `maintenance.rs` `truncate_to` / `truncate_fully_and_start_at`): a negative
+/// Regression (fixed; was a bug in seglog `maintenance.rs` `truncate_to` / `truncate_fully_and_start_at`): a negative
 /// offset is not refused: `truncate_to(-5)` deletes every segment and restarts the log at
 /// offset -5 (a segment file named with a minus sign), where Kafka only ever truncates to
 /// valid offsets. Expected: a typed error, the log intact.

@@ -324,7 +324,7 @@ fn bit_rot_below_the_recovery_point_is_trusted_like_kafka() {
     check_served(&p, &contents, layout.base_offset, "bit rot, unclean");
 }
 
-/// BUG (seglog-segment `recover.rs` `rebuild`, Kafka has it too): the base offset (bytes 0-7)
+/// Regression (fixed; was a bug in seglog-segment `recover.rs` `rebuild`, Kafka has it too): the base offset (bytes 0-7)
 /// is not covered by the batch CRC, and recovery does not check that batch offsets increase
 /// within a segment. A bit flip that raises a batch's base offset is accepted: the segment then
 /// serves a batch with offsets far beyond the log end offset (and out of order). Expected:

@@ -306,7 +306,7 @@ fn a_failed_close_is_not_a_clean_shutdown() {
     check_acknowledged(&read_log(&log).unwrap(), &acked).unwrap();
 }
 
-/// BUG (seglog `log.rs` `Log::close`): `close` marks the log closed before it checks the poison
+/// Regression (fixed; was a bug in seglog `log.rs` `Log::close`): `close` marks the log closed before it checks the poison
 /// flag and before it flushes, so when the first `close` fails (poisoned log, failed fsync),
 /// a second `close` returns `Ok(())` although nothing was flushed and no clean-shutdown marker
 /// was written; later writes then report `Closed` instead of `Poisoned`.

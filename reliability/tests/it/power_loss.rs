@@ -343,7 +343,7 @@ fn live_log(tmp: &Path, config: &LogConfig) -> (std::path::PathBuf, FaultInjecto
     (dir, faults, log)
 }
 
-/// BUG (seglog `load.rs` / `append.rs`): a roll does not fsync the sealed segment, and loading
+/// Regression (fixed; was a bug in seglog `load.rs` / `append.rs`): a roll does not fsync the sealed segment, and loading
 /// after an unclean shutdown only drops later segments when a recovery *truncated* bytes. So
 /// after a power loss that kept the new segment's name but not the old segment's unsynced
 /// tail (both legitimate: neither was acknowledged as durable), the log has an offset gap: the
@@ -385,7 +385,7 @@ fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
     );
 }
 
-/// BUG (seglog `maintenance.rs` `truncate_to`, `flush.rs` `flush_to`, `load.rs`): a truncation
+/// Regression (fixed; was a bug in seglog `maintenance.rs` `truncate_to`, `flush.rs` `flush_to`, `load.rs`): a truncation
 /// is never fsynced once the log rolls past it (it lowers the recovery point to the truncation
 /// offset, and later flushes start at the segment holding the recovery point, which is the new
 /// segment after a roll), and loading does not check that a recovered segment ends at or below
@@ -417,7 +417,7 @@ fn overlap_after_an_unsynced_truncation_and_a_roll() {
     assert_recovers(&target, config, &acked);
 }
 
-/// BUG (seglog `load.rs` `open_segments`, `log.rs` `dir_dirty`): when recovery truncates a
+/// Regression (fixed; was a bug in seglog `load.rs` `open_segments`, `log.rs` `dir_dirty`): when recovery truncates a
 /// segment, the loader renames every later segment to `.deleted` but never fsyncs the
 /// directory (nor marks it dirty, so the next flush does not either). New durable appends then
 /// reuse those offsets in the truncated segment. A power loss undoes the renames: the old
