@@ -114,16 +114,7 @@ fn broker_offset_indexes_open_read_only_and_look_up_like_a_linear_scan() {
         assert_eq!(index.last_offset(), expected.last().map_or(base, |e| e.0));
         index.close().unwrap();
 
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            before,
-            "{} was modified",
-            path.display()
-        );
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().modified().unwrap(),
-            modified
-        );
+        assert_unchanged(&path, &before, modified);
     }
 }
 
@@ -179,16 +170,7 @@ fn broker_time_indexes_open_read_only_and_look_up_like_a_linear_scan() {
         index.sanity_check(None).unwrap();
         index.close().unwrap();
 
-        assert_eq!(
-            std::fs::read(&path).unwrap(),
-            before,
-            "{} was modified",
-            path.display()
-        );
-        assert_eq!(
-            std::fs::metadata(&path).unwrap().modified().unwrap(),
-            modified
-        );
+        assert_unchanged(&path, &before, modified);
     }
 }
 
@@ -224,4 +206,20 @@ fn broker_indexes_open_writable_on_a_copy_and_keep_their_bytes() {
             [rel.to_be_bytes(), (last_position + 1).to_be_bytes()].concat()
         );
     }
+}
+
+/// Asserts that a corpus file still holds `before` and its modification time is `modified`.
+fn assert_unchanged(path: &std::path::Path, before: &[u8], modified: std::time::SystemTime) {
+    assert_eq!(
+        std::fs::read(path).unwrap(),
+        before,
+        "{} was modified",
+        path.display()
+    );
+    assert_eq!(
+        std::fs::metadata(path).unwrap().modified().unwrap(),
+        modified,
+        "{} was touched",
+        path.display()
+    );
 }
