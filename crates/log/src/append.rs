@@ -73,7 +73,8 @@ pub struct AppendInfo {
 impl Log {
     /// Appends one or more concatenated v2 batches as the leader: validates them (framing,
     /// CRC, `max.message.bytes`, record counts, no control batches, the CreateTime window),
-    /// assigns offsets from the log end offset (rewriting base offsets in place), stamps
+    /// assigns offsets from the log end offset (the new base offsets are written in place of the
+    /// old ones by one vectored write: the caller's bytes are neither modified nor copied), stamps
     /// LogAppendTime when configured, rolls when the active segment says so, writes.
     ///
     /// # Errors
@@ -138,14 +139,21 @@ impl Log {
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
         let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
-        let mut buffer = batches[..analysis.valid_bytes].to_vec();
         let log_append_time_ms = (origin == Origin::Leader
             && self.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
-        if let Some(now) = log_append_time_ms {
-            validate::stamp_log_append_time(&mut buffer, &mut analysis, now)?;
-        }
-        let size = buffer.len() as u64;
+        // The caller's bytes are written in place (base offsets are patched in by the vectored
+        // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
+        let stamped = match log_append_time_ms {
+            Some(now) => {
+                let mut copy = batches[..analysis.valid_bytes].to_vec();
+                validate::stamp_log_append_time(&mut copy, &mut analysis, now)?;
+                Some(copy)
+            }
+            None => None,
+        };
+        let bytes = stamped.as_deref().unwrap_or(batches);
+        let size = analysis.valid_bytes as u64;
         if size > self.segment_config.segment_bytes.into() {
             return Err(Error::InvalidAppend {
                 kind: AppendErrorKind::AppendTooLarge {
@@ -158,8 +166,8 @@ impl Log {
         let mut writer = self.writable()?;
         let mut view = self.published.load();
         let log_end_offset = view.end.offset;
-        match origin {
-            Origin::Leader => validate::assign_offsets(&mut buffer, &mut analysis, log_end_offset)?,
+        let bases = match origin {
+            Origin::Leader => validate::assign_offsets(&mut analysis, log_end_offset)?,
             Origin::Follower => {
                 if analysis.first_offset() < log_end_offset {
                     return Err(Error::InvalidAppend {
@@ -169,8 +177,9 @@ impl Log {
                         },
                     });
                 }
+                Vec::new()
             }
-        }
+        };
         let last_offset = analysis.last_offset();
         let (max_timestamp_ms, offset_of_max_timestamp_ms) = analysis.max_timestamp();
         let params = RollParams {
@@ -192,11 +201,11 @@ impl Log {
             dir: self.dir.clone(),
         })?;
         active
-            .append(
+            .append_parts(
                 last_offset,
                 max_timestamp_ms,
                 offset_of_max_timestamp_ms,
-                &buffer,
+                &validate::write_parts(bytes, &analysis, &bases),
             )
             .map_err(|e| self.poisoned_by("append", e))?;
         let segment = active.segment();

@@ -201,26 +201,53 @@ pub(crate) fn stamp_log_append_time(
     Ok(())
 }
 
-/// Leader: rewrites every batch's base offset so the append starts at `next_offset` (outside
-/// the CRC: no checksum work under the writer lock). Updates `analysis` to match.
+/// Leader: assigns offsets so the append starts at `next_offset` and returns every batch's
+/// new big-endian base offset, the 8 bytes that replace the first 8 of the batch when it is
+/// written ([`write_parts`]). The base offset is outside the CRC: no checksum work under the
+/// writer lock and no copy of the caller's bytes. Updates `analysis` to match.
 ///
 /// # Errors
-/// [`Error::Records`] if a rewrite fails (it cannot for a buffer `analyze` accepted).
-pub(crate) fn assign_offsets(
-    buffer: &mut [u8],
-    analysis: &mut Analysis,
-    next_offset: i64,
-) -> Result<()> {
+/// [`Error::Records`] if an offset would overflow (it cannot below `i64::MAX` records).
+pub(crate) fn assign_offsets(analysis: &mut Analysis, next_offset: i64) -> Result<Vec<[u8; 8]>> {
     let mut next = next_offset;
+    let mut bases = Vec::with_capacity(analysis.batches.len());
     for span in &mut analysis.batches {
         let delta = span.offset_span() - 1;
-        seglog_records::set_base_offset(&mut buffer[span.range()], next).map_err(Error::Records)?;
+        let last =
+            next.checked_add(delta)
+                .ok_or(Error::Records(seglog_records::Error::InvalidInput {
+                    reason: "base offset plus last offset delta overflows",
+                }))?;
+        bases.push(next.to_be_bytes());
         span.header.base_offset = Some(next);
-        span.header.last_offset = next + delta;
-        next += delta + 1;
+        span.header.last_offset = last;
+        next = last.saturating_add(1);
     }
-    Ok(())
+    Ok(bases)
 }
+
+/// The pieces an append writes, in order: `bytes` as they are, except that each batch's
+/// first 8 bytes (its base offset) come from `bases` when the leader assigned them (an
+/// empty `bases` writes `bytes` whole). One vectored write, no copy.
+pub(crate) fn write_parts<'a>(
+    bytes: &'a [u8],
+    analysis: &Analysis,
+    bases: &'a [[u8; 8]],
+) -> Vec<&'a [u8]> {
+    if bases.is_empty() {
+        return vec![&bytes[..analysis.valid_bytes]];
+    }
+    let mut parts = Vec::with_capacity(2 * bases.len());
+    for (span, base) in analysis.batches.iter().zip(bases) {
+        let range = span.range();
+        parts.push(&base[..]);
+        parts.push(&bytes[range.start + BASE_OFFSET_LEN..range.end]);
+    }
+    parts
+}
+
+/// Length of the v2 base offset field, the first field of a batch.
+const BASE_OFFSET_LEN: usize = 8;
 
 fn invalid(kind: AppendErrorKind) -> Error {
     Error::InvalidAppend { kind }
@@ -252,7 +279,8 @@ mod tests {
         let mut buf = batch(0, 3, 100);
         buf.extend(batch(0, 2, 50));
         let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
-        assign_offsets(&mut buf, &mut a, 10).unwrap();
+        let bases = assign_offsets(&mut a, 10).unwrap();
+        let buf = write_parts(&buf, &a, &bases).concat();
         assert_eq!((a.first_offset(), a.last_offset()), (10, 14));
         assert_eq!(a.max_timestamp(), (102, 12));
         let mut next = 10;
@@ -270,7 +298,8 @@ mod tests {
         let mut buf = batch(0, 2, 100);
         let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
         stamp_log_append_time(&mut buf, &mut a, 777).unwrap();
-        assign_offsets(&mut buf, &mut a, 0).unwrap();
+        let bases = assign_offsets(&mut a, 0).unwrap();
+        let buf = write_parts(&buf, &a, &bases).concat();
         let b = BatchRef::parse(&buf, 0).unwrap();
         b.ensure_valid().unwrap();
         assert_eq!(b.header().max_timestamp_ms, 777);

@@ -160,7 +160,29 @@ impl ActiveSegment {
         offset_of_max_timestamp: i64,
         batches: &[u8],
     ) -> Result<()> {
-        if batches.is_empty() {
+        self.append_parts(
+            largest_offset,
+            largest_timestamp_ms,
+            offset_of_max_timestamp,
+            &[batches],
+        )
+    }
+
+    /// [`ActiveSegment::append`] of the concatenation of `parts`, written with one vectored
+    /// positioned write (`pwritev`) instead of first being copied into one buffer: the log
+    /// writes the caller's batches in place with their new base offsets as separate parts.
+    ///
+    /// # Errors
+    /// As [`ActiveSegment::append`].
+    pub fn append_parts(
+        &mut self,
+        largest_offset: i64,
+        largest_timestamp_ms: i64,
+        offset_of_max_timestamp: i64,
+        parts: &[&[u8]],
+    ) -> Result<()> {
+        let len: u64 = parts.iter().map(|part| part.len() as u64).sum();
+        if len == 0 {
             return Ok(());
         }
         let segment = &*self.segment;
@@ -173,7 +195,6 @@ impl ActiveSegment {
                 offset: largest_offset,
             });
         }
-        let len = batches.len() as u64;
         if position + len > i32::MAX as u64 {
             return Err(Error::SegmentTooLarge {
                 path: segment.log_path(),
@@ -200,7 +221,7 @@ impl ActiveSegment {
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp_ms);
         }
-        if let Err(e) = segment.log.write_all_at(batches, position) {
+        if let Err(e) = segment.log.write_all_vectored_at(parts, position) {
             segment.poisoned.store(true, Ordering::Release);
             return Err(Error::io(IoOp::Write, &segment.log_path())(e));
         }
