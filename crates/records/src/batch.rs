@@ -237,7 +237,7 @@ impl OwnedBatch {
 
 pub(crate) fn compute_crc(header: &BatchHeader, bytes: &[u8]) -> u32 {
     if header.magic >= 2 {
-        crc32c::crc32c(bytes.get(v2::ATTRIBUTES..).unwrap_or_default())
+        crate::crc32c(bytes.get(v2::ATTRIBUTES..).unwrap_or_default())
     } else {
         crc32fast::hash(bytes.get(legacy_layout::MAGIC..).unwrap_or_default())
     }

@@ -255,7 +255,7 @@ impl BatchBuilder {
         layout::write_i16(&mut out, v2::PRODUCER_EPOCH, self.producer_epoch);
         layout::write_i32(&mut out, v2::BASE_SEQUENCE, self.base_sequence);
         layout::write_i32(&mut out, v2::RECORD_COUNT, self.count);
-        let crc = crc32c::crc32c(&out[v2::ATTRIBUTES..]);
+        let crc = crate::crc32c(&out[v2::ATTRIBUTES..]);
         layout::write_i32(&mut out, v2::CRC, crc as i32);
         Ok(Bytes::from(out))
     }

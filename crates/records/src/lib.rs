@@ -14,7 +14,8 @@
 //!   uncompressed v2 batch as [`RecordRef`]s borrowing the batch's bytes (no copy, no refcount);
 //! - control records ([`ControlRecord`]): transaction markers and KRaft control types;
 //! - [`BatchBuilder`]: writes v2 batches with any codec; [`set_base_offset`],
-//!   [`set_partition_leader_epoch`] and [`set_log_append_time`] rewrite one in place.
+//!   [`set_partition_leader_epoch`] and [`set_log_append_time`] rewrite one in place;
+//! - [`crc32c`]: the v2 batch checksum, for re-checksumming hand-edited bytes.
 //!
 //! It deliberately knows nothing of files, segments or indexes: positions are plain byte
 //! positions the caller chooses (the segment layer passes file positions and adds the path to
@@ -47,6 +48,7 @@ mod builder;
 mod codec;
 mod compression;
 mod control;
+mod crc;
 mod error;
 mod header;
 mod layout;
@@ -67,6 +69,7 @@ pub use crate::{
     builder::BatchBuilder,
     compression::Compression,
     control::{ControlRecord, ControlRecordType, EndTransactionMarker},
+    crc::crc32c,
     error::{CorruptKind, Error},
     header::{BatchHeader, HeaderRead},
     layout::{

@@ -68,7 +68,7 @@ pub fn set_max_timestamp(
     }
     layout::write_i16(batch, v2::ATTRIBUTES, attributes);
     layout::write_i64(batch, v2::MAX_TIMESTAMP, max_timestamp_ms);
-    let crc = crc32c::crc32c(&batch[v2::ATTRIBUTES..]);
+    let crc = crate::crc32c(&batch[v2::ATTRIBUTES..]);
     layout::write_i32(batch, v2::CRC, crc as i32);
     Ok(())
 }

@@ -41,6 +41,6 @@ fn vectors_match_the_spec_hex() {
             "00 00 00 00 00 00 00 00 00 00 00 3d 00 00 00 00 02 e6 41 a4 4b 00 00 00 00 00 00 00 00 01 8b cf e5 68 00 00 00 01 8b cf e5 68 00 ff ff ff ff ff ff ff ff ff ff ff ff ff ff 00 00 00 01 16 00 00 00 01 0a 68 65 6c 6c 6f 00"
         )
     );
-    assert_eq!(crc32c::crc32c(b"123456789"), 0xE306_9283);
+    assert_eq!(crate::crc32c(b"123456789"), 0xE306_9283);
     assert_eq!(crc32fast::hash(b"123456789"), 0xCBF4_3926);
 }

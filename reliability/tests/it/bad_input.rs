@@ -19,7 +19,7 @@ fn one(stream: u64, seq: u64) -> Vec<u8> {
 
 /// Rewrites the CRC of the v2 batch at the start of `bytes` after a deliberate edit.
 fn fix_crc(bytes: &mut [u8]) {
-    let crc = crc32c::crc32c(&bytes[21..]);
+    let crc = seglog_records::crc32c(&bytes[21..]);
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
