@@ -1,11 +1,9 @@
 //! One decoded record, and the v2 record decoder (`DefaultRecord`).
 
-use std::ops::Range;
-
 use bytes::Bytes;
 
-use crate::varint::{read_varint, read_varlong};
-use crate::{CorruptKind, TimestampType};
+use crate::varint::{take_varint, take_varlong};
+use crate::{CorruptKind, RecordRef, TimestampType};
 
 /// One record, decoded from a batch of any magic.
 ///
@@ -45,49 +43,22 @@ pub(crate) struct V2Context {
     pub log_append_time: bool,
 }
 
-/// One v2 record's fields as positions in the data it was decoded from: everything checked
-/// (lengths, header keys, offsets), nothing copied or shared yet.
-#[derive(Debug, Clone)]
-pub(crate) struct RawRecord {
-    pub offset: i64,
-    pub timestamp_ms: i64,
-    pub timestamp_type: TimestampType,
-    pub key: Option<Range<usize>>,
-    pub value: Option<Range<usize>>,
-    /// The headers' bytes (already checked) and how many headers they hold.
-    pub headers: Range<usize>,
-    pub header_count: usize,
-}
-
-/// Decodes the v2 record starting at `data[*pos]` into positions, advancing `*pos` past it.
+/// Decodes the v2 record starting at `data[*pos]`, advancing `*pos` past it; key, value and
+/// headers borrow from `data`. Everything is checked: lengths against the record's declared
+/// length, the declared length against `data`, header keys as UTF-8, the offset.
 ///
 /// On error returns the offset inside `data` where the record starts.
-pub(crate) fn decode_v2_raw(
-    data: &[u8],
+#[inline]
+pub(crate) fn decode_v2_ref<'a>(
+    data: &'a [u8],
     pos: &mut usize,
     ctx: &V2Context,
-) -> Result<RawRecord, (usize, CorruptKind)> {
+) -> Result<RecordRef<'a>, (usize, CorruptKind)> {
     let start = *pos;
-    let at = |kind| (start, kind);
-    let mut cursor = start;
-    let length = read_varint(data, &mut cursor).map_err(at)?;
-    if length < 0 {
-        return Err(at(CorruptKind::InvalidLength {
-            length: i64::from(length),
-        }));
-    }
-    let body_start = cursor;
-    let body_end = body_start
-        .checked_add(length as usize)
-        .filter(|end| *end <= data.len())
-        .ok_or(at(CorruptKind::Truncated))?;
-    // Every field is read from the body only, so none can run into the next record.
-    let mut record = decode_body(&data[body_start..body_end], ctx).map_err(at)?;
-    let shift = |r: Range<usize>| r.start + body_start..r.end + body_start;
-    record.key = record.key.map(shift);
-    record.value = record.value.map(shift);
-    record.headers = shift(record.headers);
-    *pos = body_end;
+    let mut rest = data.get(start..).unwrap_or_default();
+    let available = rest.len();
+    let record = decode_framed(&mut rest, ctx).map_err(|kind| (start, kind))?;
+    *pos = start + (available - rest.len());
     Ok(record)
 }
 
@@ -100,83 +71,89 @@ pub(crate) fn decode_v2_record(
     pos: &mut usize,
     ctx: &V2Context,
 ) -> Result<Record, (usize, CorruptKind)> {
-    let start = *pos;
-    let raw = decode_v2_raw(data, pos, ctx)?;
-    let headers = owned_headers(data, &raw).map_err(|kind| (start, kind))?;
+    let record = decode_v2_ref(data, pos, ctx)?;
+    // `slice_ref` needs a sub-slice of `data`, which every slice of `record` is.
+    let share = |bytes: &[u8]| data.slice_ref(bytes);
     Ok(Record {
-        offset: raw.offset,
-        timestamp_ms: Some(raw.timestamp_ms),
-        timestamp_type: Some(raw.timestamp_type),
-        key: raw.key.map(|r| data.slice(r)),
-        value: raw.value.map(|r| data.slice(r)),
-        headers,
+        offset: record.offset,
+        timestamp_ms: Some(record.timestamp_ms),
+        timestamp_type: Some(record.timestamp_type),
+        key: record.key.map(share),
+        value: record.value.map(share),
+        headers: record
+            .headers()
+            .map(|(key, value)| Header {
+                key: key.to_owned(),
+                value: value.map(share),
+            })
+            .collect(),
     })
 }
 
-/// The headers of `raw` (checked by `decode_v2_raw`) as owned values.
-fn owned_headers(data: &Bytes, raw: &RawRecord) -> Result<Vec<Header>, CorruptKind> {
-    let mut headers = Vec::with_capacity(raw.header_count);
-    let mut pos = raw.headers.start;
-    let end = raw.headers.end;
-    for _ in 0..raw.header_count {
-        let (key, value) = next_header(&data[..end], &mut pos)?;
-        let key = std::str::from_utf8(&data[key])
-            .map_err(|_| CorruptKind::InvalidHeaderKey)?
-            .to_owned();
-        headers.push(Header {
-            key,
-            value: value.map(|r| data.slice(r)),
-        });
-    }
-    Ok(headers)
-}
-
-/// Reads one header at `data[*pos]`: the key's range (checked to be UTF-8, as Kafka
-/// requires) and the value's range.
-pub(crate) fn next_header(
-    data: &[u8],
-    pos: &mut usize,
-) -> Result<(Range<usize>, Option<Range<usize>>), CorruptKind> {
-    let key_length = read_varint(data, pos)?;
+/// Reads one header from the front of `*rest`: the key (UTF-8, as Kafka requires) and the
+/// value (`None` when null).
+#[inline]
+pub(crate) fn take_header<'a>(
+    rest: &mut &'a [u8],
+) -> Result<(&'a str, Option<&'a [u8]>), CorruptKind> {
+    let key_length = take_varint(rest)?;
     if key_length < 0 {
         return Err(CorruptKind::InvalidLength {
             length: i64::from(key_length),
         });
     }
-    let key = take(data, pos, key_length as usize)?;
-    std::str::from_utf8(&data[key.clone()]).map_err(|_| CorruptKind::InvalidHeaderKey)?;
-    let value = read_nullable(data, pos)?;
+    let key = take(rest, key_length as usize)?;
+    let key = std::str::from_utf8(key).map_err(|_| CorruptKind::InvalidHeaderKey)?;
+    let value = take_nullable(rest)?;
     Ok((key, value))
 }
 
-/// Decodes a record body (positions relative to `body`).
-fn decode_body(body: &[u8], ctx: &V2Context) -> Result<RawRecord, CorruptKind> {
-    let mut pos = 0usize;
-    // attributes: int8, unused.
-    if body.is_empty() {
-        return Err(CorruptKind::Truncated);
+/// The length varint, then the body it declares, from the front of `*rest`.
+#[inline(always)]
+fn decode_framed<'a>(rest: &mut &'a [u8], ctx: &V2Context) -> Result<RecordRef<'a>, CorruptKind> {
+    let length = take_varint(rest)?;
+    if length < 0 {
+        return Err(CorruptKind::InvalidLength {
+            length: i64::from(length),
+        });
     }
-    pos += 1;
-    let timestamp_delta = read_varlong(body, &mut pos)?;
-    let offset_delta = read_varint(body, &mut pos)?;
-    let key = read_nullable(body, &mut pos)?;
-    let value = read_nullable(body, &mut pos)?;
-    let header_count = read_varint(body, &mut pos)?;
+    let (body, after) = rest
+        .split_at_checked(length as usize)
+        .ok_or(CorruptKind::Truncated)?;
+    // Every field is read from the body only, so none can run into the next record.
+    let record = decode_body(body, ctx)?;
+    *rest = after;
+    Ok(record)
+}
+
+/// Decodes a record body: attributes, timestampDelta, offsetDelta, key, value, headers.
+#[inline(always)]
+fn decode_body<'a>(body: &'a [u8], ctx: &V2Context) -> Result<RecordRef<'a>, CorruptKind> {
+    // attributes: int8, unused.
+    let [_attributes, ref fields @ ..] = *body else {
+        return Err(CorruptKind::Truncated);
+    };
+    let mut rest = fields;
+    let timestamp_delta = take_varlong(&mut rest)?;
+    let offset_delta = take_varint(&mut rest)?;
+    let key = take_nullable(&mut rest)?;
+    let value = take_nullable(&mut rest)?;
+    let header_count = take_varint(&mut rest)?;
     // Each header takes at least two bytes, so a count above the remaining bytes is corrupt
     // (this also stops a hostile count from reserving memory).
-    if header_count < 0 || header_count as usize > body.len() - pos {
+    if header_count < 0 || header_count as usize > rest.len() {
         return Err(CorruptKind::InvalidHeaderCount {
             count: header_count,
         });
     }
-    let headers_start = pos;
+    let headers = rest;
     for _ in 0..header_count {
-        next_header(body, &mut pos)?;
+        take_header(&mut rest)?;
     }
-    if pos != body.len() {
+    if !rest.is_empty() {
         return Err(CorruptKind::RecordLengthMismatch {
             declared: body.len() as i64,
-            actual: pos as i64,
+            actual: (body.len() - rest.len()) as i64,
         });
     }
     let offset = ctx
@@ -184,45 +161,40 @@ fn decode_body(body: &[u8], ctx: &V2Context) -> Result<RawRecord, CorruptKind> {
         .checked_add(i64::from(offset_delta))
         .ok_or(CorruptKind::OffsetOverflow)?;
     // Kafka adds with Java long arithmetic, which wraps.
-    let timestamp_ms = if ctx.log_append_time {
-        ctx.max_timestamp_ms
+    let (timestamp_ms, timestamp_type) = if ctx.log_append_time {
+        (ctx.max_timestamp_ms, TimestampType::LogAppendTime)
     } else {
-        ctx.base_timestamp_ms.wrapping_add(timestamp_delta)
+        (
+            ctx.base_timestamp_ms.wrapping_add(timestamp_delta),
+            TimestampType::CreateTime,
+        )
     };
-    let timestamp_type = if ctx.log_append_time {
-        TimestampType::LogAppendTime
-    } else {
-        TimestampType::CreateTime
-    };
-    Ok(RawRecord {
+    Ok(RecordRef {
         offset,
         timestamp_ms,
         timestamp_type,
         key,
         value,
-        headers: headers_start..pos,
+        headers,
         header_count: header_count as usize,
     })
 }
 
-fn read_nullable(body: &[u8], pos: &mut usize) -> Result<Option<Range<usize>>, CorruptKind> {
-    let length = read_varint(body, pos)?;
-    match length {
+#[inline(always)]
+fn take_nullable<'a>(rest: &mut &'a [u8]) -> Result<Option<&'a [u8]>, CorruptKind> {
+    match take_varint(rest)? {
         -1 => Ok(None),
         n if n < -1 => Err(CorruptKind::InvalidLength {
             length: i64::from(n),
         }),
-        n => take(body, pos, n as usize).map(Some),
+        n => take(rest, n as usize).map(Some),
     }
 }
 
-fn take(body: &[u8], pos: &mut usize, len: usize) -> Result<Range<usize>, CorruptKind> {
-    let end = pos
-        .checked_add(len)
-        .filter(|end| *end <= body.len())
-        .ok_or(CorruptKind::Truncated)?;
-    let out = *pos..end;
-    *pos = end;
+#[inline(always)]
+fn take<'a>(rest: &mut &'a [u8], len: usize) -> Result<&'a [u8], CorruptKind> {
+    let (out, after) = rest.split_at_checked(len).ok_or(CorruptKind::Truncated)?;
+    *rest = after;
     Ok(out)
 }
 
@@ -293,5 +265,259 @@ mod tests {
             decode_v2_record(&short, &mut pos, &ctx()).unwrap_err().1,
             CorruptKind::Truncated
         );
+    }
+
+    #[test]
+    fn header_count_is_bounded_by_the_bytes_left() {
+        // length 6: attributes, ts 0, offset 0, key null, value null, header count 1 with no
+        // bytes left: the count is refused before any header is read.
+        let over = [0x0c, 0, 0, 0, 1, 1, 2];
+        let mut pos = 0;
+        assert_eq!(
+            decode_v2_ref(&over, &mut pos, &ctx()).unwrap_err(),
+            (0, CorruptKind::InvalidHeaderCount { count: 1 })
+        );
+        // Count 1 with one byte left (a key length of 0, then no value): read, and truncated.
+        let equal = [0x0e, 0, 0, 0, 1, 1, 2, 0];
+        assert_eq!(
+            decode_v2_ref(&equal, &mut pos, &ctx()).unwrap_err(),
+            (0, CorruptKind::Truncated)
+        );
+        // A negative count.
+        let negative = [0x0c, 0, 0, 0, 1, 1, 1];
+        assert_eq!(
+            decode_v2_ref(&negative, &mut pos, &ctx()).unwrap_err(),
+            (0, CorruptKind::InvalidHeaderCount { count: -1 })
+        );
+        assert_eq!(pos, 0, "failed decodes do not advance");
+        for data in [&over[..], &equal, &negative] {
+            agree(data, &ctx()).unwrap();
+        }
+    }
+
+    /// The decoder as first written (position-based, every byte bounds-checked, varints by
+    /// the plain loop), kept as the oracle for the fast one: the record's fields, or where
+    /// and why it failed.
+    mod oracle {
+        use super::super::V2Context;
+        use crate::CorruptKind;
+
+        pub type Fields = (i64, i64, Option<Vec<u8>>, Option<Vec<u8>>, Vec<Header>);
+        pub type Header = (String, Option<Vec<u8>>);
+
+        fn unsigned(data: &[u8], pos: &mut usize, max: usize) -> Result<u64, CorruptKind> {
+            let mut value = 0u64;
+            for i in 0..max {
+                let byte = *data.get(*pos + i).ok_or(CorruptKind::Truncated)?;
+                value |= u64::from(byte & 0x7f).wrapping_shl(7 * i as u32);
+                if byte & 0x80 == 0 {
+                    *pos += i + 1;
+                    return Ok(value);
+                }
+            }
+            Err(CorruptKind::InvalidVarint)
+        }
+
+        fn varint(data: &[u8], pos: &mut usize) -> Result<i32, CorruptKind> {
+            let raw = unsigned(data, pos, 5)? as u32;
+            Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
+        }
+
+        fn varlong(data: &[u8], pos: &mut usize) -> Result<i64, CorruptKind> {
+            let raw = unsigned(data, pos, 10)?;
+            Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
+        }
+
+        fn bytes(data: &[u8], pos: &mut usize, len: usize) -> Result<Vec<u8>, CorruptKind> {
+            let end = pos
+                .checked_add(len)
+                .filter(|end| *end <= data.len())
+                .ok_or(CorruptKind::Truncated)?;
+            let out = data[*pos..end].to_vec();
+            *pos = end;
+            Ok(out)
+        }
+
+        fn nullable(data: &[u8], pos: &mut usize) -> Result<Option<Vec<u8>>, CorruptKind> {
+            match varint(data, pos)? {
+                -1 => Ok(None),
+                n if n < -1 => Err(CorruptKind::InvalidLength {
+                    length: i64::from(n),
+                }),
+                n => bytes(data, pos, n as usize).map(Some),
+            }
+        }
+
+        fn body(body: &[u8], ctx: &V2Context) -> Result<Fields, CorruptKind> {
+            if body.is_empty() {
+                return Err(CorruptKind::Truncated);
+            }
+            let mut pos = 1;
+            let timestamp_delta = varlong(body, &mut pos)?;
+            let offset_delta = varint(body, &mut pos)?;
+            let key = nullable(body, &mut pos)?;
+            let value = nullable(body, &mut pos)?;
+            let count = varint(body, &mut pos)?;
+            if count < 0 || count as usize > body.len() - pos {
+                return Err(CorruptKind::InvalidHeaderCount { count });
+            }
+            let mut headers = Vec::new();
+            for _ in 0..count {
+                let key_length = varint(body, &mut pos)?;
+                if key_length < 0 {
+                    return Err(CorruptKind::InvalidLength {
+                        length: i64::from(key_length),
+                    });
+                }
+                let key = String::from_utf8(bytes(body, &mut pos, key_length as usize)?)
+                    .map_err(|_| CorruptKind::InvalidHeaderKey)?;
+                headers.push((key, nullable(body, &mut pos)?));
+            }
+            if pos != body.len() {
+                return Err(CorruptKind::RecordLengthMismatch {
+                    declared: body.len() as i64,
+                    actual: pos as i64,
+                });
+            }
+            let offset = ctx
+                .base_offset
+                .checked_add(i64::from(offset_delta))
+                .ok_or(CorruptKind::OffsetOverflow)?;
+            let timestamp_ms = if ctx.log_append_time {
+                ctx.max_timestamp_ms
+            } else {
+                ctx.base_timestamp_ms.wrapping_add(timestamp_delta)
+            };
+            Ok((offset, timestamp_ms, key, value, headers))
+        }
+
+        pub fn decode(
+            data: &[u8],
+            pos: &mut usize,
+            ctx: &V2Context,
+        ) -> Result<Fields, (usize, CorruptKind)> {
+            let start = *pos;
+            let mut cursor = start;
+            let length = varint(data, &mut cursor).map_err(|k| (start, k))?;
+            if length < 0 {
+                let length = i64::from(length);
+                return Err((start, CorruptKind::InvalidLength { length }));
+            }
+            let end = cursor
+                .checked_add(length as usize)
+                .filter(|end| *end <= data.len())
+                .ok_or((start, CorruptKind::Truncated))?;
+            let fields = body(&data[cursor..end], ctx).map_err(|k| (start, k))?;
+            *pos = end;
+            Ok(fields)
+        }
+    }
+
+    /// Decodes every record of `data` with both decoders until the first error, comparing
+    /// fields, positions and errors; returns how many records both decoded.
+    fn agree(data: &[u8], ctx: &V2Context) -> Result<usize, TestCaseError> {
+        let (mut fast_pos, mut oracle_pos) = (0, 0);
+        let mut decoded = 0;
+        while oracle_pos < data.len() {
+            let fast = decode_v2_ref(data, &mut fast_pos, ctx).map(|r| {
+                let headers: Vec<_> = r
+                    .headers()
+                    .map(|(k, v)| (k.to_owned(), v.map(<[u8]>::to_vec)))
+                    .collect();
+                prop_assert_eq!(headers.len(), r.header_count());
+                Ok((
+                    r.offset,
+                    r.timestamp_ms,
+                    r.key.map(<[u8]>::to_vec),
+                    r.value.map(<[u8]>::to_vec),
+                    headers,
+                ))
+            });
+            let oracle = oracle::decode(data, &mut oracle_pos, ctx);
+            prop_assert_eq!(fast_pos, oracle_pos);
+            match (fast, oracle) {
+                (Ok(fast), Ok(oracle)) => prop_assert_eq!(fast?, oracle),
+                (Err(fast), Err(oracle)) => {
+                    prop_assert_eq!(fast, oracle);
+                    break;
+                }
+                (fast, oracle) => prop_assert!(false, "fast {fast:?} vs oracle {oracle:?}"),
+            }
+            decoded += 1;
+        }
+        Ok(decoded)
+    }
+
+    type RecordSpec = (
+        i64,
+        Option<Vec<u8>>,
+        Option<Vec<u8>>,
+        Vec<(String, Option<Vec<u8>>)>,
+    );
+
+    fn record_spec() -> impl Strategy<Value = RecordSpec> {
+        // Sizes around the one- and two-byte varint boundaries (64 and 8192 zigzagged).
+        let len = prop_oneof![0usize..4, 60usize..70, Just(200), 8185usize..8200];
+        let payload = proptest::option::of(len.prop_map(|n| vec![0xa5u8; n]));
+        let header = (
+            "[a-zé]{0,3}",
+            proptest::option::of(proptest::collection::vec(any::<u8>(), 0..3)),
+        );
+        (
+            prop_oneof![-70i64..70, -9000i64..9000, any::<i32>().prop_map(i64::from)],
+            payload.clone(),
+            payload,
+            proptest::collection::vec(header, 0..3),
+        )
+    }
+
+    fn records_bytes(specs: &[RecordSpec]) -> Vec<u8> {
+        let mut builder = crate::BatchBuilder::new(0);
+        for (delta, key, value, headers) in specs {
+            let headers: Vec<_> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_deref()))
+                .collect();
+            builder.append(
+                1_700_000_000_000 + delta,
+                key.as_deref(),
+                value.as_deref(),
+                &headers,
+            );
+        }
+        builder.build().unwrap()[crate::layout::v2::RECORDS..].to_vec()
+    }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        #[test]
+        fn fast_decoder_agrees_with_the_oracle(
+            specs in proptest::collection::vec(record_spec(), 1..6),
+            edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 0..4),
+            log_append_time in any::<bool>(),
+            base_offset in prop_oneof![Just(0i64), Just(i64::MAX - 3), any::<i64>()],
+        ) {
+            let mut data = records_bytes(&specs);
+            let clean = edits.is_empty();
+            for (at, byte) in edits {
+                let at = at.index(data.len());
+                data[at] = byte;
+            }
+            let ctx = V2Context { base_offset, log_append_time, ..ctx() };
+            let decoded = agree(&data, &ctx)?;
+            if clean && base_offset == 0 {
+                prop_assert_eq!(decoded, specs.len());
+            }
+        }
+
+        #[test]
+        fn fast_decoder_agrees_on_any_bytes(data in proptest::collection::vec(
+            prop_oneof![Just(0x80u8), Just(0xff), Just(0x01), Just(0), any::<u8>()], 0..64,
+        )) {
+            agree(&data, &ctx())?;
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! over the records of an uncompressed v2 batch without copies, allocations or reference
 //! counting (from [`BatchRef::records_borrowed`](crate::BatchRef::records_borrowed)).
 
-use crate::record::{RawRecord, V2Context, decode_v2_raw, next_header};
+use crate::record::{V2Context, decode_v2_ref, take_header};
 use crate::records::V2Cursor;
 use crate::{Header, Record, Result, TimestampType};
 
@@ -23,23 +23,11 @@ pub struct RecordRef<'a> {
     /// `None` for a null value (a tombstone in a compacted topic).
     pub value: Option<&'a [u8]>,
     /// The headers' bytes (checked when the record was decoded).
-    headers: &'a [u8],
-    header_count: usize,
+    pub(crate) headers: &'a [u8],
+    pub(crate) header_count: usize,
 }
 
 impl<'a> RecordRef<'a> {
-    fn new(data: &'a [u8], raw: RawRecord) -> Self {
-        RecordRef {
-            offset: raw.offset,
-            timestamp_ms: raw.timestamp_ms,
-            timestamp_type: raw.timestamp_type,
-            key: raw.key.map(|r| &data[r]),
-            value: raw.value.map(|r| &data[r]),
-            headers: &data[raw.headers],
-            header_count: raw.header_count,
-        }
-    }
-
     /// How many headers the record has.
     pub fn header_count(&self) -> usize {
         self.header_count
@@ -48,8 +36,7 @@ impl<'a> RecordRef<'a> {
     /// The record's headers, in stored order: `(key, value)`, `None` for a null value.
     pub fn headers(&self) -> HeaderRefs<'a> {
         HeaderRefs {
-            bytes: self.headers,
-            pos: 0,
+            rest: self.headers,
             left: self.header_count,
         }
     }
@@ -76,8 +63,7 @@ impl<'a> RecordRef<'a> {
 /// Iterator over the headers of a [`RecordRef`]: `(key, value)`.
 #[derive(Debug, Clone)]
 pub struct HeaderRefs<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+    rest: &'a [u8],
     left: usize,
 }
 
@@ -91,9 +77,11 @@ impl<'a> Iterator for HeaderRefs<'a> {
         self.left -= 1;
         // The headers were checked when the record was decoded, so this cannot fail; if it
         // did, the iteration would just end.
-        let (key, value) = next_header(self.bytes, &mut self.pos).ok()?;
-        let key = std::str::from_utf8(&self.bytes[key]).ok()?;
-        Some((key, value.map(|r| &self.bytes[r])))
+        let header = take_header(&mut self.rest);
+        if header.is_err() {
+            self.left = 0;
+        }
+        header.ok()
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -126,11 +114,10 @@ impl<'a> RecordRefs<'a> {
 impl<'a> Iterator for RecordRefs<'a> {
     type Item = Result<RecordRef<'a>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         let (data, ctx) = (self.data, &self.ctx);
-        self.cursor
-            .next(data, |pos| decode_v2_raw(data, pos, ctx))
-            .map(|raw| raw.map(|raw| RecordRef::new(data, raw)))
+        self.cursor.next(data, |pos| decode_v2_ref(data, pos, ctx))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

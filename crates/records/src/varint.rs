@@ -10,25 +10,48 @@ pub(crate) const MAX_VARINT_LEN: usize = 5;
 /// Largest encoded size of a varlong (i64).
 pub(crate) const MAX_VARLONG_LEN: usize = 10;
 
-/// Reads a zigzag varint at `*pos`, advancing it.
-pub(crate) fn read_varint(bytes: &[u8], pos: &mut usize) -> Result<i32, CorruptKind> {
-    let raw = read_unsigned(bytes, pos, MAX_VARINT_LEN)? as u32;
+/// Reads a zigzag varint from the front of `*rest`, advancing it past the varint (left as
+/// it was on error).
+#[inline(always)]
+pub(crate) fn take_varint(rest: &mut &[u8]) -> Result<i32, CorruptKind> {
+    let raw = take_unsigned(rest, MAX_VARINT_LEN)? as u32;
     Ok(((raw >> 1) as i32) ^ -((raw & 1) as i32))
 }
 
-/// Reads a zigzag varlong at `*pos`, advancing it.
-pub(crate) fn read_varlong(bytes: &[u8], pos: &mut usize) -> Result<i64, CorruptKind> {
-    let raw = read_unsigned(bytes, pos, MAX_VARLONG_LEN)?;
+/// Reads a zigzag varlong from the front of `*rest`, advancing it past the varlong (left as
+/// it was on error).
+#[inline(always)]
+pub(crate) fn take_varlong(rest: &mut &[u8]) -> Result<i64, CorruptKind> {
+    let raw = take_unsigned(rest, MAX_VARLONG_LEN)?;
     Ok(((raw >> 1) as i64) ^ -((raw & 1) as i64))
 }
 
-fn read_unsigned(bytes: &[u8], pos: &mut usize, max_len: usize) -> Result<u64, CorruptKind> {
+/// Unsigned LEB128 of at most `max_len` (>= 2) bytes. One- and two-byte values (below 128
+/// and 16384: most lengths, deltas and counts of a record) are read inline; longer ones by
+/// the loop.
+#[inline(always)]
+fn take_unsigned(rest: &mut &[u8], max_len: usize) -> Result<u64, CorruptKind> {
+    let bytes: &[u8] = rest;
+    match bytes {
+        [b0, tail @ ..] if *b0 < 0x80 => {
+            *rest = tail;
+            Ok(u64::from(*b0))
+        }
+        [b0, b1, tail @ ..] if *b1 < 0x80 => {
+            *rest = tail;
+            Ok(u64::from(b0 & 0x7f) | (u64::from(*b1) << 7))
+        }
+        _ => take_unsigned_loop(rest, max_len),
+    }
+}
+
+fn take_unsigned_loop(rest: &mut &[u8], max_len: usize) -> Result<u64, CorruptKind> {
     let mut value: u64 = 0;
     for i in 0..max_len {
-        let byte = *bytes.get(*pos + i).ok_or(CorruptKind::Truncated)?;
+        let byte = *rest.get(i).ok_or(CorruptKind::Truncated)?;
         value |= u64::from(byte & 0x7f).wrapping_shl(7 * i as u32);
         if byte & 0x80 == 0 {
-            *pos += i + 1;
+            *rest = &rest[i + 1..];
             return Ok(value);
         }
     }
@@ -79,9 +102,9 @@ mod tests {
         let mut out = Vec::new();
         write_varlong(&mut out, -282609);
         assert_eq!(out, [0xe1, 0xbf, 0x22]);
-        let mut pos = 0;
-        assert_eq!(read_varlong(&out, &mut pos), Ok(-282609));
-        assert_eq!(pos, 3);
+        let mut rest = &out[..];
+        assert_eq!(take_varlong(&mut rest), Ok(-282609));
+        assert!(rest.is_empty());
     }
 
     #[test]
@@ -101,20 +124,36 @@ mod tests {
 
     #[test]
     fn too_long_and_truncated() {
-        let mut pos = 0;
-        assert_eq!(
-            read_varint(&[0xff; 6], &mut pos),
-            Err(CorruptKind::InvalidVarint)
-        );
-        assert_eq!(
-            read_varint(&[0xff; 3], &mut pos),
-            Err(CorruptKind::Truncated)
-        );
-        assert_eq!(
-            read_varlong(&[0x80; 11], &mut pos),
-            Err(CorruptKind::InvalidVarint)
-        );
-        assert_eq!(pos, 0, "failed reads do not advance");
+        for (bytes, kind) in [
+            (&[0xff; 6][..], CorruptKind::InvalidVarint),
+            (&[0xff; 5], CorruptKind::InvalidVarint),
+            (&[0xff; 3], CorruptKind::Truncated),
+            (&[0xff; 1], CorruptKind::Truncated),
+            (&[], CorruptKind::Truncated),
+        ] {
+            let mut rest = bytes;
+            assert_eq!(take_varint(&mut rest), Err(kind.clone()), "{bytes:?}");
+            assert_eq!(rest, bytes, "failed reads do not advance");
+        }
+        let mut rest = &[0x80; 11][..];
+        assert_eq!(take_varlong(&mut rest), Err(CorruptKind::InvalidVarint));
+        let mut rest = &[0x80; 9][..];
+        assert_eq!(take_varlong(&mut rest), Err(CorruptKind::Truncated));
+        assert_eq!(rest.len(), 9, "failed reads do not advance");
+    }
+
+    /// Kafka's `ByteUtils.readUnsignedVarint` as a byte-at-a-time oracle: the value and the
+    /// bytes it used, or the error.
+    fn oracle(bytes: &[u8], max_len: usize) -> Result<(u64, usize), CorruptKind> {
+        let mut value = 0u64;
+        for i in 0..max_len {
+            let byte = *bytes.get(i).ok_or(CorruptKind::Truncated)?;
+            value |= u64::from(byte & 0x7f).wrapping_shl(7 * i as u32);
+            if byte & 0x80 == 0 {
+                return Ok((value, i + 1));
+            }
+        }
+        Err(CorruptKind::InvalidVarint)
     }
 
     proptest! {
@@ -124,9 +163,9 @@ mod tests {
             write_varint(&mut out, value);
             prop_assert_eq!(out.len(), varint_len(value));
             prop_assert!(out.len() <= MAX_VARINT_LEN);
-            let mut pos = 0;
-            prop_assert_eq!(read_varint(&out, &mut pos), Ok(value));
-            prop_assert_eq!(pos, out.len());
+            let mut rest = &out[..];
+            prop_assert_eq!(take_varint(&mut rest), Ok(value));
+            prop_assert!(rest.is_empty());
         }
 
         #[test]
@@ -135,9 +174,36 @@ mod tests {
             write_varlong(&mut out, value);
             prop_assert!(out.len() <= MAX_VARLONG_LEN);
             prop_assert_eq!(out.len(), varlong_len(value));
-            let mut pos = 0;
-            prop_assert_eq!(read_varlong(&out, &mut pos), Ok(value));
-            prop_assert_eq!(pos, out.len());
+            let mut rest = &out[..];
+            prop_assert_eq!(take_varlong(&mut rest), Ok(value));
+            prop_assert!(rest.is_empty());
+        }
+
+        /// Any bytes (short ones, bytes with the continuation bit everywhere, overlong
+        /// encodings) read as the oracle reads them, fast paths included.
+        #[test]
+        fn reads_any_bytes_as_the_oracle(bytes in proptest::collection::vec(
+            prop_oneof![Just(0x80u8), Just(0xff), Just(0x7f), Just(0), any::<u8>()], 0..12,
+        )) {
+            for (max_len, wide) in [(MAX_VARINT_LEN, false), (MAX_VARLONG_LEN, true)] {
+                let mut rest = &bytes[..];
+                let read = if wide {
+                    take_varlong(&mut rest).map(|v| ((v << 1) ^ (v >> 63)) as u64)
+                } else {
+                    take_varint(&mut rest).map(|v| ((v << 1) ^ (v >> 31)) as u32 as u64)
+                };
+                match oracle(&bytes, max_len) {
+                    Ok((raw, used)) => {
+                        let raw = if wide { raw } else { u64::from(raw as u32) };
+                        prop_assert_eq!(read, Ok(raw));
+                        prop_assert_eq!(rest.len(), bytes.len() - used);
+                    }
+                    Err(kind) => {
+                        prop_assert_eq!(read, Err(kind));
+                        prop_assert_eq!(rest.len(), bytes.len());
+                    }
+                }
+            }
         }
     }
 }
