@@ -39,6 +39,7 @@
 
 mod active;
 mod config;
+mod copy_out;
 mod error;
 #[cfg(feature = "fault-injection")]
 pub mod fault;
@@ -58,6 +59,7 @@ mod walk;
 
 pub use crate::active::ActiveSegment;
 pub use crate::config::{RollParams, SegmentConfig};
+pub use crate::copy_out::CopiedRead;
 pub use crate::error::{CorruptKind, Error, IoOp};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,

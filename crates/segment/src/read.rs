@@ -52,12 +52,25 @@ impl Segment {
         let (floor, next) = self.indexes().offset.lookup_with_next(offset);
         let end = self.size();
         let start = u64::from(floor.position).max(starting_position);
+        self.walk_to_offset(offset, start, next.map(|n| u64::from(n.position)), end)
+    }
+
+    /// The walk of [`Segment::translate_offset`]: the first batch of `[start, end)` whose
+    /// last offset is `>= offset`. `next_position` is the next index entry's position, which
+    /// sizes the first read. `end` must be a size loaded after the index entries.
+    pub(crate) fn walk_to_offset(
+        &self,
+        offset: i64,
+        start: u64,
+        next_position: Option<u64>,
+        end: u64,
+    ) -> Result<Option<LogOffsetPosition>> {
         let mut walker = HeaderWalker::new(self.log.handle(), self.log_path_arc(), start, end);
         // The batch holding `offset` starts at or before the next entry's position (when the
         // index is sound; otherwise this only sizes the first read). A short region is read
         // whole; a long one suggests batches larger than a chunk: read one header first.
-        if let Some(next) = next {
-            let span = u64::from(next.position).saturating_sub(start);
+        if let Some(next) = next_position {
+            let span = next.saturating_sub(start);
             let span = usize::try_from(span).unwrap_or(usize::MAX);
             walker = walker.with_first_read(
                 if span.saturating_add(RECORD_BATCH_OVERHEAD) <= HEADER_CHUNK {

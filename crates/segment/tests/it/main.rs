@@ -11,6 +11,7 @@ mod corpus;
 mod faults;
 mod kafka_bugs;
 mod model;
+mod read_into;
 mod recovery;
 mod support;
 mod trusted_open;
