@@ -87,7 +87,7 @@ pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::LogDir;
-pub use read::{FetchData, ListOffsets};
+pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,

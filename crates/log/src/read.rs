@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use seglog_segment::{FileSlice, TimestampAndOffset};
+use seglog_segment::{FileSlice, SliceOffsets, TimestampAndOffset};
 
 use crate::log::Log;
 use crate::view::{Isolation, OffsetMetadata};
@@ -14,6 +14,26 @@ pub struct FetchData {
     /// The bytes: whole batches from the one holding the start offset (which may begin below
     /// it), possibly cut mid-batch at the end by `max_bytes`; empty at the end of the log.
     pub slice: FileSlice,
+    /// Where the read started (the start offset, its segment and the batch position), or
+    /// the bound it hit when nothing was read.
+    pub fetch_offset: OffsetMetadata,
+    /// The high watermark when the read was planned.
+    pub high_watermark: i64,
+    /// The log start offset when the read was planned.
+    pub log_start_offset: i64,
+    /// The log end offset when the read was planned.
+    pub log_end_offset: i64,
+}
+
+/// The result of [`Log::read_into`]: what [`FetchData`] says, for bytes copied into the
+/// caller's buffer instead of a [`FileSlice`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CopiedFetch {
+    /// Byte position in its segment's `.log` of the first byte copied (a batch boundary):
+    /// the slice's [`FileSlice::position`]. With nothing read, that of the empty slice.
+    pub position: u64,
+    /// The offsets the bytes cover: the slice's [`FileSlice::offsets`].
+    pub offsets: SliceOffsets,
     /// Where the read started (the start offset, its segment and the batch position), or
     /// the bound it hit when nothing was read.
     pub fetch_offset: OffsetMetadata,
@@ -85,6 +105,71 @@ impl Log {
             None => self.empty_slice()?,
         };
         Ok(data(slice, bound))
+    }
+
+    /// [`Log::read`] followed by [`FileSlice::read_into`] into a cleared `buf`: the same
+    /// bounds (log start and end, the high watermark per `isolation`, the next segment when
+    /// one holds nothing at or after `start_offset`), the same bytes and metadata, the same
+    /// errors, but usually one `pread` instead of about three
+    /// ([`seglog_segment::Segment::read_into`]: the batch's position is guessed from the
+    /// offset index instead of walking headers). For applications that copy fetched bytes
+    /// into memory anyway; [`Log::read`] stays the zero-copy path (`sendfile`).
+    ///
+    /// `buf`'s previous contents are replaced: on return it holds exactly the bytes read
+    /// (nothing at the end of the log or on an error). It is not zero-filled except where it
+    /// grows past its current length: reuse one buffer and do **not** clear it between calls.
+    ///
+    /// # Errors
+    /// As [`Log::read`].
+    pub fn read_into(
+        &self,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: Isolation,
+        min_one_message: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<CopiedFetch> {
+        let view = self.published.load();
+        let plan = match view.plan_read(start_offset, isolation) {
+            Ok(plan) => plan,
+            Err(e) => {
+                buf.clear();
+                return Err(e);
+            }
+        };
+        let fetch = |position, offsets, fetch_offset| CopiedFetch {
+            position,
+            offsets,
+            fetch_offset,
+            high_watermark: view.high_watermark.offset,
+            log_start_offset: view.log_start_offset,
+            log_end_offset: view.end.offset,
+        };
+        for (segment, max_position) in &plan.steps {
+            // `Segment::read_into` leaves `buf` empty on `None` and on errors.
+            if let Some(copied) =
+                segment.read_into(start_offset, max_bytes, *max_position, min_one_message, buf)?
+            {
+                let fetch_offset = OffsetMetadata {
+                    offset: start_offset,
+                    segment_base_offset: segment.base_offset(),
+                    position: copied.position,
+                };
+                return Ok(fetch(copied.position, copied.offsets, fetch_offset));
+            }
+        }
+        // Nothing to read: the metadata of `read`'s empty slice at the bound.
+        buf.clear();
+        let bound = plan.max_offset;
+        let slice = match view
+            .segments
+            .floor(bound.segment_base_offset)
+            .or_else(|| view.segments.last())
+        {
+            Some((_, segment)) => segment.slice(bound.position, 0),
+            None => self.empty_slice()?,
+        };
+        Ok(fetch(slice.position(), slice.offsets(), bound))
     }
 
     /// An empty slice for a log without any segment (a read-only open of an empty directory):

@@ -15,6 +15,7 @@ mod lock;
 mod log_dir;
 mod model;
 mod poisoning;
+mod read_into;
 mod reopen;
 mod retention;
 mod truncation;
