@@ -1,6 +1,7 @@
 //! Contender (b): seglog, through its public API (`seglog::Log`, `seglog_index_core`), as an
-//! application would use it: leader appends of producer batches, `Log::read` fetches copied
-//! out with `pread` and decoded with `seglog_records`, ListOffsets by timestamp, open and close.
+//! application would use it: leader appends of producer batches, `Log::read_into` fetches
+//! (copied into one reused buffer, usually with one `pread`) decoded with `seglog_records`,
+//! ListOffsets by timestamp, open and close.
 
 use std::fs;
 use std::hint::black_box;
@@ -151,8 +152,8 @@ impl Trial for DurableAppend<'_> {
     }
 }
 
-/// Reads the whole log in offset order: `Log::read` of 1 MiB from the next offset, copied out
-/// (`pread`), every batch's CRC-32C checked and every record decoded.
+/// Reads the whole log in offset order: `Log::read_into` of 1 MiB from the next offset into a
+/// reused buffer, every batch's CRC-32C checked and every record decoded.
 pub struct Scan<'a> {
     log: &'a Log,
     records: u64,
@@ -249,7 +250,7 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
     Ok((records, payload_bytes))
 }
 
-/// One `Log::read` per target offset (the batch holding it, `min_one_message`), its CRC
+/// One `Log::read_into` per target offset (the batch holding it, `min_one_message`), its CRC
 /// checked, records decoded up to the target.
 pub struct PointRead<'a> {
     log: &'a Log,
@@ -300,19 +301,14 @@ fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
     found.ok_or_else(|| format!("seglog read at {offset} did not return it").into())
 }
 
-/// `Log::read` of up to `max_bytes` from `offset` (`min_one_message`), copied into `buffer`
-/// (`pread`) and handed back as shared bytes with the file position they start at.
+/// `Log::read_into` of up to `max_bytes` from `offset` (`min_one_message`) into `buffer` (its
+/// old contents are replaced; it is not cleared first, so nothing is zero-filled but growth)
+/// and handed back as shared bytes with the file position they start at.
 fn fetch(log: &Log, offset: i64, max_bytes: u32, buffer: &mut Vec<u8>) -> Result<(Bytes, u64)> {
     let fetch = log
-        .read(offset, max_bytes, Isolation::LogEnd, true)
-        .map_err(|error| seglog_error("read", log.dir(), error))?;
-    buffer.clear();
-    fetch
-        .slice
-        .read_into(buffer)
+        .read_into(offset, max_bytes, Isolation::LogEnd, true, buffer)
         .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
-    let position = fetch.slice.position();
-    Ok((Bytes::from(std::mem::take(buffer)), position))
+    Ok((Bytes::from(std::mem::take(buffer)), fetch.position))
 }
 
 /// What a consumer reads of a decoded record, whichever decoder produced it: borrowed
