@@ -48,7 +48,7 @@ pub(crate) struct V2Context {
 /// length, the declared length against `data`, header keys as UTF-8, the offset.
 ///
 /// On error returns the offset inside `data` where the record starts.
-#[inline]
+#[inline(always)]
 pub(crate) fn decode_v2_ref<'a>(
     data: &'a [u8],
     pos: &mut usize,

@@ -57,7 +57,7 @@ impl V2Cursor {
 
     /// The next record of `data`, decoded by `decode` (which advances the position past it
     /// or returns where the bad record starts); `None` at the end. Yields at most one error.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next<R>(
         &mut self,
         data: &[u8],
