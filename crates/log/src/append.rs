@@ -29,15 +29,14 @@ pub enum Durability {
     Fsync,
 }
 
-/// Counts a durable append as in flight until dropped (after its bytes are published, or on
-/// any error before).
+/// Counts a durable append in one of the log's counters until dropped: `durable_in_flight`
+/// until its bytes are published (or an error before), `durable_callers` until it returns.
 struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
 
 impl<'a> InFlight<'a> {
-    fn enter(log: &'a Log) -> Self {
-        log.durable_in_flight
-            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Self(&log.durable_in_flight)
+    fn enter(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
+        counter.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        Self(counter)
     }
 }
 
@@ -135,7 +134,10 @@ impl Log {
                 dir: self.dir.clone(),
             });
         }
-        let in_flight = (durability == Durability::Fsync).then(|| InFlight::enter(self));
+        let _caller =
+            (durability == Durability::Fsync).then(|| InFlight::enter(&self.durable_callers));
+        let in_flight =
+            (durability == Durability::Fsync).then(|| InFlight::enter(&self.durable_in_flight));
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
         let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
@@ -216,6 +218,12 @@ impl Log {
         };
         self.published.publish(view.appended(end));
         drop(writer);
+        if in_flight.is_some() {
+            // Counted before `in_flight` drops, so a group-commit leader that sees no append
+            // in flight sees this one pending.
+            self.durable_pending
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
         drop(in_flight);
 
         let info = AppendInfo {

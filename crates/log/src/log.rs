@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 // Plain std atomic: the recovery point is not part of the loom models.
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
 
 use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
 
@@ -108,6 +108,15 @@ pub struct Log {
     /// Durable appends between their start and the publication of their bytes: a group-commit
     /// leader lets them land before it syncs, so one fsync covers them too.
     pub(crate) durable_in_flight: AtomicUsize,
+    /// Durable appends from their start until they return (waiting for their fsync included).
+    pub(crate) durable_callers: AtomicUsize,
+    /// Durable appends published since the last group-commit sync started.
+    pub(crate) durable_pending: AtomicUsize,
+    /// `durable_callers` when the last group-commit sync ended: how many appends a leader
+    /// expects to join its commit.
+    pub(crate) commit_siblings: AtomicUsize,
+    /// How long the last group-commit sync took, in microseconds (bounds the join wait).
+    pub(crate) last_sync_micros: AtomicU64,
     pub(crate) deletions: DeleteQueue<Doomed>,
     pub(crate) poison: Mutex<Option<&'static str>>,
     /// `poison` is set: the append path checks this flag and takes the mutex only then.
@@ -292,6 +301,10 @@ impl Log {
             recovery_point: AtomicI64::new(recovery_point),
             group_commit: GroupCommit::new(recovery_point),
             durable_in_flight: AtomicUsize::new(0),
+            durable_callers: AtomicUsize::new(0),
+            durable_pending: AtomicUsize::new(0),
+            commit_siblings: AtomicUsize::new(0),
+            last_sync_micros: AtomicU64::new(0),
             deletions: DeleteQueue::default(),
             poison: Mutex::new(None),
             poisoned: AtomicBool::new(false),
