@@ -67,18 +67,30 @@ pub struct AppendPerBatch<'a> {
     data: &'a Dataset,
     path: PathBuf,
     file: Option<File>,
+    check_crc: bool,
 }
 
 impl<'a> AppendPerBatch<'a> {
-    /// Appends `data` to a fresh file in `dir` on every run, one write per batch.
-    pub fn new(data: &'a Dataset, dir: &Path) -> Self {
+    /// Appends `data` to a fresh file in `dir` on every run, one write per batch; with
+    /// `check_crc`, each batch's CRC-32C is checked before it is written (what any Kafka
+    /// leader must do with a producer's batch).
+    pub fn new(data: &'a Dataset, dir: &Path, check_crc: bool) -> Self {
+        let name = if check_crc {
+            "ceiling-per-batch-crc.log"
+        } else {
+            "ceiling-per-batch.log"
+        };
         Self {
             data,
-            path: dir.join("ceiling-per-batch.log"),
+            path: dir.join(name),
             file: None,
+            check_crc,
         }
     }
 }
+
+/// Offset of a v2 batch's CRC-32C field; the checksum covers everything after it.
+const CRC_FIELD: usize = 17;
 
 impl Trial for AppendPerBatch<'_> {
     fn prepare(&mut self) -> Result<()> {
@@ -89,7 +101,17 @@ impl Trial for AppendPerBatch<'_> {
     fn run(&mut self) -> Result<Work> {
         let file = self.file.as_mut().ok_or("not prepared")?;
         for range in &self.data.batch_ranges {
-            file.write_all(&self.data.image[range.clone()])
+            let batch = &self.data.image[range.clone()];
+            if self.check_crc {
+                let stored = batch
+                    .get(CRC_FIELD..CRC_FIELD + 4)
+                    .and_then(|field| field.try_into().ok())
+                    .map(u32::from_be_bytes);
+                if stored != Some(seglog_records::crc32c(&batch[CRC_FIELD + 4..])) {
+                    return Err(format!("batch at {} fails its CRC", range.start).into());
+                }
+            }
+            file.write_all(batch)
                 .map_err(|e| io_error("write", &self.path, e))?;
         }
         Ok(Work::new(

@@ -56,7 +56,16 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 recycled(
                     &root,
                     recycle_bytes,
-                    ceiling::AppendPerBatch::new(&data, &root),
+                    ceiling::AppendPerBatch::new(&data, &root, false),
+                ),
+            ),
+            Contender::new(
+                Role::Reference,
+                "reference: CRC + write per batch",
+                recycled(
+                    &root,
+                    recycle_bytes,
+                    ceiling::AppendPerBatch::new(&data, &root, true),
                 ),
             ),
             Contender::new(
