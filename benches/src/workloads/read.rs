@@ -124,7 +124,8 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
     let spec = data.spec;
     let about = format!(
         "read all {} records of {} B in offset order, 1 MiB per read; seglog and commitlog \
-         check every CRC and hand out every record, the ceiling only reads",
+         check every CRC and hand out every record, the ceiling only reads (a file written one \
+         write per batch, as every log is)",
         spec.records, spec.record_bytes
     );
     let contenders = vec![
@@ -133,6 +134,15 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
             "ceiling (std::fs)",
             context.cold(ceiling::SequentialRead::new(
                 logs.ceiling.clone(),
+                spec.records,
+                spec.payload_bytes(),
+            )),
+        ),
+        Contender::new(
+            Role::Reference,
+            "reference: read of one-write file",
+            context.cold(ceiling::SequentialRead::new(
+                logs.ceiling_one_write.clone(),
                 spec.records,
                 spec.payload_bytes(),
             )),
@@ -167,7 +177,10 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
 /// The same data written once by each contender. The seglog log stays open (one `Log` per
 /// directory: it holds the directory lock) and is closed at the end.
 struct Logs {
+    /// The batches written one `write` each, as a log appends them.
     ceiling: std::path::PathBuf,
+    /// The same bytes written with one `write` (large page-cache folios).
+    ceiling_one_write: std::path::PathBuf,
     commitlog: std::path::PathBuf,
     seglog: seglog::Log,
 }
@@ -176,7 +189,9 @@ impl Logs {
     fn build(context: &Context, data: &Dataset, name: &str) -> Result<Self> {
         let root = context.scratch.dir(name)?;
         let ceiling = root.join("ceiling.log");
-        ceiling::write_image(data, &ceiling)?;
+        ceiling::write_per_batch(data, &ceiling)?;
+        let ceiling_one_write = root.join("ceiling-one-write.log");
+        ceiling::write_image(data, &ceiling_one_write)?;
         let commitlog = root.join("commitlog");
         {
             let mut log = commitlog_contender::open(&commitlog, 1 << 30)?;
@@ -189,6 +204,7 @@ impl Logs {
         seglog_contender::append_all(&seglog, data)?;
         Ok(Self {
             ceiling,
+            ceiling_one_write,
             commitlog,
             seglog,
         })
