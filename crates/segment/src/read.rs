@@ -1,10 +1,12 @@
 //! The read side of [`Segment`]: offset translation, fetch reads, lookup by timestamp,
 //! the next offset, and header walks (spec §3.3, §3.4, §3.7).
 
+use std::cell::Cell;
+use std::path::Path;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use seglog_records::{BatchHeader, OwnedBatch, RECORD_BATCH_OVERHEAD};
+use seglog_records::{BatchHeader, BatchRef, HeaderRead, OwnedBatch, RECORD_BATCH_OVERHEAD};
 
 use crate::Result;
 use crate::error::{Error, IoOp};
@@ -165,9 +167,148 @@ impl Segment {
     /// needed; KAFKA-16310). `None` if no record qualifies. Records of v0 batches have no
     /// timestamp and read as -1.
     ///
+    /// Usually one `pread`: the region from the offset index floor to the end of the append
+    /// after the next index entry (where the answer lies when the indexes are Kafka's) is read
+    /// at once into a per-thread scratch buffer and walked in memory, headers and records,
+    /// exactly as the header walk would (the same batches, records and errors). A walk that
+    /// leaves the region goes on from the file; a floor append longer than 32 KiB (large
+    /// batches) is walked from the file from the start.
+    ///
     /// # Errors
     /// [`Error::Corrupt`] for a corrupt header or batch on the way; [`Error::Io`].
     pub fn find_offset_by_timestamp(
+        &self,
+        timestamp_ms: i64,
+        starting_offset: i64,
+    ) -> Result<Option<TimestampAndOffset>> {
+        let target = Target {
+            timestamp_ms,
+            starting_offset,
+        };
+        // The index entries first, then the size (entries are published after the size that
+        // covers them, as in `translate_offset`).
+        let indexes = self.indexes();
+        let time_floor = indexes.time.lookup(timestamp_ms);
+        let (floor, next) = indexes
+            .offset
+            .lookup_with_next(time_floor.offset.max(starting_offset));
+        let after_next = next.and_then(|n| indexes.offset.lookup_with_next(n.offset).1);
+        drop(indexes);
+        let size = self.size();
+        let start = u64::from(floor.position);
+        let next = next.map(|n| u64::from(n.position));
+        let Some(len) =
+            plan_timestamp_region(start, next, after_next.map(|n| u64::from(n.position)), size)
+        else {
+            return self.scan_for_timestamp(target, start, size);
+        };
+        let mut buf = SCRATCH.take();
+        let walked = self.walk_timestamp_region(&mut buf, target, start, len, size);
+        if buf.capacity() <= SCRATCH_RETAIN {
+            SCRATCH.set(buf);
+        }
+        match walked? {
+            RegionWalk::Done(found) => Ok(found),
+            RegionWalk::Beyond(position) => self.scan_for_timestamp(target, position, size),
+        }
+    }
+
+    /// Reads `[start, start + len)` into `buf` (one `pread`) and walks it as
+    /// [`Segment::scan_for_timestamp`] walks the file, up to the first header or batch that is
+    /// not all in it.
+    fn walk_timestamp_region(
+        &self,
+        buf: &mut Vec<u8>,
+        target: Target,
+        start: u64,
+        len: u64,
+        size: u64,
+    ) -> Result<RegionWalk> {
+        let path = self.log_path_arc();
+        let want = usize::try_from(len).unwrap_or(usize::MAX);
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let got = if want == 0 {
+            0
+        } else {
+            crate::io::read_at_most(self.log.handle(), &mut buf[..want], start)
+                .map_err(Error::io(IoOp::Read, &path))?
+        };
+        let bytes = &buf[..got];
+        let mut position = start;
+        loop {
+            if position >= size {
+                return Ok(RegionWalk::Done(None));
+            }
+            let remaining = size - position;
+            let need = remaining.min(RECORD_BATCH_OVERHEAD as u64) as usize;
+            // `position - start` fits: `position` is within `got` bytes of `start` here.
+            let at = (position - start) as usize;
+            let Some(prefix) = bytes.get(at..at.saturating_add(need)) else {
+                return Ok(RegionWalk::Beyond(position));
+            };
+            let header = match BatchHeader::parse(prefix, position, remaining) {
+                Ok(HeaderRead::Batch(header)) => header,
+                Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
+                    return Ok(RegionWalk::Done(None));
+                }
+                Err(e) => return Err(Error::from_records(&path, e)),
+            };
+            if target.skips(&header) {
+                position = header.end_position();
+                continue;
+            }
+            let Some(batch) = bytes.get(at..at.saturating_add(header.total_size as usize)) else {
+                return Ok(RegionWalk::Beyond(position));
+            };
+            let batch =
+                BatchRef::parse(batch, position).map_err(|e| Error::from_records(&path, e))?;
+            if let Some(found) =
+                target.first_record(&batch, self.config.max_decompressed_bytes, &path)?
+            {
+                return Ok(RegionWalk::Done(Some(found)));
+            }
+            position = header.end_position();
+        }
+    }
+
+    /// The header walk of [`Segment::find_offset_by_timestamp`] from `position` (a batch
+    /// boundary) to `end`, reading each qualifying batch from the file.
+    fn scan_for_timestamp(
+        &self,
+        target: Target,
+        position: u64,
+        end: u64,
+    ) -> Result<Option<TimestampAndOffset>> {
+        let path = self.log_path_arc();
+        let walker = HeaderWalker::new(self.log.handle(), Arc::clone(&path), position, end);
+        for header in walker {
+            let header = header?;
+            if target.skips(&header) {
+                continue;
+            }
+            let batch = self.read_batch(&header)?;
+            if let Some(found) = target.first_record(
+                &batch.as_batch_ref(),
+                self.config.max_decompressed_bytes,
+                &path,
+            )? {
+                return Ok(Some(found));
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Segment::find_offset_by_timestamp`] as a plain header walk from the index floors,
+    /// each qualifying batch read on its own (the implementation before the one-`pread`
+    /// region): the oracle of the tests. Not part of the API.
+    ///
+    /// # Errors
+    /// As [`Segment::find_offset_by_timestamp`].
+    #[cfg(any(test, feature = "fault-injection"))]
+    #[doc(hidden)]
+    pub fn find_offset_by_timestamp_walk(
         &self,
         timestamp_ms: i64,
         starting_offset: i64,
@@ -202,7 +343,6 @@ impl Segment {
                     leader_epoch,
                 })
             };
-            // Uncompressed v2 records are looked at in place (no refcounted slices).
             if let Some(records) = batch.records_borrowed() {
                 for record in records {
                     let record = record.map_err(|e| Error::from_records(&path, e))?;
@@ -264,6 +404,112 @@ impl Segment {
         OwnedBatch::parse(Bytes::from(bytes), header.position)
             .map_err(|e| Error::from_records(&path, e))
     }
+}
+
+/// Up to this many bytes of the floor append (the headers before the answer's append) are
+/// read with the answer's bytes in one `pread`; a longer floor append means large batches,
+/// whose headers are cheaper to read one by one than to copy whole.
+const TIMESTAMP_LEAD_LIMIT: u64 = 32 * 1024;
+/// The most bytes of the answer's append read with the floor append.
+const TIMESTAMP_DATA_LIMIT: u64 = 256 * 1024;
+/// A scratch buffer that grew beyond this is dropped after the lookup, not kept.
+const SCRATCH_RETAIN: usize = 1024 * 1024;
+
+thread_local! {
+    /// The region buffer of [`Segment::find_offset_by_timestamp`], reused across calls on a
+    /// thread (taken out during a call, so never borrowed twice).
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// The length of the region [`Segment::find_offset_by_timestamp`] reads from `start` (the
+/// offset index floor), or `None` to walk the headers from the file instead.
+///
+/// The answer usually lies in the append at the next entry (`next`): the time index floor's
+/// batch and every earlier one have smaller timestamps, and the next time index entry, written
+/// with the next offset index entry, already holds a record at or after the target. That
+/// append ends at or before the entry after it (`after_next`; the size after the last entry).
+/// The region is the floor append plus that append, within limits; the walk never depends
+/// on the guess, only its cost does.
+fn plan_timestamp_region(
+    start: u64,
+    next: Option<u64>,
+    after_next: Option<u64>,
+    size: u64,
+) -> Option<u64> {
+    let lead = next.unwrap_or(size).min(size).saturating_sub(start);
+    if lead > TIMESTAMP_LEAD_LIMIT {
+        return None;
+    }
+    let end = match next {
+        Some(_) => after_next.unwrap_or(size).min(size),
+        None => size,
+    };
+    let data = end.saturating_sub(start + lead).min(TIMESTAMP_DATA_LIMIT);
+    // At least one header past the lead: the walk reads it anyway.
+    let len = (lead + data).max(lead + RECORD_BATCH_OVERHEAD as u64);
+    Some(len.min(size.saturating_sub(start)))
+}
+
+/// What [`Segment::find_offset_by_timestamp`] looks for.
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    timestamp_ms: i64,
+    starting_offset: i64,
+}
+
+impl Target {
+    /// Whether no record of the batch can qualify (Kafka skips batches whose max timestamp is
+    /// below the target; batches ending below the starting offset hold no candidate either).
+    fn skips(&self, header: &BatchHeader) -> bool {
+        header.max_timestamp_ms < self.timestamp_ms || header.last_offset < self.starting_offset
+    }
+
+    /// The first record of `batch` with `timestamp >= timestamp_ms` and
+    /// `offset >= starting_offset`.
+    fn first_record(
+        &self,
+        batch: &BatchRef<'_>,
+        max_decompressed_bytes: usize,
+        path: &Arc<Path>,
+    ) -> Result<Option<TimestampAndOffset>> {
+        let header = batch.header();
+        let leader_epoch =
+            (header.partition_leader_epoch != -1).then_some(header.partition_leader_epoch);
+        let found = |ts: i64, offset: i64| {
+            (ts >= self.timestamp_ms && offset >= self.starting_offset).then_some(
+                TimestampAndOffset {
+                    timestamp_ms: ts,
+                    offset,
+                    leader_epoch,
+                },
+            )
+        };
+        // Uncompressed v2 records are looked at in place (no copies).
+        if let Some(records) = batch.records_borrowed() {
+            for record in records {
+                let record = record.map_err(|e| Error::from_records(path, e))?;
+                if let Some(hit) = found(record.timestamp_ms, record.offset) {
+                    return Ok(Some(hit));
+                }
+            }
+            return Ok(None);
+        }
+        for record in batch.records(max_decompressed_bytes) {
+            let record = record.map_err(|e| Error::from_records(path, e))?;
+            if let Some(hit) = found(record.timestamp_ms.unwrap_or(-1), record.offset) {
+                return Ok(Some(hit));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// How the in-memory walk of a region ended.
+enum RegionWalk {
+    /// The answer (`None`: the walk reached the end of the segment or a partial tail).
+    Done(Option<TimestampAndOffset>),
+    /// The header or batch at this position is not all in the region.
+    Beyond(u64),
 }
 
 /// Iterator over batch headers; from [`Segment::batch_headers`].
