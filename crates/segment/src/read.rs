@@ -13,6 +13,7 @@ use crate::error::{Error, IoOp};
 use crate::segment::Segment;
 use crate::slice::{FileSlice, SliceOffsets};
 use crate::walk::{HEADER_CHUNK, HeaderWalker, WalkEnd};
+use seglog_index_core::TimestampOffset;
 
 /// Where a batch is: Kafka's `LogOffsetPosition` from `translateOffset`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -197,19 +198,57 @@ impl Segment {
         let size = self.size();
         let start = u64::from(floor.position);
         let next = next.map(|n| u64::from(n.position));
-        let Some(len) =
-            plan_timestamp_region(start, next, after_next.map(|n| u64::from(n.position)), size)
-        else {
-            return self.scan_for_timestamp(target, start, size);
-        };
+        let after_next = after_next.map(|n| u64::from(n.position));
         let mut buf = SCRATCH.take();
-        let walked = self.walk_timestamp_region(&mut buf, target, start, len, size);
+        let result =
+            self.find_by_timestamp_in(&mut buf, target, time_floor, start, next, after_next, size);
         if buf.capacity() <= SCRATCH_RETAIN {
             SCRATCH.set(buf);
         }
-        match walked? {
+        result
+    }
+
+    /// [`Segment::find_offset_by_timestamp`] once the indexes are read: the speculative
+    /// region, else the region from the floor, else the header walk from the file.
+    #[allow(clippy::too_many_arguments)]
+    fn find_by_timestamp_in(
+        &self,
+        buf: &mut Vec<u8>,
+        target: Target,
+        time_floor: TimestampOffset,
+        start: u64,
+        next: Option<u64>,
+        after_next: Option<u64>,
+        size: u64,
+    ) -> Result<Option<TimestampAndOffset>> {
+        let interval = u64::from(self.config.index_interval_bytes);
+        if let Some(next) = next
+            && speculates(time_floor, target, start, next, interval)
+        {
+            let len = after_next
+                .unwrap_or(size)
+                .min(size)
+                .saturating_sub(next)
+                .min(TIMESTAMP_DATA_LIMIT)
+                .max(RECORD_BATCH_OVERHEAD as u64)
+                .min(size.saturating_sub(next));
+            let accept = time_floor.offset.saturating_add(1);
+            match self.walk_timestamp_region(buf, target, next, len, size, Some(accept))? {
+                RegionWalk::Done(found) => return Ok(found),
+                RegionWalk::Beyond(position) => {
+                    return self.scan_for_timestamp(target, position, size);
+                }
+                RegionWalk::Rejected => {}
+            }
+        }
+        let Some(len) = plan_timestamp_region(start, next, after_next, size) else {
+            return self.scan_for_timestamp(target, start, size);
+        };
+        match self.walk_timestamp_region(buf, target, start, len, size, None)? {
             RegionWalk::Done(found) => Ok(found),
             RegionWalk::Beyond(position) => self.scan_for_timestamp(target, position, size),
+            // Only a speculative region is rejected.
+            RegionWalk::Rejected => self.scan_for_timestamp(target, start, size),
         }
     }
 
@@ -223,6 +262,7 @@ impl Segment {
         start: u64,
         len: u64,
         size: u64,
+        speculative: Option<i64>,
     ) -> Result<RegionWalk> {
         let path = self.log_path_arc();
         let want = usize::try_from(len).unwrap_or(usize::MAX);
@@ -237,8 +277,12 @@ impl Segment {
         };
         let bytes = &buf[..got];
         let mut position = start;
+        let mut speculative = speculative;
         loop {
             if position >= size {
+                if speculative.is_some() {
+                    return Ok(RegionWalk::Rejected);
+                }
                 return Ok(RegionWalk::Done(None));
             }
             let remaining = size - position;
@@ -246,9 +290,22 @@ impl Segment {
             // `position - start` fits: `position` is within `got` bytes of `start` here.
             let at = (position - start) as usize;
             let Some(prefix) = bytes.get(at..at.saturating_add(need)) else {
+                if speculative.is_some() {
+                    return Ok(RegionWalk::Rejected);
+                }
                 return Ok(RegionWalk::Beyond(position));
             };
-            let header = match BatchHeader::parse(prefix, position, remaining) {
+            let parsed = BatchHeader::parse(prefix, position, remaining);
+            if let Some(accept) = speculative.take() {
+                // The speculation holds only if the batch at the next entry starts at most one
+                // past the time floor's offset (module notes above `speculates`).
+                match &parsed {
+                    Ok(HeaderRead::Batch(header))
+                        if header.base_offset.is_some_and(|base| base <= accept) => {}
+                    _ => return Ok(RegionWalk::Rejected),
+                }
+            }
+            let header = match parsed {
                 Ok(HeaderRead::Batch(header)) => header,
                 Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
                     return Ok(RegionWalk::Done(None));
@@ -450,6 +507,37 @@ fn plan_timestamp_region(
     Some(len.min(size.saturating_sub(start)))
 }
 
+/// Whether [`Segment::find_offset_by_timestamp`] reads from the next offset index entry
+/// (`next`) instead of the floor (`start`), skipping the floor append's headers.
+///
+/// The speculation. The time index floor `(T, O)` is a real entry (`T >= 0`; `-1` is the
+/// empty floor) below the target (`T < target`), and `O >= starting_offset`, so the walk
+/// starts at the offset index floor of `O`. Every batch up to offset `O` has a max timestamp
+/// `<= T` (`T` was the largest max timestamp appended when the entry was written), so the walk
+/// skips it. If the batch at `next` parses and its base offset is `<= O + 1`, every batch
+/// between the floor and `next` ends at or below `O` (offsets increase along the log), and the
+/// walk from the floor passes over all of them to `next` (a batch boundary, as every index
+/// entry): walking from `next` gives the same answer. Corrupt headers between the floor and
+/// `next`, which the walk would report, are not seen (as corruption after the answer is not).
+/// Otherwise the region from the floor is read (one more `pread`).
+///
+/// Taken when the floor append is long (more than a header chunk and two index intervals):
+/// then appends are large, each one is indexed, and the check passes; with small batches the
+/// next entry lies several appends ahead and the check would fail.
+fn speculates(
+    time_floor: TimestampOffset,
+    target: Target,
+    start: u64,
+    next: u64,
+    interval: u64,
+) -> bool {
+    time_floor.timestamp_ms >= 0
+        && time_floor.timestamp_ms < target.timestamp_ms
+        && time_floor.offset >= target.starting_offset
+        && next.saturating_sub(start) + RECORD_BATCH_OVERHEAD as u64
+            > (HEADER_CHUNK as u64).max(2 * interval)
+}
+
 /// What [`Segment::find_offset_by_timestamp`] looks for.
 #[derive(Clone, Copy, Debug)]
 struct Target {
@@ -510,6 +598,9 @@ enum RegionWalk {
     Done(Option<TimestampAndOffset>),
     /// The header or batch at this position is not all in the region.
     Beyond(u64),
+    /// The speculative region does not start with a batch the floor walk would reach with
+    /// nothing qualifying before it.
+    Rejected,
 }
 
 /// Iterator over batch headers; from [`Segment::batch_headers`].

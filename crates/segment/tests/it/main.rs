@@ -9,6 +9,7 @@ mod append_read;
 mod concurrency;
 mod corpus;
 mod faults;
+mod find_by_timestamp;
 mod kafka_bugs;
 mod model;
 mod read_into;
