@@ -168,12 +168,14 @@ impl Segment {
     /// needed; KAFKA-16310). `None` if no record qualifies. Records of v0 batches have no
     /// timestamp and read as -1.
     ///
-    /// Usually one `pread`: the region from the offset index floor to the end of the append
-    /// after the next index entry (where the answer lies when the indexes are Kafka's) is read
-    /// at once into a per-thread scratch buffer and walked in memory, headers and records,
-    /// exactly as the header walk would (the same batches, records and errors). A walk that
-    /// leaves the region goes on from the file; a floor append longer than 32 KiB (large
-    /// batches) is walked from the file from the start.
+    /// Usually one `pread`, into a per-thread scratch buffer, walked in memory (headers and
+    /// records) exactly as the header walk from the floor would walk the file. Large appends
+    /// (each one indexed): the append at the next offset index entry, where the answer lies,
+    /// alone; the floor append's headers are skipped when that batch's base offset shows the
+    /// walk would pass over them (see `speculates`; a corrupt header there, which the walk
+    /// would report, goes unnoticed). Otherwise: the floor append and the next one. A walk
+    /// that leaves the region goes on from the file; a floor append longer than 32 KiB that
+    /// the speculation does not skip is walked from the file.
     ///
     /// # Errors
     /// [`Error::Corrupt`] for a corrupt header or batch on the way; [`Error::Io`].
@@ -199,9 +201,15 @@ impl Segment {
         let start = u64::from(floor.position);
         let next = next.map(|n| u64::from(n.position));
         let after_next = after_next.map(|n| u64::from(n.position));
+        let floors = Floors {
+            time_floor,
+            start,
+            next,
+            after_next,
+            size,
+        };
         let mut buf = SCRATCH.take();
-        let result =
-            self.find_by_timestamp_in(&mut buf, target, time_floor, start, next, after_next, size);
+        let result = self.find_by_timestamp_in(&mut buf, target, floors);
         if buf.capacity() <= SCRATCH_RETAIN {
             SCRATCH.set(buf);
         }
@@ -210,17 +218,19 @@ impl Segment {
 
     /// [`Segment::find_offset_by_timestamp`] once the indexes are read: the speculative
     /// region, else the region from the floor, else the header walk from the file.
-    #[allow(clippy::too_many_arguments)]
     fn find_by_timestamp_in(
         &self,
         buf: &mut Vec<u8>,
         target: Target,
-        time_floor: TimestampOffset,
-        start: u64,
-        next: Option<u64>,
-        after_next: Option<u64>,
-        size: u64,
+        floors: Floors,
     ) -> Result<Option<TimestampAndOffset>> {
+        let Floors {
+            time_floor,
+            start,
+            next,
+            after_next,
+            size,
+        } = floors;
         let interval = u64::from(self.config.index_interval_bytes);
         if let Some(next) = next
             && speculates(time_floor, target, start, next, interval)
@@ -536,6 +546,21 @@ fn speculates(
         && time_floor.offset >= target.starting_offset
         && next.saturating_sub(start) + RECORD_BATCH_OVERHEAD as u64
             > (HEADER_CHUNK as u64).max(2 * interval)
+}
+
+/// What [`Segment::find_offset_by_timestamp`] read from the indexes, and the size after them.
+#[derive(Clone, Copy, Debug)]
+struct Floors {
+    /// The time index floor of the target timestamp.
+    time_floor: TimestampOffset,
+    /// The position of the offset index floor of `max(time_floor.offset, starting_offset)`.
+    start: u64,
+    /// The position of the entry after that floor.
+    next: Option<u64>,
+    /// The position of the entry after `next`.
+    after_next: Option<u64>,
+    /// The published size, loaded after the entries.
+    size: u64,
 }
 
 /// What [`Segment::find_offset_by_timestamp`] looks for.

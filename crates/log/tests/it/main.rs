@@ -6,6 +6,7 @@
 mod support;
 
 mod appends;
+mod by_timestamp;
 mod concurrency;
 mod corpus;
 mod discontinuity;
