@@ -176,6 +176,45 @@ fn decode_one_batch(c: &mut Criterion) {
     group.finish();
 }
 
+/// As the macro scan consumer: ~100 validated batches of 100 records of 100-byte values, no
+/// keys, no headers; each record's offset and value length summed through `black_box`.
+fn consumer(c: &mut Criterion) {
+    let value: Vec<u8> = (0..VALUE_SIZE).map(|i| (i * 31) as u8).collect();
+    let mut region = Vec::new();
+    for b in 0..100 {
+        let mut builder = BatchBuilder::new(b * RECORDS_PER_BATCH as i64);
+        for i in 0..RECORDS_PER_BATCH {
+            builder.append(1_700_000_000_000 + i as i64, None, Some(&value), &[]);
+        }
+        region.extend_from_slice(&builder.build().expect("benchmark batch builds"));
+    }
+    let batches: Vec<OwnedBatch> = OwnedBatches::new(bytes::Bytes::from(region), 0)
+        .collect::<Result<_, _>>()
+        .expect("benchmark batches parse");
+    let mut group = c.benchmark_group("consumer");
+    group.throughput(Throughput::Elements(
+        (batches.len() * RECORDS_PER_BATCH) as u64,
+    ));
+    group.bench_function("offset_and_value_len", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for batch in black_box(&batches) {
+                let Some(records) = batch.records_borrowed() else {
+                    continue;
+                };
+                for record in records {
+                    let record = record?;
+                    sum = sum
+                        .wrapping_add(black_box(record.offset) as u64)
+                        .wrapping_add(black_box(record.value.map_or(0, <[u8]>::len)) as u64);
+                }
+            }
+            Ok::<_, seglog_records::Error>(sum)
+        })
+    });
+    group.finish();
+}
+
 fn build(c: &mut Criterion) {
     let value: Vec<u8> = (0..VALUE_SIZE).map(|i| (i * 31) as u8).collect();
     let uncompressed = build_batch(0, Compression::None, &value).len() as u64;
@@ -189,5 +228,5 @@ fn build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, validate, crc, decode_one_batch, build);
+criterion_group!(benches, validate, crc, decode_one_batch, consumer, build);
 criterion_main!(benches);
