@@ -66,27 +66,39 @@ pub(crate) fn decode_v2_ref<'a>(
     Ok(record)
 }
 
-/// The record at the front of `rest` when it has the shape nearly every record has: length,
-/// deltas and key and value lengths of one or two bytes each, no headers; and how many bytes
-/// it takes. Checked as [`decode_framed`] checks it, with fewer branches and no error to build:
-/// `None` for any other record, valid or not, which the caller then decodes in full (and
-/// which reports the error).
+/// The record at the front of `data` when it has the shape nearly every record has: length,
+/// deltas and key and value lengths of one or two bytes each, no headers, and at least
+/// [`SIMPLE_WINDOW`] bytes in `data` from its start; and how many bytes it takes. Checked as
+/// [`decode_framed`] checks it, with fewer branches and no error to build: `None` for any
+/// other record, valid or not, which the caller then decodes in full (and which reports the
+/// error).
 #[inline(always)]
 pub(crate) fn decode_simple<'a>(data: &'a [u8], ctx: &V2Context) -> Option<(RecordRef<'a>, usize)> {
-    let mut rest = data;
-    let length = usize::try_from(zigzag(take_small(&mut rest)?)).ok()?;
-    let (body, after) = rest.split_at_checked(length)?;
-    // attributes: int8, unused.
-    let [_attributes, ref fields @ ..] = *body else {
+    // Every field up to the key bytes lies in the window (at most 2 + 1 + 2 + 2 + 2 bytes,
+    // and the value length right after a null key), so reading them needs no bounds check.
+    let window: &[u8; SIMPLE_WINDOW] = data.first_chunk()?;
+    let mut at = 0;
+    let length = usize::try_from(zigzag(window_small(window, &mut at)?)).ok()?;
+    // The record ends at `end`: nothing below may read past it.
+    let end = at + length;
+    if end > data.len() {
         return None;
+    }
+    at += 1; // attributes: int8, unused.
+    let timestamp_delta = i64::from(zigzag(window_small(window, &mut at)?));
+    let offset_delta = i64::from(zigzag(window_small(window, &mut at)?));
+    let key = match zigzag(window_small(window, &mut at)?) {
+        -1 => None,
+        n => {
+            let key = data.get(at..at + usize::try_from(n).ok()?)?;
+            at += key.len();
+            Some(key)
+        }
     };
-    let mut fields = fields;
-    let timestamp_delta = i64::from(zigzag(take_small(&mut fields)?));
-    let offset_delta = i64::from(zigzag(take_small(&mut fields)?));
-    let key = take_small_nullable(&mut fields)?;
-    let value = take_small_nullable(&mut fields)?;
+    let mut rest = data.get(at..end)?;
+    let value = take_small_nullable(&mut rest)?;
     // A header count of 0, and nothing after it.
-    let [0] = *fields else {
+    let [0] = *rest else {
         return None;
     };
     let offset = ctx.base_offset.checked_add(offset_delta)?;
@@ -108,8 +120,28 @@ pub(crate) fn decode_simple<'a>(data: &'a [u8], ctx: &V2Context) -> Option<(Reco
             headers: &[],
             header_count: 0,
         },
-        data.len() - after.len(),
+        end,
     ))
+}
+
+/// Bytes [`decode_simple`] needs from a record's start.
+const SIMPLE_WINDOW: usize = 16;
+
+/// An unsigned varint of one or two bytes at `window[*at]` (`*at` at most 12), advancing
+/// `*at` past it; `None` for a longer one.
+#[inline(always)]
+fn window_small(window: &[u8; SIMPLE_WINDOW], at: &mut usize) -> Option<u32> {
+    let b0 = window[*at & (SIMPLE_WINDOW - 1)];
+    if b0 < 0x80 {
+        *at += 1;
+        return Some(u32::from(b0));
+    }
+    let b1 = window[(*at + 1) & (SIMPLE_WINDOW - 1)];
+    if b1 < 0x80 {
+        *at += 2;
+        return Some(u32::from(b0 & 0x7f) | (u32::from(b1) << 7));
+    }
+    None
 }
 
 /// An unsigned varint of one or two bytes from the front of `*rest`; `None` for a longer one
