@@ -199,23 +199,6 @@ pub fn write_image(data: &Dataset, path: &Path) -> Result<()> {
     fs::write(path, &data.image).map_err(|e| io_error("write", path, e))
 }
 
-/// Writes `data.image` to `path` one `write` per batch, as every log appends (untimed set-up
-/// for the read workloads). The bytes are those of [`write_image`]; the page cache is not:
-/// small writes leave small page-cache folios, and reading them back costs more than reading
-/// what one large write left (see docs/performance.md, "Page-cache layout").
-///
-/// # Errors
-///
-/// On any I/O error.
-pub fn write_per_batch(data: &Dataset, path: &Path) -> Result<()> {
-    let mut file = File::create(path).map_err(|e| io_error("create", path, e))?;
-    for range in &data.batch_ranges {
-        file.write_all(&data.image[range.clone()])
-            .map_err(|e| io_error("write", path, e))?;
-    }
-    Ok(())
-}
-
 /// Reads a file front to back in 1 MiB reads. Used for the scan and, as the raw-read figure,
 /// for recovery (recovery must read every byte once, as this does).
 pub struct SequentialRead {

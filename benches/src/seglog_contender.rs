@@ -43,6 +43,32 @@ pub fn append_all(log: &Log, data: &Dataset) -> Result<()> {
     Ok(())
 }
 
+/// The path of the one `.log` file of `log` (the read workloads' logs fit in one segment),
+/// for the ceiling to read the very bytes seglog reads, in the same page-cache state.
+///
+/// # Errors
+///
+/// If the directory cannot be listed or holds other than one `.log` file.
+pub fn only_segment_file(log: &Log) -> Result<PathBuf> {
+    let dir = log.dir();
+    let mut logs = Vec::new();
+    for entry in fs::read_dir(dir).map_err(|e| io_error("list", dir, e))? {
+        let path = entry.map_err(|e| io_error("list", dir, e))?.path();
+        if path.extension().is_some_and(|ext| ext == "log") {
+            logs.push(path);
+        }
+    }
+    match <[PathBuf; 1]>::try_from(logs) {
+        Ok([path]) => Ok(path),
+        Err(logs) => Err(format!(
+            "expected one segment in {}, found {} .log files",
+            dir.display(),
+            logs.len()
+        )
+        .into()),
+    }
+}
+
 /// Closes `log` cleanly.
 ///
 /// # Errors

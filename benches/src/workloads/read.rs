@@ -124,8 +124,8 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
     let spec = data.spec;
     let about = format!(
         "read all {} records of {} B in offset order, 1 MiB per read; seglog and commitlog \
-         check every CRC and hand out every record, the ceiling only reads (a file written one \
-         write per batch, as every log is)",
+         check every CRC and hand out every record, the ceiling only reads seglog's own .log \
+         file",
         spec.records, spec.record_bytes
     );
     let contenders = vec![
@@ -177,7 +177,8 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
 /// The same data written once by each contender. The seglog log stays open (one `Log` per
 /// directory: it holds the directory lock) and is closed at the end.
 struct Logs {
-    /// The batches written one `write` each, as a log appends them.
+    /// seglog's own `.log` file: the same batches (only the base offsets differ from the
+    /// image) in the page-cache state one write per batch leaves, read with plain `std::fs`.
     ceiling: std::path::PathBuf,
     /// The same bytes written with one `write` (large page-cache folios).
     ceiling_one_write: std::path::PathBuf,
@@ -188,8 +189,6 @@ struct Logs {
 impl Logs {
     fn build(context: &Context, data: &Dataset, name: &str) -> Result<Self> {
         let root = context.scratch.dir(name)?;
-        let ceiling = root.join("ceiling.log");
-        ceiling::write_per_batch(data, &ceiling)?;
         let ceiling_one_write = root.join("ceiling-one-write.log");
         ceiling::write_image(data, &ceiling_one_write)?;
         let commitlog = root.join("commitlog");
@@ -202,6 +201,7 @@ impl Logs {
         }
         let seglog = seglog_contender::open(&root.join("seglog"), seglog::LogConfig::default())?;
         seglog_contender::append_all(&seglog, data)?;
+        let ceiling = seglog_contender::only_segment_file(&seglog)?;
         Ok(Self {
             ceiling,
             ceiling_one_write,
