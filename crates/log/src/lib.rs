@@ -9,7 +9,8 @@
 //!
 //! What it does: opening and loading as Kafka's `LogLoader` (leftover `.deleted` / `.cleaned` /
 //! `.swap` files, recovery from the recovery point after an unclean shutdown), leader and
-//! follower appends with rolls, reads bounded by the log end or the high watermark, ListOffsets
+//! follower appends with rolls, reads bounded by the log end or the high watermark (zero-copy
+//! [`Log::read`], or [`Log::read_into`] a reused buffer, usually in one `pread`), ListOffsets
 //! lookups, retention in Kafka's order, delayed deletion, truncation, flush policies, durable
 //! appends with group commit, and a read-only mode that never writes in the directory.
 //!
