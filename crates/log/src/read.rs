@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use seglog_segment::{FileSlice, SliceOffsets, TimestampAndOffset};
+use seglog_segment::{FileSlice, Segment, SliceOffsets, TimestampAndOffset};
 
 use crate::log::Log;
-use crate::view::{Isolation, OffsetMetadata};
+use crate::view::{Isolation, LogView, OffsetMetadata};
 use crate::{Error, Result};
 
 /// The result of [`Log::read`].
@@ -96,15 +96,7 @@ impl Log {
         }
         // Nothing to read: an empty slice at the bound.
         let bound = plan.max_offset;
-        let slice = match view
-            .segments
-            .floor(bound.segment_base_offset)
-            .or_else(|| view.segments.last())
-        {
-            Some((_, segment)) => segment.slice(bound.position, 0),
-            None => self.empty_slice()?,
-        };
-        Ok(data(slice, bound))
+        Ok(data(self.slice_at_bound(&view, bound)?, bound))
     }
 
     /// [`Log::read`] followed by [`FileSlice::read_into`] into a cleared `buf`: the same
@@ -161,15 +153,26 @@ impl Log {
         // Nothing to read: the metadata of `read`'s empty slice at the bound.
         buf.clear();
         let bound = plan.max_offset;
-        let slice = match view
+        let slice = self.slice_at_bound(&view, bound)?;
+        Ok(fetch(slice.position(), slice.offsets(), bound))
+    }
+
+    /// The empty slice a read returns when nothing lies below its bound: at the bound's
+    /// position in its segment (the last one when the bound's is gone), or over the directory
+    /// when the log has no segment.
+    fn slice_at_bound(
+        &self,
+        view: &LogView<Arc<Segment>>,
+        bound: OffsetMetadata,
+    ) -> Result<FileSlice> {
+        match view
             .segments
             .floor(bound.segment_base_offset)
             .or_else(|| view.segments.last())
         {
-            Some((_, segment)) => segment.slice(bound.position, 0),
-            None => self.empty_slice()?,
-        };
-        Ok(fetch(slice.position(), slice.offsets(), bound))
+            Some((_, segment)) => Ok(segment.slice(bound.position, 0)),
+            None => self.empty_slice(),
+        }
     }
 
     /// An empty slice for a log without any segment (a read-only open of an empty directory):

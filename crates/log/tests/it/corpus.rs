@@ -1,52 +1,11 @@
 //! Every partition directory of `shared/kafka-corpus`: read-only in place, then a read-write copy
 //! recovered, closed, reopened and read again identically.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use seglog::{Isolation, Log, LogConfig};
 
-use crate::support::read_all;
-
-fn corpus_root() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/kafka-corpus"
-    ))
-}
-
-/// Every partition directory (a directory holding a `.log`).
-fn partition_dirs() -> Vec<PathBuf> {
-    let root = corpus_root();
-    assert!(
-        root.is_dir(),
-        "the Kafka corpus is missing at {}",
-        root.display()
-    );
-    let mut out = Vec::new();
-    for source in std::fs::read_dir(&root).unwrap() {
-        let source = source.unwrap().path();
-        if !source.is_dir() {
-            continue;
-        }
-        for part in std::fs::read_dir(&source).unwrap() {
-            let part = part.unwrap().path();
-            let has_log = part.is_dir()
-                && std::fs::read_dir(&part)
-                    .unwrap()
-                    .any(|f| f.unwrap().file_name().to_string_lossy().ends_with(".log"));
-            if has_log {
-                out.push(part);
-            }
-        }
-    }
-    out.sort();
-    assert!(
-        out.len() >= 30,
-        "expected the 32 corpus partitions, found {}",
-        out.len()
-    );
-    out
-}
+use crate::support::{corpus_root, partition_dirs, read_all};
 
 fn config() -> LogConfig {
     // Old data: no timestamp window, no retention.

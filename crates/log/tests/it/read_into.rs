@@ -3,12 +3,10 @@
 //! multi-batch follower appends, rolls, offset gaps, high watermarks), segment hopping, the
 //! empty log, and every partition directory of the Kafka corpus (read-only, in place).
 
-use std::path::PathBuf;
-
 use proptest::prelude::*;
 use seglog::{BatchBuilder, Isolation, Log, LogConfig};
 
-use crate::support::{T0, fresh, small_config};
+use crate::support::{T0, fresh, partition_dirs, small_config};
 
 /// Both paths for one request; panics unless they agree. Returns the bytes (empty at the
 /// bound) or `None` on an error. `buf` is reused as given.
@@ -237,43 +235,6 @@ proptest! {
     }
 }
 
-fn corpus_root() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/kafka-corpus"
-    ))
-}
-
-/// Every partition directory of the corpus (a directory holding a `.log`).
-fn corpus_partitions() -> Vec<PathBuf> {
-    let root = corpus_root();
-    assert!(
-        root.is_dir(),
-        "the Kafka corpus is missing at {}",
-        root.display()
-    );
-    let mut out = Vec::new();
-    for source in std::fs::read_dir(&root).unwrap() {
-        let source = source.unwrap().path();
-        if !source.is_dir() {
-            continue;
-        }
-        for part in std::fs::read_dir(&source).unwrap() {
-            let part = part.unwrap().path();
-            let has_log = part.is_dir()
-                && std::fs::read_dir(&part)
-                    .unwrap()
-                    .any(|f| f.unwrap().file_name().to_string_lossy().ends_with(".log"));
-            if has_log {
-                out.push(part);
-            }
-        }
-    }
-    out.sort();
-    assert!(out.len() >= 30, "expected the 32 corpus partitions");
-    out
-}
-
 #[test]
 fn corpus_partitions_read_the_same_both_ways() {
     let config = LogConfig {
@@ -282,7 +243,7 @@ fn corpus_partitions_read_the_same_both_ways() {
     };
     let mut buf = Vec::new();
     let mut reads = 0;
-    for dir in corpus_partitions() {
+    for dir in partition_dirs() {
         let log = Log::open_read_only(&dir, config.clone())
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
         let start = log.log_start_offset();

@@ -1,6 +1,6 @@
 //! Shared helpers: batch builders, a full-log reader, configs and clocks.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use seglog::{BatchBuilder, Batches, Isolation, Log, LogConfig, ManualClock, OpenOptions};
@@ -121,4 +121,46 @@ pub fn fresh_with_faults(config: LogConfig) -> (tempfile::TempDir, FaultInjector
     let faults = FaultInjector::install(dir.path());
     let log = open(dir.path(), config, &clock());
     (dir, faults, log)
+}
+
+/// `shared/kafka-corpus`, beside the checkout.
+pub fn corpus_root() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/kafka-corpus"
+    ))
+}
+
+/// Every partition directory (a directory holding a `.log`).
+pub fn partition_dirs() -> Vec<PathBuf> {
+    let root = corpus_root();
+    assert!(
+        root.is_dir(),
+        "the Kafka corpus is missing at {}",
+        root.display()
+    );
+    let mut out = Vec::new();
+    for source in std::fs::read_dir(&root).unwrap() {
+        let source = source.unwrap().path();
+        if !source.is_dir() {
+            continue;
+        }
+        for part in std::fs::read_dir(&source).unwrap() {
+            let part = part.unwrap().path();
+            let has_log = part.is_dir()
+                && std::fs::read_dir(&part)
+                    .unwrap()
+                    .any(|f| f.unwrap().file_name().to_string_lossy().ends_with(".log"));
+            if has_log {
+                out.push(part);
+            }
+        }
+    }
+    out.sort();
+    assert!(
+        out.len() >= 30,
+        "expected the 32 corpus partitions, found {}",
+        out.len()
+    );
+    out
 }

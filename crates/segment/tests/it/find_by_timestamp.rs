@@ -8,7 +8,8 @@ use seglog_records::{BatchBuilder, Compression};
 use seglog_segment::{ActiveSegment, OpenMode, OpenOptions, Segment, SegmentConfig};
 
 use crate::support::{
-    append_batch, copy_dir, corpus_segments, scan, simple_batch, small_config, tempdir,
+    append_batch, bytes_of, copy_dir, corpus_segments, preads_of, scan, simple_batch, small_config,
+    tempdir,
 };
 
 /// Both implementations for one lookup; panics unless they agree (errors by their debug
@@ -169,46 +170,6 @@ fn every_corpus_segment_at_many_targets() {
         assert_eq!(segment.mode(), OpenMode::ReadOnly);
         check_timestamps(&segment, &label, 300);
     }
-}
-
-/// Read syscalls made by this thread so far (`/proc/thread-self/io`).
-fn reads_by_this_thread() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").expect("task I/O accounting");
-    io.lines()
-        .find_map(|line| line.strip_prefix("syscr: "))
-        .expect("syscr")
-        .trim()
-        .parse()
-        .expect("a count")
-}
-
-/// The read syscalls `f` makes on this thread.
-fn preads_of(f: impl FnOnce()) -> u64 {
-    let calibrate = reads_by_this_thread();
-    let before = reads_by_this_thread();
-    let own = before - calibrate;
-    f();
-    reads_by_this_thread() - before - own
-}
-
-/// Bytes read by this thread's read syscalls so far (`rchar`).
-fn bytes_read_by_this_thread() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").expect("task I/O accounting");
-    io.lines()
-        .find_map(|line| line.strip_prefix("rchar: "))
-        .expect("rchar")
-        .trim()
-        .parse()
-        .expect("a count")
-}
-
-/// The bytes `f` reads on this thread (minus the accounting file's own reads).
-fn bytes_of(f: impl FnOnce()) -> u64 {
-    let calibrate = bytes_read_by_this_thread();
-    let before = bytes_read_by_this_thread();
-    let own = before - calibrate;
-    f();
-    bytes_read_by_this_thread() - before - own
 }
 
 /// Appends `batches` batches of `count` records (`len`-byte values, timestamps

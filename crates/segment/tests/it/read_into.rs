@@ -12,7 +12,7 @@ use seglog_segment::{
     ActiveSegment, CorruptKind, Error, OpenMode, OpenOptions, Segment, SegmentConfig,
 };
 
-use crate::support::{append_batch, batch, scan, simple_batch, small_config, tempdir};
+use crate::support::{append_batch, batch, preads_of, scan, simple_batch, small_config, tempdir};
 
 /// Both paths for one request; panics unless they agree. Returns the bytes read (`None`
 /// when the segment holds nothing at or after the offset). `buf` is reused as given.
@@ -439,26 +439,6 @@ proptest! {
     ) {
         run_random(interval, appends, requests);
     }
-}
-
-/// Read syscalls made by this thread so far (`/proc/thread-self/io`).
-fn reads_by_this_thread() -> u64 {
-    let io = std::fs::read_to_string("/proc/thread-self/io").expect("task I/O accounting");
-    io.lines()
-        .find_map(|line| line.strip_prefix("syscr: "))
-        .expect("syscr")
-        .trim()
-        .parse()
-        .expect("a count")
-}
-
-/// The read syscalls `f` makes on this thread.
-fn preads_of(f: impl FnOnce()) -> u64 {
-    let calibrate = reads_by_this_thread();
-    let before = reads_by_this_thread();
-    let own = before - calibrate;
-    f();
-    reads_by_this_thread() - before - own
 }
 
 #[test]

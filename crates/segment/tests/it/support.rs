@@ -272,3 +272,35 @@ pub fn path(dir: &Path, base_offset: i64, kind: FileKind) -> PathBuf {
 pub fn read(path: &Path) -> Vec<u8> {
     std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
+
+/// One counter of this thread's `/proc/thread-self/io` (`syscr`: read syscalls, `rchar`:
+/// bytes they read).
+fn thread_io(field: &str) -> u64 {
+    let io = std::fs::read_to_string("/proc/thread-self/io").expect("task I/O accounting");
+    io.lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(": "))
+        .expect("the counter")
+        .trim()
+        .parse()
+        .expect("a count")
+}
+
+/// How much `field` of this thread's I/O accounting grows while `f` runs, minus what reading
+/// the accounting file itself adds.
+fn thread_io_of(field: &str, f: impl FnOnce()) -> u64 {
+    let calibrate = thread_io(field);
+    let before = thread_io(field);
+    let own = before - calibrate;
+    f();
+    thread_io(field) - before - own
+}
+
+/// The read syscalls `f` makes on this thread.
+pub fn preads_of(f: impl FnOnce()) -> u64 {
+    thread_io_of("syscr", f)
+}
+
+/// The bytes `f` reads on this thread with read syscalls.
+pub fn bytes_of(f: impl FnOnce()) -> u64 {
+    thread_io_of("rchar", f)
+}
