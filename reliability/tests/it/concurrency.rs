@@ -3,7 +3,8 @@
 //! once, flushing) and eight readers, for a bounded time. Readers validate every record they
 //! are served (CRC, key, value, timestamp) and never see an offset at or beyond the log end
 //! offset (or the high watermark, for consumer reads) published when their read was planned.
-//! Half of them fetch at random offsets, half consume sequentially and check there is no gap.
+//! Half of them fetch at random offsets, half consume sequentially and check there is no gap;
+//! half of each use the zero-copy `Log::read`, half the copy-out `Log::read_into`.
 //!
 //! `SEGLOG_STRESS_MILLIS` sets the duration (default 2500).
 
@@ -13,23 +14,20 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use seglog::{Batches, Clock, Compression, Error, FetchData, Isolation, Log};
+use seglog::{Batches, Clock, Compression, Error, Isolation, Log};
 use seglog_reliability::{RecordId, build_batch, small_config};
 
 use crate::support::{iterations, seeded_rng};
 
 const STREAM: u64 = 42;
 
-/// Checks one fetch: whole batches valid, records self-verifying, offset = seq, nothing at or
-/// beyond `bound`. Returns the offset after the last whole batch (or `from` if none).
-fn check_fetch(data: &FetchData, from: i64, bound: i64, context: &str) -> (i64, u64) {
-    let bytes = data
-        .slice
-        .read_to_vec()
-        .unwrap_or_else(|e| panic!("{context}: reading the slice: {e}"));
+/// Checks one fetch of `bytes` read from file position `position`: whole batches valid,
+/// records self-verifying, offset = seq, nothing at or beyond `bound`. Returns the offset after
+/// the last whole batch (or `from` if none).
+fn check_fetch(bytes: &[u8], position: u64, from: i64, bound: i64, context: &str) -> (i64, u64) {
     let mut next = from;
     let mut checked = 0;
-    let mut batches = Batches::new(&bytes, data.slice.position());
+    let mut batches = Batches::new(bytes, position);
     for (i, batch) in batches.by_ref().enumerate() {
         let batch = batch.unwrap_or_else(|e| panic!("{context}: served bytes do not parse: {e}"));
         batch
@@ -142,6 +140,8 @@ fn one_appender_eight_readers_retention_and_rolls() {
             let mut rng = StdRng::seed_from_u64(rng.random());
             std::thread::spawn(move || {
                 let sequential = r % 2 == 0;
+                let copy_out = r >= 4;
+                let mut buf = Vec::new();
                 let mut next = 0i64;
                 while !stop.load(Ordering::Acquire) {
                     let isolation = if r % 4 < 2 {
@@ -160,13 +160,36 @@ fn one_appender_eight_readers_retention_and_rolls() {
                     };
                     let max_bytes = rng.random_range(1..64 * 1024);
                     let context = format!("seed {seed}, reader {r}, read {from} ({isolation:?})");
-                    match log.read(from, max_bytes, isolation, true) {
-                        Ok(data) => {
+                    // (bytes, their file position, the bound the read was planned against)
+                    let fetched = if copy_out {
+                        log.read_into(from, max_bytes, isolation, true, &mut buf)
+                            .map(|fetch| {
+                                let bound = match isolation {
+                                    Isolation::HighWatermark => fetch.high_watermark,
+                                    _ => fetch.log_end_offset,
+                                };
+                                (std::mem::take(&mut buf), fetch.position, bound)
+                            })
+                    } else {
+                        log.read(from, max_bytes, isolation, true).map(|data| {
+                            let bytes = data
+                                .slice
+                                .read_to_vec()
+                                .unwrap_or_else(|e| panic!("{context}: reading the slice: {e}"));
                             let bound = match isolation {
                                 Isolation::HighWatermark => data.high_watermark,
                                 _ => data.log_end_offset,
                             };
-                            let (after, checked) = check_fetch(&data, from, bound, &context);
+                            (bytes, data.slice.position(), bound)
+                        })
+                    };
+                    match fetched {
+                        Ok((bytes, position, bound)) => {
+                            let (after, checked) =
+                                check_fetch(&bytes, position, from, bound, &context);
+                            if copy_out {
+                                buf = bytes;
+                            }
                             if sequential && after > next {
                                 next = after;
                             }
