@@ -7,10 +7,9 @@ use std::fs;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use bytes::Bytes;
 use seglog::{Isolation, ListOffsets, Log, LogConfig};
 use seglog_index_core::OffsetIndex;
-use seglog_records::{OwnedBatches, Record, RecordRef};
+use seglog_records::{Batches, Record, RecordRef};
 
 use crate::child::Job;
 use crate::data::Dataset;
@@ -238,9 +237,9 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
     let end = log.log_end_offset();
     let mut buffer = Vec::new();
     while offset < end {
-        let (bytes, position) = fetch(log, offset, READ_BYTES, &mut buffer)?;
+        let position = fetch(log, offset, READ_BYTES, &mut buffer)?;
         let mut next = offset;
-        for batch in OwnedBatches::new(bytes.clone(), position).validated() {
+        for batch in Batches::new(&buffer, position).validated() {
             let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
             let header = batch.header();
             match decode {
@@ -267,7 +266,6 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
             }
             next = header.last_offset + 1;
         }
-        buffer = reclaim(bytes);
         if next == offset {
             return Err(format!("seglog read at {offset} returned no whole batch").into());
         }
@@ -311,9 +309,9 @@ impl Trial for PointRead<'_> {
 /// The length of the value of the record at `offset`: fetch its batch into `buffer`, check
 /// the CRC, decode up to it.
 fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
-    let (bytes, position) = fetch(log, offset, 1, buffer)?;
+    let position = fetch(log, offset, 1, buffer)?;
     let mut found = None;
-    for batch in OwnedBatches::new(bytes.clone(), position).validated() {
+    for batch in Batches::new(buffer, position).validated() {
         let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
         found = match batch.records_borrowed() {
             Some(borrowed) => value_len_at(borrowed, offset)?,
@@ -323,18 +321,17 @@ fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
             break;
         }
     }
-    *buffer = reclaim(bytes);
     found.ok_or_else(|| format!("seglog read at {offset} did not return it").into())
 }
 
-/// `Log::read_into` of up to `max_bytes` from `offset` (`min_one_message`) into `buffer` (its
-/// old contents are replaced; it is not cleared first, so nothing is zero-filled but growth)
-/// and handed back as shared bytes with the file position they start at.
-fn fetch(log: &Log, offset: i64, max_bytes: u32, buffer: &mut Vec<u8>) -> Result<(Bytes, u64)> {
+/// `Log::read_into` of up to `max_bytes` from `offset` (`min_one_message`) into `buffer` (one
+/// reused buffer, never cleared: `read_into` replaces its contents); the file position the
+/// bytes start at.
+fn fetch(log: &Log, offset: i64, max_bytes: u32, buffer: &mut Vec<u8>) -> Result<u64> {
     let fetch = log
         .read_into(offset, max_bytes, Isolation::LogEnd, true, buffer)
         .map_err(|error| format!("seglog fetch at {offset}: {error}"))?;
-    Ok((Bytes::from(std::mem::take(buffer)), fetch.position))
+    Ok(fetch.position)
 }
 
 /// What a consumer reads of a decoded record, whichever decoder produced it: borrowed
@@ -398,12 +395,6 @@ fn value_len_at<R: ConsumedRecord>(
         }
     }
     Ok(None)
-}
-
-/// Takes the buffer back once every record that shared it is gone (a consumer reuses its
-/// fetch buffer); a fresh one if something still holds it.
-fn reclaim(bytes: Bytes) -> Vec<u8> {
-    bytes.try_into_mut().map(Vec::from).unwrap_or_default()
 }
 
 /// For each target timestamp, ListOffsets (`offset_for_timestamp`) then the read of that
