@@ -359,6 +359,42 @@ impl Trial for FloorLookup<'_> {
     }
 }
 
+/// `partition_point` over the bytes of a Kafka `.index` file read into memory: 8-byte entries,
+/// big-endian relative offset then position. A reference row for the floor lookup: the same
+/// search as the ceiling over the on-disk format, without seglog's mapping and lock.
+pub struct FloorLookupIndexBytes<'a> {
+    bytes: Vec<u8>,
+    targets: &'a [u32],
+}
+
+impl<'a> FloorLookupIndexBytes<'a> {
+    /// Floor lookups of `targets` in the `.index` file at `path`, read whole.
+    ///
+    /// # Errors
+    ///
+    /// If the file cannot be read.
+    pub fn new(path: &Path, targets: &'a [u32]) -> Result<Self> {
+        let bytes = fs::read(path).map_err(|e| io_error("read", path, e))?;
+        Ok(Self { bytes, targets })
+    }
+}
+
+impl Trial for FloorLookupIndexBytes<'_> {
+    fn run(&mut self) -> Result<Work> {
+        let entries = self.bytes.as_chunks::<8>().0;
+        let offset = |entry: &[u8; 8]| u32::from_be_bytes([entry[0], entry[1], entry[2], entry[3]]);
+        let mut sum = 0u64;
+        for &target in self.targets {
+            let slot = entries.partition_point(|entry| offset(entry) <= target);
+            let entry = entries[slot.saturating_sub(1)];
+            let position = u32::from_be_bytes([entry[4], entry[5], entry[6], entry[7]]);
+            sum = sum.wrapping_add(u64::from(position));
+        }
+        black_box(sum);
+        Ok(Work::new(self.targets.len() as u64, 0))
+    }
+}
+
 /// Lists a log directory and opens every file in it, keeping the handles (what any log must do
 /// at least to open its segments without reading them).
 pub struct OpenDirectory {

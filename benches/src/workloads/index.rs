@@ -36,16 +36,15 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
         entries.len()
     );
     let root = context.scratch.dir("floor")?;
-    let seglog_index = seglog_contender::FloorLookup::new(
-        &entries,
-        &root.join("00000000000000000000.index"),
-        &targets,
-    )?;
+    let index_path = root.join("00000000000000000000.index");
+    let mut seglog_index = seglog_contender::FloorLookup::new(&entries, &index_path, &targets)?;
+    // Written through the map: `read` sees the same page-cache pages, no flush needed.
     let mut partition_point = ceiling::FloorLookup::new(entries, &targets);
-    let mut seglog_index = seglog_index;
+    let mut index_bytes = ceiling::FloorLookupIndexBytes::new(&index_path, &targets)?;
     // One untimed pass each, so that no round pays for first touches of the entries (page
     // tables for the mapped index, the first reads of the Vec).
     partition_point.run()?;
+    index_bytes.run()?;
     seglog_index.run()?;
     let contenders = vec![
         Contender::new(
@@ -54,6 +53,11 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             partition_point,
         ),
         Contender::new(Role::Seglog, "seglog (OffsetIndex::lookup)", seglog_index),
+        Contender::new(
+            Role::Reference,
+            "reference: partition_point on .index bytes",
+            index_bytes,
+        ),
     ];
     Ok(vec![measure(
         names::FLOOR,
