@@ -87,19 +87,35 @@ pub(crate) fn decode_simple<'a>(data: &'a [u8], ctx: &V2Context) -> Option<(Reco
     at += 1; // attributes: int8, unused.
     let timestamp_delta = i64::from(zigzag(window_small(window, &mut at)?));
     let offset_delta = i64::from(zigzag(window_small(window, &mut at)?));
-    let key = match zigzag(window_small(window, &mut at)?) {
-        -1 => None,
+    let (key, value) = match zigzag(window_small(window, &mut at)?) {
+        // A null key: the value length (at most 2 + 1 + 2 + 2 + 1 bytes in) is in the
+        // window too. Any byte it reads past the record's end makes the end check fail.
+        -1 => {
+            let value = match zigzag(window_small(window, &mut at)?) {
+                -1 => None,
+                n => {
+                    let value = data.get(at..at + usize::try_from(n).ok()?)?;
+                    at += value.len();
+                    Some(value)
+                }
+            };
+            // A header count of 0, and nothing after it.
+            if at + 1 != end || data.get(at) != Some(&0) {
+                return None;
+            }
+            (None, value)
+        }
         n => {
             let key = data.get(at..at + usize::try_from(n).ok()?)?;
             at += key.len();
-            Some(key)
+            let mut rest = data.get(at..end)?;
+            let value = take_small_nullable(&mut rest)?;
+            // A header count of 0, and nothing after it.
+            let [0] = *rest else {
+                return None;
+            };
+            (Some(key), value)
         }
-    };
-    let mut rest = data.get(at..end)?;
-    let value = take_small_nullable(&mut rest)?;
-    // A header count of 0, and nothing after it.
-    let [0] = *rest else {
-        return None;
     };
     let offset = ctx.base_offset.checked_add(offset_delta)?;
     let (timestamp_ms, timestamp_type) = if ctx.log_append_time {

@@ -57,29 +57,34 @@ impl V2Cursor {
 
     /// The next record of `data`, decoded by `decode` (which advances the position past it
     /// or returns where the bad record starts); `None` at the end. Yields at most one error.
+    ///
+    /// An ended cursor has its count reached and its position at the end, which keeps it
+    /// ended without a flag to test on every record (`done` only feeds `size_hint`).
     #[inline(always)]
     pub(crate) fn next<R>(
         &mut self,
         data: &[u8],
         decode: impl FnOnce(&mut usize) -> std::result::Result<R, (usize, CorruptKind)>,
     ) -> Option<Result<R>> {
-        if self.done {
-            return None;
-        }
         if self.decoded == self.declared {
-            self.done = true;
-            let left = data.len() - self.pos;
+            let left = data.len().saturating_sub(self.pos);
+            if left == 0 {
+                self.done = true;
+                return None;
+            }
             // Kafka: "Incorrect declared batch size, records still remaining in file".
-            return (left != 0)
-                .then(|| Err(self.fail(self.pos, CorruptKind::TrailingBytes { count: left })));
+            let error = self.fail(self.pos, CorruptKind::TrailingBytes { count: left });
+            self.finish(data);
+            return Some(Err(error));
         }
-        if self.pos == data.len() {
-            self.done = true;
+        if self.pos >= data.len() {
             let kind = CorruptKind::RecordCountMismatch {
                 declared: self.declared,
                 decoded: self.decoded,
             };
-            return Some(Err(self.fail(self.pos, kind)));
+            let error = self.fail(self.pos, kind);
+            self.finish(data);
+            return Some(Err(error));
         }
         match decode(&mut self.pos) {
             Ok(record) => {
@@ -87,10 +92,18 @@ impl V2Cursor {
                 Some(Ok(record))
             }
             Err((at, kind)) => {
-                self.done = true;
-                Some(Err(self.fail(at, kind)))
+                let error = self.fail(at, kind);
+                self.finish(data);
+                Some(Err(error))
             }
         }
+    }
+
+    /// Ends the iteration: the count reached, nothing left.
+    fn finish(&mut self, data: &[u8]) {
+        self.done = true;
+        self.declared = self.decoded;
+        self.pos = data.len();
     }
 
     /// Records left, at most (plus one for a final error).
@@ -169,5 +182,55 @@ impl V2Records {
         let (data, ctx) = (&self.data, &self.ctx);
         self.cursor
             .next(data, |pos| decode_v2_record(data, pos, ctx))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes one-byte "records" (any byte but 0xff; 0xff fails at its position).
+    fn drain(data: &[u8], declared: i32) -> Vec<std::result::Result<u8, (u64, CorruptKind)>> {
+        let mut cursor = V2Cursor::new(declared, Some(100), 7);
+        let mut out = Vec::new();
+        let decode = |pos: &mut usize| match data[*pos] {
+            0xff => Err((*pos, CorruptKind::Truncated)),
+            byte => {
+                *pos += 1;
+                Ok(byte)
+            }
+        };
+        while let Some(item) = cursor.next(data, decode) {
+            out.push(item.map_err(|e| {
+                (
+                    e.position().unwrap_or(0),
+                    e.corrupt_kind().cloned().unwrap_or(CorruptKind::Truncated),
+                )
+            }));
+            assert!(out.len() <= data.len() + 1, "the cursor never ends");
+        }
+        // Ended for good: no item, however often asked, and nothing left by the hint.
+        for _ in 0..3 {
+            assert!(cursor.next(data, decode).is_none());
+        }
+        assert_eq!(cursor.size_hint(), (0, Some(0)));
+        out
+    }
+
+    #[test]
+    fn yields_at_most_one_error_then_stays_ended() {
+        assert_eq!(drain(&[1, 2], 2), [Ok(1), Ok(2)]);
+        assert_eq!(drain(&[], 0), []);
+        assert_eq!(
+            drain(&[1, 2, 3], 1),
+            [Ok(1), Err((101, CorruptKind::TrailingBytes { count: 2 }))]
+        );
+        let mismatch = |declared, decoded| CorruptKind::RecordCountMismatch { declared, decoded };
+        assert_eq!(drain(&[1], 3), [Ok(1), Err((101, mismatch(3, 1)))]);
+        assert_eq!(drain(&[1], -1), [Ok(1), Err((101, mismatch(-1, 1)))]);
+        assert_eq!(
+            drain(&[1, 0xff, 2], 3),
+            [Ok(1), Err((101, CorruptKind::Truncated))]
+        );
     }
 }
