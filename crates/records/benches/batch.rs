@@ -10,6 +10,9 @@
 
 use std::hint::black_box;
 
+#[path = "support/consumer.rs"]
+mod consumer;
+
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use seglog_records::{BatchBuilder, BatchRef, Batches, Compression, OwnedBatch, OwnedBatches};
 
@@ -176,41 +179,15 @@ fn decode_one_batch(c: &mut Criterion) {
     group.finish();
 }
 
-/// As the macro scan consumer: ~100 validated batches of 100 records of 100-byte values, no
-/// keys, no headers; each record's offset and value length summed through `black_box`.
+/// As the macro scan consumer (`support/consumer.rs`, shared with `examples/scan_profile.rs`).
 fn consumer(c: &mut Criterion) {
-    let value: Vec<u8> = (0..VALUE_SIZE).map(|i| (i * 31) as u8).collect();
-    let mut region = Vec::new();
-    for b in 0..100 {
-        let mut builder = BatchBuilder::new(b * RECORDS_PER_BATCH as i64);
-        for i in 0..RECORDS_PER_BATCH {
-            builder.append(1_700_000_000_000 + i as i64, None, Some(&value), &[]);
-        }
-        region.extend_from_slice(&builder.build().expect("benchmark batch builds"));
-    }
-    let batches: Vec<OwnedBatch> = OwnedBatches::new(bytes::Bytes::from(region), 0)
-        .collect::<Result<_, _>>()
-        .expect("benchmark batches parse");
+    let batches = consumer::batches();
     let mut group = c.benchmark_group("consumer");
     group.throughput(Throughput::Elements(
-        (batches.len() * RECORDS_PER_BATCH) as u64,
+        (batches.len() * consumer::RECORDS_PER_BATCH) as u64,
     ));
     group.bench_function("offset_and_value_len", |b| {
-        b.iter(|| {
-            let mut sum = 0u64;
-            for batch in black_box(&batches) {
-                let Some(records) = batch.records_borrowed() else {
-                    continue;
-                };
-                for record in records {
-                    let record = record?;
-                    sum = sum
-                        .wrapping_add(black_box(record.offset) as u64)
-                        .wrapping_add(black_box(record.value.map_or(0, <[u8]>::len)) as u64);
-                }
-            }
-            Ok::<_, seglog_records::Error>(sum)
-        })
+        b.iter(|| consumer::consume(&batches))
     });
     group.finish();
 }
