@@ -29,23 +29,6 @@ pub enum Durability {
     Fsync,
 }
 
-/// Counts a durable append in one of the log's counters until dropped: `durable_in_flight`
-/// until its bytes are published (or an error before), `durable_callers` until it returns.
-struct InFlight<'a>(&'a std::sync::atomic::AtomicUsize);
-
-impl<'a> InFlight<'a> {
-    fn enter(counter: &'a std::sync::atomic::AtomicUsize) -> Self {
-        counter.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Self(counter)
-    }
-}
-
-impl Drop for InFlight<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
 /// What an append wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendInfo {
@@ -134,10 +117,7 @@ impl Log {
                 dir: self.dir.clone(),
             });
         }
-        let _caller =
-            (durability == Durability::Fsync).then(|| InFlight::enter(&self.durable_callers));
-        let in_flight =
-            (durability == Durability::Fsync).then(|| InFlight::enter(&self.durable_in_flight));
+        let mut durable = (durability == Durability::Fsync).then(|| self.commit_join.enter());
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
         let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
@@ -218,13 +198,9 @@ impl Log {
         };
         self.published.publish(view.appended(end));
         drop(writer);
-        if in_flight.is_some() {
-            // Counted before `in_flight` drops, so a group-commit leader that sees no append
-            // in flight sees this one pending.
-            self.durable_pending
-                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        if let Some(durable) = &mut durable {
+            durable.published();
         }
-        drop(in_flight);
 
         let info = AppendInfo {
             first_offset: analysis.first_offset(),

@@ -1,7 +1,7 @@
 //! Flushing (spec §5.8) and the explicit background work of [`Log::tick`].
 
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::Result;
 use crate::fsutil::sync_dir;
@@ -77,10 +77,6 @@ impl Log {
         Ok(new_point)
     }
 
-    /// The longest a group-commit leader waits for its siblings to join (it waits at most a
-    /// quarter of the last sync's duration, and never more than this).
-    const MAX_JOIN_WAIT: Duration = Duration::from_millis(1);
-
     /// The group commit's sync (the leader of [`crate::group_commit::GroupCommit`] runs it for
     /// every durable appender): makes every byte appended before it started durable and
     /// returns the log end offset it covered. One `fdatasync` of the `.log` of each segment
@@ -97,7 +93,7 @@ impl Log {
             return Ok(self.published.load().end.offset);
         }
         self.check_poison()?;
-        self.join_siblings();
+        self.commit_join.wait_for_siblings();
         let started = Instant::now();
         // Serializes with flushes (one owner of `dir_dirty` at a time). Never taken by readers
         // or under the writer lock.
@@ -116,39 +112,8 @@ impl Log {
             self.poison_with("fsync directory");
             return Err(e);
         }
-        let took = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
-        self.last_sync_micros.store(took, Ordering::Relaxed);
-        // Every appender released by the previous sync had this sync's duration to come back
-        // with its next batch: as many as are inside a durable append now join the next one.
-        self.commit_siblings.store(
-            self.durable_callers.load(Ordering::Acquire),
-            Ordering::Relaxed,
-        );
+        self.commit_join.sync_done(started.elapsed());
         Ok(target)
-    }
-
-    /// Before a group-commit sync: lets the durable appenders that are on their way join it
-    /// rather than wait for the next one (Postgres' `commit_delay` with `commit_siblings`,
-    /// sized from what the log saw). It waits, yielding the CPU, until no durable append is
-    /// between its start and the publication of its bytes and as many appends are waiting
-    /// for a sync as there were durable appenders when the last sync ended, or until a
-    /// quarter of the last sync's duration has passed. A lone writer never waits; a writer
-    /// that stopped costs at most one bounded wait, after which the expected count follows
-    /// what was seen. The appends counted are then handed to this sync.
-    fn join_siblings(&self) {
-        let expected = self.commit_siblings.load(Ordering::Relaxed);
-        let budget = Duration::from_micros(self.last_sync_micros.load(Ordering::Relaxed) / 4)
-            .min(Self::MAX_JOIN_WAIT);
-        let start = Instant::now();
-        loop {
-            let joined = self.durable_in_flight.load(Ordering::Acquire) == 0
-                && self.durable_pending.load(Ordering::Acquire) >= expected;
-            if joined || start.elapsed() >= budget {
-                break;
-            }
-            std::thread::yield_now();
-        }
-        self.durable_pending.store(0, Ordering::Release);
     }
 
     /// fsyncs the log directory now (renames or creates that must be durable before the

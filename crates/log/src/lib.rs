@@ -51,6 +51,7 @@ mod background;
 mod checkpoint;
 mod clean_shutdown;
 mod clock;
+mod commit_join;
 mod config;
 mod deletion;
 mod error;

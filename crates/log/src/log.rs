@@ -6,11 +6,12 @@
 use std::path::{Path, PathBuf};
 // Plain std atomic: the recovery point is not part of the loom models.
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
 
 use crate::clock::{Clock, SystemClock};
+use crate::commit_join::CommitJoin;
 use crate::config::LogConfig;
 use crate::deletion::{DeleteQueue, Doomed};
 use crate::group_commit::GroupCommit;
@@ -105,18 +106,8 @@ pub struct Log {
     /// Checkpoint values last written by a standalone log (to skip unchanged writes).
     pub(crate) written_checkpoints: Mutex<Option<(i64, Option<i64>)>>,
     pub(crate) group_commit: GroupCommit,
-    /// Durable appends between their start and the publication of their bytes: a group-commit
-    /// leader lets them land before it syncs, so one fsync covers them too.
-    pub(crate) durable_in_flight: AtomicUsize,
-    /// Durable appends from their start until they return (waiting for their fsync included).
-    pub(crate) durable_callers: AtomicUsize,
-    /// Durable appends published since the last group-commit sync started.
-    pub(crate) durable_pending: AtomicUsize,
-    /// `durable_callers` when the last group-commit sync ended: how many appends a leader
-    /// expects to join its commit.
-    pub(crate) commit_siblings: AtomicUsize,
-    /// How long the last group-commit sync took, in microseconds (bounds the join wait).
-    pub(crate) last_sync_micros: AtomicU64,
+    /// Counts durable appends for the group-commit leader's sibling wait.
+    pub(crate) commit_join: CommitJoin,
     pub(crate) deletions: DeleteQueue<Doomed>,
     pub(crate) poison: Mutex<Option<&'static str>>,
     /// `poison` is set: the append path checks this flag and takes the mutex only then.
@@ -300,11 +291,7 @@ impl Log {
             written_checkpoints: Mutex::new(None),
             recovery_point: AtomicI64::new(recovery_point),
             group_commit: GroupCommit::new(recovery_point),
-            durable_in_flight: AtomicUsize::new(0),
-            durable_callers: AtomicUsize::new(0),
-            durable_pending: AtomicUsize::new(0),
-            commit_siblings: AtomicUsize::new(0),
-            last_sync_micros: AtomicU64::new(0),
+            commit_join: CommitJoin::default(),
             deletions: DeleteQueue::default(),
             poison: Mutex::new(None),
             poisoned: AtomicBool::new(false),
