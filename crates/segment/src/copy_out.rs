@@ -176,24 +176,11 @@ impl Segment {
         let Some(first) = first else {
             return Ok(None);
         };
-        let adjusted = if min_one_message {
-            max_bytes.max(first.size)
-        } else {
-            max_bytes
-        };
-        let len = limit
-            .saturating_sub(first.position)
-            .min(u64::from(adjusted));
+        let (len, offsets) = self.extent(start_offset, first, max_bytes, min_one_message, limit);
         self.fill(buf, region.start, got, first.position, len)?;
         Ok(Some(CopiedRead {
             position: first.position,
-            offsets: SliceOffsets {
-                segment_base_offset: self.base_offset,
-                start_offset,
-                first_batch_last_offset: first.offset,
-                first_batch_size: first.size,
-                first_entry_incomplete: adjusted < first.size,
-            },
+            offsets,
         }))
     }
 

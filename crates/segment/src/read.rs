@@ -115,12 +115,33 @@ impl Segment {
         let Some(first) = self.translate_offset(start_offset, 0)? else {
             return Ok(None);
         };
+        let limit = max_position.min(self.size());
+        let (len, offsets) = self.extent(start_offset, first, max_bytes, min_one_message, limit);
+        Ok(Some(FileSlice::new(
+            Arc::clone(self.log.handle()),
+            self.log_path_arc(),
+            first.position,
+            len,
+            offsets,
+        )))
+    }
+
+    /// What a read from `start_offset` returns once its first batch is `first`: the length
+    /// (at most `max_bytes`, at least that batch when `min_one_message`, never past `limit`)
+    /// and the slice's offsets. Shared by [`Segment::read`] and [`Segment::read_into`].
+    pub(crate) fn extent(
+        &self,
+        start_offset: i64,
+        first: LogOffsetPosition,
+        max_bytes: u32,
+        min_one_message: bool,
+        limit: u64,
+    ) -> (u64, SliceOffsets) {
         let adjusted = if min_one_message {
             max_bytes.max(first.size)
         } else {
             max_bytes
         };
-        let limit = max_position.min(self.size());
         let len = limit
             .saturating_sub(first.position)
             .min(u64::from(adjusted));
@@ -131,13 +152,7 @@ impl Segment {
             first_batch_size: first.size,
             first_entry_incomplete: adjusted < first.size,
         };
-        Ok(Some(FileSlice::new(
-            Arc::clone(self.log.handle()),
-            self.log_path_arc(),
-            first.position,
-            len,
-            offsets,
-        )))
+        (len, offsets)
     }
 
     /// A slice of the raw bytes `[position, position + len)`, clamped to the published size
