@@ -317,9 +317,26 @@ impl Verifier {
                     false
                 }
             };
-            let first_offset = h
-                .base_offset
-                .unwrap_or_else(|| self.last_offset.map_or(h.last_offset, |l| l + 1));
+            // Records are decoded only when the CRC holds. A legacy compressed wrapper names
+            // only its last offset: its first is its first inner message's, resolved as a
+            // reader resolves it (v1 inner offsets relative to the wrapper, v0 absolute).
+            let mut offsets = Vec::new();
+            if crc_ok {
+                for record in batch.records(MAX_DECOMPRESSED_BYTES) {
+                    match record {
+                        Ok(r) => offsets.push(r.offset),
+                        Err(e) => {
+                            let at = e.position().or(position);
+                            self.problem(path, at, ProblemKind::InvalidRecords, e.to_string());
+                        }
+                    }
+                }
+            }
+            self.report.records += offsets.len() as u64;
+            let first_offset = h.base_offset.unwrap_or_else(|| match offsets.first() {
+                Some(first) => *first,
+                None => self.last_offset.map_or(h.last_offset, |l| l + 1),
+            });
             if let Some(prev) = self.last_offset
                 && (first_offset <= prev || h.last_offset <= prev)
             {
@@ -340,29 +357,17 @@ impl Verifier {
                 );
                 self.problem(path, position, ProblemKind::OffsetOutOfSegment, msg);
             }
-            if crc_ok {
-                let mut previous: Option<i64> = None;
-                for record in batch.records(MAX_DECOMPRESSED_BYTES) {
-                    match record {
-                        Ok(r) => {
-                            self.report.records += 1;
-                            let in_range = r.offset >= first_offset && r.offset <= h.last_offset;
-                            if !in_range || previous.is_some_and(|p| r.offset <= p) {
-                                let msg = format!(
-                                    "record offset {} is out of order or outside its batch's {first_offset}..={}",
-                                    r.offset, h.last_offset
-                                );
-                                self.problem(path, position, ProblemKind::InvalidRecords, msg);
-                                break;
-                            }
-                            previous = Some(r.offset);
-                        }
-                        Err(e) => {
-                            let at = e.position().or(position);
-                            self.problem(path, at, ProblemKind::InvalidRecords, e.to_string());
-                        }
-                    }
-                }
+            let out_of_order = offsets.iter().enumerate().find(|&(i, &offset)| {
+                offset < first_offset
+                    || offset > h.last_offset
+                    || (i > 0 && offset <= offsets[i - 1])
+            });
+            if let Some((_, offset)) = out_of_order {
+                let msg = format!(
+                    "record offset {offset} is out of order or outside its batch's {first_offset}..={}",
+                    h.last_offset
+                );
+                self.problem(path, position, ProblemKind::InvalidRecords, msg);
             }
             running_max = running_max.max(h.max_timestamp_ms);
             infos.push(BatchInfo {

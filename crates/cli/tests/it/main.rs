@@ -10,4 +10,5 @@ mod repair;
 mod support;
 mod usage;
 mod verify;
+mod verify_legacy;
 mod walker;
