@@ -45,7 +45,7 @@ pub use crate::payload::{Fnv, RecordId, T0_MS};
 pub use crate::verify::{
     LogContents, ServedRecord, Violation, check_acknowledged, read_log, read_log_with_gaps,
 };
-pub use crate::workload::{build_batch, corpus_dir, env_u64, small_config};
+pub use crate::workload::{build_batch, env_u64, small_config};
 
 /// The result type of the checks.
 pub type Result<T, E = Violation> = std::result::Result<T, E>;

@@ -1,8 +1,6 @@
 //! Small helpers shared by the suites: batches of self-verifying records, a config with tiny
 //! segments, environment knobs, and the shared Kafka corpus.
 
-use std::path::PathBuf;
-
 use seglog::{BatchBuilder, Compression, LogConfig};
 
 use crate::payload::RecordId;
@@ -40,12 +38,4 @@ pub fn env_u64(name: &str, default: u64) -> u64 {
         .ok()
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(default)
-}
-
-/// The shared Kafka corpus (`../shared/kafka-corpus` beside the repository), read in place.
-pub fn corpus_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/kafka-corpus"
-    ))
 }

@@ -2,8 +2,8 @@
 
 use crate::cmd::{cargo, run as run_command};
 
-/// fmt check, clippy (`-D warnings`, all targets so benches cannot rot), the workspace tests,
-/// then the loom models.
+/// fmt check, clippy (`-D warnings`, all targets so benches cannot rot), the docs (`-D
+/// warnings`), the workspace tests, then the loom models.
 pub fn run_all() -> Result<(), String> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
@@ -19,6 +19,12 @@ pub fn run_all() -> Result<(), String> {
         "warnings",
     ]);
     run_command(clippy)?;
+
+    // The API docs build without a warning (broken intra-doc links, bad code blocks).
+    let mut doc = cargo();
+    doc.args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    run_command(doc)?;
 
     let mut test = cargo();
     test.args(["test", "--workspace"]);

@@ -5,6 +5,7 @@
 //!   says `#![forbid(unsafe_code)]`.
 //! - No `dbg!` or `todo!` anywhere.
 //! - Every package uses the workspace lints (`[lints] workspace = true`).
+//! - Every dependency a package declares is used by its code (no dead dependencies).
 
 #[cfg(test)]
 mod tests {
@@ -161,5 +162,68 @@ mod tests {
                 "{member}/Cargo.toml does not use the workspace lints"
             );
         }
+    }
+
+    /// The dependency names declared in a manifest's `[dependencies]`, `[dev-dependencies]`,
+    /// `[build-dependencies]` and `[target.'…'.dependencies]` tables.
+    fn declared_dependencies(manifest: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut in_deps = false;
+        for line in manifest.lines().map(str::trim) {
+            if line.starts_with('[') {
+                in_deps = line.ends_with("dependencies]");
+                continue;
+            }
+            if !in_deps || line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let key = line.split(['=', '.']).next().unwrap_or("").trim();
+            if !key.is_empty() {
+                names.push(key.to_owned());
+            }
+        }
+        names
+    }
+
+    #[test]
+    fn every_declared_dependency_is_used() {
+        let root = workspace_root();
+        let manifest = fs::read_to_string(root.join("Cargo.toml")).expect("root manifest");
+        let members: Vec<&str> = manifest
+            .lines()
+            .map(str::trim)
+            .filter_map(|line| line.strip_prefix('"')?.strip_suffix("\","))
+            .collect();
+        let mut unused = Vec::new();
+        for member in members {
+            let dir = root.join(member);
+            let text = fs::read_to_string(dir.join("Cargo.toml"))
+                .unwrap_or_else(|e| panic!("{member}/Cargo.toml: {e}"));
+            let mut files = Vec::new();
+            rust_files(&dir, &mut files);
+            if member == "reliability" {
+                // Its build script compiles the cargo-fuzz targets into its tests.
+                rust_files(&root.join("fuzz/fuzz_targets"), &mut files);
+            }
+            let code: String = files
+                .iter()
+                .map(|f| fs::read_to_string(f).expect("read a source file"))
+                .collect::<Vec<_>>()
+                .join("\n");
+            for name in declared_dependencies(&text) {
+                let ident = name.replace('-', "_");
+                let used = [
+                    format!("{ident}::"),
+                    format!("use {ident}"),
+                    format!("extern crate {ident}"),
+                ]
+                .iter()
+                .any(|pattern| code.contains(pattern.as_str()));
+                if !used {
+                    unused.push(format!("{member}: `{name}` is declared but never used"));
+                }
+            }
+        }
+        assert!(unused.is_empty(), "{}", unused.join("\n"));
     }
 }

@@ -60,7 +60,9 @@ fn dump_lists_every_batch_of_every_corpus_directory_without_writing() {
 
 #[test]
 fn dump_records_of_a_log_file_match_the_walker() {
-    let dir = corpus().join("seanorth-kafka-server/some-topic-0");
+    let Some(dir) = corpus().map(|c| c.join("seanorth-kafka-server/some-topic-0")) else {
+        return;
+    };
     let log = dir.join("00000000000000000000.log");
     let run = seglog([
         "dump".as_ref(),
@@ -86,12 +88,19 @@ fn dump_records_of_a_log_file_match_the_walker() {
 
 #[test]
 fn dump_text_shows_control_markers_and_index_entries() {
-    let dir = corpus().join("christseng89-RealTime_Analysis/__cluster_metadata-0");
+    let Some(dir) = corpus().map(|c| c.join("christseng89-RealTime_Analysis/__cluster_metadata-0"))
+    else {
+        return;
+    };
     let out = seglog(["dump".as_ref(), dir.as_os_str(), "--records".as_ref()]).ok();
     assert_eq!(out.matches("control: LEADER_CHANGE").count(), 5, "{out}");
     assert!(out.contains("isControl: true"));
 
-    let index = corpus().join("William0423-kafka/debug_topic-0/00000000000000000000.timeindex");
+    let Some(index) =
+        corpus().map(|c| c.join("William0423-kafka/debug_topic-0/00000000000000000000.timeindex"))
+    else {
+        return;
+    };
     let out = seglog(["dump".as_ref(), index.as_os_str()]).ok();
     assert_eq!(
         out.lines().filter(|l| l.starts_with("timestamp: ")).count(),

@@ -82,7 +82,10 @@ fn read_matches_an_independent_parse_of_every_corpus_directory() {
 
 #[test]
 fn control_records_appear_only_when_asked() {
-    let dir = corpus().join("christseng89-RealTime_Analysis/__cluster_metadata-0");
+    let Some(dir) = corpus().map(|c| c.join("christseng89-RealTime_Analysis/__cluster_metadata-0"))
+    else {
+        return;
+    };
     let walk = walk_dir(&dir);
     let all = seglog([
         "read".as_ref(),
@@ -99,7 +102,10 @@ fn control_records_appear_only_when_asked() {
 
 #[test]
 fn log_append_time_batches_report_the_batch_max_timestamp() {
-    let dir = corpus().join("rjmfernandes-flink-on-prem/_confluent-monitoring-0");
+    let Some(dir) = corpus().map(|c| c.join("rjmfernandes-flink-on-prem/_confluent-monitoring-0"))
+    else {
+        return;
+    };
     let records = seglog([
         "read".as_ref(),
         dir.as_os_str(),
@@ -126,7 +132,9 @@ fn log_append_time_batches_report_the_batch_max_timestamp() {
 
 #[test]
 fn v0_v1_messages_have_timestamps_as_consumers_see_them() {
-    let dir = corpus().join("xpxwo100-bullShit/topic1-0");
+    let Some(dir) = corpus().map(|c| c.join("xpxwo100-bullShit/topic1-0")) else {
+        return;
+    };
     let records = seglog(["read".as_ref(), dir.as_os_str(), "--json".as_ref()]).json_lines();
     assert_eq!(records.len(), 5);
     assert_eq!(records[0]["value"], "Message_1");
@@ -151,7 +159,9 @@ fn info_describes_every_corpus_directory_and_a_log_dirs_root() {
             dir.display()
         );
     }
-    let root = corpus().join("rjmfernandes-flink-on-prem");
+    let Some(root) = corpus().map(|c| c.join("rjmfernandes-flink-on-prem")) else {
+        return;
+    };
     let run = assert_unchanged(&root, || {
         seglog(["info".as_ref(), root.as_os_str(), "--json".as_ref()])
     });

@@ -4,41 +4,22 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// The Kafka-broker corpus, beside the repository.
-pub fn corpus() -> PathBuf {
-    let dir = PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/kafka-corpus"
-    ));
-    assert!(
-        dir.is_dir(),
-        "the kafka corpus must exist at {}",
-        dir.display()
-    );
-    dir
+/// The Kafka-broker corpus (see `seglog-test-corpus`): `None` when it is absent outside CI.
+pub fn corpus() -> Option<PathBuf> {
+    seglog_test_corpus::root()
 }
 
-/// Every partition directory of the corpus (`<source>/<partition>`), sorted.
+/// Every partition directory of the corpus (`<source>/<partition>`), sorted; empty when the
+/// corpus is absent outside CI.
 pub fn corpus_partitions() -> Vec<PathBuf> {
-    let mut dirs = Vec::new();
-    for source in std::fs::read_dir(corpus()).unwrap() {
-        let source = source.unwrap().path();
-        if !source.is_dir() {
-            continue;
-        }
-        for part in std::fs::read_dir(&source).unwrap() {
-            let part = part.unwrap().path();
-            if part.is_dir() {
-                dirs.push(part);
-            }
-        }
+    let dirs = seglog_test_corpus::partitions();
+    if corpus().is_some() {
+        assert_eq!(
+            dirs.len(),
+            32,
+            "PROVENANCE.md lists 32 partition directories"
+        );
     }
-    dirs.sort();
-    assert_eq!(
-        dirs.len(),
-        32,
-        "PROVENANCE.md lists 32 partition directories"
-    );
     dirs
 }
 

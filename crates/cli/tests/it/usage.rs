@@ -49,7 +49,9 @@ fn verify_of_a_file_is_a_usage_error() {
 
 #[test]
 fn a_log_dirs_root_is_not_a_partition() {
-    let root = crate::support::corpus().join("xpxwo100-bullShit");
+    let Some(root) = crate::support::corpus().map(|c| c.join("xpxwo100-bullShit")) else {
+        return;
+    };
     for cmd in ["read", "verify"] {
         let run = seglog([cmd.as_ref(), root.as_os_str()]);
         assert_eq!(run.code, 2, "{cmd}");

@@ -129,7 +129,13 @@ fn a_legacy_inner_offset_outside_its_wrapper_is_reported() {
         .flat_map(|&o| message(0, o, 0, 0, b"v"))
         .collect();
     let mut log = message(0, 4, 0, 0, b"first");
-    log.extend(message(0, 5, Codec::Gzip as u8, 0, &compress(Codec::Gzip, &inner)));
+    log.extend(message(
+        0,
+        5,
+        Codec::Gzip as u8,
+        0,
+        &compress(Codec::Gzip, &inner),
+    ));
     std::fs::write(dir.join("00000000000000000000.log"), log).unwrap();
     let (code, report) = verify_json(&dir);
     assert_eq!(code, 1, "{report}");

@@ -47,7 +47,9 @@ fn expected_counts() -> Vec<(&'static str, usize)> {
 
 #[test]
 fn every_corpus_dir_reads_in_place_read_only() {
-    let root = corpus_root();
+    let Some(root) = corpus_root() else {
+        return;
+    };
     let counts = expected_counts();
     for dir in partition_dirs() {
         let log = Log::open_read_only(&dir, config())

@@ -268,5 +268,7 @@ fn corpus_partitions_read_the_same_both_ways() {
             }
         }
     }
-    assert!(reads > 1_000, "{reads} reads");
+    if seglog_test_corpus::root().is_some() {
+        assert!(reads > 1_000, "{reads} reads");
+    }
 }

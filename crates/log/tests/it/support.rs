@@ -123,44 +123,21 @@ pub fn fresh_with_faults(config: LogConfig) -> (tempfile::TempDir, FaultInjector
     (dir, faults, log)
 }
 
-/// `shared/kafka-corpus`, beside the checkout.
-pub fn corpus_root() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/kafka-corpus"
-    ))
+/// `shared/kafka-corpus` (see `seglog-test-corpus`): `None` when it is absent outside CI.
+pub fn corpus_root() -> Option<PathBuf> {
+    seglog_test_corpus::root()
 }
 
-/// Every partition directory (a directory holding a `.log`).
+/// Every partition directory (a directory holding a `.log`); empty when the corpus is absent
+/// outside CI.
 pub fn partition_dirs() -> Vec<PathBuf> {
-    let root = corpus_root();
-    assert!(
-        root.is_dir(),
-        "the Kafka corpus is missing at {}",
-        root.display()
-    );
-    let mut out = Vec::new();
-    for source in std::fs::read_dir(&root).unwrap() {
-        let source = source.unwrap().path();
-        if !source.is_dir() {
-            continue;
-        }
-        for part in std::fs::read_dir(&source).unwrap() {
-            let part = part.unwrap().path();
-            let has_log = part.is_dir()
-                && std::fs::read_dir(&part)
-                    .unwrap()
-                    .any(|f| f.unwrap().file_name().to_string_lossy().ends_with(".log"));
-            if has_log {
-                out.push(part);
-            }
-        }
+    let out = seglog_test_corpus::partitions();
+    if corpus_root().is_some() {
+        assert!(
+            out.len() >= 30,
+            "expected the 32 corpus partitions, found {}",
+            out.len()
+        );
     }
-    out.sort();
-    assert!(
-        out.len() >= 30,
-        "expected the 32 corpus partitions, found {}",
-        out.len()
-    );
     out
 }

@@ -92,6 +92,9 @@ fn label(dir: &Path, base: i64) -> String {
 
 #[test]
 fn corpus_segments_open_read_and_rebuild() {
+    if seglog_test_corpus::root().is_none() {
+        return;
+    }
     let segments = corpus_segments();
     assert_eq!(segments.len(), 40, "PROVENANCE.md lists 40 segments");
     for (dir, base) in segments {
@@ -267,6 +270,9 @@ fn broker_closed_indexes_against_recover_and_close() {
             RecordLevelOffsets,
         ),
     ];
+    if seglog_test_corpus::root().is_none() {
+        return;
+    }
     let mut compared = 0;
     for (dir, base) in corpus_segments() {
         let broker_index = path(&dir, base, FileKind::INDEX);

@@ -154,6 +154,9 @@ fn empty_segments_find_nothing() {
 
 #[test]
 fn every_corpus_segment_at_many_targets() {
+    if seglog_test_corpus::root().is_none() {
+        return;
+    }
     let segments = corpus_segments();
     assert!(!segments.is_empty(), "the corpus has segments");
     for (dir, base) in segments {
