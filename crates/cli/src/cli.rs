@@ -113,8 +113,11 @@ pub struct ReadArgs {
     #[arg(long, value_name = "OFFSET", conflicts_with = "from_timestamp",
           value_parser = clap::value_parser!(i64).range(0..))]
     pub from: Option<i64>,
-    /// Start at the first record whose timestamp is at least MS.
-    #[arg(long, value_name = "MS")]
+    /// Start at the first record whose timestamp is at least MS. Kafka's ListOffsets markers
+    /// are accepted too: -1 (LATEST: the log end), -2 (EARLIEST: the log start), -3 (the
+    /// record with the largest timestamp).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true,
+          value_parser = clap::value_parser!(i64).range(-3..))]
     pub from_timestamp: Option<i64>,
     /// Stop after N records.
     #[arg(long, value_name = "N")]
@@ -200,14 +203,25 @@ pub struct RetainArgs {
     pub json: bool,
 }
 
+impl Command {
+    /// Whether the command never writes in the log directory (`read`, `info`, `dump`,
+    /// `verify`).
+    pub fn is_read_only(&self) -> bool {
+        matches!(
+            self,
+            Command::Read(_) | Command::Info(_) | Command::Dump(_) | Command::Verify(_)
+        )
+    }
+}
+
 /// `seglog demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Where to create the demo log (default: a temporary directory, removed afterwards).
     pub dir: Option<PathBuf>,
-    /// How many records to produce.
+    /// How many records to produce (1,000 to 100,000,000; about 120 bytes each on disk).
     #[arg(long, value_name = "N", default_value_t = 2_000_000,
-          value_parser = clap::value_parser!(u64).range(1000..))]
+          value_parser = clap::value_parser!(u64).range(1000..=100_000_000))]
     pub records: u64,
 }
 

@@ -36,6 +36,10 @@ pub struct DirListing {
     pub other: Vec<PathBuf>,
     /// Sub-directories.
     pub subdirs: Vec<PathBuf>,
+    /// Files named like segment files or snapshots that are not regular files (a directory,
+    /// a FIFO, a device, a symlink to one, a dangling or looping symlink), with what they are.
+    /// They are not in `segments`: nothing may open them as data.
+    pub irregular: Vec<(PathBuf, String)>,
 }
 
 impl DirListing {
@@ -63,14 +67,28 @@ impl DirListing {
         }
         paths.sort();
         for path in paths {
-            if path.is_dir() {
-                listing.subdirs.push(path);
-                continue;
-            }
             let Some(parsed) = parse_file_name(&path) else {
-                listing.other.push(path);
+                if path.is_dir() {
+                    listing.subdirs.push(path);
+                } else {
+                    listing.other.push(path);
+                }
                 continue;
             };
+            // Followed through symlinks: what a reader would open.
+            match std::fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => {}
+                Ok(meta) => {
+                    listing.irregular.push((path, file_kind(&meta).to_owned()));
+                    continue;
+                }
+                Err(e) => {
+                    listing
+                        .irregular
+                        .push((path, format!("cannot be opened ({e})")));
+                    continue;
+                }
+            }
             if parsed.kind.suffix.is_some() {
                 listing.leftovers.push(path);
                 continue;
@@ -90,16 +108,52 @@ impl DirListing {
         Ok(listing)
     }
 
-    /// Lists `dir`, which must be a partition directory (not a `log.dirs` root).
+    /// Lists `dir`, which must be a partition directory (not a `log.dirs` root) whose segment
+    /// files are all regular files.
+    ///
+    /// # Errors
+    /// As [`DirListing::read`]; [`Error::WrongKind`] for a `log.dirs` root or a segment file
+    /// that is not a regular file.
+    pub fn partition(dir: &Path) -> Result<Self, Error> {
+        let listing = Self::partition_lenient(dir)?;
+        if let Some((path, what)) = listing.irregular.first() {
+            return Err(Error::NotRegular {
+                path: path.clone(),
+                what: what.clone(),
+            });
+        }
+        Ok(listing)
+    }
+
+    /// As [`DirListing::partition`], but irregular segment files are only listed (for
+    /// `verify`, which reports them as problems).
     ///
     /// # Errors
     /// As [`DirListing::read`]; [`Error::WrongKind`] for a `log.dirs` root.
-    pub fn partition(dir: &Path) -> Result<Self, Error> {
+    pub fn partition_lenient(dir: &Path) -> Result<Self, Error> {
         let listing = Self::read(dir)?;
         if listing.is_log_dirs_root() {
             return Err(Error::WrongKind {
                 path: dir.to_owned(),
                 expected: "a log.dirs root, not a partition directory (`seglog info` lists its partitions)",
+            });
+        }
+        Ok(listing)
+    }
+
+    /// Lists `dir`, which must hold a log already: a partition directory with at least one
+    /// segment `.log` file. For the commands that write into an existing log (`recover`,
+    /// `retain`), so that an unrelated or empty directory is refused before anything is
+    /// written into it.
+    ///
+    /// # Errors
+    /// As [`DirListing::partition`]; [`Error::WrongKind`] when no `.log` file is there.
+    pub fn existing_log(dir: &Path) -> Result<Self, Error> {
+        let listing = Self::partition(dir)?;
+        if listing.segments.values().all(|s| s.log.is_none()) {
+            return Err(Error::WrongKind {
+                path: dir.to_owned(),
+                expected: "holds no segment (.log) files: not a partition directory, nothing was changed",
             });
         }
         Ok(listing)
@@ -123,6 +177,72 @@ impl DirListing {
             .cloned()
             .collect()
     }
+}
+
+/// What a non-regular file is, for messages.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory, not a file"
+    } else if t.is_fifo() {
+        "a FIFO, not a file"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device, not a file"
+    } else if t.is_socket() {
+        "a socket, not a file"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Checks that `dir`'s name is one a Kafka broker loads as a live partition directory,
+/// `<topic>-<partition>`: a topic of 1 to 249 characters of `[A-Za-z0-9._-]` (not `.` or `..`)
+/// and a partition number from 0. For logs this command creates: a directory Kafka cannot
+/// load would strand its data. A topic ending in `-` is refused too (`topic--1` reads as
+/// partition -1, though Kafka would take it as topic `topic-`, partition 1).
+///
+/// # Errors
+/// [`Error::BadPartitionName`] saying what is wrong.
+pub fn check_new_partition_name(dir: &Path) -> Result<(), Error> {
+    let bad = |reason: &str| Error::BadPartitionName {
+        path: dir.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+        return Err(bad("the name is not UTF-8 text"));
+    };
+    let Some((topic, partition)) = name.rsplit_once('-') else {
+        return Err(bad("no `-<partition>` at the end of the name"));
+    };
+    if partition.is_empty() || !partition.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad(
+            "the partition after the last `-` is not a number from 0",
+        ));
+    }
+    if partition.parse::<i32>().is_err() {
+        return Err(bad("the partition number does not fit in 32 bits"));
+    }
+    if topic.is_empty() || topic.len() > 249 {
+        return Err(bad("the topic must be 1 to 249 characters"));
+    }
+    if topic == "." || topic == ".." {
+        return Err(bad("the topic cannot be `.` or `..`"));
+    }
+    if let Some(c) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(bad(&format!(
+            "the topic holds {c:?}; Kafka topics use only letters, digits, `.`, `_` and `-`"
+        )));
+    }
+    if topic.ends_with('-') {
+        return Err(bad(
+            "the topic ends in `-` (a negative partition?); name it `<topic>-<partition>`",
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -160,6 +280,55 @@ mod tests {
         let root = DirListing::read(tmp.path()).unwrap();
         assert!(root.is_log_dirs_root());
         assert_eq!(root.partition_dirs(), vec![dir]);
+    }
+
+    #[test]
+    fn new_partition_names_follow_kafka() {
+        for good in ["orders-0", "a.b_c-d-12", "__consumer_offsets-49"] {
+            assert!(check_new_partition_name(Path::new(good)).is_ok(), "{good}");
+        }
+        for bad in [
+            "notpartition2",
+            "topic--1",
+            "we ird:top!c-0",
+            "-0",
+            "t-",
+            "t-x",
+            "t-99999999999",
+            "..-1",
+        ] {
+            assert!(
+                matches!(
+                    check_new_partition_name(Path::new(bad)),
+                    Err(Error::BadPartitionName { .. })
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn irregular_segment_files_are_listed_and_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("t-0");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::create_dir(dir.join("00000000000000000000.log")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("00000000000000000005.log")).unwrap();
+        std::os::unix::fs::symlink(
+            dir.join("00000000000000000009.log"),
+            dir.join("00000000000000000009.log"),
+        )
+        .unwrap();
+        let listing = DirListing::partition_lenient(&dir).unwrap();
+        assert!(listing.segments.is_empty());
+        let what: Vec<&str> = listing.irregular.iter().map(|(_, w)| w.as_str()).collect();
+        assert_eq!(what.len(), 3, "{what:?}");
+        assert!(what[0].contains("directory") && what[1].contains("device"));
+        assert!(what[2].contains("cannot be opened"), "{what:?}");
+        assert!(matches!(
+            DirListing::partition(&dir),
+            Err(Error::NotRegular { .. })
+        ));
     }
 
     #[test]

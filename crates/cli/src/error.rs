@@ -33,6 +33,22 @@ pub enum Error {
         /// What it should have been, e.g. "not a directory".
         expected: &'static str,
     },
+    /// A segment file (named like one) is not a regular file.
+    #[error("{}: {what}", path.display())]
+    NotRegular {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        what: String,
+    },
+    /// A directory name Kafka would not load as a partition directory.
+    #[error("{}: not a partition directory name Kafka can load ({reason})", path.display())]
+    BadPartitionName {
+        /// The directory.
+        path: PathBuf,
+        /// What is wrong with the name.
+        reason: String,
+    },
     /// A line of `produce --input` could not be used.
     #[error("{}:{line} (byte {position}): {kind}", path.display())]
     Input {
@@ -66,6 +82,32 @@ pub enum Error {
         #[source]
         source: seglog_records::Error,
     },
+    /// Bytes the log served do not decode or fail their CRC (`read`, after printing every
+    /// record before them): problems found, exit 1.
+    #[error("{}", path.display())]
+    Damaged {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the byte position.
+        #[source]
+        source: seglog_records::Error,
+    },
+    /// A segment's bytes could not all be read: the load found damage and serves only what
+    /// precedes it (`read` reports it after printing what it could): problems found, exit 1.
+    #[error(
+        "{} at byte {position}: {reason}; offsets from {next_offset} in this segment cannot be read (`seglog verify` shows the damage)",
+        path.display()
+    )]
+    Unreadable {
+        /// The `.log` file.
+        path: PathBuf,
+        /// Where the unreadable bytes start.
+        position: u64,
+        /// The first offset that cannot be read.
+        next_offset: i64,
+        /// What is wrong there.
+        reason: String,
+    },
     /// An index file could not be opened or read.
     #[error(transparent)]
     Index(#[from] seglog_index_core::Error),
@@ -90,9 +132,39 @@ pub enum Error {
 /// What is wrong with one input line.
 #[derive(Debug, thiserror::Error)]
 pub enum InputErrorKind {
-    /// Not a JSON object of the expected shape.
+    /// Not valid JSON.
+    #[error("not valid JSON (column {column}): {reason}")]
+    Syntax {
+        /// 1-based column of the error.
+        column: usize,
+        /// What the parser expected or found.
+        reason: String,
+    },
+    /// Valid JSON, but not a record object of the expected shape.
     #[error("not a record object: {0}")]
-    Json(#[from] serde_json::Error),
+    Shape(String),
+    /// The line is longer than any record this log accepts can be written as.
+    #[error("line longer than {limit} bytes (records are bounded by max.message.bytes)")]
+    LineTooLong {
+        /// The limit, in bytes.
+        limit: u64,
+    },
+    /// The line is not UTF-8.
+    #[error("not UTF-8 text (at byte {at} of the line)")]
+    NotUtf8 {
+        /// Where the invalid byte is, from the start of the line.
+        at: usize,
+    },
+    /// The record is larger than one batch may be (`max.message.bytes`).
+    #[error(
+        "record of {size} bytes does not fit in a batch of max.message.bytes = {max_message_bytes}"
+    )]
+    RecordTooLarge {
+        /// Key, value and header bytes.
+        size: usize,
+        /// The log's limit.
+        max_message_bytes: i64,
+    },
     /// A key, value or header value is not valid for `--encoding`.
     #[error("{field}: {reason}")]
     Encoding {
@@ -109,6 +181,25 @@ pub enum InputErrorKind {
     Read(#[source] io::Error),
 }
 
+impl InputErrorKind {
+    /// A JSON error in our words: serde's message without its position suffix (the error
+    /// names the line and byte already), syntax errors with their column.
+    pub fn json(e: serde_json::Error) -> InputErrorKind {
+        let text = e.to_string();
+        let reason = match text.rfind(" at line ") {
+            Some(cut) => text[..cut].to_owned(),
+            None => text,
+        };
+        match e.classify() {
+            serde_json::error::Category::Data => InputErrorKind::Shape(reason),
+            _ => InputErrorKind::Syntax {
+                column: e.column(),
+                reason,
+            },
+        }
+    }
+}
+
 impl Error {
     /// Builds an [`Error::Io`] naming `path`.
     pub fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> Error {
@@ -122,10 +213,13 @@ impl Error {
         }
     }
 
-    /// The process exit code for this error: always 2 (bad usage or input). Exit 1 is
-    /// reserved for "problems found", which is a result, not an error.
+    /// The process exit code for this error: 1 when the data itself is damaged ("problems
+    /// found", as `verify` reports them), else 2 (bad usage or input, or a failed operation).
     pub fn exit_code(&self) -> u8 {
-        2
+        match self {
+            Error::Damaged { .. } | Error::Unreadable { .. } => 1,
+            _ => 2,
+        }
     }
 
     /// True when the error is a closed standard output (`seglog read | head`): not worth

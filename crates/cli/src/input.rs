@@ -2,11 +2,13 @@
 //!
 //! `{"key": STR|null, "value": STR|null, "timestamp": MS, "headers": [[NAME, STR|null], ...]}`;
 //! `key`, `value`, `timestamp` and `headers` are all optional (missing key/value = null,
-//! missing timestamp = the time of the append, missing headers = none). Unknown fields are
-//! ignored, so the output of `seglog read --json` can be fed back in. Blank lines are
-//! skipped.
+//! missing timestamp = the time of the append, missing headers = none). The other fields of
+//! `seglog read --json` (`offset`, `timestamp_type`) are accepted and ignored, so its output
+//! can be fed back in; any other field is an error (a misspelt `"valu"` must not become a
+//! tombstone). Blank lines are skipped. A line longer than the reader's limit is an error
+//! before it is held in memory whole.
 
-use std::io::BufRead;
+use std::io::{BufRead, Read};
 use std::path::PathBuf;
 
 use serde::Deserialize;
@@ -28,6 +30,7 @@ pub struct InputRecord {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct Line {
     #[serde(default)]
     key: Option<String>,
@@ -37,6 +40,11 @@ struct Line {
     timestamp: Option<i64>,
     #[serde(default)]
     headers: Option<Vec<(String, Option<String>)>>,
+    /// `seglog read --json` output: the log assigns offsets and the timestamp type.
+    #[serde(default, rename = "offset")]
+    _offset: Option<serde::de::IgnoredAny>,
+    #[serde(default, rename = "timestamp_type")]
+    _timestamp_type: Option<serde::de::IgnoredAny>,
 }
 
 /// Reads JSON Lines records from `reader`; errors name `path`, the line and its byte position.
@@ -44,25 +52,39 @@ pub struct JsonLines<R> {
     reader: R,
     path: PathBuf,
     encoding: Encoding,
+    max_line_bytes: u64,
     line: u64,
     position: u64,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 impl<R: BufRead> JsonLines<R> {
-    /// Wraps `reader`; `path` is only used in error messages.
-    pub fn new(reader: R, path: impl Into<PathBuf>, encoding: Encoding) -> Self {
+    /// Wraps `reader`; `path` is only used in error messages. A line longer than
+    /// `max_line_bytes` (newline excluded) is an error.
+    pub fn new(
+        reader: R,
+        path: impl Into<PathBuf>,
+        encoding: Encoding,
+        max_line_bytes: u64,
+    ) -> Self {
         JsonLines {
             reader,
             path: path.into(),
             encoding,
+            max_line_bytes,
             line: 0,
             position: 0,
-            buf: String::new(),
+            buf: Vec::new(),
         }
     }
 
-    fn error(&self, kind: InputErrorKind) -> Error {
+    /// The 1-based number of the line last returned.
+    pub fn line(&self) -> u64 {
+        self.line
+    }
+
+    /// An input error at the line last returned.
+    pub fn error(&self, kind: InputErrorKind) -> Error {
         Error::Input {
             path: self.path.clone(),
             line: self.line,
@@ -105,17 +127,31 @@ impl<R: BufRead> Iterator for JsonLines<R> {
             self.position += self.buf.len() as u64;
             self.buf.clear();
             self.line += 1;
-            match self.reader.read_line(&mut self.buf) {
+            // At most the limit, its newline and one byte more: enough to tell a long line.
+            let mut limited = (&mut self.reader).take(self.max_line_bytes.saturating_add(2));
+            match limited.read_until(b'\n', &mut self.buf) {
                 Ok(0) => return None,
                 Ok(_) => {}
                 Err(e) => return Some(Err(self.error(InputErrorKind::Read(e)))),
             }
-            let text = self.buf.trim();
+            let body = self.buf.strip_suffix(b"\n").unwrap_or(&self.buf);
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            if body.len() as u64 > self.max_line_bytes {
+                let limit = self.max_line_bytes;
+                return Some(Err(self.error(InputErrorKind::LineTooLong { limit })));
+            }
+            let text = match std::str::from_utf8(body) {
+                Ok(text) => text.trim(),
+                Err(e) => {
+                    let at = e.valid_up_to();
+                    return Some(Err(self.error(InputErrorKind::NotUtf8 { at })));
+                }
+            };
             if text.is_empty() {
                 continue;
             }
             let parsed = serde_json::from_str::<Line>(text)
-                .map_err(InputErrorKind::from)
+                .map_err(InputErrorKind::json)
                 .and_then(|line| self.decode(line));
             return Some(parsed.map_err(|kind| self.error(kind)));
         }
@@ -127,7 +163,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str, encoding: Encoding) -> Vec<Result<InputRecord, Error>> {
-        JsonLines::new(text.as_bytes(), "in.jsonl", encoding).collect()
+        JsonLines::new(text.as_bytes(), "in.jsonl", encoding, 1 << 20).collect()
     }
 
     #[test]

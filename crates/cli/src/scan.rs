@@ -11,18 +11,29 @@ use crate::view::MAX_DECOMPRESSED_BYTES;
 /// Bytes asked of the log per read (at least one whole batch is always returned).
 const FETCH_BYTES: u32 = 4 << 20;
 
+/// How a scan ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanEnd {
+    /// The offset after the last batch scanned.
+    pub next_offset: i64,
+    /// Whether `f` stopped the scan (else it reached the log end).
+    pub stopped: bool,
+}
+
 /// Calls `f` with every record at or after `start_offset`, in offset order, up to the log
-/// end offset (as the log publishes it while reading), with its batch's header. Control records are passed too (the header says
-/// so). Stops early when `f` breaks.
+/// end offset (as the log publishes it while reading), with its batch's header. Control
+/// records are passed too (the header says so). Every batch's CRC is checked before its
+/// records are decoded. Stops early when `f` breaks.
 ///
 /// # Errors
-/// The log's read errors (e.g. `start_offset` out of range); [`Error::Records`] when the bytes
-/// the log returns do not decode; whatever `f` returns.
+/// The log's read errors (e.g. `start_offset` out of range);
+/// [`Error::Damaged`] when a batch the log returns fails its CRC or does not decode; whatever
+/// `f` returns.
 pub fn for_each_record(
     log: &Log,
     start_offset: i64,
     mut f: impl FnMut(&BatchHeader, Record) -> Result<ControlFlow<()>, Error>,
-) -> Result<(), Error> {
+) -> Result<ScanEnd, Error> {
     let mut next = start_offset;
     loop {
         // Out-of-range offsets are the log's error; at the log end the slice is empty.
@@ -35,7 +46,7 @@ pub fn for_each_record(
         let before = next;
         // The slice may end inside a batch (cut by FETCH_BYTES); Batches stops quietly there.
         for batch in Batches::new(&bytes, data.slice.position()) {
-            let batch = batch.map_err(|source| Error::Records {
+            let batch = batch.map_err(|source| Error::Damaged {
                 path: path.clone(),
                 source,
             })?;
@@ -43,16 +54,26 @@ pub fn for_each_record(
             if header.last_offset < next {
                 continue;
             }
+            // A consumer checks every batch's CRC (Kafka's `check.crcs=true`): a damaged
+            // batch is an error naming the file and its position, never printed as data.
+            batch.ensure_valid().map_err(|source| Error::Damaged {
+                path: path.clone(),
+                source,
+            })?;
             for record in batch.records(MAX_DECOMPRESSED_BYTES) {
-                let record = record.map_err(|source| Error::Records {
+                let record = record.map_err(|source| Error::Damaged {
                     path: path.clone(),
                     source,
                 })?;
                 if record.offset < next {
                     continue;
                 }
+                let offset = record.offset;
                 if f(&header, record)?.is_break() {
-                    return Ok(());
+                    return Ok(ScanEnd {
+                        next_offset: offset + 1,
+                        stopped: true,
+                    });
                 }
             }
             next = header.last_offset + 1;
@@ -62,5 +83,8 @@ pub fn for_each_record(
             break;
         }
     }
-    Ok(())
+    Ok(ScanEnd {
+        next_offset: next,
+        stopped: false,
+    })
 }

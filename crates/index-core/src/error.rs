@@ -20,7 +20,7 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The file's contents are not a valid index (from `sanity_check`).
-    #[error("corrupt index {} at byte {position}: {kind:?}", path.display())]
+    #[error("corrupt index {} at byte {position}: {kind}", path.display())]
     Corrupt {
         /// The index file.
         path: PathBuf,
@@ -119,4 +119,19 @@ pub enum CorruptKind {
     TimestampNotIncreasing,
     /// A `.timeindex` timestamp is negative (Kafka never indexes one).
     NegativeTimestamp,
+}
+
+impl std::fmt::Display for CorruptKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CorruptKind::LengthNotMultiple => "the length is not a whole number of entries",
+            CorruptKind::ZeroPaddedTail => "the entries end in zero padding (never trimmed)",
+            CorruptKind::NotMonotonic => "an entry is not above the previous one",
+            CorruptKind::NegativeRelativeOffset => "an entry's relative offset is negative",
+            CorruptKind::PositionOutOfRange => "an entry's position is outside the .log",
+            CorruptKind::OffsetOutOfRange => "an entry's offset is past the segment's last offset",
+            CorruptKind::TimestampNotIncreasing => "a timestamp is not above the previous one",
+            CorruptKind::NegativeTimestamp => "a timestamp is negative",
+        })
+    }
 }

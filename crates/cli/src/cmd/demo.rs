@@ -490,11 +490,16 @@ impl Demo {
     }
 
     fn retention(&mut self, out: &mut Out) -> Result<Log, Error> {
-        let total: u64 = {
+        let (total, oldest): (u64, u64) = {
             let log = Log::open_read_only(&self.dir, self.config())?;
-            log.segments().iter().map(|s| s.size_bytes).sum()
+            let segments = log.segments();
+            let total = segments.iter().map(|s| s.size_bytes).sum();
+            (total, segments.first().map_or(0, |s| s.size_bytes))
         };
-        let retention_bytes = (total / 4 * 3) as i64;
+        // A quarter of the log, but at least the oldest segment: Kafka deletes a segment only
+        // while the rest stays at least retention.bytes large, so with few segments a quarter
+        // could delete nothing.
+        let retention_bytes = (total / 4 * 3).min(total - oldest) as i64;
         let started = Instant::now();
         let log = Log::open(
             &self.dir,

@@ -114,6 +114,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
 /// # Errors
 /// A log that cannot be loaded; I/O errors reading segment headers.
 pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
+    DirListing::partition(dir)?;
     let log = Log::open_read_only(dir, LogConfig::default())?;
     let name = dir
         .file_name()

@@ -14,7 +14,8 @@ use seglog_records::{BatchBuilder, Compression, RECORD_BATCH_OVERHEAD};
 
 use crate::Outcome;
 use crate::cli::{CompressionArg, ProduceArgs};
-use crate::error::Error;
+use crate::dir::{DirListing, check_new_partition_name};
+use crate::error::{Error, InputErrorKind};
 use crate::input::{InputRecord, JsonLines};
 use crate::output::{AppendedLine, Out};
 use crate::progress::Progress;
@@ -77,6 +78,19 @@ pub fn run(args: &ProduceArgs, quiet: bool) -> Result<Outcome, Error> {
             reason: "give --input FILE (or - for stdin) or --count N".into(),
         });
     }
+    check_target(&args.dir)?;
+    let max_record = max_record_bytes(&config);
+    if let Some(bytes) = args.record_bytes
+        && bytes > max_record
+    {
+        return Err(Error::Usage {
+            arg: "--record-bytes",
+            reason: format!(
+                "{bytes} bytes do not fit in one batch of max.message.bytes = {} (at most {max_record})",
+                config.max_message_bytes
+            ),
+        });
+    }
     std::fs::create_dir_all(&args.dir).map_err(Error::io("create directory", &args.dir))?;
     let log = Log::open(&args.dir, config)?;
     let mut out = Out::stdout();
@@ -117,6 +131,33 @@ pub fn run(args: &ProduceArgs, quiet: bool) -> Result<Outcome, Error> {
     Ok(Outcome::Ok)
 }
 
+/// Refuses a directory `produce` must not write into: a `log.dirs` root, a partition
+/// directory with a segment file that is not a regular file, or (for a new log) a name Kafka
+/// cannot load.
+fn check_target(dir: &Path) -> Result<(), Error> {
+    let has_log = match std::fs::metadata(dir) {
+        Ok(_) => {
+            let listing = DirListing::partition(dir)?;
+            listing.segments.values().any(|s| s.log.is_some())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => return Err(Error::io("stat", dir)(e)),
+    };
+    if has_log {
+        // An existing log keeps whatever name it was given.
+        return Ok(());
+    }
+    check_new_partition_name(dir)
+}
+
+/// The largest key + value + headers one record may have and still fit one batch under
+/// `max.message.bytes` (batch header and record framing subtracted).
+fn max_record_bytes(config: &LogConfig) -> usize {
+    usize::try_from(config.max_message_bytes)
+        .unwrap_or(0)
+        .saturating_sub(RECORD_BATCH_OVERHEAD + 64)
+}
+
 struct Producer<'a> {
     log: &'a Log,
     args: &'a ProduceArgs,
@@ -129,13 +170,12 @@ struct Producer<'a> {
 
 impl<'a> Producer<'a> {
     fn new(log: &'a Log, args: &'a ProduceArgs, out: &'a mut Out) -> Self {
-        let max_message = usize::try_from(log.config().max_message_bytes).unwrap_or(0);
         Producer {
             log,
             args,
             out,
             builder: None,
-            max_batch_bytes: max_message.saturating_sub(RECORD_BATCH_OVERHEAD + 64),
+            max_batch_bytes: max_record_bytes(log.config()),
             summary: ProduceSummary::default(),
         }
     }
@@ -148,14 +188,24 @@ impl<'a> Producer<'a> {
                 File::open(path).map_err(Error::io("open", path))?,
             ))
         };
-        for record in JsonLines::new(reader, path, self.args.encoding) {
-            match record {
-                Ok(record) => self.push(&record)?,
-                Err(e) => {
-                    // Every record before the bad line is appended; the error names the line.
-                    self.flush_batch()?;
-                    return Err(e);
-                }
+        // Hex doubles each byte and a JSON string escape is at most six bytes per byte: no line
+        // longer than that can hold a record this log accepts.
+        let max_line = (self.max_batch_bytes as u64)
+            .saturating_mul(6)
+            .saturating_add(64 << 10);
+        let mut lines = JsonLines::new(reader, path, self.args.encoding, max_line);
+        while let Some(record) = lines.next() {
+            let pushed = match record {
+                Ok(record) => self.push(&record).map_err(|e| match e {
+                    PushError::TooLarge(kind) => lines.error(kind),
+                    PushError::Other(e) => e,
+                }),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = pushed {
+                // Every record before the bad line is appended; the error names the line.
+                self.flush_batch()?;
+                return Err(e);
             }
         }
         self.flush_batch()
@@ -172,7 +222,13 @@ impl<'a> Producer<'a> {
                 timestamp_ms: None,
                 headers: Vec::new(),
             };
-            self.push(&record)?;
+            self.push(&record).map_err(|e| match e {
+                PushError::TooLarge(kind) => Error::Usage {
+                    arg: "--record-bytes",
+                    reason: kind.to_string(),
+                },
+                PushError::Other(e) => e,
+            })?;
             if i % 4096 == 0 {
                 progress.set(i);
             }
@@ -181,7 +237,7 @@ impl<'a> Producer<'a> {
         self.flush_batch()
     }
 
-    fn push(&mut self, record: &InputRecord) -> Result<(), Error> {
+    fn push(&mut self, record: &InputRecord) -> Result<(), PushError> {
         let size = record.key.as_ref().map_or(0, Vec::len)
             + record.value.as_ref().map_or(0, Vec::len)
             + record
@@ -189,12 +245,18 @@ impl<'a> Producer<'a> {
                 .iter()
                 .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
                 .sum::<usize>();
+        if size > self.max_batch_bytes {
+            return Err(PushError::TooLarge(InputErrorKind::RecordTooLarge {
+                size,
+                max_message_bytes: i64::from(self.log.config().max_message_bytes),
+            }));
+        }
         let full = self.builder.as_ref().is_some_and(|b| {
             b.record_count() >= self.args.batch_records as i32
                 || b.uncompressed_records_size() + size > self.max_batch_bytes
         });
         if full {
-            self.flush_batch()?;
+            self.flush_batch().map_err(PushError::Other)?;
         }
         let compression = self.args.compression.codec();
         let builder = self
@@ -242,6 +304,14 @@ impl<'a> Producer<'a> {
         }
         Ok(())
     }
+}
+
+/// Why a record could not be added to the batch being built.
+enum PushError {
+    /// The record alone exceeds a batch (the caller names the input line or flag).
+    TooLarge(InputErrorKind),
+    /// Appending the full batch before it failed.
+    Other(Error),
 }
 
 /// Deterministic synthetic value for record `i`: its number, then filler letters.

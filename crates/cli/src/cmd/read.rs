@@ -3,6 +3,7 @@
 use std::ops::ControlFlow;
 
 use seglog::{ListOffsets, Log, LogConfig};
+use seglog_segment::{FileKind, file_path};
 
 use crate::Outcome;
 use crate::cli::ReadArgs;
@@ -21,9 +22,15 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     let log = Log::open_read_only(&args.dir, LogConfig::default())?;
     let start = match (args.from, args.from_timestamp) {
         (Some(offset), _) => Some(offset),
-        (None, Some(ts)) => log
-            .offset_for_timestamp(ListOffsets::Timestamp(ts))?
-            .map(|t| t.offset),
+        (None, Some(ts)) => {
+            let target = match ts {
+                -1 => ListOffsets::Latest,
+                -2 => ListOffsets::Earliest,
+                -3 => ListOffsets::MaxTimestamp,
+                ts => ListOffsets::Timestamp(ts),
+            };
+            log.offset_for_timestamp(target)?.map(|t| t.offset)
+        }
         (None, None) => Some(log.log_start_offset()),
     };
     let mut out = Out::stdout();
@@ -36,6 +43,7 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     let mut printed = 0u64;
     let max = args.max_records.unwrap_or(u64::MAX);
     if max > 0 {
+        let damage = unreadable_tails(&log);
         let scanned = for_each_record(&log, start, |header, record| {
             progress.set(u64::try_from(record.offset - start).unwrap_or(0));
             let control = header.is_control.then(|| view::control_marker(&record));
@@ -55,15 +63,52 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
                 ControlFlow::Continue(())
             })
         });
-        scanned.map_err(|e| match e {
+        let end = scanned.map_err(|e| match e {
             Error::Log(source @ seglog::Error::OffsetOutOfRange { .. }) => Error::LogAt {
                 dir: args.dir.clone(),
                 source,
             },
             other => other,
         })?;
+        // Damage the scan went past (it read beyond the last readable offset of a damaged
+        // segment, or to the end of the log): report the first after what was printed.
+        let passed = damage.into_iter().find(|d| {
+            let Error::Unreadable { next_offset, .. } = d else {
+                return false;
+            };
+            *next_offset >= start && (!end.stopped || end.next_offset > *next_offset)
+        });
+        if let Some(unreadable) = passed {
+            progress.finish();
+            out.flush()?;
+            return Err(unreadable);
+        }
     }
     progress.finish();
     out.flush()?;
     Ok(Outcome::Ok)
+}
+
+/// The segments whose loading found bytes it could not serve (a read-only open recovers in
+/// memory and serves what precedes the damage), oldest first, as the error `read` reports when
+/// it reaches one.
+fn unreadable_tails(log: &Log) -> Vec<Error> {
+    log.load_report()
+        .segments
+        .iter()
+        .filter_map(|segment| {
+            let recovery = segment.recovery.as_ref()?;
+            let reason = recovery.reason.as_ref()?;
+            if recovery.truncated_bytes == 0 {
+                return None;
+            }
+            let (what, position, corruption) = crate::cmd::recover::truncation_text(reason);
+            Some(Error::Unreadable {
+                path: file_path(log.dir(), segment.base_offset, FileKind::LOG),
+                position,
+                next_offset: recovery.next_offset,
+                reason: corruption.unwrap_or_else(|| what.replace('_', " ")),
+            })
+        })
+        .collect()
 }

@@ -102,7 +102,7 @@ pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
 /// # Errors
 /// A missing directory; a log locked by another process; I/O and segment errors.
 pub fn recover_dir(dir: &Path, _quiet: bool) -> Result<RecoverReport, Error> {
-    DirListing::partition(dir)?;
+    DirListing::existing_log(dir)?;
     let options = OpenOptions {
         recover_all: true,
         ..OpenOptions::default()
@@ -168,7 +168,7 @@ fn segment_recovery(loaded: &SegmentLoad) -> SegmentRecovery {
     line
 }
 
-fn truncation_text(reason: &TruncationReason) -> (&'static str, u64, Option<String>) {
+pub(crate) fn truncation_text(reason: &TruncationReason) -> (&'static str, u64, Option<String>) {
     match reason {
         TruncationReason::PartialTail { position } => ("torn_tail", *position, None),
         TruncationReason::Corrupt { position, kind } => {
@@ -178,10 +178,7 @@ fn truncation_text(reason: &TruncationReason) -> (&'static str, u64, Option<Stri
 }
 
 fn corrupt_text(kind: &CorruptKind) -> String {
-    match kind {
-        CorruptKind::Batch(k) => k.to_string(),
-        other => format!("{other:?}"),
-    }
+    kind.to_string()
 }
 
 fn rebuild_text(reason: &RebuildReason) -> String {
@@ -196,7 +193,7 @@ fn rebuild_text(reason: &RebuildReason) -> String {
             kind,
         } => {
             format!(
-                "{} was corrupt at byte {position} ({kind:?})",
+                "{} was corrupt at byte {position} ({kind})",
                 file_type.extension()
             )
         }

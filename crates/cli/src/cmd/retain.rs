@@ -71,7 +71,7 @@ pub fn reason_name(reason: RetentionReason) -> &'static str {
 /// A missing directory; an invalid limit; a `--log-start-offset` above the log end; a log
 /// locked by another process; I/O errors.
 pub fn run(args: &RetainArgs) -> Result<Outcome, Error> {
-    DirListing::partition(&args.dir)?;
+    DirListing::existing_log(&args.dir)?;
     let now = args.now.unwrap_or_else(now_ms);
     let config = LogConfig {
         retention_ms: args.retention_ms.unwrap_or(-1),

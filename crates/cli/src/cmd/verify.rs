@@ -54,6 +54,9 @@ pub enum ProblemKind {
     Leftover,
     /// An index file without its `.log`.
     OrphanIndex,
+    /// A file named like a segment file that is not a regular file (a directory, FIFO,
+    /// device, or a symlink to one or to nowhere): nothing reads it, and the log cannot load.
+    NotAFile,
 }
 
 /// One finding: the file, the byte position in it (when there is one) and what is wrong.
@@ -154,7 +157,7 @@ pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
 /// # Errors
 /// [`Error::NotFound`] / [`Error::WrongKind`] for a bad `dir`; I/O errors reading files.
 pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
-    let listing = DirListing::partition(dir)?;
+    let listing = DirListing::partition_lenient(dir)?;
     let mut v = Verifier {
         report: VerifyReport {
             dir: dir.to_owned(),
@@ -169,6 +172,9 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
         .map(|p| std::fs::metadata(p).map_or(0, |m| m.len()))
         .sum();
     let progress = Progress::bytes(total, "verify", quiet);
+    for (path, what) in &listing.irregular {
+        v.problem(path, None, ProblemKind::NotAFile, what.clone());
+    }
     for path in &listing.leftovers {
         v.problem(
             path,

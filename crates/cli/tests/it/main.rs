@@ -5,6 +5,7 @@
 
 mod corpus;
 mod corpus_read;
+mod hostile;
 mod produce_read;
 mod repair;
 mod support;
