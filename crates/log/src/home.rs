@@ -50,7 +50,8 @@ pub(crate) struct InitialState {
 pub(crate) enum StateHome {
     /// A standalone log with its state in `root` (the partition dir itself, or its parent).
     Standalone {
-        _lock: DirLock,
+        /// Held for the log's whole life (see [`SharedRoot::lock`]).
+        _lock: Arc<DirLock>,
         root: PathBuf,
         key: TopicPartition,
         /// Whether to write the clean-shutdown marker at close: always for an own root; for a
@@ -62,12 +63,40 @@ pub(crate) enum StateHome {
     /// entries only when they must be durable at once (a truncation, a roll across a gap),
     /// under the `LogDir`'s checkpoint lock.
     LogDir {
+        /// The root's lock, shared with the `LogDir` and its other logs.
+        _lock: Arc<DirLock>,
         root: PathBuf,
         key: TopicPartition,
         checkpoint_lock: Arc<Mutex<()>>,
     },
     /// Opened read-only: nothing is ever written.
     ReadOnly,
+}
+
+/// What a read-write [`crate::LogDir`] shares with every log it opens.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedRoot {
+    /// The root directory.
+    pub(crate) root: PathBuf,
+    /// The root's lock: the `LogDir` and each of its logs hold a handle, so the root stays
+    /// locked while any of them is alive. A closed log keeps it too, until it is dropped: it
+    /// still serves reads from files it maps, which a new owner could shrink under it.
+    pub(crate) lock: Arc<DirLock>,
+    /// Serializes writes of the root checkpoints (by `LogDir::checkpoint` and by logs that
+    /// write their own entries).
+    pub(crate) checkpoint_lock: Arc<Mutex<()>>,
+}
+
+impl SharedRoot {
+    /// The home of the partition directory `dir` under this root.
+    pub(crate) fn home_for(&self, dir: &Path) -> StateHome {
+        StateHome::LogDir {
+            _lock: Arc::clone(&self.lock),
+            root: self.root.clone(),
+            key: key_for(dir),
+            checkpoint_lock: Arc::clone(&self.checkpoint_lock),
+        }
+    }
 }
 
 /// Files in a directory that make it look like a Kafka `log.dirs` root.
@@ -143,7 +172,7 @@ fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) ->
 /// [`crate::Error::Locked`] if the root is locked; I/O errors of the lock or marker.
 pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
     let (root, shared) = root_for(dir);
-    let lock = DirLock::acquire(&root)?;
+    let lock = Arc::new(DirLock::acquire(&root)?);
     let clean = CleanShutdownMarker::new(&root).consume()?;
     let key = key_for(dir);
     let state = read_state(&root, &key, !shared, clean);
@@ -201,6 +230,7 @@ impl StateHome {
                 root,
                 key,
                 checkpoint_lock,
+                ..
             } => {
                 let _guard = lock(checkpoint_lock);
                 write_entries(root, key, recovery_point, log_start_offset)

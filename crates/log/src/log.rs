@@ -15,7 +15,7 @@ use crate::commit_join::CommitJoin;
 use crate::config::LogConfig;
 use crate::deletion::{DeleteQueue, Doomed};
 use crate::group_commit::GroupCommit;
-use crate::home::{self, InitialState, StateHome};
+use crate::home::{self, InitialState, SharedRoot, StateHome};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
@@ -152,7 +152,7 @@ impl Log {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]; [`Error::Locked`] when another process (a Kafka broker,
-    /// another seglog) or another `Log` holds the directory; I/O and segment errors while
+    /// another seglog) or another `Log` (closed or not, until dropped) holds the directory; I/O and segment errors while
     /// loading; [`Error::UnsplittableSegment`] for a segment whose offsets overflow its base
     /// and that cannot be split.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
@@ -224,17 +224,13 @@ impl Log {
         clock: Arc<dyn Clock>,
         state: InitialState,
         mode: LoadMode,
-        root: (&Path, &Arc<Mutex<()>>),
+        root: Option<&SharedRoot>,
     ) -> Result<Self> {
         config.validate()?;
-        let home = if mode.read_only {
-            StateHome::ReadOnly
-        } else {
-            StateHome::LogDir {
-                root: root.0.to_path_buf(),
-                key: home::key_for(&dir),
-                checkpoint_lock: Arc::clone(root.1),
-            }
+        // `None`: a read-only `LogDir`, which holds no lock.
+        let home = match root {
+            Some(root) if !mode.read_only => root.home_for(&dir),
+            _ => StateHome::ReadOnly,
         };
         Self::load(dir, config, clock, state, home, mode)
     }
@@ -434,7 +430,10 @@ impl Log {
     /// succeeded; after a failed close, a retry runs the remaining steps again and fails the
     /// same way while the log is poisoned (it never reports success for a close that did not
     /// flush). After the first call, writes fail with [`Error::Closed`] (or
-    /// [`Error::Poisoned`]) and reads keep working.
+    /// [`Error::Poisoned`]) and reads keep working. The directory lock is released only when
+    /// the log is dropped (with the last other holder of its root: its `LogDir` and that
+    /// root's other logs): reads still go through files it maps, which a new owner could
+    /// shrink under it.
     ///
     /// # Errors
     /// I/O and segment errors; the marker is then not written, so the next open recovers.

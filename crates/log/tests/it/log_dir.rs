@@ -122,3 +122,49 @@ fn recover_all_recovers_every_partition() {
     assert!(orders.segment_count() > 1);
     assert_eq!(values(&orders).len(), 80);
 }
+
+/// Issue 12, bug 3: a log that outlives its `LogDir` keeps the root locked, so a second
+/// `LogDir` cannot open it and append over an acknowledged append at the same offsets.
+#[test]
+fn a_log_outliving_its_log_dir_keeps_the_root_locked() {
+    let root = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("orders", 0);
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    let log = dir.get_or_create(&tp).unwrap();
+    assert_eq!(log.append(&numbered(T0, "b", 3)).unwrap().first_offset, 0);
+    drop(dir); // a thread still holds `log`
+    let err = LogDir::open(root.path(), small_config(1024)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            seglog::Error::Locked {
+                in_this_process: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("drop"), "{err}");
+    // A standalone open of the partition (its parent is the root) is refused too.
+    assert!(matches!(
+        seglog::Log::open(root.path().join("orders-0"), small_config(1024)),
+        Err(seglog::Error::Locked { .. })
+    ));
+    let old = log.append(&numbered(T0, "old", 3)).unwrap();
+    assert_eq!(old.first_offset, 3);
+    // Closing keeps the lock (the log still serves reads); dropping releases it.
+    log.close().unwrap();
+    assert!(matches!(
+        LogDir::open(root.path(), small_config(1024)),
+        Err(seglog::Error::Locked { .. })
+    ));
+    drop(log);
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    let log = dir.log(&tp).unwrap();
+    assert_eq!(log.append(&numbered(T0, "new", 3)).unwrap().first_offset, 6);
+    let all = values(&log);
+    assert_eq!(all.len(), 9);
+    assert_eq!(all[3], (3, b"old-0".to_vec()));
+    assert_eq!(all[6], (6, b"new-0".to_vec()));
+    dir.close().unwrap();
+}
