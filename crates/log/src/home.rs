@@ -58,20 +58,28 @@ pub(crate) enum StateHome {
         /// shared parent root only if the marker was there at open (other partitions were
         /// clean too).
         write_marker: bool,
+        /// The entries last written (to skip unchanged writes); its mutex serializes them.
+        written: Mutex<Option<Entries>>,
     },
-    /// Part of a [`crate::LogDir`], which writes the root files; the log rewrites its own
-    /// entries only when they must be durable at once (a truncation, a roll across a gap),
-    /// under the `LogDir`'s checkpoint lock.
+    /// Part of a [`crate::LogDir`], which writes the root files for all its logs
+    /// (`LogDir::checkpoint`, `tick`, `close`); the log rewrites its own entries, under the
+    /// `LogDir`'s checkpoint lock, when its own `flush` / `tick` / `close` moved them or when
+    /// they must be durable at once (a truncation, a roll across a gap).
     LogDir {
         /// The root's lock, shared with the `LogDir` and its other logs.
         _lock: Arc<DirLock>,
         root: PathBuf,
         key: TopicPartition,
         checkpoint_lock: Arc<Mutex<()>>,
+        /// The entries this log last wrote itself (to skip unchanged writes).
+        written: Mutex<Option<Entries>>,
     },
     /// Opened read-only: nothing is ever written.
     ReadOnly,
 }
+
+/// A log's checkpoint entries: (recovery point, log start offset when Kafka writes it).
+pub(crate) type Entries = (i64, Option<i64>);
 
 /// What a read-write [`crate::LogDir`] shares with every log it opens.
 #[derive(Debug, Clone)]
@@ -95,6 +103,7 @@ impl SharedRoot {
             root: self.root.clone(),
             key: key_for(dir),
             checkpoint_lock: Arc::clone(&self.checkpoint_lock),
+            written: Mutex::new(None),
         }
     }
 }
@@ -183,6 +192,7 @@ pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
             root,
             key,
             write_marker,
+            written: Mutex::new(None),
         },
         state,
     ))
@@ -196,47 +206,42 @@ pub(crate) fn peek_read_only(dir: &Path) -> InitialState {
 }
 
 impl StateHome {
-    /// Writes this log's entries into its root's checkpoints (standalone only; a `LogDir`
-    /// writes its own). `log_start_offset` is `None` when Kafka would omit the entry (the log
-    /// start equals the first segment's base).
+    /// Writes this log's entries into its root's checkpoints, keeping the other partitions'
+    /// entries (a read-only home writes nothing). `entries` is called under the lock that
+    /// serializes every write of them (a `LogDir`'s checkpoint lock, which its own
+    /// `checkpoint` holds too, or the standalone home's), so an older value never lands
+    /// after a newer one: a truncation's lowered recovery point is never overwritten by a
+    /// stale, higher one. With `force` false the write is skipped when the entries are the
+    /// ones this home last wrote.
     ///
     /// # Errors
     /// I/O errors of the atomic checkpoint writes.
     pub(crate) fn write_checkpoints(
         &self,
-        recovery_point: i64,
-        log_start_offset: Option<i64>,
+        force: bool,
+        entries: impl FnOnce() -> Entries,
     ) -> Result<()> {
-        let Self::Standalone { root, key, .. } = self else {
-            return Ok(());
-        };
-        write_entries(root, key, recovery_point, log_start_offset)
-    }
-
-    /// Writes this log's entries now, whoever owns the root (standalone, or a `LogDir`: under
-    /// its checkpoint lock, keeping the other partitions' entries). For state that must be
-    /// durable before the caller returns.
-    ///
-    /// # Errors
-    /// I/O errors of the atomic checkpoint writes.
-    pub(crate) fn write_checkpoints_now(
-        &self,
-        recovery_point: i64,
-        log_start_offset: Option<i64>,
-    ) -> Result<()> {
-        match self {
-            Self::Standalone { .. } => self.write_checkpoints(recovery_point, log_start_offset),
+        let (root, key, written, _guard) = match self {
+            Self::Standalone {
+                root, key, written, ..
+            } => (root, key, written, None),
             Self::LogDir {
                 root,
                 key,
                 checkpoint_lock,
+                written,
                 ..
-            } => {
-                let _guard = lock(checkpoint_lock);
-                write_entries(root, key, recovery_point, log_start_offset)
-            }
-            Self::ReadOnly => Ok(()),
+            } => (root, key, written, Some(lock(checkpoint_lock))),
+            Self::ReadOnly => return Ok(()),
+        };
+        let mut written = lock(written);
+        let entries = entries();
+        if !force && *written == Some(entries) {
+            return Ok(());
         }
+        write_entries(root, key, entries.0, entries.1)?;
+        *written = Some(entries);
+        Ok(())
     }
 
     /// Writes the clean-shutdown marker if this home owns it (standalone; see `write_marker`).
@@ -301,7 +306,7 @@ mod tests {
         let (home, state) = open_standalone(&dir).unwrap();
         assert!(!state.had_clean_shutdown);
         assert_eq!(state.recovery_point, 0);
-        home.write_checkpoints(42, Some(7)).unwrap();
+        home.write_checkpoints(true, || (42, Some(7))).unwrap();
         home.write_clean_marker().unwrap();
         assert!(dir.join(CLEAN_SHUTDOWN_FILE).exists());
         let text = std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
@@ -340,7 +345,7 @@ mod tests {
         let (home, state) = open_standalone(&dir).unwrap();
         assert_eq!(state.recovery_point, 9);
         assert!(!state.had_clean_shutdown);
-        home.write_checkpoints(11, None).unwrap();
+        home.write_checkpoints(true, || (11, None)).unwrap();
         home.write_clean_marker().unwrap();
         // The root was not clean at open, so the marker is not written for everybody.
         assert!(!tmp.path().join(CLEAN_SHUTDOWN_FILE).exists());

@@ -103,8 +103,6 @@ pub struct Log {
     pub(crate) recovery_point: AtomicI64,
     /// A segment file was created or renamed since the last directory fsync.
     pub(crate) dir_dirty: AtomicBool,
-    /// Checkpoint values last written by a standalone log (to skip unchanged writes).
-    pub(crate) written_checkpoints: Mutex<Option<(i64, Option<i64>)>>,
     pub(crate) group_commit: GroupCommit,
     /// Counts durable appends for the group-commit leader's sibling wait.
     pub(crate) commit_join: CommitJoin,
@@ -284,7 +282,6 @@ impl Log {
             }),
             flusher: Mutex::new(FlushState { last_flush_ms: now }),
             dir_dirty: AtomicBool::new(false),
-            written_checkpoints: Mutex::new(None),
             recovery_point: AtomicI64::new(recovery_point),
             group_commit: GroupCommit::new(recovery_point),
             commit_join: CommitJoin::default(),
@@ -426,7 +423,8 @@ impl Log {
 
     /// Closes the log: seals the active segment (final time-index entry, trimmed indexes),
     /// flushes everything, deletes segments waiting for deletion, then writes the checkpoints
-    /// and — last, and only if nothing failed — the clean-shutdown marker. Idempotent once it
+    /// (this log's entries, also inside a [`crate::LogDir`]) and — last, and only if nothing
+    /// failed — the clean-shutdown marker (of a standalone log). Idempotent once it
     /// succeeded; after a failed close, a retry runs the remaining steps again and fails the
     /// same way while the log is poisoned (it never reports success for a close that did not
     /// flush). After the first call, writes fail with [`Error::Closed`] (or
@@ -438,6 +436,12 @@ impl Log {
     /// # Errors
     /// I/O and segment errors; the marker is then not written, so the next open recovers.
     pub fn close(&self) -> Result<()> {
+        self.close_with(true)
+    }
+
+    /// [`Log::close`]; `own_checkpoints` false leaves the checkpoint write to the caller (a
+    /// `LogDir` closing all its logs writes the root once, after them).
+    pub(crate) fn close_with(&self, own_checkpoints: bool) -> Result<()> {
         let mut writer = self.lock_writer();
         if writer.close_done {
             return Ok(());
@@ -469,37 +473,26 @@ impl Log {
             self.deletions.requeue(i64::MIN, failed);
             return Err(e);
         }
-        self.write_checkpoints(true)?;
+        if own_checkpoints {
+            self.write_checkpoints(true)?;
+        }
         self.home.write_clean_marker()?;
         self.lock_writer().close_done = true;
         Ok(())
     }
 
-    /// Writes this log's checkpoint entries when it owns them (standalone logs). With `force`
-    /// false, skips the write when nothing changed since the last one.
+    /// Writes this log's checkpoint entries into its root (standalone, or inside a `LogDir`,
+    /// keeping the other partitions' entries). With `force` false, skips the write when
+    /// nothing changed since this log last wrote them.
     pub(crate) fn write_checkpoints(&self, force: bool) -> Result<()> {
-        if !matches!(self.home, StateHome::Standalone { .. }) {
-            return Ok(());
-        }
-        let values = self.checkpoint_values();
-        let mut written = lock(&self.written_checkpoints);
-        if !force && *written == Some(values) {
-            return Ok(());
-        }
-        self.home.write_checkpoints(values.0, values.1)?;
-        *written = Some(values);
-        Ok(())
+        self.home
+            .write_checkpoints(force, || self.checkpoint_values())
     }
 
-    /// Writes this log's checkpoint entries now, whoever owns the root (a `LogDir` too): for
-    /// state that must be durable before the caller returns (a truncation, a roll across a gap).
+    /// Writes this log's checkpoint entries now: for state that must be durable before the
+    /// caller returns (a truncation, a roll across a gap).
     pub(crate) fn write_checkpoints_now(&self) -> Result<()> {
-        let values = self.checkpoint_values();
-        self.home.write_checkpoints_now(values.0, values.1)?;
-        if matches!(self.home, StateHome::Standalone { .. }) {
-            *lock(&self.written_checkpoints) = Some(values);
-        }
-        Ok(())
+        self.write_checkpoints(true)
     }
 
     /// (recovery point, log start offset if Kafka would write it: above the first base).

@@ -256,7 +256,7 @@ impl LogDir {
             return Ok(());
         }
         for (_, log) in self.logs() {
-            log.tick(now_ms)?;
+            log.tick_with(now_ms, false)?;
         }
         let due: Vec<PathBuf> = {
             let mut doomed = lock(&self.doomed_dirs);
@@ -284,7 +284,7 @@ impl LogDir {
             return Ok(());
         }
         for (_, log) in self.logs() {
-            log.close()?;
+            log.close_with(false)?;
         }
         self.checkpoint()?;
         CleanShutdownMarker::new(&self.root).write()?;

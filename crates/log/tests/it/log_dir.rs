@@ -1,7 +1,7 @@
 //! LogDir: a log.dirs root with many partitions and the root's state files.
 
 use seglog::{
-    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
+    CLEAN_SHUTDOWN_FILE, Clock, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
     RECOVERY_POINT_CHECKPOINT, TopicPartition,
 };
 
@@ -167,4 +167,46 @@ fn a_log_outliving_its_log_dir_keeps_the_root_locked() {
     assert_eq!(all[3], (3, b"old-0".to_vec()));
     assert_eq!(all[6], (6, b"new-0".to_vec()));
     dir.close().unwrap();
+}
+
+/// Issue 12, bug 4: a partition's own `flush` and `tick` checkpoint its recovery point in the
+/// root, so a crash afterwards recovers at most the active segment, not all of them.
+#[test]
+fn a_partitions_own_flush_and_tick_checkpoint_its_recovery_point() {
+    for via_tick in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let tp = TopicPartition::new("orders", 0);
+        let clock = clock();
+        let options = OpenOptions {
+            clock: clock.clone(),
+            ..OpenOptions::default()
+        };
+        let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
+        let log = dir.get_or_create(&tp).unwrap();
+        append_numbered(&log, 200, "r", 2);
+        let segments = log.segment_count();
+        assert!(segments >= 10, "{segments}");
+        if via_tick {
+            log.tick(clock.now_ms()).unwrap();
+        } else {
+            log.flush().unwrap();
+        }
+        let recovery_point = log.recovery_point();
+        drop((log, dir)); // crash: no close, no LogDir checkpoint
+        let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
+        let log = dir.log(&tp).unwrap();
+        let report = log.load_report();
+        assert!(!report.had_clean_shutdown);
+        assert_eq!(
+            report.recovery_point_checkpoint, recovery_point,
+            "tick: {via_tick}"
+        );
+        assert!(
+            report.recovered().count() <= 1,
+            "tick: {via_tick}: {} of {segments} segments recovered",
+            report.recovered().count()
+        );
+        assert_eq!(values(&log).len(), 400);
+        dir.close().unwrap();
+    }
 }
