@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crate::sync::{Mutex, lock};
 
 use crate::checkpoint::{
-    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::lock::DirLock;
@@ -142,10 +142,16 @@ fn root_for(dir: &Path) -> (PathBuf, bool) {
 }
 
 /// Reads one entry of a checkpoint: the key's offset, or the only entry of a one-entry file
-/// (an own-root directory that was renamed), or 0. Unreadable files count as empty, as in
-/// Kafka's LogManager.
-fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> Option<i64> {
-    let map = file.read_or_empty();
+/// (an own-root directory that was renamed), or none. Unreadable files count as empty, as in
+/// Kafka's LogManager, and are added to `problems`.
+fn entry(
+    file: &OffsetCheckpointFile,
+    key: &TopicPartition,
+    own_root: bool,
+    problems: &mut Vec<CheckpointProblem>,
+) -> Option<i64> {
+    let (map, problem) = file.read_or_report();
+    problems.extend(problem);
     if let Some(offset) = map.get(key) {
         return Some(*offset);
     }
@@ -155,23 +161,34 @@ fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> O
     None
 }
 
-fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) -> InitialState {
+/// The state of `key` in `root`'s checkpoints, and the checkpoint files that were read as
+/// empty because they could not be read or parsed.
+fn read_state(
+    root: &Path,
+    key: &TopicPartition,
+    own_root: bool,
+    clean: bool,
+) -> (InitialState, Vec<CheckpointProblem>) {
+    let mut problems = Vec::new();
     let recovery_point = entry(
         &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
         key,
         own_root,
+        &mut problems,
     );
-    InitialState {
+    let log_start_offset = entry(
+        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+        key,
+        own_root,
+        &mut problems,
+    );
+    let state = InitialState {
         had_clean_shutdown: clean,
         recovery_point: recovery_point.unwrap_or(0),
         recovery_point_known: recovery_point.is_some(),
-        log_start_offset: entry(
-            &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
-            key,
-            own_root,
-        )
-        .unwrap_or(0),
-    }
+        log_start_offset: log_start_offset.unwrap_or(0),
+    };
+    (state, problems)
 }
 
 /// Opens a standalone directory's state: lock, then consume the marker (before anything is
@@ -179,12 +196,14 @@ fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) ->
 ///
 /// # Errors
 /// [`crate::Error::Locked`] if the root is locked; I/O errors of the lock or marker.
-pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
+pub(crate) fn open_standalone(
+    dir: &Path,
+) -> Result<(StateHome, InitialState, Vec<CheckpointProblem>)> {
     let (root, shared) = root_for(dir);
     let lock = Arc::new(DirLock::acquire(&root)?);
     let clean = CleanShutdownMarker::new(&root).consume()?;
     let key = key_for(dir);
-    let state = read_state(&root, &key, !shared, clean);
+    let (state, problems) = read_state(&root, &key, !shared, clean);
     let write_marker = !shared || clean;
     Ok((
         StateHome::Standalone {
@@ -195,11 +214,12 @@ pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
             written: Mutex::new(None),
         },
         state,
+        problems,
     ))
 }
 
 /// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
-pub(crate) fn peek_read_only(dir: &Path) -> InitialState {
+pub(crate) fn peek_read_only(dir: &Path) -> (InitialState, Vec<CheckpointProblem>) {
     let (root, shared) = root_for(dir);
     let clean = CleanShutdownMarker::new(&root).exists();
     read_state(&root, &key_for(dir), !shared, clean)
@@ -303,7 +323,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state) = open_standalone(&dir).unwrap();
+        let (home, state, problems) = open_standalone(&dir).unwrap();
+        assert!(problems.is_empty());
         assert!(!state.had_clean_shutdown);
         assert_eq!(state.recovery_point, 0);
         home.write_checkpoints(true, || (42, Some(7))).unwrap();
@@ -316,7 +337,7 @@ mod tests {
             Err(crate::Error::Locked { .. })
         ));
         drop(home);
-        let peek = peek_read_only(&dir);
+        let (peek, _) = peek_read_only(&dir);
         assert_eq!(
             peek,
             InitialState {
@@ -326,7 +347,7 @@ mod tests {
                 log_start_offset: 7
             }
         );
-        let (_home, state) = open_standalone(&dir).unwrap();
+        let (_home, state, _) = open_standalone(&dir).unwrap();
         assert!(state.had_clean_shutdown);
         assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
     }
@@ -342,7 +363,7 @@ mod tests {
         .unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state) = open_standalone(&dir).unwrap();
+        let (home, state, _) = open_standalone(&dir).unwrap();
         assert_eq!(state.recovery_point, 9);
         assert!(!state.had_clean_shutdown);
         home.write_checkpoints(true, || (11, None)).unwrap();

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
 
+use crate::checkpoint::CheckpointProblem;
 use crate::clock::{Clock, SystemClock};
 use crate::commit_join::CommitJoin;
 use crate::config::LogConfig;
@@ -200,13 +201,14 @@ impl Log {
             trust_clean_shutdown: options.trust_clean_shutdown,
         };
         if options.read_only {
-            let state = home::peek_read_only(&dir);
-            return Self::load(dir, config, options.clock, state, StateHome::ReadOnly, mode);
+            let (state, problems) = home::peek_read_only(&dir);
+            let home = StateHome::ReadOnly;
+            return Self::load(dir, config, options.clock, (state, problems), home, mode);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        let (home, state) = home::open_standalone(&dir)?;
+        let (home, state, problems) = home::open_standalone(&dir)?;
         let known = state.recovery_point_known;
-        let log = Self::load(dir, config, options.clock, state, home, mode)?;
+        let log = Self::load(dir, config, options.clock, (state, problems), home, mode)?;
         if !known {
             // Checkpointed at once: the loader's rule for gaps after a crash needs to know
             // where flushed data ends (docs/durability.md, section 4).
@@ -220,7 +222,7 @@ impl Log {
         dir: PathBuf,
         config: LogConfig,
         clock: Arc<dyn Clock>,
-        state: InitialState,
+        state: (InitialState, Vec<CheckpointProblem>),
         mode: LoadMode,
         root: Option<&SharedRoot>,
     ) -> Result<Self> {
@@ -233,11 +235,13 @@ impl Log {
         Self::load(dir, config, clock, state, home, mode)
     }
 
+    /// Loads `dir` from `state` (with the checkpoint files that were read as empty, for the
+    /// report).
     fn load(
         dir: PathBuf,
         config: LogConfig,
         clock: Arc<dyn Clock>,
-        state: InitialState,
+        (state, checkpoint_problems): (InitialState, Vec<CheckpointProblem>),
         home: StateHome,
         mode: LoadMode,
     ) -> Result<Self> {
@@ -249,9 +253,10 @@ impl Log {
             log_start_offset,
             recovery_point,
             end,
-            report,
+            mut report,
             deleted,
         } = load::load(&dir, &segment_config, clock.now_ms(), state, mode)?;
+        report.checkpoint_problems = checkpoint_problems;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
             offset: log_start_offset,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use crate::checkpoint::{
-    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::clock::Clock;
@@ -39,6 +39,7 @@ pub struct LogDir {
     /// The root's lock and checkpoint lock, shared with every log (`None` when read-only).
     shared: Option<SharedRoot>,
     had_clean_shutdown: bool,
+    checkpoint_problems: Vec<CheckpointProblem>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
     doomed_dirs: Mutex<Vec<(i64, PathBuf)>>,
     closed: Mutex<bool>,
@@ -81,10 +82,14 @@ impl LogDir {
             };
             (Some(shared), marker.consume()?)
         };
-        let recovery_points =
-            OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_empty();
-        let log_starts =
-            OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_empty();
+        let (recovery_points, recovery_point_problem) =
+            OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_report();
+        let (log_starts, log_start_problem) =
+            OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_report();
+        let checkpoint_problems: Vec<CheckpointProblem> = recovery_point_problem
+            .into_iter()
+            .chain(log_start_problem)
+            .collect();
         let now = options.clock.now_ms();
         let mut logs = BTreeMap::new();
         let mut doomed_dirs = Vec::new();
@@ -130,7 +135,7 @@ impl LogDir {
                 dir,
                 config.clone(),
                 Arc::clone(&options.clock),
-                state,
+                (state, checkpoint_problems.clone()),
                 LoadMode {
                     read_only: options.read_only,
                     recover_all: options.recover_all,
@@ -147,6 +152,7 @@ impl LogDir {
             read_only: options.read_only,
             shared,
             had_clean_shutdown,
+            checkpoint_problems,
             logs: RwLock::new(logs),
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
@@ -164,6 +170,13 @@ impl LogDir {
     /// Whether the marker was there at open (nothing was scanned then).
     pub fn had_clean_shutdown(&self) -> bool {
         self.had_clean_shutdown
+    }
+
+    /// The root checkpoint files that could not be read or parsed at open: they were read as
+    /// empty (Kafka's rule), so every partition fell back to recovery point 0 and a log start
+    /// at its first segment. Each partition's [`Log::load_report`] lists them too.
+    pub fn checkpoint_problems(&self) -> &[CheckpointProblem] {
+        &self.checkpoint_problems
     }
 
     /// Every loaded log, by topic-partition.
@@ -210,7 +223,7 @@ impl LogDir {
             dir,
             self.config.clone(),
             Arc::clone(&self.clock),
-            state,
+            (state, Vec::new()),
             LoadMode::default(),
             Some(shared),
         )?);

@@ -210,3 +210,31 @@ fn a_partitions_own_flush_and_tick_checkpoint_its_recovery_point() {
         dir.close().unwrap();
     }
 }
+
+/// Issue 12, bug 6: a corrupt root checkpoint is reported by the `LogDir` and by every
+/// partition's load report, with file and line.
+#[test]
+fn corrupt_root_checkpoints_are_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    for topic in ["a", "b"] {
+        let log = dir.get_or_create(&TopicPartition::new(topic, 0)).unwrap();
+        append_numbered(&log, 3, topic, 1);
+    }
+    assert!(dir.checkpoint_problems().is_empty());
+    dir.close().unwrap();
+    drop(dir);
+    let path = root.path().join(RECOVERY_POINT_CHECKPOINT);
+    std::fs::write(&path, "0\n2\na 0 3\n").unwrap();
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    assert_eq!(dir.checkpoint_problems().len(), 1);
+    let problem = &dir.checkpoint_problems()[0];
+    assert_eq!((problem.path.clone(), problem.line), (path, Some(2)));
+    for (_, log) in dir.logs() {
+        assert_eq!(
+            log.load_report().checkpoint_problems,
+            dir.checkpoint_problems()
+        );
+    }
+    dir.close().unwrap();
+}
