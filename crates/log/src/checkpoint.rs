@@ -46,16 +46,23 @@ impl OffsetCheckpointFile {
     /// [`Error::Io`] when the file exists but cannot be read; [`Error::Corrupt`] with the line
     /// number when it does not parse (Kafka's rules: version 0 only, exact entry count).
     pub fn read(&self) -> Result<BTreeMap<TopicPartition, i64>> {
+        self.read_file().map_err(|failure| match failure {
+            ReadFailure::Io(e) => Error::io("read checkpoint", &self.path, e),
+            ReadFailure::Corrupt(position, kind) => Error::Corrupt {
+                path: self.path.clone(),
+                position,
+                kind,
+            },
+        })
+    }
+
+    fn read_file(&self) -> Result<BTreeMap<TopicPartition, i64>, ReadFailure> {
         let text = match fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(Error::io("read checkpoint", &self.path, e)),
+            Err(e) => return Err(ReadFailure::Io(e)),
         };
-        parse(&text).map_err(|(position, kind)| Error::Corrupt {
-            path: self.path.clone(),
-            position,
-            kind,
-        })
+        parse(&text).map_err(|(position, kind)| ReadFailure::Corrupt(position, kind))
     }
 
     /// Reads the checkpoint the way Kafka's LogManager does: any error (unreadable or corrupt)
@@ -64,12 +71,83 @@ impl OffsetCheckpointFile {
         self.read().unwrap_or_default()
     }
 
+    /// [`OffsetCheckpointFile::read_or_empty`], saying why the map is empty when the file
+    /// could not be read or did not parse (what the loader reports in
+    /// [`crate::LoadReport::checkpoint_problems`]).
+    pub fn read_or_report(&self) -> (BTreeMap<TopicPartition, i64>, Option<CheckpointProblem>) {
+        let problem = |line, kind| CheckpointProblem {
+            path: self.path.clone(),
+            line,
+            kind,
+        };
+        match self.read_file() {
+            Ok(map) => (map, None),
+            Err(ReadFailure::Corrupt(line, kind)) => (
+                BTreeMap::new(),
+                Some(problem(Some(line), CheckpointProblemKind::Corrupt(kind))),
+            ),
+            Err(ReadFailure::Io(e)) => (
+                BTreeMap::new(),
+                Some(problem(None, CheckpointProblemKind::Unreadable(e.kind()))),
+            ),
+        }
+    }
+
     /// Writes the checkpoint atomically: `<file>.tmp`, fsync, rename, fsync the directory.
     ///
     /// # Errors
     /// [`Error::Io`] naming the failing step.
     pub fn write(&self, entries: &BTreeMap<TopicPartition, i64>) -> Result<()> {
         write_atomic(&self.path, format(entries).as_bytes())
+    }
+}
+
+/// Why a checkpoint file could not be read.
+enum ReadFailure {
+    Io(io::Error),
+    /// 1-based line, what is wrong.
+    Corrupt(u64, CorruptKind),
+}
+
+/// A checkpoint file that could not be used at open. It was read as empty (Kafka's rule), so
+/// the logs it should have described fell back to recovery point 0 (a full recovery after an
+/// unclean shutdown) and to a log start at their first segment's base.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointProblem {
+    /// The checkpoint file.
+    pub path: PathBuf,
+    /// 1-based number of the offending line; `None` when the file could not be read.
+    pub line: Option<u64>,
+    /// What was wrong.
+    pub kind: CheckpointProblemKind,
+}
+
+/// What was wrong with a [`CheckpointProblem`]'s file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CheckpointProblemKind {
+    /// It does not parse.
+    Corrupt(CorruptKind),
+    /// It exists but could not be read.
+    Unreadable(io::ErrorKind),
+}
+
+impl std::fmt::Display for CheckpointProblemKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Corrupt(kind) => write!(f, "corrupt: {kind}"),
+            Self::Unreadable(kind) => write!(f, "unreadable: {kind}"),
+        }
+    }
+}
+
+impl std::fmt::Display for CheckpointProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.path.display())?;
+        if let Some(line) = self.line {
+            write!(f, " line {line}")?;
+        }
+        write!(f, ": {}; read as empty", self.kind)
     }
 }
 
@@ -189,5 +267,20 @@ mod tests {
             Err(Error::Corrupt { position: 2, .. })
         ));
         assert!(file.read_or_empty().is_empty());
+        let (map, problem) = file.read_or_report();
+        assert!(map.is_empty());
+        let problem = problem.unwrap();
+        assert_eq!(problem.path, path);
+        assert_eq!(problem.line, Some(2));
+        assert_eq!(
+            problem.kind,
+            CheckpointProblemKind::Corrupt(CorruptKind::CountMismatch {
+                expected: 3,
+                found: 1
+            })
+        );
+        assert!(problem.to_string().contains("line 2"), "{problem}");
+        fs::write(&path, "0\n1\nt 0 1\n").unwrap();
+        assert_eq!(file.read_or_report().1, None);
     }
 }

@@ -48,15 +48,16 @@ pub enum Error {
         /// The key as given.
         key: String,
     },
-    /// Another process (a Kafka broker, another seglog) or another `Log` / `LogDir` of this
-    /// process holds the directory lock.
-    #[error(
-        "{path} is locked by another process (a Kafka broker or another seglog) or by another \
-         open Log in this process; stop or close it first"
-    )]
+    /// Another process (a Kafka broker, another seglog) or a `Log` / `LogDir` of this process
+    /// holds the directory lock. Every read-write `Log` keeps its root's lock until it is
+    /// dropped: also after [`crate::Log::close`] (it still serves reads from files it maps),
+    /// and also when the `LogDir` it came from was dropped.
+    #[error("{}", locked_message(path, *in_this_process))]
     Locked {
         /// The lock file.
         path: PathBuf,
+        /// Whether a `Log` or `LogDir` of this process holds it (else another process).
+        in_this_process: bool,
     },
     /// A directory name is not `<topic>-<partition>` (optionally with a Kafka suffix).
     #[error("{name:?} is not a topic-partition directory name")]
@@ -244,6 +245,23 @@ pub enum AppendErrorKind {
         /// The log end offset.
         log_end_offset: i64,
     },
+}
+
+/// The text of [`Error::Locked`].
+fn locked_message(path: &Path, in_this_process: bool) -> String {
+    if in_this_process {
+        format!(
+            "{} is locked by a Log or LogDir of this process; every Log of a root keeps it \
+             locked until the last one is dropped (closing is not enough, nor is dropping its \
+             LogDir): drop them first",
+            path.display()
+        )
+    } else {
+        format!(
+            "{} is locked by another process (a Kafka broker or another seglog); stop it first",
+            path.display()
+        )
+    }
 }
 
 impl Error {

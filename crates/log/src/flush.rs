@@ -24,21 +24,27 @@ impl Log {
     /// Flushes everything appended so far (Kafka's `flush`): `fdatasync` of each `.log` and
     /// `msync` of its indexes from the recovery point to the log end offset, then a directory
     /// fsync if segments were created or renamed (KAFKA-3968). The recovery point becomes the
-    /// log end offset. Readers are not blocked; appends continue meanwhile.
+    /// log end offset, and the log's recovery-point checkpoint entry is rewritten when it moved
+    /// (also for a log of a [`crate::LogDir`], in the root's checkpoint), so a crash after the
+    /// flush recovers only what lies above it. Readers are not blocked; appends continue
+    /// meanwhile.
     ///
     /// # Errors
-    /// Segment I/O errors; a failed fsync poisons the log.
+    /// Segment I/O errors; a failed fsync poisons the log. I/O errors of the checkpoint write.
     pub fn flush(&self) -> Result<()> {
-        self.flush_to(i64::MAX, false).map(drop)
+        self.flush_up_to(i64::MAX).map(drop)
     }
 
-    /// Flushes the segments holding offsets below `offset` and raises the recovery point to
-    /// `min(offset, log end offset)`. Returns the new recovery point.
+    /// Flushes the segments holding offsets below `offset`, raises the recovery point to
+    /// `min(offset, log end offset)` and checkpoints it as [`Log::flush`] does. Returns the new
+    /// recovery point.
     ///
     /// # Errors
     /// As [`Log::flush`].
     pub fn flush_up_to(&self, offset: i64) -> Result<i64> {
-        self.flush_to(offset, false)
+        let recovery_point = self.flush_to(offset, false)?;
+        self.write_checkpoints(false)?;
+        Ok(recovery_point)
     }
 
     /// The flush itself; `force_active` also flushes an empty active segment (close).
@@ -133,12 +139,19 @@ impl Log {
     /// Runs the background work due at `now_ms`, on the caller's thread (no hidden threads):
     /// unlinks `.deleted` segments whose `file.delete.delay.ms` passed, runs retention
     /// ([`Log::delete_old_segments`] at `now_ms`), flushes segments sealed by rolls and — when
-    /// `flush.ms` elapsed since the last flush — everything, then rewrites a standalone log's
-    /// checkpoints if they changed. A closed or read-only log does nothing.
+    /// `flush.ms` elapsed since the last flush — everything, then rewrites the log's
+    /// checkpoint entries if they changed (also for a log of a [`crate::LogDir`]). A closed or
+    /// read-only log does nothing.
     ///
     /// # Errors
     /// The first failure; deletions that failed are retried at the next tick.
     pub fn tick(&self, now_ms: i64) -> Result<TickReport> {
+        self.tick_with(now_ms, true)
+    }
+
+    /// [`Log::tick`]; `own_checkpoints` false leaves the checkpoint write to the caller (a
+    /// `LogDir` ticking all its logs writes the root once, after them).
+    pub(crate) fn tick_with(&self, now_ms: i64, own_checkpoints: bool) -> Result<TickReport> {
         let mut report = TickReport::default();
         if self.read_only || self.lock_writer().closed {
             return Ok(report);
@@ -168,7 +181,9 @@ impl Log {
         if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }
-        self.write_checkpoints(false)?;
+        if own_checkpoints {
+            self.write_checkpoints(false)?;
+        }
         Ok(report)
     }
 }

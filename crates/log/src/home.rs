@@ -25,7 +25,7 @@ use std::sync::Arc;
 use crate::sync::{Mutex, lock};
 
 use crate::checkpoint::{
-    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::lock::DirLock;
@@ -50,24 +50,62 @@ pub(crate) struct InitialState {
 pub(crate) enum StateHome {
     /// A standalone log with its state in `root` (the partition dir itself, or its parent).
     Standalone {
-        _lock: DirLock,
+        /// Held for the log's whole life (see [`SharedRoot::lock`]).
+        _lock: Arc<DirLock>,
         root: PathBuf,
         key: TopicPartition,
         /// Whether to write the clean-shutdown marker at close: always for an own root; for a
         /// shared parent root only if the marker was there at open (other partitions were
         /// clean too).
         write_marker: bool,
+        /// The entries last written (to skip unchanged writes); its mutex serializes them.
+        written: Mutex<Option<Entries>>,
     },
-    /// Part of a [`crate::LogDir`], which writes the root files; the log rewrites its own
-    /// entries only when they must be durable at once (a truncation, a roll across a gap),
-    /// under the `LogDir`'s checkpoint lock.
+    /// Part of a [`crate::LogDir`], which writes the root files for all its logs
+    /// (`LogDir::checkpoint`, `tick`, `close`); the log rewrites its own entries, under the
+    /// `LogDir`'s checkpoint lock, when its own `flush` / `tick` / `close` moved them or when
+    /// they must be durable at once (a truncation, a roll across a gap).
     LogDir {
+        /// The root's lock, shared with the `LogDir` and its other logs.
+        _lock: Arc<DirLock>,
         root: PathBuf,
         key: TopicPartition,
         checkpoint_lock: Arc<Mutex<()>>,
+        /// The entries this log last wrote itself (to skip unchanged writes).
+        written: Mutex<Option<Entries>>,
     },
     /// Opened read-only: nothing is ever written.
     ReadOnly,
+}
+
+/// A log's checkpoint entries: (recovery point, log start offset when Kafka writes it).
+pub(crate) type Entries = (i64, Option<i64>);
+
+/// What a read-write [`crate::LogDir`] shares with every log it opens.
+#[derive(Debug, Clone)]
+pub(crate) struct SharedRoot {
+    /// The root directory.
+    pub(crate) root: PathBuf,
+    /// The root's lock: the `LogDir` and each of its logs hold a handle, so the root stays
+    /// locked while any of them is alive. A closed log keeps it too, until it is dropped: it
+    /// still serves reads from files it maps, which a new owner could shrink under it.
+    pub(crate) lock: Arc<DirLock>,
+    /// Serializes writes of the root checkpoints (by `LogDir::checkpoint` and by logs that
+    /// write their own entries).
+    pub(crate) checkpoint_lock: Arc<Mutex<()>>,
+}
+
+impl SharedRoot {
+    /// The home of the partition directory `dir` under this root.
+    pub(crate) fn home_for(&self, dir: &Path) -> StateHome {
+        StateHome::LogDir {
+            _lock: Arc::clone(&self.lock),
+            root: self.root.clone(),
+            key: key_for(dir),
+            checkpoint_lock: Arc::clone(&self.checkpoint_lock),
+            written: Mutex::new(None),
+        }
+    }
 }
 
 /// Files in a directory that make it look like a Kafka `log.dirs` root.
@@ -104,10 +142,16 @@ fn root_for(dir: &Path) -> (PathBuf, bool) {
 }
 
 /// Reads one entry of a checkpoint: the key's offset, or the only entry of a one-entry file
-/// (an own-root directory that was renamed), or 0. Unreadable files count as empty, as in
-/// Kafka's LogManager.
-fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> Option<i64> {
-    let map = file.read_or_empty();
+/// (an own-root directory that was renamed), or none. Unreadable files count as empty, as in
+/// Kafka's LogManager, and are added to `problems`.
+fn entry(
+    file: &OffsetCheckpointFile,
+    key: &TopicPartition,
+    own_root: bool,
+    problems: &mut Vec<CheckpointProblem>,
+) -> Option<i64> {
+    let (map, problem) = file.read_or_report();
+    problems.extend(problem);
     if let Some(offset) = map.get(key) {
         return Some(*offset);
     }
@@ -117,23 +161,34 @@ fn entry(file: &OffsetCheckpointFile, key: &TopicPartition, own_root: bool) -> O
     None
 }
 
-fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) -> InitialState {
+/// The state of `key` in `root`'s checkpoints, and the checkpoint files that were read as
+/// empty because they could not be read or parsed.
+fn read_state(
+    root: &Path,
+    key: &TopicPartition,
+    own_root: bool,
+    clean: bool,
+) -> (InitialState, Vec<CheckpointProblem>) {
+    let mut problems = Vec::new();
     let recovery_point = entry(
         &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
         key,
         own_root,
+        &mut problems,
     );
-    InitialState {
+    let log_start_offset = entry(
+        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+        key,
+        own_root,
+        &mut problems,
+    );
+    let state = InitialState {
         had_clean_shutdown: clean,
         recovery_point: recovery_point.unwrap_or(0),
         recovery_point_known: recovery_point.is_some(),
-        log_start_offset: entry(
-            &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
-            key,
-            own_root,
-        )
-        .unwrap_or(0),
-    }
+        log_start_offset: log_start_offset.unwrap_or(0),
+    };
+    (state, problems)
 }
 
 /// Opens a standalone directory's state: lock, then consume the marker (before anything is
@@ -141,12 +196,14 @@ fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) ->
 ///
 /// # Errors
 /// [`crate::Error::Locked`] if the root is locked; I/O errors of the lock or marker.
-pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
+pub(crate) fn open_standalone(
+    dir: &Path,
+) -> Result<(StateHome, InitialState, Vec<CheckpointProblem>)> {
     let (root, shared) = root_for(dir);
-    let lock = DirLock::acquire(&root)?;
+    let lock = Arc::new(DirLock::acquire(&root)?);
     let clean = CleanShutdownMarker::new(&root).consume()?;
     let key = key_for(dir);
-    let state = read_state(&root, &key, !shared, clean);
+    let (state, problems) = read_state(&root, &key, !shared, clean);
     let write_marker = !shared || clean;
     Ok((
         StateHome::Standalone {
@@ -154,59 +211,57 @@ pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
             root,
             key,
             write_marker,
+            written: Mutex::new(None),
         },
         state,
+        problems,
     ))
 }
 
 /// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
-pub(crate) fn peek_read_only(dir: &Path) -> InitialState {
+pub(crate) fn peek_read_only(dir: &Path) -> (InitialState, Vec<CheckpointProblem>) {
     let (root, shared) = root_for(dir);
     let clean = CleanShutdownMarker::new(&root).exists();
     read_state(&root, &key_for(dir), !shared, clean)
 }
 
 impl StateHome {
-    /// Writes this log's entries into its root's checkpoints (standalone only; a `LogDir`
-    /// writes its own). `log_start_offset` is `None` when Kafka would omit the entry (the log
-    /// start equals the first segment's base).
+    /// Writes this log's entries into its root's checkpoints, keeping the other partitions'
+    /// entries (a read-only home writes nothing). `entries` is called under the lock that
+    /// serializes every write of them (a `LogDir`'s checkpoint lock, which its own
+    /// `checkpoint` holds too, or the standalone home's), so an older value never lands
+    /// after a newer one: a truncation's lowered recovery point is never overwritten by a
+    /// stale, higher one. With `force` false the write is skipped when the entries are the
+    /// ones this home last wrote.
     ///
     /// # Errors
     /// I/O errors of the atomic checkpoint writes.
     pub(crate) fn write_checkpoints(
         &self,
-        recovery_point: i64,
-        log_start_offset: Option<i64>,
+        force: bool,
+        entries: impl FnOnce() -> Entries,
     ) -> Result<()> {
-        let Self::Standalone { root, key, .. } = self else {
-            return Ok(());
-        };
-        write_entries(root, key, recovery_point, log_start_offset)
-    }
-
-    /// Writes this log's entries now, whoever owns the root (standalone, or a `LogDir`: under
-    /// its checkpoint lock, keeping the other partitions' entries). For state that must be
-    /// durable before the caller returns.
-    ///
-    /// # Errors
-    /// I/O errors of the atomic checkpoint writes.
-    pub(crate) fn write_checkpoints_now(
-        &self,
-        recovery_point: i64,
-        log_start_offset: Option<i64>,
-    ) -> Result<()> {
-        match self {
-            Self::Standalone { .. } => self.write_checkpoints(recovery_point, log_start_offset),
+        let (root, key, written, _guard) = match self {
+            Self::Standalone {
+                root, key, written, ..
+            } => (root, key, written, None),
             Self::LogDir {
                 root,
                 key,
                 checkpoint_lock,
-            } => {
-                let _guard = lock(checkpoint_lock);
-                write_entries(root, key, recovery_point, log_start_offset)
-            }
-            Self::ReadOnly => Ok(()),
+                written,
+                ..
+            } => (root, key, written, Some(lock(checkpoint_lock))),
+            Self::ReadOnly => return Ok(()),
+        };
+        let mut written = lock(written);
+        let entries = entries();
+        if !force && *written == Some(entries) {
+            return Ok(());
         }
+        write_entries(root, key, entries.0, entries.1)?;
+        *written = Some(entries);
+        Ok(())
     }
 
     /// Writes the clean-shutdown marker if this home owns it (standalone; see `write_marker`).
@@ -268,10 +323,11 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state) = open_standalone(&dir).unwrap();
+        let (home, state, problems) = open_standalone(&dir).unwrap();
+        assert!(problems.is_empty());
         assert!(!state.had_clean_shutdown);
         assert_eq!(state.recovery_point, 0);
-        home.write_checkpoints(42, Some(7)).unwrap();
+        home.write_checkpoints(true, || (42, Some(7))).unwrap();
         home.write_clean_marker().unwrap();
         assert!(dir.join(CLEAN_SHUTDOWN_FILE).exists());
         let text = std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
@@ -281,7 +337,7 @@ mod tests {
             Err(crate::Error::Locked { .. })
         ));
         drop(home);
-        let peek = peek_read_only(&dir);
+        let (peek, _) = peek_read_only(&dir);
         assert_eq!(
             peek,
             InitialState {
@@ -291,7 +347,7 @@ mod tests {
                 log_start_offset: 7
             }
         );
-        let (_home, state) = open_standalone(&dir).unwrap();
+        let (_home, state, _) = open_standalone(&dir).unwrap();
         assert!(state.had_clean_shutdown);
         assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
     }
@@ -307,10 +363,10 @@ mod tests {
         .unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state) = open_standalone(&dir).unwrap();
+        let (home, state, _) = open_standalone(&dir).unwrap();
         assert_eq!(state.recovery_point, 9);
         assert!(!state.had_clean_shutdown);
-        home.write_checkpoints(11, None).unwrap();
+        home.write_checkpoints(true, || (11, None)).unwrap();
         home.write_clean_marker().unwrap();
         // The root was not clean at open, so the marker is not written for everybody.
         assert!(!tmp.path().join(CLEAN_SHUTDOWN_FILE).exists());

@@ -78,7 +78,8 @@ mod view;
 pub use append::{AppendInfo, Durability};
 pub use background::Ticker;
 pub use checkpoint::{
-    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
+    RECOVERY_POINT_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};

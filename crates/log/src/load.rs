@@ -33,6 +33,7 @@ use seglog_segment::{
     RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_path, parse_file_name,
 };
 
+use crate::checkpoint::CheckpointProblem;
 use crate::deletion::{Doomed, unlink_files};
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::home::InitialState;
@@ -84,6 +85,10 @@ pub struct LoadReport {
     /// A recovered segment that did not end where the next segment begins, in territory the
     /// crash could have changed: every later segment was dropped (see [`Discontinuity`]).
     pub discontinuity: Option<Discontinuity>,
+    /// Checkpoint files (recovery point, log start offset) that could not be read or parsed:
+    /// they were read as empty, as Kafka does, so the recovery point fell back to 0 (a full
+    /// recovery after an unclean shutdown) and the log start to the first segment's base.
+    pub checkpoint_problems: Vec<CheckpointProblem>,
 }
 
 /// A recovered segment whose end does not meet the next segment's base, found after an

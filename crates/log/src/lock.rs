@@ -47,7 +47,8 @@ fn held() -> MutexGuard<'static, BTreeSet<(u64, u64)>> {
 }
 
 /// Holds an exclusive `flock` and a POSIX write lock on `<dir>/.lock` until dropped. The lock
-/// file itself is left in place (Kafka does too).
+/// file itself is left in place (Kafka does too). Shared (`Arc`) by a `LogDir` and every log
+/// of its root, so the root stays locked while any of them is alive.
 #[derive(Debug)]
 pub(crate) struct DirLock {
     /// Held only for its locks; closing it releases them. `None` only inside `drop`.
@@ -63,12 +64,15 @@ impl DirLock {
     /// Kafka broker holds it; [`Error::Io`] if the file cannot be opened or locked.
     pub(crate) fn acquire(dir: &Path) -> Result<Self> {
         let path = dir.join(LOCK_FILE);
-        let locked = || Error::Locked { path: path.clone() };
+        let locked = |in_this_process| Error::Locked {
+            path: path.clone(),
+            in_this_process,
+        };
         let mut held = held();
         if let Ok(metadata) = std::fs::metadata(&path)
             && held.contains(&(metadata.dev(), metadata.ino()))
         {
-            return Err(locked());
+            return Err(locked(true));
         }
         let file = OpenOptions::new()
             .read(true)
@@ -92,14 +96,14 @@ impl DirLock {
                     attempts += 1;
                     std::thread::sleep(FLOCK_RETRY_PAUSE);
                 }
-                Err(TryLockError::WouldBlock) => return Err(locked()),
+                Err(TryLockError::WouldBlock) => return Err(locked(false)),
                 Err(TryLockError::Error(e)) => return Err(Error::io("lock (flock)", &path, e)),
             }
         }
         match rustix::fs::fcntl_lock(&file, FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
             Err(e) if e == rustix::io::Errno::AGAIN || e == rustix::io::Errno::ACCESS => {
-                return Err(locked());
+                return Err(locked(false));
             }
             Err(e) => return Err(Error::io("lock (fcntl)", &path, e.into())),
         }

@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
 
+use crate::checkpoint::CheckpointProblem;
 use crate::clock::{Clock, SystemClock};
 use crate::commit_join::CommitJoin;
 use crate::config::LogConfig;
 use crate::deletion::{DeleteQueue, Doomed};
 use crate::group_commit::GroupCommit;
-use crate::home::{self, InitialState, StateHome};
+use crate::home::{self, InitialState, SharedRoot, StateHome};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
@@ -103,8 +104,6 @@ pub struct Log {
     pub(crate) recovery_point: AtomicI64,
     /// A segment file was created or renamed since the last directory fsync.
     pub(crate) dir_dirty: AtomicBool,
-    /// Checkpoint values last written by a standalone log (to skip unchanged writes).
-    pub(crate) written_checkpoints: Mutex<Option<(i64, Option<i64>)>>,
     pub(crate) group_commit: GroupCommit,
     /// Counts durable appends for the group-commit leader's sibling wait.
     pub(crate) commit_join: CommitJoin,
@@ -152,7 +151,7 @@ impl Log {
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]; [`Error::Locked`] when another process (a Kafka broker,
-    /// another seglog) or another `Log` holds the directory; I/O and segment errors while
+    /// another seglog) or another `Log` (closed or not, until dropped) holds the directory; I/O and segment errors while
     /// loading; [`Error::UnsplittableSegment`] for a segment whose offsets overflow its base
     /// and that cannot be split.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
@@ -202,13 +201,14 @@ impl Log {
             trust_clean_shutdown: options.trust_clean_shutdown,
         };
         if options.read_only {
-            let state = home::peek_read_only(&dir);
-            return Self::load(dir, config, options.clock, state, StateHome::ReadOnly, mode);
+            let (state, problems) = home::peek_read_only(&dir);
+            let home = StateHome::ReadOnly;
+            return Self::load(dir, config, options.clock, (state, problems), home, mode);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        let (home, state) = home::open_standalone(&dir)?;
+        let (home, state, problems) = home::open_standalone(&dir)?;
         let known = state.recovery_point_known;
-        let log = Self::load(dir, config, options.clock, state, home, mode)?;
+        let log = Self::load(dir, config, options.clock, (state, problems), home, mode)?;
         if !known {
             // Checkpointed at once: the loader's rule for gaps after a crash needs to know
             // where flushed data ends (docs/durability.md, section 4).
@@ -222,28 +222,26 @@ impl Log {
         dir: PathBuf,
         config: LogConfig,
         clock: Arc<dyn Clock>,
-        state: InitialState,
+        state: (InitialState, Vec<CheckpointProblem>),
         mode: LoadMode,
-        root: (&Path, &Arc<Mutex<()>>),
+        root: Option<&SharedRoot>,
     ) -> Result<Self> {
         config.validate()?;
-        let home = if mode.read_only {
-            StateHome::ReadOnly
-        } else {
-            StateHome::LogDir {
-                root: root.0.to_path_buf(),
-                key: home::key_for(&dir),
-                checkpoint_lock: Arc::clone(root.1),
-            }
+        // `None`: a read-only `LogDir`, which holds no lock.
+        let home = match root {
+            Some(root) if !mode.read_only => root.home_for(&dir),
+            _ => StateHome::ReadOnly,
         };
         Self::load(dir, config, clock, state, home, mode)
     }
 
+    /// Loads `dir` from `state` (with the checkpoint files that were read as empty, for the
+    /// report).
     fn load(
         dir: PathBuf,
         config: LogConfig,
         clock: Arc<dyn Clock>,
-        state: InitialState,
+        (state, checkpoint_problems): (InitialState, Vec<CheckpointProblem>),
         home: StateHome,
         mode: LoadMode,
     ) -> Result<Self> {
@@ -255,9 +253,10 @@ impl Log {
             log_start_offset,
             recovery_point,
             end,
-            report,
+            mut report,
             deleted,
         } = load::load(&dir, &segment_config, clock.now_ms(), state, mode)?;
+        report.checkpoint_problems = checkpoint_problems;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
             offset: log_start_offset,
@@ -288,7 +287,6 @@ impl Log {
             }),
             flusher: Mutex::new(FlushState { last_flush_ms: now }),
             dir_dirty: AtomicBool::new(false),
-            written_checkpoints: Mutex::new(None),
             recovery_point: AtomicI64::new(recovery_point),
             group_commit: GroupCommit::new(recovery_point),
             commit_join: CommitJoin::default(),
@@ -430,15 +428,25 @@ impl Log {
 
     /// Closes the log: seals the active segment (final time-index entry, trimmed indexes),
     /// flushes everything, deletes segments waiting for deletion, then writes the checkpoints
-    /// and — last, and only if nothing failed — the clean-shutdown marker. Idempotent once it
+    /// (this log's entries, also inside a [`crate::LogDir`]) and — last, and only if nothing
+    /// failed — the clean-shutdown marker (of a standalone log). Idempotent once it
     /// succeeded; after a failed close, a retry runs the remaining steps again and fails the
     /// same way while the log is poisoned (it never reports success for a close that did not
     /// flush). After the first call, writes fail with [`Error::Closed`] (or
-    /// [`Error::Poisoned`]) and reads keep working.
+    /// [`Error::Poisoned`]) and reads keep working. The directory lock is released only when
+    /// the log is dropped (with the last other holder of its root: its `LogDir` and that
+    /// root's other logs): reads still go through files it maps, which a new owner could
+    /// shrink under it.
     ///
     /// # Errors
     /// I/O and segment errors; the marker is then not written, so the next open recovers.
     pub fn close(&self) -> Result<()> {
+        self.close_with(true)
+    }
+
+    /// [`Log::close`]; `own_checkpoints` false leaves the checkpoint write to the caller (a
+    /// `LogDir` closing all its logs writes the root once, after them).
+    pub(crate) fn close_with(&self, own_checkpoints: bool) -> Result<()> {
         let mut writer = self.lock_writer();
         if writer.close_done {
             return Ok(());
@@ -470,37 +478,26 @@ impl Log {
             self.deletions.requeue(i64::MIN, failed);
             return Err(e);
         }
-        self.write_checkpoints(true)?;
+        if own_checkpoints {
+            self.write_checkpoints(true)?;
+        }
         self.home.write_clean_marker()?;
         self.lock_writer().close_done = true;
         Ok(())
     }
 
-    /// Writes this log's checkpoint entries when it owns them (standalone logs). With `force`
-    /// false, skips the write when nothing changed since the last one.
+    /// Writes this log's checkpoint entries into its root (standalone, or inside a `LogDir`,
+    /// keeping the other partitions' entries). With `force` false, skips the write when
+    /// nothing changed since this log last wrote them.
     pub(crate) fn write_checkpoints(&self, force: bool) -> Result<()> {
-        if !matches!(self.home, StateHome::Standalone { .. }) {
-            return Ok(());
-        }
-        let values = self.checkpoint_values();
-        let mut written = lock(&self.written_checkpoints);
-        if !force && *written == Some(values) {
-            return Ok(());
-        }
-        self.home.write_checkpoints(values.0, values.1)?;
-        *written = Some(values);
-        Ok(())
+        self.home
+            .write_checkpoints(force, || self.checkpoint_values())
     }
 
-    /// Writes this log's checkpoint entries now, whoever owns the root (a `LogDir` too): for
-    /// state that must be durable before the caller returns (a truncation, a roll across a gap).
+    /// Writes this log's checkpoint entries now: for state that must be durable before the
+    /// caller returns (a truncation, a roll across a gap).
     pub(crate) fn write_checkpoints_now(&self) -> Result<()> {
-        let values = self.checkpoint_values();
-        self.home.write_checkpoints_now(values.0, values.1)?;
-        if matches!(self.home, StateHome::Standalone { .. }) {
-            *lock(&self.written_checkpoints) = Some(values);
-        }
-        Ok(())
+        self.write_checkpoints(true)
     }
 
     /// (recovery point, log start offset if Kafka would write it: above the first base).

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::sync::RwLock;
 
 use crate::checkpoint::{
-    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::clock::Clock;
 use crate::config::LogConfig;
 use crate::fsutil::remove_if_exists;
-use crate::home::InitialState;
+use crate::home::{InitialState, SharedRoot};
 use crate::load::LoadMode;
 use crate::lock::DirLock;
 use crate::log::{Log, OpenOptions};
@@ -22,7 +22,9 @@ use crate::sync::{Mutex, lock};
 use crate::topic_partition::{PartitionDirKind, TopicPartition, parse_partition_dir_name};
 use crate::{Error, Result};
 
-/// A log-dirs root. Opening it locks `<root>/.lock`, consumes `<root>/.kafka_cleanshutdown`
+/// A log-dirs root. Opening it locks `<root>/.lock` (held until the `LogDir` and every [`Log`]
+/// it handed out are dropped: a log that outlives its `LogDir` keeps the root locked, so no
+/// second writer can open it), consumes `<root>/.kafka_cleanshutdown`
 /// before loading anything (a crash while loading counts as unclean), reads the root
 /// checkpoints and loads every partition directory. Directories that are not
 /// `<topic>-<partition>` are ignored; `-stray` and `-future` directories are left alone;
@@ -34,21 +36,22 @@ pub struct LogDir {
     config: LogConfig,
     clock: Arc<dyn Clock>,
     read_only: bool,
-    _lock: Option<DirLock>,
+    /// The root's lock and checkpoint lock, shared with every log (`None` when read-only).
+    shared: Option<SharedRoot>,
     had_clean_shutdown: bool,
+    checkpoint_problems: Vec<CheckpointProblem>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
     doomed_dirs: Mutex<Vec<(i64, PathBuf)>>,
     closed: Mutex<bool>,
-    /// Serializes writes of the root checkpoints (by `checkpoint` and by logs that must make
-    /// their own entries durable at once).
-    checkpoint_lock: Arc<Mutex<()>>,
 }
 
 impl LogDir {
     /// Opens (creating it if needed) the root `root`; every partition uses `config`.
     ///
     /// # Errors
-    /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root;
+    /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root,
+    /// or a `LogDir` or [`Log`] of this process (also a closed one, or one whose `LogDir` was
+    /// dropped) is still alive;
     /// load errors of any partition (the marker is already consumed then, so the next open
     /// recovers).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
@@ -68,19 +71,26 @@ impl LogDir {
         config.validate()?;
         let root = root.as_ref().to_path_buf();
         let marker = CleanShutdownMarker::new(&root);
-        let (lock, had_clean_shutdown) = if options.read_only {
+        let (shared, had_clean_shutdown) = if options.read_only {
             (None, marker.exists())
         } else {
             std::fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
-            let lock = DirLock::acquire(&root)?;
-            (Some(lock), marker.consume()?)
+            let shared = SharedRoot {
+                root: root.clone(),
+                lock: Arc::new(DirLock::acquire(&root)?),
+                checkpoint_lock: Arc::new(Mutex::new(())),
+            };
+            (Some(shared), marker.consume()?)
         };
-        let recovery_points =
-            OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_empty();
-        let log_starts =
-            OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_empty();
+        let (recovery_points, recovery_point_problem) =
+            OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_report();
+        let (log_starts, log_start_problem) =
+            OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_report();
+        let checkpoint_problems: Vec<CheckpointProblem> = recovery_point_problem
+            .into_iter()
+            .chain(log_start_problem)
+            .collect();
         let now = options.clock.now_ms();
-        let checkpoint_lock = Arc::new(Mutex::new(()));
         let mut logs = BTreeMap::new();
         let mut doomed_dirs = Vec::new();
         let entries =
@@ -125,13 +135,13 @@ impl LogDir {
                 dir,
                 config.clone(),
                 Arc::clone(&options.clock),
-                state,
+                (state, checkpoint_problems.clone()),
                 LoadMode {
                     read_only: options.read_only,
                     recover_all: options.recover_all,
                     trust_clean_shutdown: options.trust_clean_shutdown,
                 },
-                (&root, &checkpoint_lock),
+                shared.as_ref(),
             )?;
             logs.insert(tp, Arc::new(log));
         }
@@ -140,12 +150,12 @@ impl LogDir {
             config,
             clock: options.clock,
             read_only: options.read_only,
-            _lock: lock,
+            shared,
             had_clean_shutdown,
+            checkpoint_problems,
             logs: RwLock::new(logs),
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
-            checkpoint_lock,
         };
         // Written at once so the root looks like a log dir to standalone opens from now on.
         log_dir.checkpoint()?;
@@ -160,6 +170,13 @@ impl LogDir {
     /// Whether the marker was there at open (nothing was scanned then).
     pub fn had_clean_shutdown(&self) -> bool {
         self.had_clean_shutdown
+    }
+
+    /// The root checkpoint files that could not be read or parsed at open: they were read as
+    /// empty (Kafka's rule), so every partition fell back to recovery point 0 and a log start
+    /// at its first segment. Each partition's [`Log::load_report`] lists them too.
+    pub fn checkpoint_problems(&self) -> &[CheckpointProblem] {
+        &self.checkpoint_problems
     }
 
     /// Every loaded log, by topic-partition.
@@ -181,11 +198,11 @@ impl LogDir {
     /// # Errors
     /// [`Error::ReadOnly`]; I/O and load errors.
     pub fn get_or_create(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
-        if self.read_only {
+        let Some(shared) = self.shared.as_ref().filter(|_| !self.read_only) else {
             return Err(Error::ReadOnly {
                 dir: self.root.clone(),
             });
-        }
+        };
         let mut logs = match self.logs.write() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
@@ -206,9 +223,9 @@ impl LogDir {
             dir,
             self.config.clone(),
             Arc::clone(&self.clock),
-            state,
+            (state, Vec::new()),
             LoadMode::default(),
-            (&self.root, &self.checkpoint_lock),
+            Some(shared),
         )?);
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
@@ -224,10 +241,10 @@ impl LogDir {
     /// # Errors
     /// I/O errors of the checkpoint writes.
     pub fn checkpoint(&self) -> Result<()> {
-        if self.read_only {
+        let Some(shared) = self.shared.as_ref().filter(|_| !self.read_only) else {
             return Ok(());
-        }
-        let _guard = lock(&self.checkpoint_lock);
+        };
+        let _guard = lock(&shared.checkpoint_lock);
         let mut recovery_points = BTreeMap::new();
         let mut log_starts = BTreeMap::new();
         for (tp, log) in self.read_logs().iter() {
@@ -252,7 +269,7 @@ impl LogDir {
             return Ok(());
         }
         for (_, log) in self.logs() {
-            log.tick(now_ms)?;
+            log.tick_with(now_ms, false)?;
         }
         let due: Vec<PathBuf> = {
             let mut doomed = lock(&self.doomed_dirs);
@@ -280,7 +297,7 @@ impl LogDir {
             return Ok(());
         }
         for (_, log) in self.logs() {
-            log.close()?;
+            log.close_with(false)?;
         }
         self.checkpoint()?;
         CleanShutdownMarker::new(&self.root).write()?;

@@ -60,6 +60,17 @@ pub struct SplitLine {
     pub new_base_offsets: Vec<i64>,
 }
 
+/// A checkpoint file the open could not use (read as empty, as Kafka does).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CheckpointLine {
+    /// The checkpoint file.
+    pub file: PathBuf,
+    /// 1-based number of the offending line; `null` when the file could not be read.
+    pub line: Option<u64>,
+    /// What was wrong with it.
+    pub problem: String,
+}
+
 /// The `recover --json` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecoverReport {
@@ -78,6 +89,9 @@ pub struct RecoverReport {
     pub completed_swaps: Vec<PathBuf>,
     /// Segments whose offsets overflowed their base, split (KAFKA-6264).
     pub split_segments: Vec<SplitLine>,
+    /// Checkpoint files that could not be read or parsed: read as empty, so the log start
+    /// offset fell back to the first segment's base (the close rewrites them).
+    pub checkpoint_problems: Vec<CheckpointLine>,
     /// Total bytes cut.
     pub truncated_bytes: u64,
     /// Log start offset after recovery.
@@ -127,6 +141,15 @@ pub fn recover_dir(dir: &Path, _quiet: bool) -> Result<RecoverReport, Error> {
         removed_files: load.removed_files,
         completed_swaps: load.completed_swaps,
         split_segments: load.splits.iter().map(split_line).collect(),
+        checkpoint_problems: load
+            .checkpoint_problems
+            .iter()
+            .map(|p| CheckpointLine {
+                file: p.path.clone(),
+                line: p.line,
+                problem: p.kind.to_string(),
+            })
+            .collect(),
         log_start_offset,
         log_end_offset,
     })
@@ -257,6 +280,16 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
     }
     for path in &report.completed_swaps {
         out.line(format_args!("  completed swap {}", path.display()))?;
+    }
+    for checkpoint in &report.checkpoint_problems {
+        let line = checkpoint
+            .line
+            .map_or(String::new(), |l| format!(" line {l}"));
+        out.line(format_args!(
+            "  checkpoint {}{line}: {}; read as empty (log start offset reset to the first segment)",
+            checkpoint.file.display(),
+            checkpoint.problem
+        ))?;
     }
     for split in &report.split_segments {
         out.line(format_args!(

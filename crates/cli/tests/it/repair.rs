@@ -273,3 +273,37 @@ fn the_demo_runs_and_every_check_passes() {
     ]);
     assert_eq!(again.code, 2);
 }
+
+/// Issue 12, bug 6: a corrupt checkpoint is named, with its line, in `recover`'s report
+/// (text and JSON) instead of silently resetting the log start offset.
+#[test]
+fn recover_reports_a_corrupt_checkpoint_with_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("ckpt-0");
+    let text: String = (0..50)
+        .map(|i| format!("{{\"value\":\"v{i}\"}}\n"))
+        .collect();
+    let produced = produce_small_segments(&dir, &text);
+    assert_eq!(produced.code, 0, "{}", produced.stderr);
+    let checkpoint = dir.join("log-start-offset-checkpoint");
+    std::fs::write(&checkpoint, "0\n1\nckpt 0 oops\n").unwrap();
+
+    let run = seglog(["recover".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let report = &run.json_lines()[0];
+    let problems = report["checkpoint_problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{report}");
+    assert_eq!(problems[0]["file"], checkpoint.display().to_string());
+    assert_eq!(problems[0]["line"], 3);
+    assert_eq!(problems[0]["problem"], "corrupt: malformed line");
+
+    std::fs::write(&checkpoint, "7\n").unwrap();
+    let text = seglog(["recover".as_ref(), dir.as_os_str()]).ok();
+    assert!(
+        text.contains(&format!(
+            "checkpoint {} line 1: corrupt: unsupported checkpoint version 7",
+            checkpoint.display()
+        )),
+        "{text}"
+    );
+}

@@ -1,7 +1,7 @@
 //! LogDir: a log.dirs root with many partitions and the root's state files.
 
 use seglog::{
-    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
+    CLEAN_SHUTDOWN_FILE, Clock, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
     RECOVERY_POINT_CHECKPOINT, TopicPartition,
 };
 
@@ -121,4 +121,120 @@ fn recover_all_recovers_every_partition() {
     let orders = dir.log(&TopicPartition::new("orders", 0)).unwrap();
     assert!(orders.segment_count() > 1);
     assert_eq!(values(&orders).len(), 80);
+}
+
+/// Issue 12, bug 3: a log that outlives its `LogDir` keeps the root locked, so a second
+/// `LogDir` cannot open it and append over an acknowledged append at the same offsets.
+#[test]
+fn a_log_outliving_its_log_dir_keeps_the_root_locked() {
+    let root = tempfile::tempdir().unwrap();
+    let tp = TopicPartition::new("orders", 0);
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    let log = dir.get_or_create(&tp).unwrap();
+    assert_eq!(log.append(&numbered(T0, "b", 3)).unwrap().first_offset, 0);
+    drop(dir); // a thread still holds `log`
+    let err = LogDir::open(root.path(), small_config(1024)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            seglog::Error::Locked {
+                in_this_process: true,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("drop"), "{err}");
+    // A standalone open of the partition (its parent is the root) is refused too.
+    assert!(matches!(
+        seglog::Log::open(root.path().join("orders-0"), small_config(1024)),
+        Err(seglog::Error::Locked { .. })
+    ));
+    let old = log.append(&numbered(T0, "old", 3)).unwrap();
+    assert_eq!(old.first_offset, 3);
+    // Closing keeps the lock (the log still serves reads); dropping releases it.
+    log.close().unwrap();
+    assert!(matches!(
+        LogDir::open(root.path(), small_config(1024)),
+        Err(seglog::Error::Locked { .. })
+    ));
+    drop(log);
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    let log = dir.log(&tp).unwrap();
+    assert_eq!(log.append(&numbered(T0, "new", 3)).unwrap().first_offset, 6);
+    let all = values(&log);
+    assert_eq!(all.len(), 9);
+    assert_eq!(all[3], (3, b"old-0".to_vec()));
+    assert_eq!(all[6], (6, b"new-0".to_vec()));
+    dir.close().unwrap();
+}
+
+/// Issue 12, bug 4: a partition's own `flush` and `tick` checkpoint its recovery point in the
+/// root, so a crash afterwards recovers at most the active segment, not all of them.
+#[test]
+fn a_partitions_own_flush_and_tick_checkpoint_its_recovery_point() {
+    for via_tick in [false, true] {
+        let root = tempfile::tempdir().unwrap();
+        let tp = TopicPartition::new("orders", 0);
+        let clock = clock();
+        let options = OpenOptions {
+            clock: clock.clone(),
+            ..OpenOptions::default()
+        };
+        let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
+        let log = dir.get_or_create(&tp).unwrap();
+        append_numbered(&log, 200, "r", 2);
+        let segments = log.segment_count();
+        assert!(segments >= 10, "{segments}");
+        if via_tick {
+            log.tick(clock.now_ms()).unwrap();
+        } else {
+            log.flush().unwrap();
+        }
+        let recovery_point = log.recovery_point();
+        drop((log, dir)); // crash: no close, no LogDir checkpoint
+        let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
+        let log = dir.log(&tp).unwrap();
+        let report = log.load_report();
+        assert!(!report.had_clean_shutdown);
+        assert_eq!(
+            report.recovery_point_checkpoint, recovery_point,
+            "tick: {via_tick}"
+        );
+        assert!(
+            report.recovered().count() <= 1,
+            "tick: {via_tick}: {} of {segments} segments recovered",
+            report.recovered().count()
+        );
+        assert_eq!(values(&log).len(), 400);
+        dir.close().unwrap();
+    }
+}
+
+/// Issue 12, bug 6: a corrupt root checkpoint is reported by the `LogDir` and by every
+/// partition's load report, with file and line.
+#[test]
+fn corrupt_root_checkpoints_are_reported() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    for topic in ["a", "b"] {
+        let log = dir.get_or_create(&TopicPartition::new(topic, 0)).unwrap();
+        append_numbered(&log, 3, topic, 1);
+    }
+    assert!(dir.checkpoint_problems().is_empty());
+    dir.close().unwrap();
+    drop(dir);
+    let path = root.path().join(RECOVERY_POINT_CHECKPOINT);
+    std::fs::write(&path, "0\n2\na 0 3\n").unwrap();
+    let dir = LogDir::open(root.path(), small_config(1024)).unwrap();
+    assert_eq!(dir.checkpoint_problems().len(), 1);
+    let problem = &dir.checkpoint_problems()[0];
+    assert_eq!((problem.path.clone(), problem.line), (path, Some(2)));
+    for (_, log) in dir.logs() {
+        assert_eq!(
+            log.load_report().checkpoint_problems,
+            dir.checkpoint_problems()
+        );
+    }
+    dir.close().unwrap();
 }

@@ -380,3 +380,60 @@ fn swap_and_cleaned_leftovers_follow_kafkas_rules() {
         assert_eq!(leftovers, 0);
     }
 }
+
+/// Issue 12, bug 6: a corrupt checkpoint is still read as empty (Kafka's rule), but the load
+/// report says which file and which line, instead of a silent reset of the log start.
+#[test]
+fn corrupt_checkpoints_are_reported_with_file_and_line() {
+    use seglog::{CheckpointProblemKind, CorruptKind, LOG_START_OFFSET_CHECKPOINT};
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
+    log.set_high_watermark(60).unwrap();
+    log.delete_records_before(7).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let log_start = dir.path().join(LOG_START_OFFSET_CHECKPOINT);
+    let recovery = dir.path().join(RECOVERY_POINT_CHECKPOINT);
+    assert_eq!(
+        std::fs::read_to_string(&log_start).unwrap(),
+        "0\n1\nseglog 0 7\n"
+    );
+    std::fs::write(&log_start, "0\n1\nseglog 0 x\n").unwrap();
+    std::fs::write(&recovery, "1\n0\n").unwrap();
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert_eq!(log.log_start_offset(), 0, "read as empty, as Kafka does");
+    let problems = &log.load_report().checkpoint_problems;
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems[0].path, recovery);
+    assert_eq!(problems[0].line, Some(1));
+    assert_eq!(
+        problems[0].kind,
+        CheckpointProblemKind::Corrupt(CorruptKind::UnsupportedVersion(1))
+    );
+    assert_eq!(problems[1].path, log_start);
+    assert_eq!(problems[1].line, Some(3));
+    assert_eq!(
+        problems[1].kind,
+        CheckpointProblemKind::Corrupt(CorruptKind::MalformedLine)
+    );
+    let text = problems[1].to_string();
+    assert!(
+        text.contains("log-start-offset-checkpoint line 3"),
+        "{text}"
+    );
+    log.close().unwrap();
+    drop(log);
+    // Rewritten at close: the next open finds nothing wrong.
+    let log = open(dir.path(), small_config(1024), &clock);
+    assert!(log.load_report().checkpoint_problems.is_empty());
+    // A read-only open reports the same way.
+    drop(log);
+    std::fs::write(&recovery, "0\n2\nseglog 0 1\n").unwrap();
+    let log = seglog::Log::open_read_only(dir.path(), small_config(1024)).unwrap();
+    let problems = &log.load_report().checkpoint_problems;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(
+        (problems[0].path.clone(), problems[0].line),
+        (recovery, Some(2))
+    );
+}
