@@ -5,6 +5,7 @@
 
 mod corpus;
 mod corpus_read;
+mod kafka_fixtures;
 mod produce_read;
 mod repair;
 mod support;
