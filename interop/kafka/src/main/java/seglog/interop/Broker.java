@@ -119,6 +119,20 @@ final class Broker implements AutoCloseable {
         return cmd;
     }
 
+    /** Runs a Kafka tool's main class in a child JVM; returns its output (stdout and stderr). */
+    String runTool(String mainClass, List<String> args) throws IOException, InterruptedException {
+        Path out = Files.createTempFile(root, "tool", ".out");
+        Process t = new ProcessBuilder(java(mainClass, args.toArray(new String[0])))
+                .redirectErrorStream(true).redirectOutput(out.toFile()).start();
+        if (!t.waitFor(120, TimeUnit.SECONDS)) {
+            t.destroyForcibly();
+            throw new IOException(mainClass + " did not finish in 120 s");
+        }
+        String text = Files.readString(out, StandardCharsets.UTF_8);
+        if (t.exitValue() != 0) throw new IOException(mainClass + " " + args + " exited " + t.exitValue() + ":\n" + text);
+        return text;
+    }
+
     String bootstrap() {
         return "127.0.0.1:" + port;
     }
@@ -209,6 +223,15 @@ final class Broker implements AutoCloseable {
             for (String line : Files.readAllLines(root.resolve("broker-" + i + ".log"), StandardCharsets.UTF_8)) {
                 if (line.contains(needle)) hits.add(line);
             }
+        }
+        return hits;
+    }
+
+    /** The lines of the current (last) start's broker log containing {@code needle}. */
+    List<String> grepLastLog(String needle) throws IOException {
+        List<String> hits = new ArrayList<>();
+        for (String line : Files.readAllLines(root.resolve("broker-" + starts + ".log"), StandardCharsets.UTF_8)) {
+            if (line.contains(needle)) hits.add(line);
         }
         return hits;
     }

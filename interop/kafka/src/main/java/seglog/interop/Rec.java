@@ -40,6 +40,18 @@ record Rec(long offset, long timestamp, String timestampType, String key, String
         return new Rec(r.offset(), r.timestamp(), type, hex(r.key()), hex(r.value()), headers);
     }
 
+    /** A producer record as the record it will be (offset {@code offset}, CreateTime). */
+    static Rec of(org.apache.kafka.clients.producer.ProducerRecord<byte[], byte[]> r, long offset) {
+        List<List<String>> headers = new ArrayList<>();
+        for (Header h : r.headers()) {
+            List<String> pair = new ArrayList<>();
+            pair.add(h.key());
+            pair.add(hex(h.value()));
+            headers.add(pair);
+        }
+        return new Rec(offset, r.timestamp(), "create", hex(r.key()), hex(r.value()), headers);
+    }
+
     static Rec of(JsonNode n) {
         List<List<String>> headers = new ArrayList<>();
         for (JsonNode h : n.path("headers")) {
