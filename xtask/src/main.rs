@@ -9,6 +9,7 @@
 //! - `fuzz`: every cargo-fuzz target in `fuzz/` for a bounded time each.
 //! - `bench`: the macro benchmark suite in release mode, or the criterion benches.
 //! - `crash`: the long reliability runs (kill -9 harness; `--all` scales every suite).
+//! - `kafka`: Apache Kafka 4.4 (a real broker and its storage code) as the oracle, from `interop/kafka/`.
 
 #![forbid(unsafe_code)]
 
@@ -17,6 +18,7 @@ mod ci;
 mod cmd;
 mod crash;
 mod fuzz;
+mod kafka;
 mod loom;
 mod tidy;
 
@@ -37,6 +39,9 @@ tasks:
   crash [--iterations N] [--seed S] [--all]
                          the kill -9 harness with N kills (default 500, release); --all runs
                          every reliability suite scaled by N/20 (see docs/durability.md)
+  kafka [broker|adopt|storage|all|fixtures] [--release]
+                         Kafka 4.4 as the oracle (needs java 17 and mvn; see interop/kafka/README.md);
+                         fixtures rewrites tests/fixtures/kafka-4.4/
 ";
 
 fn main() -> ExitCode {
@@ -51,6 +56,7 @@ fn main() -> ExitCode {
         "fuzz" => fuzz::run(rest),
         "bench" => bench::run(rest),
         "crash" => crash::run(rest),
+        "kafka" => kafka::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -6,6 +6,7 @@
 mod corpus;
 mod corpus_read;
 mod hostile;
+mod kafka_fixtures;
 mod produce_read;
 mod repair;
 mod support;

@@ -1,0 +1,66 @@
+package seglog.interop;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * Kafka 4.4 as the oracle for seglog. Usage:
+ * {@code Main broker|adopt|storage|all|fixtures --seglog BIN --work DIR [--fixtures DIR]}.
+ * Exit 0 when every check passed, 1 when any failed (each failure printed), 2 on bad usage.
+ */
+public final class Main {
+    private Main() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1) usage("no scenario");
+        String scenario = args[0];
+        Path bin = null;
+        Path work = null;
+        Path fixtures = null;
+        for (int i = 1; i < args.length; i += 2) {
+            if (i + 1 >= args.length) usage(args[i] + " needs a value");
+            switch (args[i]) {
+                case "--seglog" -> bin = Path.of(args[i + 1]);
+                case "--work" -> work = Path.of(args[i + 1]);
+                case "--fixtures" -> fixtures = Path.of(args[i + 1]);
+                default -> usage("unknown option " + args[i]);
+            }
+        }
+        if (bin == null || work == null) usage("--seglog and --work are required");
+        if (!List.of("broker", "adopt", "storage", "all", "fixtures").contains(scenario)) usage("unknown scenario " + scenario);
+        if (scenario.equals("fixtures") && fixtures == null) usage("fixtures needs --fixtures DIR");
+        Fs.deleteTree(work);
+        Files.createDirectories(work);
+        Report report = new Report();
+        Seglog seglog = new Seglog(bin);
+        int code;
+        try {
+            if (scenario.equals("broker") || scenario.equals("all") || scenario.equals("fixtures")) {
+                new BrokerScenario(report, seglog, work).run(scenario.equals("fixtures") ? fixtures : null);
+            }
+            if (scenario.equals("adopt") || scenario.equals("all")) {
+                new AdoptScenario(report, seglog, work).run();
+            }
+            if (scenario.equals("storage") || scenario.equals("all")) {
+                new StorageScenario(report, seglog, work).run();
+            }
+        } catch (Exception e) {
+            report.fail("the harness stopped on " + e);
+            e.printStackTrace();
+        }
+        System.err.println();
+        System.err.println("kafka interop: " + report.passed() + " checks passed, " + report.failures().size() + " failed");
+        for (String n : report.notes()) System.err.println("  note: " + n);
+        for (String f : report.failures()) System.err.println("  FAILED: " + f);
+        code = report.failures().isEmpty() ? 0 : 1;
+        if (code == 0) Fs.deleteTree(work);
+        System.exit(code);
+    }
+
+    private static void usage(String why) {
+        System.err.println("kafka interop: " + why
+                + "\nusage: Main broker|adopt|storage|all|fixtures --seglog BIN --work DIR [--fixtures DIR]");
+        System.exit(2);
+    }
+}

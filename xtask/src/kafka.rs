@@ -1,0 +1,155 @@
+//! `cargo xtask kafka [broker|adopt|storage|all|fixtures]`: Apache Kafka 4.4 as the oracle.
+//!
+//! Builds the `seglog` binary and the Maven project in `interop/kafka/` (Java 17, Kafka 4.4.0
+//! from Maven Central into the normal local repository), then runs its harness, which starts a
+//! real single-node KRaft broker on 127.0.0.1 and compares what Kafka says with what seglog says
+//! (see `interop/kafka/README.md`). `fixtures` reruns the broker scenario and rewrites
+//! `tests/fixtures/kafka-4.4/`.
+//!
+//! Without `java` or `mvn` on `PATH` the task is skipped with one line, except under `CI=true`,
+//! where that is a failure.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cmd::{cargo, run as run_command, workspace_root};
+
+const SCENARIOS: &[&str] = &["broker", "adopt", "storage", "all", "fixtures"];
+
+/// The whole harness must finish in this time, or it is stopped (and its brokers with it).
+const TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
+
+/// Runs the harness for one scenario (default `all`); `--release` builds seglog optimized.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut scenario = "all";
+    let mut release = false;
+    for arg in args {
+        match arg.as_str() {
+            "--release" => release = true,
+            name if SCENARIOS.contains(&name) => scenario = name,
+            other => {
+                return Err(format!(
+                    "`kafka` takes one of {} and --release, got `{other}`",
+                    SCENARIOS.join("|")
+                ));
+            }
+        }
+    }
+    let root = workspace_root();
+    if let Some(missing) = missing_tool() {
+        let line = format!(
+            "kafka interop skipped: `{missing}` is not on PATH (Java 17 and Maven are needed)"
+        );
+        if std::env::var("CI").is_ok_and(|v| v == "true") {
+            return Err(line);
+        }
+        eprintln!("{line}");
+        return Ok(());
+    }
+
+    let mut build = cargo();
+    build.args(["build", "--package", "seglog-cli", "--bin", "seglog"]);
+    if release {
+        build.arg("--release");
+    }
+    run_command(build)?;
+    let seglog = root
+        .join("target")
+        .join(if release { "release" } else { "debug" })
+        .join("seglog");
+
+    let project = root.join("interop").join("kafka");
+    let classpath_file = project.join("target").join("classpath.txt");
+    let mut mvn = Command::new("mvn");
+    mvn.current_dir(&project).args([
+        "--batch-mode",
+        "--quiet",
+        "compile",
+        "dependency:build-classpath",
+        &format!("-Dmdep.outputFile={}", classpath_file.display()),
+    ]);
+    run_command(mvn)?;
+    let dependencies = std::fs::read_to_string(&classpath_file)
+        .map_err(|e| format!("read {}: {e}", classpath_file.display()))?;
+    let classpath = format!(
+        "{}:{}",
+        project.join("target").join("classes").display(),
+        dependencies.trim()
+    );
+
+    let work = root.join("target").join("kafka-interop");
+    let mut java = Command::new("java");
+    java.current_dir(&root)
+        .args([
+            "-Xms64m",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-cp",
+            &classpath,
+            "seglog.interop.Main",
+            scenario,
+            "--seglog",
+        ])
+        .arg(&seglog)
+        .arg("--work")
+        .arg(&work);
+    if scenario == "fixtures" {
+        java.arg("--fixtures").arg(fixtures_dir(&root));
+    }
+    eprintln!("\n$ java -cp <interop/kafka classpath> seglog.interop.Main {scenario} ...");
+    let mut child = java
+        .stdin(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("could not start java: {e}"))?;
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > TIME_LIMIT => {
+                // SIGTERM first, so the harness's shutdown hook kills the broker JVMs it started.
+                let _ = Command::new("kill").arg(child.id().to_string()).status();
+                std::thread::sleep(Duration::from_secs(10));
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the kafka interop harness ran over {} s and was stopped; its work dir is {}",
+                    TIME_LIMIT.as_secs(),
+                    work.display()
+                ));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(200)),
+            Err(e) => return Err(format!("waiting for java: {e}")),
+        }
+    };
+    eprintln!("kafka interop: {:.0} s", started.elapsed().as_secs_f64());
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Kafka and seglog disagree (or the harness failed: {status}); the checks that failed are listed above, the brokers' logs are under {}",
+            work.display()
+        ))
+    }
+}
+
+/// Where `fixtures` writes the broker-made directories.
+fn fixtures_dir(root: &Path) -> PathBuf {
+    root.join("tests").join("fixtures").join("kafka-4.4")
+}
+
+/// The first of `java`, `mvn` that cannot be run, if any.
+fn missing_tool() -> Option<&'static str> {
+    for (tool, flag) in [("java", "-version"), ("mvn", "--version")] {
+        let ran = Command::new(tool)
+            .arg(flag)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !ran.is_ok_and(|s| s.success()) {
+            return Some(tool);
+        }
+    }
+    None
+}
