@@ -5,13 +5,17 @@
 //!   says `#![forbid(unsafe_code)]`.
 //! - No `dbg!` or `todo!` anywhere.
 //! - Every package uses the workspace lints (`[lints] workspace = true`).
+//! - Fault injection is test support only: the I/O seam's test backend (`seglog-faults`) is in
+//!   no normal dependency tree of a shipped or benchmarked package, no workspace crate has a
+//!   feature that feature unification could switch on, and no shipped or benchmark source
+//!   makes a non-direct seam.
 
 #[cfg(test)]
 mod tests {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use crate::cmd::workspace_root;
+    use crate::cmd::{cargo, workspace_root};
 
     /// The folders holding workspace packages.
     const PACKAGE_ROOTS: &[&str] = &["crates", "benches", "xtask", "reliability"];
@@ -161,5 +165,107 @@ mod tests {
                 "{member}/Cargo.toml does not use the workspace lints"
             );
         }
+    }
+
+    /// `cargo tree --prefix none --format "{p}|{f}"` with `args`: one line per package,
+    /// `name version (path)|enabled features`.
+    fn cargo_tree(args: &[&str]) -> String {
+        let mut command = cargo();
+        command
+            .arg("tree")
+            .args(args)
+            .args(["--prefix", "none", "--format", "{p}|{f}"]);
+        let output = command.output().expect("run cargo tree");
+        assert!(
+            output.status.success(),
+            "cargo tree {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("cargo tree prints UTF-8")
+    }
+
+    /// What `cargo build --release -p seglog-cli` and every benchmark compile contains no fault
+    /// hook: the fault-injecting backend of the segment I/O seam lives in its own crate, which
+    /// no shipped or benchmarked package depends on (dev-dependencies aside), and no workspace
+    /// crate has a feature at all, so no dev-dependency can unify one into a shared build.
+    #[test]
+    fn shipped_and_benchmarked_builds_contain_no_fault_injection() {
+        for package in [
+            "seglog-cli",
+            "seglog-benches",
+            "seglog",
+            "seglog-segment",
+            "seglog-records",
+            "seglog-index-core",
+        ] {
+            let tree = cargo_tree(&["-p", package, "-e", "normal,build"]);
+            assert!(
+                tree.lines().any(|l| l.starts_with(&format!("{package} v"))),
+                "cargo tree -p {package} does not list {package}:\n{tree}"
+            );
+            if package != "seglog-index-core" && package != "seglog-records" {
+                assert!(
+                    tree.lines().any(|l| l.starts_with("seglog-segment v")),
+                    "{package} no longer depends on seglog-segment: this check proves nothing"
+                );
+            }
+            let faults: Vec<&str> = tree
+                .lines()
+                .filter(|l| l.starts_with("seglog-faults v"))
+                .collect();
+            assert!(
+                faults.is_empty(),
+                "{package} depends on the fault-injecting backend: {faults:?}"
+            );
+        }
+        // Over the whole workspace, dev-dependencies included: no feature of ours is enabled
+        // anywhere (only the implicit `default` of the command line), and a feature-less crate
+        // compiles the same code for tests, benchmarks and release builds.
+        let tree = cargo_tree(&["--workspace", "-e", "features,normal,build,dev"]);
+        let features: Vec<&str> = tree
+            .lines()
+            .filter(|l| {
+                (l.starts_with("seglog") || l.starts_with("xtask"))
+                    && l.contains(" feature \"")
+                    && !l.contains(" feature \"default\"")
+            })
+            .collect();
+        assert!(features.is_empty(), "workspace features: {features:?}");
+        let root = workspace_root();
+        let mut defined = Vec::new();
+        for manifest in [
+            "crates/segment",
+            "crates/log",
+            "crates/index-core",
+            "crates/records",
+        ] {
+            let text = fs::read_to_string(root.join(manifest).join("Cargo.toml"))
+                .unwrap_or_else(|e| panic!("{manifest}/Cargo.toml: {e}"));
+            if text.lines().any(|l| l.trim() == "[features]") {
+                defined.push(manifest);
+            }
+        }
+        assert!(defined.is_empty(), "crates with features: {defined:?}");
+        // The test backend is only reached through `Io::new`: shipped and benchmark code never
+        // makes one (the seam's own unit tests and the backend crate do).
+        let mut offenders = Vec::new();
+        for (path, text) in workspace_rust_files() {
+            let shipped_or_bench = path.starts_with("crates/cli/")
+                || path.starts_with("benches/")
+                || path.contains("/benches/")
+                || path.starts_with("crates/log/src/")
+                || (path.starts_with("crates/segment/src/")
+                    && path != "crates/segment/src/seam.rs");
+            if !shipped_or_bench {
+                continue;
+            }
+            for (number, line) in text.lines().enumerate() {
+                let code = code(line);
+                if code.contains("Io::new(") || code.contains("seglog_faults") {
+                    offenders.push(format!("{path}:{}: {}", number + 1, line.trim()));
+                }
+            }
+        }
+        assert!(offenders.is_empty(), "{}", offenders.join("\n"));
     }
 }

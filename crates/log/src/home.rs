@@ -30,6 +30,7 @@ use crate::checkpoint::{
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::lock::DirLock;
 use crate::{Result, TopicPartition, parse_partition_dir_name};
+use seglog_segment::Io;
 
 /// What the loader needs from the directory-level state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +58,8 @@ pub(crate) enum StateHome {
         /// shared parent root only if the marker was there at open (other partitions were
         /// clean too).
         write_marker: bool,
+        /// The I/O seam of the checkpoint and marker writes' directory fsyncs.
+        io: Io,
     },
     /// Part of a [`crate::LogDir`], which writes the root files; the log rewrites its own
     /// entries only when they must be durable at once (a truncation, a roll across a gap),
@@ -65,6 +68,8 @@ pub(crate) enum StateHome {
         root: PathBuf,
         key: TopicPartition,
         checkpoint_lock: Arc<Mutex<()>>,
+        /// The I/O seam of the checkpoint writes' directory fsyncs.
+        io: Io,
     },
     /// Opened read-only: nothing is ever written.
     ReadOnly,
@@ -141,10 +146,10 @@ fn read_state(root: &Path, key: &TopicPartition, own_root: bool, clean: bool) ->
 ///
 /// # Errors
 /// [`crate::Error::Locked`] if the root is locked; I/O errors of the lock or marker.
-pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
+pub(crate) fn open_standalone(dir: &Path, io: &Io) -> Result<(StateHome, InitialState)> {
     let (root, shared) = root_for(dir);
     let lock = DirLock::acquire(&root)?;
-    let clean = CleanShutdownMarker::new(&root).consume()?;
+    let clean = CleanShutdownMarker::new(&root, io).consume()?;
     let key = key_for(dir);
     let state = read_state(&root, &key, !shared, clean);
     let write_marker = !shared || clean;
@@ -154,6 +159,7 @@ pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
             root,
             key,
             write_marker,
+            io: io.clone(),
         },
         state,
     ))
@@ -162,7 +168,7 @@ pub(crate) fn open_standalone(dir: &Path) -> Result<(StateHome, InitialState)> {
 /// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
 pub(crate) fn peek_read_only(dir: &Path) -> InitialState {
     let (root, shared) = root_for(dir);
-    let clean = CleanShutdownMarker::new(&root).exists();
+    let clean = CleanShutdownMarker::new(&root, &Io::direct()).exists();
     read_state(&root, &key_for(dir), !shared, clean)
 }
 
@@ -178,10 +184,10 @@ impl StateHome {
         recovery_point: i64,
         log_start_offset: Option<i64>,
     ) -> Result<()> {
-        let Self::Standalone { root, key, .. } = self else {
+        let Self::Standalone { root, key, io, .. } = self else {
             return Ok(());
         };
-        write_entries(root, key, recovery_point, log_start_offset)
+        write_entries(io, root, key, recovery_point, log_start_offset)
     }
 
     /// Writes this log's entries now, whoever owns the root (standalone, or a `LogDir`: under
@@ -201,9 +207,10 @@ impl StateHome {
                 root,
                 key,
                 checkpoint_lock,
+                io,
             } => {
                 let _guard = lock(checkpoint_lock);
-                write_entries(root, key, recovery_point, log_start_offset)
+                write_entries(io, root, key, recovery_point, log_start_offset)
             }
             Self::ReadOnly => Ok(()),
         }
@@ -218,8 +225,9 @@ impl StateHome {
             Self::Standalone {
                 root,
                 write_marker: true,
+                io,
                 ..
-            } => CleanShutdownMarker::new(root).write(),
+            } => CleanShutdownMarker::new(root, io).write(),
             _ => Ok(()),
         }
     }
@@ -227,18 +235,19 @@ impl StateHome {
 
 /// Writes `key`'s entries into both checkpoints of `root`.
 fn write_entries(
+    io: &Io,
     root: &Path,
     key: &TopicPartition,
     recovery_point: i64,
     log_start_offset: Option<i64>,
 ) -> Result<()> {
     update(
-        &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
+        &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).with_io(io.clone()),
         key,
         Some(recovery_point),
     )?;
     update(
-        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).with_io(io.clone()),
         key,
         log_start_offset,
     )
@@ -268,7 +277,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state) = open_standalone(&dir).unwrap();
+        let (home, state) = open_standalone(&dir, &Io::direct()).unwrap();
         assert!(!state.had_clean_shutdown);
         assert_eq!(state.recovery_point, 0);
         home.write_checkpoints(42, Some(7)).unwrap();
@@ -277,7 +286,7 @@ mod tests {
         let text = std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
         assert_eq!(text, "0\n1\norders 3 42\n");
         assert!(matches!(
-            open_standalone(&dir),
+            open_standalone(&dir, &Io::direct()),
             Err(crate::Error::Locked { .. })
         ));
         drop(home);
@@ -291,7 +300,7 @@ mod tests {
                 log_start_offset: 7
             }
         );
-        let (_home, state) = open_standalone(&dir).unwrap();
+        let (_home, state) = open_standalone(&dir, &Io::direct()).unwrap();
         assert!(state.had_clean_shutdown);
         assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
     }
@@ -307,7 +316,7 @@ mod tests {
         .unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state) = open_standalone(&dir).unwrap();
+        let (home, state) = open_standalone(&dir, &Io::direct()).unwrap();
         assert_eq!(state.recovery_point, 9);
         assert!(!state.had_clean_shutdown);
         home.write_checkpoints(11, None).unwrap();
