@@ -63,10 +63,11 @@ pub use crate::file_name::{
 };
 pub use crate::open::{OpenOptions, OpenReport, RebuildReason};
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset};
-pub use crate::recover::{RecoveryReport, TruncationReason};
+pub use crate::recover::RecoveryReport;
 pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
+pub use crate::walk::TruncationReason;
 pub use seglog_index_core::TimestampOffset;
 
 /// Result type of this crate.
