@@ -178,7 +178,7 @@ fn crash_write(job: &Job) -> Result<()> {
             finish_crash(job, &data, start, baseline_rss_kib, log)
         }
         Role::Seglog => {
-            let log = crate::seglog_contender::crash_write(job, &data)?;
+            let log = crate::seglog_contender::crash_write(&job.dir, job.copies, &data)?;
             finish_crash(job, &data, start, baseline_rss_kib, log)
         }
         role => Err(format!("no crash-write for {}", role_name(role)).into()),

@@ -11,7 +11,6 @@ use seglog::{Isolation, ListOffsets, Log, LogConfig};
 use seglog_index_core::OffsetIndex;
 use seglog_records::{Batches, Record, RecordRef};
 
-use crate::child::Job;
 use crate::data::Dataset;
 use crate::harness::{Trial, Work};
 use crate::writers::run_writers;
@@ -563,15 +562,15 @@ impl Trial for Open {
     }
 }
 
-/// The child side of the crash workload: appends the dataset `job.copies` times into
-/// `job.dir` and hands the open log back (the caller exits without closing it).
+/// The child side of the crash workload: appends the dataset `copies` times into `dir` and
+/// hands the open log back (the caller exits without closing it).
 ///
 /// # Errors
 ///
 /// On a failed open or append.
-pub fn crash_write(job: &Job, data: &Dataset) -> Result<Log> {
-    let log = open(&job.dir, LogConfig::default())?;
-    for _ in 0..job.copies {
+pub fn crash_write(dir: &Path, copies: usize, data: &Dataset) -> Result<Log> {
+    let log = open(dir, LogConfig::default())?;
+    for _ in 0..copies {
         append_all(&log, data)?;
     }
     Ok(log)

@@ -1,7 +1,9 @@
-//! The state a power loss leaves behind, built from the fault seam's durable images.
+//! The state a power loss leaves behind, built from the durable images of the I/O seam's test
+//! backend.
 //!
-//! `seglog-segment`'s fault injector keeps, for every `.log` under a directory, its bytes as of
-//! the last successful fsync. A [`CrashImage`] combines those with the rest of the directory
+//! `seglog-faults`' [`FaultInjector`] (the backend a test passes as the log's
+//! `OpenOptions::io`) keeps, for every `.log` under a directory, its bytes as of the last
+//! successful fsync. A [`CrashImage`] combines those with the rest of the directory
 //! into one possible post-crash state, under a deliberately hostile model:
 //!
 //! - **`.log` data**: the durable image. With [`CrashOptions::torn_tails`], also a random part of
@@ -11,9 +13,10 @@
 //!   name created since the last directory fsync may be missing, and every rename since then
 //!   may be undone (the old name comes back with the content of the new one). Which names are
 //!   durable comes from the **durable listing** ([`CrashImage::durable_listing`]):
-//!   - *observed* when the directory was fsynced through `seglog_segment::sync_dir` since the
-//!     injector was installed ([`FaultInjector::durable_names`]: the names listed right before
-//!     the last successful directory fsync). Then an unlink not yet made durable may be undone
+//!   - *observed* when the directory was fsynced through the injector's handle
+//!     ([`seglog_segment::Io::sync_dir`]) since the injector was made
+//!     ([`FaultInjector::durable_names`]: the names listed right before the last successful
+//!     directory fsync). Then an unlink not yet made durable may be undone
 //!     too, for the files whose content is known: a tracked `.log` unlinked since comes back
 //!     under its name with its durable image ([`FaultInjector::unlinked_images`]), or under its
 //!     name before a `.deleted` rename when that rename was not durable either. An unlinked
@@ -38,7 +41,7 @@ use std::io;
 use std::path::Path;
 
 use rand::Rng;
-use seglog_segment::fault::FaultInjector;
+use seglog_faults::FaultInjector;
 use seglog_segment::{FileType, parse_file_name};
 
 /// What happens to each index file in the crash state.
@@ -244,7 +247,7 @@ pub enum Listing {
     /// Recorded by the fault injector at the last directory fsync through the seam.
     Observed(BTreeSet<String>),
     /// Supplied by the caller (the directory was never fsynced through the seam since the
-    /// injector was installed).
+    /// injector was made).
     Modelled(BTreeSet<String>),
 }
 
@@ -366,10 +369,15 @@ mod tests {
     #[test]
     fn the_observed_listing_decides_which_names_a_crash_may_lose() {
         let dir = tempfile::tempdir().unwrap();
-        let faults = FaultInjector::install(dir.path());
+        let faults = FaultInjector::new(dir.path());
+        let io = faults.io();
+        let config = SegmentConfig {
+            io: io.clone(),
+            ..SegmentConfig::default()
+        };
         let everything = BTreeSet::new(); // the modelled listing: ignored once observed
-        seglog_segment::sync_dir(dir.path()).unwrap(); // observed: empty
-        let mut active = ActiveSegment::create(dir.path(), 0, &SegmentConfig::default()).unwrap();
+        io.sync_dir(dir.path()).unwrap(); // observed: empty
+        let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
         let ids = [crate::RecordId { stream: 1, seq: 0 }];
         let batch = crate::build_batch(&ids, seglog::Compression::None).unwrap();
         active.append(0, ids[0].timestamp_ms(), 0, &batch).unwrap();
@@ -385,7 +393,7 @@ mod tests {
         assert!(0 < kept && kept < 40, "kept {kept} of 40");
 
         // Once the directory is fsynced, no crash loses it.
-        seglog_segment::sync_dir(dir.path()).unwrap();
+        io.sync_dir(dir.path()).unwrap();
         let (kept, bytes) = survivals(dir.path(), &faults, &everything, &log);
         assert_eq!(kept, 40);
         assert_eq!(bytes.as_deref(), Some(&batch[..]));
@@ -397,15 +405,19 @@ mod tests {
         let (kept, bytes) = survivals(dir.path(), &faults, &everything, &log);
         assert!(0 < kept && kept < 40, "kept {kept} of 40");
         assert_eq!(bytes.as_deref(), Some(&batch[..]));
-        seglog_segment::sync_dir(dir.path()).unwrap();
+        io.sync_dir(dir.path()).unwrap();
         assert_eq!(survivals(dir.path(), &faults, &everything, &log).0, 0);
     }
 
     #[test]
     fn without_an_observed_listing_the_modelled_one_is_used() {
         let dir = tempfile::tempdir().unwrap();
-        let faults = FaultInjector::install(dir.path());
-        let active = ActiveSegment::create(dir.path(), 0, &SegmentConfig::default()).unwrap();
+        let faults = FaultInjector::new(dir.path());
+        let config = SegmentConfig {
+            io: faults.io(),
+            ..SegmentConfig::default()
+        };
+        let active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
         let log = file_name(0, FileKind::LOG);
         let modelled = CrashImage::list_names(dir.path()).unwrap();
         assert!(matches!(

@@ -12,7 +12,7 @@
 //! - [`read_log`] / [`check_acknowledged`]: read a whole log and check CRCs, contents, the absence
 //!   of gaps and of anything past the end, and that every acknowledged record is there.
 //! - [`CrashImage`]: the post-power-loss state of a directory, built from the durable images
-//!   that `seglog-segment`'s fault seam keeps (with torn pages, lost directory entries and
+//!   that the I/O seam's test backend (`seglog-faults`) keeps (with torn pages, lost directory entries and
 //!   index files in any state the crash could leave).
 //! - [`child`]: the kill -9 protocol between the test and the `crash-child` process.
 //!

@@ -6,13 +6,19 @@
 //! - No `dbg!` or `todo!` anywhere.
 //! - Every package uses the workspace lints (`[lints] workspace = true`).
 //! - Every dependency a package declares is used by its code (no dead dependencies).
+//! - Fault injection is test support only: the I/O seam's test backend (`seglog-faults`) is in
+//!   no normal dependency tree of a shipped or benchmarked package, no workspace crate has a
+//!   feature that feature unification could switch on, and no shipped or benchmark source
+//!   makes a non-direct seam.
+//! - No module cycles: within a crate, the top-level modules' `crate::` references (tests
+//!   aside) form no cycle.
 
 #[cfg(test)]
 mod tests {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use crate::cmd::workspace_root;
+    use crate::cmd::{cargo, workspace_root};
 
     /// The folders holding workspace packages.
     const PACKAGE_ROOTS: &[&str] = &["crates", "benches", "xtask", "reliability"];
@@ -162,6 +168,266 @@ mod tests {
                 "{member}/Cargo.toml does not use the workspace lints"
             );
         }
+    }
+
+    /// `cargo tree --prefix none --format "{p}|{f}"` with `args`: one line per package,
+    /// `name version (path)|enabled features`.
+    fn cargo_tree(args: &[&str]) -> String {
+        let mut command = cargo();
+        command
+            .arg("tree")
+            .args(args)
+            .args(["--prefix", "none", "--format", "{p}|{f}"]);
+        let output = command.output().expect("run cargo tree");
+        assert!(
+            output.status.success(),
+            "cargo tree {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).expect("cargo tree prints UTF-8")
+    }
+
+    /// What `cargo build --release -p seglog-cli` and every benchmark compile contains no fault
+    /// hook: the fault-injecting backend of the segment I/O seam lives in its own crate, which
+    /// no shipped or benchmarked package depends on (dev-dependencies aside), and no workspace
+    /// crate has a feature at all, so no dev-dependency can unify one into a shared build.
+    #[test]
+    fn shipped_and_benchmarked_builds_contain_no_fault_injection() {
+        for package in [
+            "seglog-cli",
+            "seglog-benches",
+            "seglog",
+            "seglog-segment",
+            "seglog-records",
+            "seglog-index-core",
+        ] {
+            let tree = cargo_tree(&["-p", package, "-e", "normal,build"]);
+            assert!(
+                tree.lines().any(|l| l.starts_with(&format!("{package} v"))),
+                "cargo tree -p {package} does not list {package}:\n{tree}"
+            );
+            if package != "seglog-index-core" && package != "seglog-records" {
+                assert!(
+                    tree.lines().any(|l| l.starts_with("seglog-segment v")),
+                    "{package} no longer depends on seglog-segment: this check proves nothing"
+                );
+            }
+            let faults: Vec<&str> = tree
+                .lines()
+                .filter(|l| l.starts_with("seglog-faults v"))
+                .collect();
+            assert!(
+                faults.is_empty(),
+                "{package} depends on the fault-injecting backend: {faults:?}"
+            );
+        }
+        // Over the whole workspace, dev-dependencies included: no feature of ours is enabled
+        // anywhere (only the implicit `default` of the command line), and a feature-less crate
+        // compiles the same code for tests, benchmarks and release builds.
+        let tree = cargo_tree(&["--workspace", "-e", "features,normal,build,dev"]);
+        let features: Vec<&str> = tree
+            .lines()
+            .filter(|l| {
+                (l.starts_with("seglog") || l.starts_with("xtask"))
+                    && l.contains(" feature \"")
+                    && !l.contains(" feature \"default\"")
+            })
+            .collect();
+        assert!(features.is_empty(), "workspace features: {features:?}");
+        let root = workspace_root();
+        let mut defined = Vec::new();
+        for manifest in [
+            "crates/segment",
+            "crates/log",
+            "crates/index-core",
+            "crates/records",
+        ] {
+            let text = fs::read_to_string(root.join(manifest).join("Cargo.toml"))
+                .unwrap_or_else(|e| panic!("{manifest}/Cargo.toml: {e}"));
+            if text.lines().any(|l| l.trim() == "[features]") {
+                defined.push(manifest);
+            }
+        }
+        assert!(defined.is_empty(), "crates with features: {defined:?}");
+        // The test backend is only reached through `Io::new`: shipped and benchmark code never
+        // makes one (the seam's own unit tests and the backend crate do).
+        let mut offenders = Vec::new();
+        for (path, text) in workspace_rust_files() {
+            let shipped_or_bench = path.starts_with("crates/cli/")
+                || path.starts_with("benches/")
+                || path.contains("/benches/")
+                || path.starts_with("crates/log/src/")
+                || (path.starts_with("crates/segment/src/")
+                    && path != "crates/segment/src/seam.rs");
+            if !shipped_or_bench {
+                continue;
+            }
+            for (number, line) in text.lines().enumerate() {
+                let code = code(line);
+                if code.contains("Io::new(") || code.contains("seglog_faults") {
+                    offenders.push(format!("{path}:{}: {}", number + 1, line.trim()));
+                }
+            }
+        }
+        assert!(offenders.is_empty(), "{}", offenders.join("\n"));
+    }
+
+    /// The top-level modules a file's code (comments and `#[cfg(test)] mod` blocks at the end
+    /// aside) names as `crate::<module>`, directly or in a `use crate::{...}` group.
+    fn crate_references(text: &str) -> std::collections::BTreeSet<String> {
+        let mut code_text = String::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (i, line) in lines.iter().enumerate() {
+            let next = lines[i + 1..].iter().find(|l| !l.trim().is_empty());
+            if line.trim() == "#[cfg(test)]"
+                && next.is_some_and(|l| l.trim_start().starts_with("mod "))
+            {
+                break;
+            }
+            code_text.push_str(&code(line));
+            code_text.push('\n');
+        }
+        let ident = |c: char| c.is_alphanumeric() || c == '_';
+        let mut names = std::collections::BTreeSet::new();
+        let mut rest = code_text.as_str();
+        while let Some(at) = rest.find("crate::") {
+            let after = &rest[at + "crate::".len()..];
+            if let Some(group) = after.strip_prefix('{') {
+                // The first identifier of every top-level item of the group.
+                let (mut depth, mut item_start, mut name) = (0usize, true, String::new());
+                for ch in group.chars() {
+                    match ch {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => item_start = true,
+                        c if depth == 0 && item_start && ident(c) => {
+                            name.push(c);
+                            continue;
+                        }
+                        c if depth == 0 && item_start && c.is_whitespace() && name.is_empty() => {
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    if !name.is_empty() {
+                        names.insert(std::mem::take(&mut name));
+                    }
+                    if ch != ',' {
+                        item_start = false;
+                    }
+                }
+                if !name.is_empty() {
+                    names.insert(name);
+                }
+            } else {
+                names.insert(after.chars().take_while(|c| ident(*c)).collect());
+            }
+            rest = after;
+        }
+        names
+    }
+
+    /// The cycles among the top-level modules of the crate whose sources are in `src`.
+    fn module_cycles(src: &Path) -> Vec<Vec<String>> {
+        use std::collections::{BTreeMap, BTreeSet};
+        let mut uses: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let Ok(entries) = fs::read_dir(src) else {
+            return Vec::new();
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let module = if path.is_dir() {
+                if name == "bin" {
+                    continue; // binaries are crates of their own
+                }
+                name
+            } else if let Some(stem) = name.strip_suffix(".rs") {
+                if stem == "lib" || stem == "main" {
+                    continue;
+                }
+                stem.to_owned()
+            } else {
+                continue;
+            };
+            let mut files = Vec::new();
+            if path.is_dir() {
+                rust_files(&path, &mut files);
+            } else {
+                files.push(path);
+            }
+            let refs = uses.entry(module.clone()).or_default();
+            for file in files {
+                let text = fs::read_to_string(&file).expect("read a source file");
+                refs.extend(crate_references(&text).into_iter().filter(|m| *m != module));
+            }
+        }
+        let modules: BTreeSet<String> = uses.keys().cloned().collect();
+        for refs in uses.values_mut() {
+            refs.retain(|m| modules.contains(m));
+        }
+        // A module is on a cycle with every module that reaches it and that it reaches.
+        let reach = |from: &String| {
+            let mut seen = BTreeSet::new();
+            let mut todo = vec![from.clone()];
+            while let Some(m) = todo.pop() {
+                for next in &uses[&m] {
+                    if seen.insert(next.clone()) {
+                        todo.push(next.clone());
+                    }
+                }
+            }
+            seen
+        };
+        let reaches: BTreeMap<&String, BTreeSet<String>> =
+            modules.iter().map(|m| (m, reach(m))).collect();
+        let mut cycles: Vec<Vec<String>> = Vec::new();
+        let mut placed = BTreeSet::new();
+        for m in &modules {
+            if placed.contains(m) || !reaches[m].contains(m) {
+                continue;
+            }
+            let component: Vec<String> = modules
+                .iter()
+                .filter(|o| reaches[m].contains(*o) && reaches[*o].contains(m))
+                .cloned()
+                .collect();
+            placed.extend(component.iter().cloned());
+            cycles.push(component);
+        }
+        cycles
+    }
+
+    #[test]
+    fn crate_references_read_paths_and_use_groups() {
+        let text = "use crate::error::{Error, IoOp};\nuse crate::{\n    Result, io,\n    seam::{Direct, Io},\n};\n// crate::comment\nlet x = crate::walk::scan();\n#[cfg(test)]\nmod tests {\n    use crate::later;\n}\n";
+        let found: Vec<String> = crate_references(text).into_iter().collect();
+        assert_eq!(found, ["Result", "error", "io", "seam", "walk"]);
+    }
+
+    #[test]
+    fn no_module_cycles() {
+        let root = workspace_root();
+        let mut sources = vec![
+            root.join("benches/src"),
+            root.join("reliability/src"),
+            root.join("xtask/src"),
+        ];
+        for entry in fs::read_dir(root.join("crates"))
+            .expect("crates/")
+            .flatten()
+        {
+            sources.push(entry.path().join("src"));
+        }
+        let mut found = Vec::new();
+        for src in &sources {
+            for cycle in module_cycles(src) {
+                found.push(format!("{}: {}", src.display(), cycle.join(" <-> ")));
+            }
+        }
+        assert!(found.is_empty(), "module cycles:\n{}", found.join("\n"));
+        assert!(sources.len() >= 8, "sources: {sources:?}");
     }
 
     /// The dependency names declared in a manifest's `[dependencies]`, `[dev-dependencies]`,

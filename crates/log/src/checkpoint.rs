@@ -13,6 +13,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use seglog_segment::Io;
+
 use crate::error::CorruptKind;
 use crate::fsutil::write_atomic;
 use crate::{Error, Result, TopicPartition};
@@ -26,12 +28,24 @@ pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
 #[derive(Debug, Clone)]
 pub struct OffsetCheckpointFile {
     path: PathBuf,
+    /// The seam the directory fsync of [`OffsetCheckpointFile::write`] goes through.
+    io: Io,
 }
 
 impl OffsetCheckpointFile {
     /// A handle on the checkpoint at `path` (nothing is read or created yet).
     pub fn new(path: impl Into<PathBuf>) -> Self {
-        Self { path: path.into() }
+        Self {
+            path: path.into(),
+            io: Io::direct(),
+        }
+    }
+
+    /// The same handle, writing through the I/O seam `io` (a log passes its
+    /// [`crate::OpenOptions::io`]). Default: [`Io::direct`].
+    #[must_use]
+    pub fn with_io(self, io: Io) -> Self {
+        Self { io, ..self }
     }
 
     /// The file's path.
@@ -98,7 +112,7 @@ impl OffsetCheckpointFile {
     /// # Errors
     /// [`Error::Io`] naming the failing step.
     pub fn write(&self, entries: &BTreeMap<TopicPartition, i64>) -> Result<()> {
-        write_atomic(&self.path, format(entries).as_bytes())
+        write_atomic(&self.io, &self.path, format(entries).as_bytes())
     }
 }
 

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use seglog_segment::Io;
+
 use crate::Result;
 use crate::fsutil::{remove_if_exists, sync_dir, write_atomic};
 
@@ -16,12 +18,15 @@ pub const CLEAN_SHUTDOWN_FILE: &str = ".kafka_cleanshutdown";
 #[derive(Debug, Clone)]
 pub(crate) struct CleanShutdownMarker {
     path: PathBuf,
+    /// The seam its directory fsyncs go through.
+    io: Io,
 }
 
 impl CleanShutdownMarker {
-    pub(crate) fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path, io: &Io) -> Self {
         Self {
             path: dir.join(CLEAN_SHUTDOWN_FILE),
+            io: io.clone(),
         }
     }
 
@@ -38,7 +43,7 @@ impl CleanShutdownMarker {
     pub(crate) fn consume(&self) -> Result<bool> {
         let existed = remove_if_exists(&self.path)?;
         if existed && let Some(dir) = self.path.parent() {
-            sync_dir(dir)?;
+            sync_dir(&self.io, dir)?;
         }
         Ok(existed)
     }
@@ -48,7 +53,7 @@ impl CleanShutdownMarker {
     /// # Errors
     /// [`crate::Error::Io`] naming the failing step.
     pub(crate) fn write(&self) -> Result<()> {
-        write_atomic(&self.path, br#"{"version":0,"brokerEpoch":-1}"#)
+        write_atomic(&self.io, &self.path, br#"{"version":0,"brokerEpoch":-1}"#)
     }
 }
 
@@ -59,7 +64,7 @@ mod tests {
     #[test]
     fn consume_deletes_and_reports() {
         let dir = tempfile::tempdir().unwrap();
-        let marker = CleanShutdownMarker::new(dir.path());
+        let marker = CleanShutdownMarker::new(dir.path(), &Io::direct());
         assert!(!marker.consume().unwrap());
         marker.write().unwrap();
         assert!(marker.exists());

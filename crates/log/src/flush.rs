@@ -66,7 +66,7 @@ impl Log {
         for (_, segment) in view.segments.range(recovery_point, range_end) {
             segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
         }
-        if dir_dirty && let Err(e) = sync_dir(&self.dir) {
+        if dir_dirty && let Err(e) = sync_dir(&self.segment_config.io, &self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
             self.poison_with("fsync directory");
             return Err(e);
@@ -113,7 +113,7 @@ impl Log {
                 .sync_log_data()
                 .map_err(|e| self.poisoned_by("fsync", e))?;
         }
-        if dir_dirty && let Err(e) = sync_dir(&self.dir) {
+        if dir_dirty && let Err(e) = sync_dir(&self.segment_config.io, &self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
             self.poison_with("fsync directory");
             return Err(e);
@@ -128,7 +128,7 @@ impl Log {
     /// # Errors
     /// The directory fsync's I/O error.
     pub(crate) fn sync_dir_or_poison(&self) -> Result<()> {
-        if let Err(e) = sync_dir(&self.dir) {
+        if let Err(e) = sync_dir(&self.segment_config.io, &self.dir) {
             self.dir_dirty.store(true, Ordering::Release);
             self.poison_with("fsync directory");
             return Err(e);

@@ -4,15 +4,18 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use seglog_segment::Io;
+
 use crate::Result;
 use crate::error::IoContext;
 
 /// Atomically replaces `path` with `bytes`: write `<path>.tmp`, fsync it, rename it over `path`,
-/// then fsync the parent directory so the rename survives a power loss (KAFKA-3968, KAFKA-16541).
+/// then fsync the parent directory (through `io`) so the rename survives a power loss
+/// (KAFKA-3968, KAFKA-16541).
 ///
 /// # Errors
 /// [`crate::Error::Io`] naming the step and the file that failed.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(io: &Io, path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = tmp_path(path);
     {
         let mut file = OpenOptions::new()
@@ -25,7 +28,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         file.sync_all().ctx("fsync", &tmp)?;
     }
     fs::rename(&tmp, path).ctx("rename", path)?;
-    sync_parent(path)
+    sync_parent(io, path)
 }
 
 /// `<path>.tmp`.
@@ -39,22 +42,22 @@ fn tmp_path(path: &Path) -> PathBuf {
 ///
 /// # Errors
 /// [`crate::Error::Io`] if the directory cannot be opened or synced.
-pub(crate) fn sync_parent(path: &Path) -> Result<()> {
+pub(crate) fn sync_parent(io: &Io, path: &Path) -> Result<()> {
     match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(parent),
-        _ => sync_dir(Path::new(".")),
+        Some(parent) if !parent.as_os_str().is_empty() => sync_dir(io, parent),
+        _ => sync_dir(io, Path::new(".")),
     }
 }
 
 /// fsyncs a directory so that creates, renames and deletes inside it are durable. Every
 /// directory fsync of the log (partition directories, checkpoints, the clean-shutdown marker,
-/// a `log.dirs` root) goes through the segment crate's I/O seam, so the fault injector can fail
-/// it and record the durable listing.
+/// a `log.dirs` root) goes through the segment crate's I/O seam (`io`: the handle of the log's
+/// `OpenOptions::io`), so a test backend can fail it and record the durable listing.
 ///
 /// # Errors
 /// [`crate::Error::Segment`] wrapping the directory fsync's I/O error.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    seglog_segment::sync_dir(dir).map_err(crate::Error::Segment)
+pub(crate) fn sync_dir(io: &Io, dir: &Path) -> Result<()> {
+    io.sync_dir(dir).map_err(crate::Error::Segment)
 }
 
 /// Removes a file, treating "already gone" as success.
@@ -77,8 +80,8 @@ mod tests {
     fn replaces_atomically_and_leaves_no_tmp() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cp");
-        write_atomic(&path, b"one").unwrap();
-        write_atomic(&path, b"two").unwrap();
+        write_atomic(&Io::direct(), &path, b"one").unwrap();
+        write_atomic(&Io::direct(), &path, b"two").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"two");
         assert!(!tmp_path(&path).exists());
         assert!(remove_if_exists(&path).unwrap());

@@ -30,6 +30,7 @@ use crate::checkpoint::{
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::lock::DirLock;
 use crate::{Result, TopicPartition, parse_partition_dir_name};
+use seglog_segment::Io;
 
 /// What the loader needs from the directory-level state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,8 @@ pub(crate) enum StateHome {
         write_marker: bool,
         /// The entries last written (to skip unchanged writes); its mutex serializes them.
         written: Mutex<Option<Entries>>,
+        /// The I/O seam of the checkpoint and marker writes' directory fsyncs.
+        io: Io,
     },
     /// Part of a [`crate::LogDir`], which writes the root files for all its logs
     /// (`LogDir::checkpoint`, `tick`, `close`); the log rewrites its own entries, under the
@@ -73,6 +76,8 @@ pub(crate) enum StateHome {
         checkpoint_lock: Arc<Mutex<()>>,
         /// The entries this log last wrote itself (to skip unchanged writes).
         written: Mutex<Option<Entries>>,
+        /// The I/O seam of the checkpoint writes' directory fsyncs.
+        io: Io,
     },
     /// Opened read-only: nothing is ever written.
     ReadOnly,
@@ -93,6 +98,8 @@ pub(crate) struct SharedRoot {
     /// Serializes writes of the root checkpoints (by `LogDir::checkpoint` and by logs that
     /// write their own entries).
     pub(crate) checkpoint_lock: Arc<Mutex<()>>,
+    /// The I/O seam of the root's directory fsyncs.
+    pub(crate) io: Io,
 }
 
 impl SharedRoot {
@@ -104,6 +111,7 @@ impl SharedRoot {
             key: key_for(dir),
             checkpoint_lock: Arc::clone(&self.checkpoint_lock),
             written: Mutex::new(None),
+            io: self.io.clone(),
         }
     }
 }
@@ -198,10 +206,11 @@ fn read_state(
 /// [`crate::Error::Locked`] if the root is locked; I/O errors of the lock or marker.
 pub(crate) fn open_standalone(
     dir: &Path,
+    io: &Io,
 ) -> Result<(StateHome, InitialState, Vec<CheckpointProblem>)> {
     let (root, shared) = root_for(dir);
     let lock = Arc::new(DirLock::acquire(&root)?);
-    let clean = CleanShutdownMarker::new(&root).consume()?;
+    let clean = CleanShutdownMarker::new(&root, io).consume()?;
     let key = key_for(dir);
     let (state, problems) = read_state(&root, &key, !shared, clean);
     let write_marker = !shared || clean;
@@ -212,6 +221,7 @@ pub(crate) fn open_standalone(
             key,
             write_marker,
             written: Mutex::new(None),
+            io: io.clone(),
         },
         state,
         problems,
@@ -221,7 +231,7 @@ pub(crate) fn open_standalone(
 /// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
 pub(crate) fn peek_read_only(dir: &Path) -> (InitialState, Vec<CheckpointProblem>) {
     let (root, shared) = root_for(dir);
-    let clean = CleanShutdownMarker::new(&root).exists();
+    let clean = CleanShutdownMarker::new(&root, &Io::direct()).exists();
     read_state(&root, &key_for(dir), !shared, clean)
 }
 
@@ -241,17 +251,22 @@ impl StateHome {
         force: bool,
         entries: impl FnOnce() -> Entries,
     ) -> Result<()> {
-        let (root, key, written, _guard) = match self {
+        let (root, key, written, io, _guard) = match self {
             Self::Standalone {
-                root, key, written, ..
-            } => (root, key, written, None),
+                root,
+                key,
+                written,
+                io,
+                ..
+            } => (root, key, written, io, None),
             Self::LogDir {
                 root,
                 key,
                 checkpoint_lock,
                 written,
+                io,
                 ..
-            } => (root, key, written, Some(lock(checkpoint_lock))),
+            } => (root, key, written, io, Some(lock(checkpoint_lock))),
             Self::ReadOnly => return Ok(()),
         };
         let mut written = lock(written);
@@ -259,7 +274,7 @@ impl StateHome {
         if !force && *written == Some(entries) {
             return Ok(());
         }
-        write_entries(root, key, entries.0, entries.1)?;
+        write_entries(io, root, key, entries.0, entries.1)?;
         *written = Some(entries);
         Ok(())
     }
@@ -273,8 +288,9 @@ impl StateHome {
             Self::Standalone {
                 root,
                 write_marker: true,
+                io,
                 ..
-            } => CleanShutdownMarker::new(root).write(),
+            } => CleanShutdownMarker::new(root, io).write(),
             _ => Ok(()),
         }
     }
@@ -282,18 +298,19 @@ impl StateHome {
 
 /// Writes `key`'s entries into both checkpoints of `root`.
 fn write_entries(
+    io: &Io,
     root: &Path,
     key: &TopicPartition,
     recovery_point: i64,
     log_start_offset: Option<i64>,
 ) -> Result<()> {
     update(
-        &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)),
+        &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).with_io(io.clone()),
         key,
         Some(recovery_point),
     )?;
     update(
-        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)),
+        &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).with_io(io.clone()),
         key,
         log_start_offset,
     )
@@ -323,7 +340,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state, problems) = open_standalone(&dir).unwrap();
+        let (home, state, problems) = open_standalone(&dir, &Io::direct()).unwrap();
         assert!(problems.is_empty());
         assert!(!state.had_clean_shutdown);
         assert_eq!(state.recovery_point, 0);
@@ -333,7 +350,7 @@ mod tests {
         let text = std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
         assert_eq!(text, "0\n1\norders 3 42\n");
         assert!(matches!(
-            open_standalone(&dir),
+            open_standalone(&dir, &Io::direct()),
             Err(crate::Error::Locked { .. })
         ));
         drop(home);
@@ -347,7 +364,7 @@ mod tests {
                 log_start_offset: 7
             }
         );
-        let (_home, state, _) = open_standalone(&dir).unwrap();
+        let (_home, state, _) = open_standalone(&dir, &Io::direct()).unwrap();
         assert!(state.had_clean_shutdown);
         assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
     }
@@ -363,7 +380,7 @@ mod tests {
         .unwrap();
         let dir = tmp.path().join("orders-3");
         std::fs::create_dir(&dir).unwrap();
-        let (home, state, _) = open_standalone(&dir).unwrap();
+        let (home, state, _) = open_standalone(&dir, &Io::direct()).unwrap();
         assert_eq!(state.recovery_point, 9);
         assert!(!state.had_clean_shutdown);
         home.write_checkpoints(true, || (11, None)).unwrap();

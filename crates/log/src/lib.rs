@@ -96,7 +96,8 @@ pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
 };
 pub use seglog_segment::{
-    FileSlice, RebuildReason, RecoveryReport, SliceOffsets, TimestampAndOffset, TruncationReason,
+    FileSlice, Io, RebuildReason, RecoveryReport, SliceOffsets, TimestampAndOffset,
+    TruncationReason,
 };
 pub use split::SegmentSplit;
 pub use topic_partition::{

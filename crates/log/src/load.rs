@@ -238,7 +238,7 @@ pub(crate) fn load(
             }
         }
         if !read_only {
-            sync_dir(dir)?;
+            sync_dir(&config.io, dir)?;
         }
         wiped = true;
     }
@@ -247,7 +247,7 @@ pub(crate) fn load(
         let active = ActiveSegment::create(dir, base, config)?;
         segments.insert(base, Arc::clone(active.segment()));
         loader.report.created_segment = Some(base);
-        sync_dir(dir)?;
+        sync_dir(&config.io, dir)?;
         drop(active);
     }
     let Some((last_base, last)) = segments.last().map(|(b, s)| (b, Arc::clone(s))) else {
@@ -411,7 +411,7 @@ impl Loader<'_> {
             }
         }
         if !self.report.removed_files.is_empty() || !self.report.completed_swaps.is_empty() {
-            sync_dir(self.dir)?;
+            sync_dir(&self.config.io, self.dir)?;
         }
         Ok(())
     }
@@ -474,7 +474,7 @@ impl Loader<'_> {
                         reason: "a segment made by the split still overflows",
                     });
                 }
-                let plan = SplitPlan::new(self.dir, base)?;
+                let plan = SplitPlan::new(self.dir, base, &self.config.io)?;
                 dropped.push(plan.execute()?);
                 let new_base_offsets = plan.new_base_offsets();
                 for &new_base in new_base_offsets.iter().rev() {
@@ -513,7 +513,7 @@ impl Loader<'_> {
         // The drops are durable before anything is appended at their offsets (a power loss
         // must not bring the old segments back over newer acknowledged records).
         if (unlinked || !dropped.is_empty()) && !self.read_only {
-            sync_dir(self.dir)?;
+            sync_dir(&self.config.io, self.dir)?;
         }
         Ok((segments, dropped))
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, FileSlice, Io, Segment, SegmentConfig};
 
 use crate::checkpoint::CheckpointProblem;
 use crate::clock::{Clock, SystemClock};
@@ -50,6 +50,11 @@ pub struct OpenOptions {
     /// from the recovery point) and with `recover_all`. Default: false (the strict policy of
     /// `docs/durability.md`: every index is checked against its `.log`, KAFKA-7283).
     pub trust_clean_shutdown: bool,
+    /// The segment layer's I/O seam: every `.log` write and fsync, segment rename and unlink,
+    /// index flush and directory fsync (segments, checkpoints, the clean-shutdown marker) of
+    /// the log goes through it. Default: [`Io::direct`], the system calls; tests pass a
+    /// fault-injecting backend (`seglog-faults`).
+    pub io: Io,
 }
 
 impl Default for OpenOptions {
@@ -59,6 +64,7 @@ impl Default for OpenOptions {
             read_only: false,
             recover_all: false,
             trust_clean_shutdown: false,
+            io: Io::direct(),
         }
     }
 }
@@ -203,12 +209,29 @@ impl Log {
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
             let home = StateHome::ReadOnly;
-            return Self::load(dir, config, options.clock, (state, problems), home, mode);
+            let io = options.io;
+            return Self::load(
+                dir,
+                config,
+                options.clock,
+                io,
+                (state, problems),
+                home,
+                mode,
+            );
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        let (home, state, problems) = home::open_standalone(&dir)?;
+        let (home, state, problems) = home::open_standalone(&dir, &options.io)?;
         let known = state.recovery_point_known;
-        let log = Self::load(dir, config, options.clock, (state, problems), home, mode)?;
+        let log = Self::load(
+            dir,
+            config,
+            options.clock,
+            options.io,
+            (state, problems),
+            home,
+            mode,
+        )?;
         if !known {
             // Checkpointed at once: the loader's rule for gaps after a crash needs to know
             // where flushed data ends (docs/durability.md, section 4).
@@ -222,6 +245,7 @@ impl Log {
         dir: PathBuf,
         config: LogConfig,
         clock: Arc<dyn Clock>,
+        io: Io,
         state: (InitialState, Vec<CheckpointProblem>),
         mode: LoadMode,
         root: Option<&SharedRoot>,
@@ -232,7 +256,7 @@ impl Log {
             Some(root) if !mode.read_only => root.home_for(&dir),
             _ => StateHome::ReadOnly,
         };
-        Self::load(dir, config, clock, state, home, mode)
+        Self::load(dir, config, clock, io, state, home, mode)
     }
 
     /// Loads `dir` from `state` (with the checkpoint files that were read as empty, for the
@@ -241,12 +265,16 @@ impl Log {
         dir: PathBuf,
         config: LogConfig,
         clock: Arc<dyn Clock>,
+        io: Io,
         (state, checkpoint_problems): (InitialState, Vec<CheckpointProblem>),
         home: StateHome,
         mode: LoadMode,
     ) -> Result<Self> {
         let read_only = mode.read_only;
-        let segment_config = segment_config(&config);
+        let segment_config = SegmentConfig {
+            io,
+            ..segment_config(&config)
+        };
         let Loaded {
             segments,
             active,

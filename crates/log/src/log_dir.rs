@@ -16,6 +16,7 @@ use crate::home::{InitialState, SharedRoot};
 use crate::load::LoadMode;
 use crate::lock::DirLock;
 use crate::log::{Log, OpenOptions};
+use seglog_segment::Io;
 use std::sync::Arc;
 
 use crate::sync::{Mutex, lock};
@@ -35,6 +36,8 @@ pub struct LogDir {
     root: PathBuf,
     config: LogConfig,
     clock: Arc<dyn Clock>,
+    /// The I/O seam of every log and of the root's directory fsyncs.
+    io: Io,
     read_only: bool,
     /// The root's lock and checkpoint lock, shared with every log (`None` when read-only).
     shared: Option<SharedRoot>,
@@ -70,7 +73,7 @@ impl LogDir {
     ) -> Result<Self> {
         config.validate()?;
         let root = root.as_ref().to_path_buf();
-        let marker = CleanShutdownMarker::new(&root);
+        let marker = CleanShutdownMarker::new(&root, &options.io);
         let (shared, had_clean_shutdown) = if options.read_only {
             (None, marker.exists())
         } else {
@@ -79,6 +82,7 @@ impl LogDir {
                 root: root.clone(),
                 lock: Arc::new(DirLock::acquire(&root)?),
                 checkpoint_lock: Arc::new(Mutex::new(())),
+                io: options.io.clone(),
             };
             (Some(shared), marker.consume()?)
         };
@@ -135,6 +139,7 @@ impl LogDir {
                 dir,
                 config.clone(),
                 Arc::clone(&options.clock),
+                options.io.clone(),
                 (state, checkpoint_problems.clone()),
                 LoadMode {
                     read_only: options.read_only,
@@ -149,6 +154,7 @@ impl LogDir {
             root,
             config,
             clock: options.clock,
+            io: options.io,
             read_only: options.read_only,
             shared,
             had_clean_shutdown,
@@ -212,7 +218,7 @@ impl LogDir {
         }
         let dir = self.root.join(topic_partition.dir_name());
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
-        crate::fsutil::sync_dir(&self.root)?;
+        crate::fsutil::sync_dir(&self.io, &self.root)?;
         let state = InitialState {
             had_clean_shutdown: true,
             recovery_point: 0,
@@ -223,6 +229,7 @@ impl LogDir {
             dir,
             self.config.clone(),
             Arc::clone(&self.clock),
+            self.io.clone(),
             (state, Vec::new()),
             LoadMode::default(),
             Some(shared),
@@ -255,8 +262,11 @@ impl LogDir {
             }
         }
         OffsetCheckpointFile::new(self.root.join(RECOVERY_POINT_CHECKPOINT))
+            .with_io(self.io.clone())
             .write(&recovery_points)?;
-        OffsetCheckpointFile::new(self.root.join(LOG_START_OFFSET_CHECKPOINT)).write(&log_starts)
+        OffsetCheckpointFile::new(self.root.join(LOG_START_OFFSET_CHECKPOINT))
+            .with_io(self.io.clone())
+            .write(&log_starts)
     }
 
     /// [`Log::tick`] for every log, removal of `-delete` directories that are due, then the
@@ -300,7 +310,7 @@ impl LogDir {
             log.close_with(false)?;
         }
         self.checkpoint()?;
-        CleanShutdownMarker::new(&self.root).write()?;
+        CleanShutdownMarker::new(&self.root, &self.io).write()?;
         *closed = true;
         Ok(())
     }

@@ -39,7 +39,7 @@ use std::time::SystemTime;
 
 use seglog_index_core::relative_offset;
 use seglog_records::{BatchHeader, HeaderRead, RECORD_BATCH_OVERHEAD};
-use seglog_segment::{FileKind, FileType, TempSuffix, file_path};
+use seglog_segment::{FileKind, FileType, Io, TempSuffix, file_path};
 
 use crate::deletion::{Doomed, SEGMENT_FILE_TYPES, rename_to_deleted};
 use crate::error::IoContext;
@@ -71,6 +71,8 @@ pub(crate) struct SplitPlan {
     base_offset: i64,
     pieces: Vec<Piece>,
     modified: Option<SystemTime>,
+    /// The seam the directory fsyncs go through (the log's).
+    io: Io,
 }
 
 /// One file operation of the replacement protocol (see the module docs).
@@ -90,7 +92,7 @@ impl SplitPlan {
     /// [`Error::Io`] reading the `.log`; [`Error::UnsplittableSegment`] when no plan is safe:
     /// the first batch lies below the base offset, no batch can be placed, or a new segment
     /// would take the name of another existing segment.
-    pub(crate) fn new(dir: &Path, base_offset: i64) -> Result<Self> {
+    pub(crate) fn new(dir: &Path, base_offset: i64, io: &Io) -> Result<Self> {
         let path = file_path(dir, base_offset, FileKind::LOG);
         let file = File::open(&path).ctx("open", &path)?;
         let metadata = file.metadata().ctx("read metadata", &path)?;
@@ -115,6 +117,7 @@ impl SplitPlan {
             pieces,
             // Without an mtime (unsupported by the filesystem) the copies keep their own.
             modified: metadata.modified().ok(),
+            io: io.clone(),
         })
     }
 
@@ -140,12 +143,12 @@ impl SplitPlan {
                 Step::CleanedToSwap(i) => {
                     let base = self.pieces[i].base_offset;
                     self.rename_log(base, Some(TempSuffix::Cleaned), Some(TempSuffix::Swap))?;
-                    sync_dir(&self.dir)?;
+                    sync_dir(&self.io, &self.dir)?;
                 }
                 Step::DeleteOld(file_type) => {
                     doomed.extend(rename_to_deleted(&self.dir, self.base_offset, file_type)?);
                 }
-                Step::SyncDir => sync_dir(&self.dir)?,
+                Step::SyncDir => sync_dir(&self.io, &self.dir)?,
                 Step::SwapToFinal(i) => {
                     let base = self.pieces[i].base_offset;
                     self.rename_log(base, Some(TempSuffix::Swap), None)?;
@@ -401,7 +404,7 @@ mod tests {
         for (batches, bases) in LAYOUTS {
             let tmp = tempfile::tempdir().unwrap();
             write_layout(tmp.path(), batches);
-            let plan = SplitPlan::new(tmp.path(), 0).unwrap();
+            let plan = SplitPlan::new(tmp.path(), 0, &Io::direct()).unwrap();
             assert_eq!(plan.new_base_offsets(), bases);
             let size = fs::metadata(file_path(tmp.path(), 0, FileKind::LOG))
                 .unwrap()
@@ -437,7 +440,10 @@ mod tests {
         for (batches, bases) in LAYOUTS {
             let template = tempfile::tempdir().unwrap();
             let expected = write_layout(template.path(), batches);
-            let steps = SplitPlan::new(template.path(), 0).unwrap().steps().len();
+            let steps = SplitPlan::new(template.path(), 0, &Io::direct())
+                .unwrap()
+                .steps()
+                .len();
             assert_eq!(steps, 3 + 3 + 4 + 1 + 3 + 1);
             for k in 0..=steps {
                 crash_after(template.path(), k, &expected, &bases);
@@ -455,7 +461,7 @@ mod tests {
         for kind in [FileKind::INDEX, FileKind::TIME_INDEX] {
             fs::write(file_path(tmp.path(), 0, kind), []).unwrap();
         }
-        let plan = SplitPlan::new(tmp.path(), 0).unwrap();
+        let plan = SplitPlan::new(tmp.path(), 0, &Io::direct()).unwrap();
         drop(plan.execute_steps(k).unwrap());
         let log = Log::open(tmp.path(), LogConfig::default())
             .unwrap_or_else(|e| panic!("crash after step {k}: {e}"));

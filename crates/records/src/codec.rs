@@ -270,14 +270,30 @@ mod tests {
     }
 
     #[test]
-    fn garbage_is_an_error_not_a_panic() {
+    fn garbage_is_a_decompression_error_naming_its_codec() {
+        let data = sample();
         for codec in Compression::ALL {
+            // A real frame of this codec cut in half, and bytes of other formats.
+            let mut truncated = compress(codec, &data).unwrap();
+            truncated.truncate(truncated.len() / 2);
             for garbage in [
                 &b""[..],
                 b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\xff",
                 b"\x04\x22\x4d\x18\xff\xff\xff\xff",
+                &truncated,
             ] {
-                let _ = decompress(codec, garbage, 1024, true);
+                for kafka08_lz4 in [false, true] {
+                    let got = decompress(codec, garbage, 1024 * 1024, kafka08_lz4);
+                    if codec == Compression::None {
+                        // Nothing to decode: the bytes are the records.
+                        assert_eq!(got.as_deref(), Ok(garbage), "{garbage:?}");
+                        continue;
+                    }
+                    assert!(
+                        matches!(&got, Err(CorruptKind::Decompression { codec: c, .. }) if *c == codec),
+                        "{codec:?} of {garbage:?} (kafka08_lz4 {kafka08_lz4}): {got:?}"
+                    );
+                }
             }
         }
     }

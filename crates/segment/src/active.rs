@@ -8,7 +8,7 @@ use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset
 
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, file_path};
-use crate::io::{self, LogFile};
+use crate::io::LogFile;
 use crate::recover::{RecoveryReport, recover_in_place};
 use crate::segment::{Indexes, OpenMode, Segment, finish_inactive};
 use crate::{Result, RollParams, SegmentConfig};
@@ -47,7 +47,8 @@ impl ActiveSegment {
     pub fn create(dir: &std::path::Path, base_offset: i64, config: &SegmentConfig) -> Result<Self> {
         config.validate()?;
         let log_path = file_path(dir, base_offset, FileKind::LOG);
-        let log = LogFile::create_new(&log_path).map_err(Error::io(IoOp::Create, &log_path))?;
+        let log = LogFile::create_new(&config.io, &log_path)
+            .map_err(Error::io(IoOp::Create, &log_path))?;
         let index_path = file_path(dir, base_offset, FileKind::INDEX);
         let time_path = file_path(dir, base_offset, FileKind::TIME_INDEX);
         let indexes = (|| {
@@ -56,7 +57,7 @@ impl ActiveSegment {
                     .map_err(Error::io(IoOp::Preallocate, &log_path))?;
             }
             for stray in [&index_path, &time_path] {
-                match io::remove(stray) {
+                match config.io.remove(stray) {
                     Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                         return Err(Error::io(IoOp::Remove, stray)(e));
                     }
@@ -74,7 +75,7 @@ impl ActiveSegment {
                 // Leave no half-created segment behind (best effort: the error that matters
                 // is the first one).
                 for path in [&log_path, &index_path, &time_path] {
-                    let _ = io::remove(path);
+                    let _ = config.io.remove(path);
                 }
                 return Err(e);
             }

@@ -1,6 +1,6 @@
 //! [`SegmentConfig`] (the per-segment subset of Kafka's `LogConfig`) and [`RollParams`].
 
-use crate::{Error, Result};
+use crate::{Error, Io, Result};
 
 /// Settings of one segment. A plain struct; [`Default`] gives Kafka's defaults.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,6 +31,10 @@ pub struct SegmentConfig {
     /// compressed size and is enforced by the log when appending. Recovery never uses it:
     /// like Kafka, it validates batch sizes and CRCs only. Default: 268435456 (256 MiB).
     pub max_decompressed_bytes: usize,
+    /// The I/O seam every `.log` write and fsync, rename, unlink and index flush of segments
+    /// opened or created with this config goes through (see [`crate::seam`]). Default:
+    /// [`Io::direct`], the system calls and nothing else.
+    pub io: Io,
 }
 
 impl Default for SegmentConfig {
@@ -43,6 +47,7 @@ impl Default for SegmentConfig {
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             segment_jitter_ms: 0,
             max_decompressed_bytes: 256 * 1024 * 1024,
+            io: Io::direct(),
         }
     }
 }

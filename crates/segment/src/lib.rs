@@ -41,10 +41,6 @@ mod active;
 mod config;
 mod copy_out;
 mod error;
-#[cfg(feature = "fault-injection")]
-pub mod fault;
-#[cfg(all(test, not(feature = "fault-injection")))]
-mod fault;
 mod file_name;
 mod io;
 #[cfg(all(test, loom))]
@@ -52,6 +48,7 @@ mod loom_models;
 mod open;
 mod read;
 mod recover;
+pub mod seam;
 mod segment;
 mod slice;
 mod sync;
@@ -66,9 +63,11 @@ pub use crate::file_name::{
 };
 pub use crate::open::{OpenOptions, OpenReport, RebuildReason};
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset};
-pub use crate::recover::{RecoveryReport, TruncationReason};
+pub use crate::recover::RecoveryReport;
+pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
+pub use crate::walk::TruncationReason;
 pub use seglog_index_core::TimestampOffset;
 
 /// Result type of this crate.

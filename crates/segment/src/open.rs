@@ -143,7 +143,8 @@ impl Segment {
         let path_of = |t| file_path(dir, base_offset, FileKind::new(t).with_suffix(suffix));
         let log_path = path_of(FileType::Log);
         let writable = options.mode == OpenMode::ReadWrite;
-        let log = LogFile::open(&log_path, writable).map_err(Error::io(IoOp::Open, &log_path))?;
+        let log = LogFile::open(&config.io, &log_path, writable)
+            .map_err(Error::io(IoOp::Open, &log_path))?;
         let size = log.len().map_err(Error::io(IoOp::Metadata, &log_path))?;
         let (index_path, time_path) = (path_of(FileType::Index), path_of(FileType::TimeIndex));
         let missing = [

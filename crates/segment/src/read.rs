@@ -384,11 +384,11 @@ impl Segment {
 
     /// [`Segment::find_offset_by_timestamp`] as a plain header walk from the index floors,
     /// each qualifying batch read on its own (the implementation before the one-`pread`
-    /// region): the oracle of the tests. Not part of the API.
+    /// region): the oracle of the tests (compiled always, since integration tests see only
+    /// the normal build; nothing in the library calls it). Not part of the API.
     ///
     /// # Errors
     /// As [`Segment::find_offset_by_timestamp`].
-    #[cfg(any(test, feature = "fault-injection"))]
     #[doc(hidden)]
     pub fn find_offset_by_timestamp_walk(
         &self,

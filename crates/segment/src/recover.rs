@@ -7,27 +7,8 @@ use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset
 
 use crate::error::{CorruptKind, Error};
 use crate::segment::{Indexes, OpenMode, Segment, UNKNOWN_MAX};
-use crate::walk::{SCAN_CHUNK, scan_batches};
+use crate::walk::{SCAN_CHUNK, TruncationReason, scan_batches};
 use crate::{FileType, Result};
-
-/// Why recovery cut the `.log`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TruncationReason {
-    /// The bytes from `position` on are not a whole batch: a torn write or a short tail
-    /// (17 bytes or fewer, or a batch longer than the bytes left). Kafka ends quietly here.
-    PartialTail {
-        /// Where the partial bytes start.
-        position: u64,
-    },
-    /// The batch at `position` is corrupt (bad size field, magic, CRC, ...): it and
-    /// everything after it are cut, as Kafka does.
-    Corrupt {
-        /// Where the corrupt batch starts.
-        position: u64,
-        /// What is wrong with it.
-        kind: CorruptKind,
-    },
-}
 
 /// What a recovery found and did.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset};
 
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
-use crate::io::{self, LogFile};
+use crate::io::LogFile;
 use crate::sync::{MaxTimestampCell, PublishedSize};
 use crate::{Result, SegmentConfig};
 
@@ -276,8 +276,8 @@ impl Segment {
     /// the used range of each index (see [`OffsetIndex::flush`]). What the log calls before
     /// advancing its recovery point; for acknowledged appends alone,
     /// [`Segment::sync_log_data`] is enough. Readers are not blocked. A failed fsync or
-    /// index flush poisons the segment (the fault injector can fail either: see
-    /// [`crate::fault`] with the `fault-injection` feature).
+    /// index flush poisons the segment (a test backend of the I/O seam can fail either: see
+    /// [`crate::seam`]).
     ///
     /// # Errors
     /// [`Error::Io`] (sync; [`IoOp::Sync`] naming the index file for an injected index flush
@@ -305,21 +305,17 @@ impl Segment {
         flushed
     }
 
-    /// The I/O seam's fault check before an index flush (always `Ok` without the fault
-    /// injector).
+    /// The I/O seam's check before an index flush (always `Ok` with the direct backend).
     fn check_index_flush(&self, file_type: FileType) -> Result<()> {
-        #[cfg(any(test, feature = "fault-injection"))]
-        {
-            let path = self.path(file_type);
-            io::before_index_flush(&path).map_err(Error::io(IoOp::Sync, &path))?;
-        }
-        #[cfg(not(any(test, feature = "fault-injection")))]
-        let _ = file_type;
-        Ok(())
+        let path = self.path(file_type);
+        self.config
+            .io
+            .before_index_flush(&path)
+            .map_err(Error::io(IoOp::Sync, &path))
     }
 
     /// Makes the `.log` bytes written so far durable, and nothing else: one `fdatasync` of
-    /// the `.log` (through the I/O seam, so the fault injector sees it). The cheap sync behind
+    /// the `.log` (through the I/O seam, so a test backend sees it). The cheap sync behind
     /// acknowledged durable appends (group commit).
     ///
     /// Guarantees, once it returns `Ok`: every byte of the `.log` written before the call
@@ -368,7 +364,9 @@ impl Segment {
             )
         };
         let new_log = path_of(FileType::Log, suffix);
-        io::rename(&path_of(FileType::Log, old), &new_log)
+        self.config
+            .io
+            .rename(&path_of(FileType::Log, old), &new_log)
             .map_err(Error::io(IoOp::Rename, &names.log_path))?;
         names.suffix = suffix;
         names.log_path = Arc::from(new_log);
@@ -379,7 +377,9 @@ impl Segment {
             .rename_to(path_of(FileType::TimeIndex, suffix))?;
         let old_txn = path_of(FileType::TxnIndex, old);
         if old_txn.exists() {
-            io::rename(&old_txn, &path_of(FileType::TxnIndex, suffix))
+            self.config
+                .io
+                .rename(&old_txn, &path_of(FileType::TxnIndex, suffix))
                 .map_err(Error::io(IoOp::Rename, &old_txn))?;
         }
         Ok(())
@@ -415,7 +415,7 @@ impl Segment {
             FileType::TxnIndex,
         ] {
             let path = self.path(file_type);
-            match io::remove(&path) {
+            match self.config.io.remove(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => {
@@ -460,14 +460,13 @@ impl Segment {
 }
 
 /// fsyncs a directory, making created, renamed and removed names durable (KAFKA-3968).
-/// Goes through the I/O seam: with the `fault-injection` feature, an installed
-/// `fault::FaultInjector` can fail it and records the directory's durable listing on
-/// success (`FaultInjector::durable_names`).
+/// Always the direct backend: code that must be observable by a test backend calls
+/// [`crate::Io::sync_dir`] on the handle of its [`SegmentConfig::io`] instead.
 ///
 /// # Errors
 /// [`Error::Io`] with [`IoOp::SyncDir`].
 pub fn sync_dir(dir: &Path) -> Result<()> {
-    io::sync_dir(dir).map_err(Error::io(IoOp::SyncDir, dir))
+    crate::Io::direct().sync_dir(dir)
 }
 
 /// Proof that the writer slot of a segment is held; released on drop.

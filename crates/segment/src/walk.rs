@@ -7,7 +7,8 @@
 //!   header-sized read; once it meets a batch at least a chunk long, it reads only
 //!   header-sized prefixes (the next header is never inside a chunk then).
 //! * [`scan_batches`] hands every whole batch (its bytes included) to a callback, reading the
-//!   file in large chunks: recovery validates each batch's CRC with it.
+//!   file in large chunks: recovery validates each batch's CRC with it. Where it stops early
+//!   and why is a [`TruncationReason`] (public: recovery reports it).
 
 use std::fs::File;
 use std::path::Path;
@@ -15,8 +16,7 @@ use std::sync::Arc;
 
 use seglog_records::{BatchHeader, BatchRef, HeaderRead, RECORD_BATCH_OVERHEAD};
 
-use crate::error::{Error, IoOp};
-use crate::recover::TruncationReason;
+use crate::error::{CorruptKind, Error, IoOp};
 use crate::{Result, io};
 
 /// Chunk size of header walks: about one default index interval plus a header.
@@ -188,6 +188,26 @@ impl Iterator for HeaderWalker<'_> {
             }
         }
     }
+}
+
+/// Why a scan ([`scan_batches`]) stopped before the end, and so why recovery cut the `.log`
+/// there (reported in [`crate::RecoveryReport::reason`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TruncationReason {
+    /// The bytes from `position` on are not a whole batch: a torn write or a short tail
+    /// (17 bytes or fewer, or a batch longer than the bytes left). Kafka ends quietly here.
+    PartialTail {
+        /// Where the partial bytes start.
+        position: u64,
+    },
+    /// The batch at `position` is corrupt (bad size field, magic, CRC, ...): it and
+    /// everything after it are cut, as Kafka does.
+    Corrupt {
+        /// Where the corrupt batch starts.
+        position: u64,
+        /// What is wrong with it.
+        kind: CorruptKind,
+    },
 }
 
 /// What [`scan_batches`] found.

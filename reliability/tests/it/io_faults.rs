@@ -15,15 +15,15 @@ use std::sync::{Arc, Mutex};
 
 use rand::Rng;
 use seglog::{Clock, Compression, Log, LogConfig};
+use seglog_faults::{FaultInjector, FaultKind};
 use seglog_reliability::{
     CrashImage, CrashOptions, IndexFate, RecordId, build_batch, check_acknowledged, read_log,
     small_config,
 };
 use seglog_segment::IoOp;
-use seglog_segment::fault::{FaultInjector, FaultKind};
 
 use crate::support::{
-    assert_serves, capture_as_is, faulty_dir, iterations, reopen_serves, seeded_rng,
+    assert_serves, capture_as_is, faulty_dir, iterations, open_faulty, reopen_serves, seeded_rng,
 };
 
 /// The OS error code of `kind`.
@@ -151,7 +151,7 @@ fn the_nth_write_or_fsync_fails_cleanly() {
         let dir = tmp.path().join("t-0");
         let faults = faulty_dir(&dir);
         let config = config(&mut rng);
-        let log = Log::open(&dir, config.clone()).unwrap();
+        let log = open_faulty(&dir, config.clone(), &faults);
         if on_sync {
             faults.fail_nth_sync(n, kind);
         } else {
@@ -201,7 +201,7 @@ fn the_nth_write_or_fsync_fails_cleanly() {
         // (the failed one too at most, whole, when its write went through before its fsync
         // failed), and appends work again.
         drop(log);
-        let log = Log::open(&dir, config).unwrap();
+        let log = open_faulty(&dir, config, &faults);
         let contents = read_log(&log).unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
         check_acknowledged(&contents, &appended)
             .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
@@ -237,7 +237,7 @@ fn a_failed_group_commit_acknowledges_nothing_it_did_not_sync() {
         let dir = tmp.path().join("t-0");
         let faults = faulty_dir(&dir);
         let config = small_config(64 * 1024);
-        let log = Arc::new(Log::open(&dir, config.clone()).unwrap());
+        let log = Arc::new(open_faulty(&dir, config.clone(), &faults));
         faults.fail_nth_sync(rng.random_range(2..30), FaultKind::Eio);
         let acked = Arc::new(Mutex::new(BTreeMap::new()));
         let threads: Vec<_> = (0..4u64)
@@ -283,7 +283,7 @@ fn a_failed_close_is_not_a_clean_shutdown() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
     let faults = faulty_dir(&dir);
-    let log = Log::open(&dir, small_config(4096)).unwrap();
+    let log = open_faulty(&dir, small_config(4096), &faults);
     let ids: Vec<RecordId> = (0..20).map(|seq| RecordId { stream: 1, seq }).collect();
     for chunk in ids.chunks(4) {
         log.append(&build_batch(chunk, Compression::Lz4).unwrap())
@@ -295,7 +295,7 @@ fn a_failed_close_is_not_a_clean_shutdown() {
     assert!(!dir.join(seglog::CLEAN_SHUTDOWN_FILE).exists());
     drop(log);
     faults.clear();
-    let log = Log::open(&dir, small_config(4096)).unwrap();
+    let log = open_faulty(&dir, small_config(4096), &faults);
     assert!(!log.load_report().had_clean_shutdown);
     assert!(log.load_report().recovered().count() > 0);
     let acked = ids
@@ -315,7 +315,7 @@ fn a_failed_close_is_not_reported_as_success_on_retry() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("t-0");
     let faults = faulty_dir(&dir);
-    let log = Log::open(&dir, small_config(4096)).unwrap();
+    let log = open_faulty(&dir, small_config(4096), &faults);
     log.append(&build_batch(&[RecordId { stream: 1, seq: 0 }], Compression::None).unwrap())
         .unwrap();
     faults.fail_nth_sync(1, FaultKind::Eio);
@@ -417,7 +417,7 @@ fn a_failed_index_flush_poisons_the_log() {
             let faults = faulty_dir(&dir);
             let mut config = small_config(1 << 20);
             config.index_interval_bytes = 1;
-            let log = Log::open(&dir, config.clone()).unwrap();
+            let log = open_faulty(&dir, config.clone(), &faults);
             let mut appended = append_records(&log, 1, 0, 5, true);
             let durable = appended.clone();
             appended.append(&mut append_records(&log, 1, 5, 5, false));
@@ -453,7 +453,7 @@ fn a_failed_directory_fsync_poisons_the_log() {
         let dir = tmp.path().join("t-0");
         let faults = faulty_dir(&dir);
         let config = small_config(1 << 20);
-        let log = Log::open(&dir, config.clone()).unwrap();
+        let log = open_faulty(&dir, config.clone(), &faults);
         let mut appended = append_records(&log, 1, 0, 5, true);
         let durable = appended.clone();
         log.roll().unwrap();
@@ -512,7 +512,7 @@ fn a_failed_rename_in_retention_poisons_and_loses_nothing() {
     let live_start = log.log_start_offset();
     assert_poisoned(&log, context);
     drop(log);
-    let log = Log::open(&dir, config).unwrap();
+    let log = open_faulty(&dir, config, &faults);
     let contents = read_log(&log).unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
     assert!(contents.log_start_offset <= live_start, "{context}");
     check_acknowledged(&contents, &appended.split_off(&contents.log_start_offset))
@@ -553,7 +553,7 @@ fn a_failed_unlink_is_reported_and_retried() {
     assert_serves(&log, &appended, context);
     log.close().unwrap();
     drop(log);
-    let log = Log::open(&dir, config).unwrap();
+    let log = open_faulty(&dir, config, &faults);
     check_acknowledged(&read_log(&log).unwrap(), &appended)
         .unwrap_or_else(|v| panic!("{context}, reopen: {v}"));
     drop(tmp);
@@ -575,7 +575,7 @@ fn retention_setup() -> (
     let mut config = small_config(2048);
     config.retention_bytes = 100;
     config.file_delete_delay_ms = 0;
-    let log = Log::open(&dir, config.clone()).unwrap();
+    let log = open_faulty(&dir, config.clone(), &faults);
     let mut appended = BTreeMap::new();
     let mut seq = 0;
     while log.segments().len() < 4 {

@@ -1,14 +1,14 @@
 //! Simulated power loss through the segment I/O seam.
 //!
 //! A random workload (page-cache and durable appends, flushes, rolls, retention, truncation,
-//! clean close and reopen) runs on a live log whose `.log` files and directory fsyncs are
-//! tracked by the fault injector. After every operation, one or two crash states are built
+//! clean close and reopen) runs on a live log opened with the fault injector as its I/O seam
+//! (`OpenOptions::io`), so its `.log` files and directory fsyncs are tracked. After every operation, one or two crash states are built
 //! ([`CrashImage`]): the durable image of each `.log` (what was fsynced), maybe a random part
 //! of the unsynced bytes with a torn last page, maybe lost names created or renamed (and
 //! undone unlinks) since the last directory fsync, and index files left as they are, missing,
 //! zero-padded or cut short. The durable directory listing is the one the injector observed
-//! at the log's last directory fsync through `seglog_segment::sync_dir`; until the log has
-//! synced its directory through the seam (right after the injector is installed), it is
+//! at the log's last directory fsync through the seam; until the log has synced its
+//! directory through it (right after the injector is made), it is
 //! modelled as the listing right after a durable append, a flush or an open returned. Each state is reopened
 //! and must recover, serve only whole valid records without a gap, and serve every record
 //! that was acknowledged as durable (by `append_durable` or a completed `flush`).
@@ -22,14 +22,15 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use seglog::{Clock, Compression, Log, LogConfig};
+use seglog_faults::FaultInjector;
 use seglog_reliability::{
     CrashImage, CrashOptions, Listing, RecordId, build_batch, check_acknowledged, read_log,
     read_log_with_gaps, small_config,
 };
-use seglog_segment::fault::FaultInjector;
 
 use crate::support::{
-    assert_recovers, capture_as_is, faulty_dir, iterations, seeded_rng, stream1, stream1_at,
+    assert_recovers, capture_as_is, faulty_dir, iterations, open_faulty, seeded_rng, stream1,
+    stream1_at,
 };
 
 /// The live side of one workload.
@@ -141,8 +142,8 @@ impl Workload {
                 log.close().unwrap();
                 drop(log);
                 self.acked = self.model.clone();
-                self.faults = FaultInjector::install(&self.dir);
-                self.log = Some(Log::open(&self.dir, self.config.clone()).unwrap());
+                self.faults = FaultInjector::new(&self.dir);
+                self.log = Some(open_faulty(&self.dir, self.config.clone(), &self.faults));
                 self.synced();
             }
         }
@@ -269,8 +270,8 @@ fn power_loss_keeps_every_durable_acknowledgement() {
         } else {
             -1
         };
-        let faults = FaultInjector::install(&dir);
-        let log = Log::open(&dir, config.clone()).unwrap();
+        let faults = FaultInjector::new(&dir);
+        let log = open_faulty(&dir, config.clone(), &faults);
         let mut w = Workload {
             dir: dir.clone(),
             config,
@@ -314,7 +315,7 @@ fn power_loss_keeps_every_durable_acknowledgement() {
         // The live log itself closes cleanly and reopens identical.
         let before = read_log(w.log()).unwrap();
         w.log.take().unwrap().close().unwrap();
-        let reopened = Log::open(&dir, w.config.clone()).unwrap();
+        let reopened = open_faulty(&dir, w.config.clone(), &w.faults);
         assert_eq!(read_log(&reopened).unwrap(), before, "seed {seed}");
     }
     eprintln!(
@@ -335,11 +336,11 @@ fn batch1(from: u64, to: u64) -> Vec<u8> {
     build_batch(&stream1(from, to), Compression::None).unwrap()
 }
 
-/// A log under `config` in `<tmp>/live/t-0`, the fault injector installed before the open.
+/// A log under `config` in `<tmp>/live/t-0`, opened with a fault injector as its I/O seam.
 fn live_log(tmp: &Path, config: &LogConfig) -> (std::path::PathBuf, FaultInjector, Log) {
     let dir = tmp.join("live").join("t-0");
     let faults = faulty_dir(&dir);
-    let log = Log::open(&dir, config.clone()).unwrap();
+    let log = open_faulty(&dir, config.clone(), &faults);
     (dir, faults, log)
 }
 
@@ -446,8 +447,8 @@ fn segments_dropped_by_recovery_do_not_come_back() {
     let durable_names = CrashImage::list_names(&dir).unwrap();
 
     // Recovery cuts the tail and drops the later segments; new durable appends follow.
-    let faults = FaultInjector::install(&dir);
-    let log = Log::open(&dir, config.clone()).unwrap();
+    let faults = FaultInjector::new(&dir);
+    let log = open_faulty(&dir, config.clone(), &faults);
     assert!(!log.load_report().deleted_segments.is_empty());
     let next = log.log_end_offset();
     let info = log.append_durable(&batch1(1000, 1003)).unwrap();

@@ -8,11 +8,11 @@ use std::path::Path;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use seglog::{Compression, Log, LogConfig};
+use seglog_faults::FaultInjector;
 use seglog_reliability::{
     CrashImage, CrashOptions, IndexFate, RecordId, build_batch, check_acknowledged, env_u64,
     read_log,
 };
-use seglog_segment::fault::FaultInjector;
 
 /// A generator seeded from `SEGLOG_SEED` when set, else at random; the seed is printed so a
 /// failure can be replayed with `SEGLOG_SEED=<seed>`.
@@ -87,10 +87,25 @@ pub fn read(log: &Log) -> seglog_reliability::Result<seglog_reliability::LogCont
     }
 }
 
-/// Creates `dir` (and its parents) and installs a fault injector on it.
+/// Creates `dir` (and its parents) and makes a fault injector for it (pass it to
+/// [`open_faulty`]).
 pub fn faulty_dir(dir: &Path) -> FaultInjector {
     std::fs::create_dir_all(dir).unwrap();
-    FaultInjector::install(dir)
+    FaultInjector::new(dir)
+}
+
+/// Opens the log in `dir` with `faults` as its I/O seam (everything it does below the
+/// injector's directory is counted, can be failed, and shapes the durable images).
+pub fn open_faulty(dir: &Path, config: LogConfig, faults: &FaultInjector) -> Log {
+    Log::open_with(
+        dir,
+        config,
+        seglog::OpenOptions {
+            io: faults.io(),
+            ..seglog::OpenOptions::default()
+        },
+    )
+    .unwrap()
 }
 
 /// The ids of records `from..to` of stream 1.

@@ -1,11 +1,11 @@
 //! The fsync protocol of `docs/durability.md` (principles a-c), observed through the segment
-//! layer's fault seam: which `.log` bytes and which directory listing are durable when a call
+//! layer's I/O seam (the `seglog-faults` backend): which `.log` bytes and which directory listing are durable when a call
 //! returns.
 
 use std::path::Path;
 
 use seglog::{Error, LogConfig};
-use seglog_segment::fault::{FaultInjector, FaultKind};
+use seglog_faults::{FaultInjector, FaultKind};
 
 use crate::support::*;
 
@@ -94,8 +94,8 @@ fn segments_dropped_at_load_are_durably_gone_before_the_log_is_usable() {
     let mut bytes = std::fs::read(&segments[0].path).unwrap();
     bytes.extend_from_slice(&[0xAB; 100]);
     std::fs::write(&segments[0].path, bytes).unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), small_config(1024), &clock);
+    let faults = FaultInjector::new(dir.path());
+    let log = open_with_faults(dir.path(), small_config(1024), &clock, &faults);
     assert!(!log.load_report().deleted_segments.is_empty());
     let names = faults
         .durable_names(dir.path())

@@ -297,3 +297,161 @@ fn kafka_6264_read_only_open_does_not_split() {
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(names.len(), 1);
 }
+
+/// The name of segment `base`'s file of extension `ext`.
+fn segment_file(base: i64, ext: &str) -> String {
+    format!("{base:020}.{ext}")
+}
+
+/// Bug 13 (KAFKA-3968): the partition directory is fsynced at every point the protocol of
+/// `docs/durability.md` (section 2, principle c) names, and only where a create, rename or
+/// unlink needs it: a new segment's name (roll, then the next durable append or flush; the
+/// loader's first segment), the `.deleted` renames of retention before the pass returns,
+/// truncation's renames before the new segment exists and the new segment after, every
+/// checkpoint and clean-shutdown-marker write after its rename, the marker's consumption before
+/// loading. Counted and listed through the I/O seam's test backend: its durable listing is
+/// what the directory held right before the last successful directory fsync.
+#[test]
+fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = seglog_faults::FaultInjector::new(dir.path());
+    let listing = || {
+        faults
+            .durable_names(dir.path())
+            .expect("the directory was fsynced")
+    };
+    let config = LogConfig {
+        retention_bytes: 100,
+        file_delete_delay_ms: i64::MAX / 2,
+        ..small_config(1 << 20)
+    };
+    let clock = clock();
+
+    // Open: the loader's first segment and the checkpoints written at once are durable names.
+    let log = open_with_faults(dir.path(), config.clone(), &clock, &faults);
+    let names = listing();
+    for name in [
+        segment_file(0, "log"),
+        seglog::RECOVERY_POINT_CHECKPOINT.to_owned(),
+        seglog::LOG_START_OFFSET_CHECKPOINT.to_owned(),
+    ] {
+        assert!(
+            names.contains(&name),
+            "{name} not durable after open: {names:?}"
+        );
+    }
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+
+    // A roll creates the new segment without a directory fsync; the next durable append makes
+    // its name durable with exactly one, and a durable append with nothing new needs none.
+    log.append(&numbered(T0, "a", 3)).unwrap();
+    let before = faults.dir_syncs();
+    log.roll().unwrap();
+    assert_eq!(faults.dir_syncs(), before, "a roll fsyncs the directory");
+    assert!(!listing().contains(&segment_file(3, "log")));
+    log.append_durable(&numbered(T0, "b", 2)).unwrap();
+    assert_eq!(faults.dir_syncs(), before + 1);
+    assert!(listing().contains(&segment_file(3, "log")));
+    log.append_durable(&numbered(T0, "c", 1)).unwrap();
+    assert_eq!(faults.dir_syncs(), before + 1);
+
+    // A flush makes a rolled segment's name durable the same way.
+    log.roll().unwrap();
+    log.append(&numbered(T0, "d", 2)).unwrap();
+    log.flush().unwrap();
+    assert_eq!(faults.dir_syncs(), before + 2);
+    assert!(listing().contains(&segment_file(6, "log")));
+
+    // Retention: the `.deleted` renames are durable when the pass returns.
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    let before = faults.dir_syncs();
+    let report = log.delete_old_segments().unwrap();
+    assert!(!report.deleted.is_empty());
+    assert!(faults.dir_syncs() > before);
+    let names = listing();
+    for deleted in &report.deleted {
+        let file = segment_file(deleted.base_offset, "log");
+        assert!(names.contains(&format!("{file}.deleted")), "{names:?}");
+        assert!(!names.contains(&file), "{names:?}");
+    }
+
+    // Truncation: the renames are durable before the new segment exists (one fsync), and the
+    // new segment's name after it (a second). Failing the second shows the first alone.
+    let live: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    let before = faults.dir_syncs();
+    faults.fail_nth_dir_sync(2, seglog_faults::FaultKind::Eio);
+    assert!(log.truncate_fully_and_start_at(100).is_err());
+    faults.clear();
+    assert_eq!(faults.dir_syncs(), before + 2);
+    let names = listing();
+    for base in live {
+        let file = segment_file(base, "log");
+        assert!(names.contains(&format!("{file}.deleted")), "{names:?}");
+        assert!(!names.contains(&file), "{names:?}");
+    }
+    assert!(!names.contains(&segment_file(100, "log")), "{names:?}");
+    assert!(dir.path().join(segment_file(100, "log")).exists());
+    drop(log); // poisoned by the failed fsync
+
+    // Reopen: the marker-free directory is recovered; a clean close writes the two checkpoints
+    // and then the marker, each followed by a directory fsync (three at least).
+    let before = {
+        let log = open_with_faults(dir.path(), config.clone(), &clock, &faults);
+        assert!(listing().contains(&segment_file(100, "log")));
+        let before = faults.dir_syncs();
+        log.close().unwrap();
+        before
+    };
+    assert!(
+        faults.dir_syncs() >= before + 3,
+        "{}",
+        faults.dir_syncs() - before
+    );
+    let names = listing();
+    assert!(names.contains(CLEAN_SHUTDOWN_FILE), "{names:?}");
+    assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
+
+    // The next open consumes the marker, durably, before it loads anything.
+    let log = open_with_faults(dir.path(), config.clone(), &clock, &faults);
+    assert!(log.load_report().had_clean_shutdown);
+    assert!(!listing().contains(CLEAN_SHUTDOWN_FILE));
+    drop(log);
+
+    // A log.dirs root: a new partition directory's name, the root checkpoints and the marker.
+    let root = tempfile::tempdir().unwrap();
+    let faults = seglog_faults::FaultInjector::new(root.path());
+    let root_listing = || {
+        faults
+            .durable_names(root.path())
+            .expect("the root was fsynced")
+    };
+    let log_dir = seglog::LogDir::open_with(
+        root.path(),
+        config,
+        seglog::OpenOptions {
+            io: faults.io(),
+            ..seglog::OpenOptions::default()
+        },
+    )
+    .unwrap();
+    let log = log_dir
+        .get_or_create(&seglog::TopicPartition::new("t", 0))
+        .unwrap();
+    let names = root_listing();
+    for name in ["t-0", seglog::RECOVERY_POINT_CHECKPOINT] {
+        assert!(
+            names.contains(name),
+            "{name} not durable in the root: {names:?}"
+        );
+    }
+    let partition = root.path().join("t-0");
+    assert!(
+        faults
+            .durable_names(&partition)
+            .is_some_and(|names| names.contains(&segment_file(0, "log"))),
+        "the partition's first segment"
+    );
+    drop(log);
+    log_dir.close().unwrap();
+    assert!(root_listing().contains(CLEAN_SHUTDOWN_FILE));
+}

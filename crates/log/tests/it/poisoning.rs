@@ -1,16 +1,16 @@
 //! After a failed write or fsync the log refuses writes until reopened, and recovers then.
 
 use seglog::{Clock, Error};
-use seglog_segment::fault::{FaultInjector, FaultKind};
+use seglog_faults::{FaultInjector, FaultKind};
 
 use crate::support::*;
 
 #[test]
 fn failed_write_poisons_until_reopen() {
     let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
+    let faults = FaultInjector::new(dir.path());
     let clock = clock();
-    let log = open(dir.path(), small_config(1 << 20), &clock);
+    let log = open_with_faults(dir.path(), small_config(1 << 20), &clock, &faults);
     log.append(&numbered(T0, "ok", 2)).unwrap();
     faults.fail_nth_write(1, FaultKind::Enospc);
     assert!(log.append(&numbered(T0, "bad", 2)).is_err());

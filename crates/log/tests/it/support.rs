@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use seglog::{BatchBuilder, Batches, Isolation, Log, LogConfig, ManualClock, OpenOptions};
-use seglog_segment::fault::FaultInjector;
+use seglog_faults::FaultInjector;
 
 /// Clock start for tests: 2023-11-14, so CreateTime timestamps around it are "now".
 pub const T0: i64 = 1_700_000_000_000;
@@ -49,6 +49,25 @@ pub fn open(dir: &Path, config: LogConfig, clock: &Arc<ManualClock>) -> Log {
         config,
         OpenOptions {
             clock: clock.clone(),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// [`open`] with every I/O of the log going through `faults`.
+pub fn open_with_faults(
+    dir: &Path,
+    config: LogConfig,
+    clock: &Arc<ManualClock>,
+    faults: &FaultInjector,
+) -> Log {
+    Log::open_with(
+        dir,
+        config,
+        OpenOptions {
+            clock: clock.clone(),
+            io: faults.io(),
             ..OpenOptions::default()
         },
     )
@@ -114,12 +133,12 @@ pub fn append_numbered(log: &Log, batches: i64, prefix: &str, count: usize) {
     }
 }
 
-/// A fresh log in a new temporary directory with a fault injector installed on it before the
-/// open, on a [`clock`] at [`T0`].
+/// A fresh log in a new temporary directory, opened with a fault injector for that directory
+/// as its I/O seam, on a [`clock`] at [`T0`].
 pub fn fresh_with_faults(config: LogConfig) -> (tempfile::TempDir, FaultInjector, Log) {
     let dir = tempfile::tempdir().unwrap();
-    let faults = FaultInjector::install(dir.path());
-    let log = open(dir.path(), config, &clock());
+    let faults = FaultInjector::new(dir.path());
+    let log = open_with_faults(dir.path(), config, &clock(), &faults);
     (dir, faults, log)
 }
 

@@ -1,13 +1,23 @@
-//! Injected write/fsync failures and post-crash images (the `fault-injection` feature).
+//! Injected write/fsync failures and post-crash images (the I/O seam's test backend,
+//! `seglog-faults`, passed in `SegmentConfig::io`).
 
 use std::path::Path;
 
-use seglog_segment::fault::{FaultInjector, FaultKind};
+use seglog_faults::{FaultInjector, FaultKind};
 use seglog_segment::{
-    ActiveSegment, Error, FileKind, IoOp, OpenOptions, RebuildReason, Segment, TempSuffix,
+    ActiveSegment, Error, FileKind, IoOp, OpenOptions, RebuildReason, Segment, SegmentConfig,
+    TempSuffix,
 };
 
 use crate::support::{append_batch, path, read, simple_batch, small_config, tempdir};
+
+/// `small_config` writing through `faults`.
+fn faulty_config(faults: &FaultInjector) -> SegmentConfig {
+    SegmentConfig {
+        io: faults.io(),
+        ..small_config()
+    }
+}
 
 fn batches(n: i64) -> Vec<Vec<u8>> {
     (0..n)
@@ -31,8 +41,8 @@ fn crash_dir(log: &[u8], indexes_from: Option<&Path>) -> tempfile::TempDir {
 fn a_failed_write_poisons_the_segment_and_readers_never_see_it() {
     for kind in [FaultKind::Eio, FaultKind::Enospc] {
         let dir = tempdir();
-        let faults = FaultInjector::install(dir.path());
-        let config = small_config();
+        let faults = FaultInjector::new(dir.path());
+        let config = faulty_config(&faults);
         let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
         let all = batches(6);
         for b in &all[..5] {
@@ -81,8 +91,8 @@ fn a_failed_write_poisons_the_segment_and_readers_never_see_it() {
 #[test]
 fn a_failed_fsync_poisons_and_keeps_the_durable_image() {
     let dir = tempdir();
-    let faults = FaultInjector::install(dir.path());
-    let config = small_config();
+    let faults = FaultInjector::new(dir.path());
+    let config = faulty_config(&faults);
     let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
     let all = batches(4);
     append_batch(&mut active, &all[0]);
@@ -102,8 +112,8 @@ fn a_failed_fsync_poisons_and_keeps_the_durable_image() {
 #[test]
 fn the_durable_image_advances_only_on_fsync_and_reopens_cleanly() {
     let dir = tempdir();
-    let faults = FaultInjector::install(dir.path());
-    let config = small_config();
+    let faults = FaultInjector::new(dir.path());
+    let config = faulty_config(&faults);
     let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
     let log_path = active.segment().log_path();
     let all = batches(40);
@@ -163,13 +173,13 @@ fn a_crash_at_every_write_and_fsync_leaves_a_recoverable_prefix() {
     for fail_sync in [false, true] {
         for n in 1..=12 {
             let dir = tempdir();
-            let faults = FaultInjector::install(dir.path());
+            let faults = FaultInjector::new(dir.path());
             if fail_sync {
                 faults.fail_nth_sync(n, FaultKind::Eio);
             } else {
                 faults.fail_nth_write(n, FaultKind::Enospc);
             }
-            let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+            let mut active = ActiveSegment::create(dir.path(), 0, &faulty_config(&faults)).unwrap();
             let log_path = active.segment().log_path();
             let mut flushed = 0;
             for (i, b) in all.iter().enumerate() {
@@ -206,8 +216,8 @@ fn a_crash_at_every_write_and_fsync_leaves_a_recoverable_prefix() {
 #[test]
 fn sync_log_data_makes_the_log_durable_and_fails_like_flush() {
     let dir = tempdir();
-    let faults = FaultInjector::install(dir.path());
-    let config = small_config();
+    let faults = FaultInjector::new(dir.path());
+    let config = faulty_config(&faults);
     let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
     let log_path = active.segment().log_path();
     let all = batches(30);
@@ -246,14 +256,14 @@ fn names(list: &[&str]) -> std::collections::BTreeSet<String> {
 #[test]
 fn the_durable_listing_advances_only_on_a_directory_fsync() {
     let dir = tempdir();
-    let faults = FaultInjector::install(dir.path());
+    let faults = FaultInjector::new(dir.path());
     assert_eq!(faults.durable_names(dir.path()), None, "never synced");
-    let mut active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+    let mut active = ActiveSegment::create(dir.path(), 0, &faulty_config(&faults)).unwrap();
     append_batch(&mut active, &batches(1)[0]);
     let segment = active.seal().unwrap();
     assert_eq!(faults.durable_names(dir.path()), None);
 
-    seglog_segment::sync_dir(dir.path()).unwrap();
+    faults.io().sync_dir(dir.path()).unwrap();
     let trio = names(&[
         "00000000000000000000.log",
         "00000000000000000000.index",
@@ -265,7 +275,7 @@ fn the_durable_listing_advances_only_on_a_directory_fsync() {
     // A rename is not durable until the next directory fsync.
     segment.mark_deleted().unwrap();
     assert_eq!(faults.durable_names(dir.path()), Some(trio));
-    seglog_segment::sync_dir(dir.path()).unwrap();
+    faults.io().sync_dir(dir.path()).unwrap();
     assert_eq!(
         faults.durable_names(dir.path()),
         Some(names(&[
@@ -297,14 +307,17 @@ fn the_durable_listing_advances_only_on_a_directory_fsync() {
             log_image
         )]
     );
-    seglog_segment::sync_dir(dir.path()).unwrap();
+    faults.io().sync_dir(dir.path()).unwrap();
     assert_eq!(faults.durable_names(dir.path()), Some(names(&[])));
     assert_eq!(faults.unlinked_images(), vec![]);
 
-    // A directory outside the installed one is not observed.
+    // A directory outside the injector's one is not observed, nor is a sync through the
+    // production handle.
     let other = tempdir();
-    seglog_segment::sync_dir(other.path()).unwrap();
+    faults.io().sync_dir(other.path()).unwrap();
     assert_eq!(faults.durable_names(other.path()), None);
+    seglog_segment::sync_dir(dir.path()).unwrap();
+    seglog_segment::Io::direct().sync_dir(dir.path()).unwrap();
     assert_eq!(faults.dir_syncs(), 3);
 }
 
@@ -312,16 +325,16 @@ fn the_durable_listing_advances_only_on_a_directory_fsync() {
 fn a_failed_directory_fsync_is_a_typed_error_and_keeps_the_durable_listing() {
     for kind in [FaultKind::Eio, FaultKind::Enospc] {
         let dir = tempdir();
-        let faults = FaultInjector::install(dir.path());
-        seglog_segment::sync_dir(dir.path()).unwrap();
+        let faults = FaultInjector::new(dir.path());
+        faults.io().sync_dir(dir.path()).unwrap();
         assert_eq!(faults.durable_names(dir.path()), Some(names(&[])));
-        let active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+        let active = ActiveSegment::create(dir.path(), 0, &faulty_config(&faults)).unwrap();
         faults.fail_nth_dir_sync(2, kind);
-        seglog_segment::sync_dir(dir.path()).unwrap(); // the 1st from now succeeds
+        faults.io().sync_dir(dir.path()).unwrap(); // the 1st from now succeeds
         assert_eq!(faults.durable_names(dir.path()).map(|n| n.len()), Some(3));
         let segment = active.seal().unwrap();
         segment.mark_deleted().unwrap();
-        let err = seglog_segment::sync_dir(dir.path()).unwrap_err();
+        let err = faults.io().sync_dir(dir.path()).unwrap_err();
         match &err {
             Error::Io { op, path, source } => {
                 assert_eq!(*op, IoOp::SyncDir);
@@ -341,7 +354,7 @@ fn a_failed_directory_fsync_is_a_typed_error_and_keeps_the_durable_listing() {
                 .unwrap()
                 .contains("00000000000000000000.log")
         );
-        seglog_segment::sync_dir(dir.path()).unwrap();
+        faults.io().sync_dir(dir.path()).unwrap();
         assert!(
             faults
                 .durable_names(dir.path())
@@ -356,8 +369,8 @@ fn a_failed_directory_fsync_is_a_typed_error_and_keeps_the_durable_listing() {
 fn a_failed_index_flush_poisons_the_segment() {
     for (n, file) in [(1, FileKind::INDEX), (2, FileKind::TIME_INDEX)] {
         let dir = tempdir();
-        let faults = FaultInjector::install(dir.path());
-        let mut active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+        let faults = FaultInjector::new(dir.path());
+        let mut active = ActiveSegment::create(dir.path(), 0, &faulty_config(&faults)).unwrap();
         let all = batches(3);
         append_batch(&mut active, &all[0]);
         let before = faults.index_flushes();
@@ -385,8 +398,8 @@ fn a_failed_index_flush_poisons_the_segment() {
 #[test]
 fn a_failed_rename_or_unlink_is_a_typed_error_and_changes_nothing_of_that_file() {
     let dir = tempdir();
-    let faults = FaultInjector::install(dir.path());
-    let mut active = ActiveSegment::create(dir.path(), 0, &small_config()).unwrap();
+    let faults = FaultInjector::new(dir.path());
+    let mut active = ActiveSegment::create(dir.path(), 0, &faulty_config(&faults)).unwrap();
     append_batch(&mut active, &batches(1)[0]);
     let segment = active.seal().unwrap();
     let log = path(dir.path(), 0, FileKind::LOG);

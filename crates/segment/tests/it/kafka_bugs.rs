@@ -415,20 +415,44 @@ fn kafka_6482_future_timestamps_are_reported_as_they_are() {
     assert_eq!(segment.largest_timestamp().unwrap(), future_us + 1);
 }
 
-/// Bug 13 (KAFKA-3968): the directory fsync the log needs after create/rename is there, and
-/// its errors name the directory.
+/// Bug 13 (KAFKA-3968), the segment's half: a segment never fsyncs its directory by itself
+/// (create, append, flush, seal, rename to `.deleted`, delete: none), so the log decides where
+/// the protocol needs one (its half: seglog's `kafka_bugs::kafka_3968_*`); the directory fsync it
+/// calls goes through the same seam as the segment's files, which observes it, and its errors
+/// name the directory.
 #[test]
-fn kafka_3968_directory_fsync_is_available() {
+fn kafka_3968_segments_leave_directory_fsyncs_to_the_log_through_the_seam() {
     let dir = tempdir();
-    let config = small_config();
-    let active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
-    seglog_segment::sync_dir(dir.path()).unwrap();
-    active.segment().mark_deleted().unwrap();
-    seglog_segment::sync_dir(dir.path()).unwrap();
-    let missing = dir.path().join("no-such-dir");
-    let err = seglog_segment::sync_dir(&missing).unwrap_err();
+    let faults = seglog_faults::FaultInjector::new(dir.path());
+    let config = seglog_segment::SegmentConfig {
+        io: faults.io(),
+        ..small_config()
+    };
+    let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+    append_batch(&mut active, &simple_batch(0, 2, 1_000, 10));
+    active.flush().unwrap();
+    let segment = active.seal().unwrap();
+    segment.flush().unwrap();
+    segment.mark_deleted().unwrap();
+    assert_eq!(faults.dir_syncs(), 0, "a segment fsynced its directory");
+    assert_eq!(faults.durable_names(dir.path()), None);
+
+    config.io.sync_dir(dir.path()).unwrap();
+    assert_eq!(faults.dir_syncs(), 1);
     assert!(
-        matches!(&err, Error::Io { op: seglog_segment::IoOp::SyncDir, path, .. } if *path == missing),
-        "{err}"
+        faults
+            .durable_names(dir.path())
+            .is_some_and(|names| names.contains("00000000000000000000.log.deleted"))
     );
+    segment.delete_files().unwrap();
+    assert_eq!(faults.dir_syncs(), 1, "a delete fsynced the directory");
+
+    let missing = dir.path().join("no-such-dir");
+    for io in [config.io.clone(), seglog_segment::Io::direct()] {
+        let err = io.sync_dir(&missing).unwrap_err();
+        assert!(
+            matches!(&err, Error::Io { op: seglog_segment::IoOp::SyncDir, path, .. } if *path == missing),
+            "{err}"
+        );
+    }
 }

@@ -1,17 +1,23 @@
-//! Fault injection under the I/O seam (tests, and the `fault-injection` feature).
+//! A test backend of `seglog-segment`'s I/O seam ([`seglog_segment::seam`]): fault injection
+//! and durable state, for the reliability suites of the layers above. It is a separate crate
+//! that only tests depend on, so no production build (`seglog-cli`, the benchmarks) contains
+//! it; it reaches the code under test only through the [`Io`] handle a test passes in
+//! `SegmentConfig::io` (or the log's `OpenOptions::io`).
 //!
-//! A [`FaultInjector`] is installed for a directory; every `.log` file opened or created
-//! below that directory afterwards is tracked by it, and so is every directory fsync
-//! ([`crate::sync_dir`]) and every index flush (`msync`, by [`crate::Segment::flush`]) of a
-//! path below it. It can fail the Nth data write, the Nth `.log` fsync, the Nth directory
+//! A [`FaultInjector`] is made for a directory; every `.log` file opened or created below that
+//! directory through its handle ([`FaultInjector::io`]) is tracked by it, and so is every
+//! directory fsync ([`Io::sync_dir`]) and every index flush (`msync`, by
+//! `Segment::flush`) of a path below it; operations on paths outside it go straight to the
+//! system. It can fail the Nth data write, the Nth `.log` fsync, the Nth directory
 //! fsync, the Nth index flush, the Nth `.log`/`.txnindex` rename or the Nth unlink (each
 //! counted separately, over everything tracked, from the moment the failure is armed) with
 //! `EIO` or `ENOSPC`. It records two kinds of durable state:
 //!
 //! - for each tracked `.log`, a **durable image**: the file's bytes as of its last successful
-//!   fsync (or as found when it was opened); an unlinked file's image is kept
+//!   fsync (or as found when it was first opened through the handle; a later open of the same
+//!   path keeps the image); an unlinked file's image is kept
 //!   ([`FaultInjector::unlinked_images`]) until a directory fsync makes the unlink durable;
-//! - for each directory synced through [`crate::sync_dir`], its **durable listing**: the
+//! - for each directory synced through [`Io::sync_dir`], its **durable listing**: the
 //!   names `read_dir` listed right before its last successful directory fsync
 //!   ([`FaultInjector::durable_names`]). A create, rename or unlink is durable once a
 //!   directory fsync that started after it succeeded; the listing is taken before the fsync,
@@ -22,26 +28,36 @@
 //! survives". Index contents are not imaged (their pages are written back by the kernel at
 //! any time); index flushes can only be failed.
 //!
-//! Injectors for different directories do not interfere, so tests can run in parallel.
+//! Injectors share nothing (there is no registry), so tests run in parallel.
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use seglog_segment::fault::{FaultInjector, FaultKind};
+//! use seglog_faults::{FaultInjector, FaultKind};
 //! let dir = tempfile::tempdir()?;
-//! let faults = FaultInjector::install(dir.path());
+//! let faults = FaultInjector::new(dir.path());
 //! faults.fail_nth_write(1, FaultKind::Enospc); // the next write fails
 //! assert_eq!(faults.durable_names(dir.path()), None); // never synced
 //! std::fs::write(dir.path().join("a"), b"")?;
-//! seglog_segment::sync_dir(dir.path())?;
+//! faults.io().sync_dir(dir.path())?;
 //! assert!(faults.durable_names(dir.path()).is_some_and(|names| names.contains("a")));
+//! assert_eq!(faults.dir_syncs(), 1);
+//! // The production handle does not see it.
+//! seglog_segment::Io::direct().sync_dir(dir.path())?;
+//! assert_eq!(faults.dir_syncs(), 1);
 //! # Ok(()) }
 //! ```
+
+#![forbid(unsafe_code)]
 
 use std::collections::{BTreeSet, HashMap};
 use std::fs::File;
 use std::io;
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use seglog_segment::Io;
+use seglog_segment::seam::{Direct, FileId, IoBackend};
 
 /// The error an injected fault raises.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +70,7 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
-    pub(crate) fn to_io_error(self) -> io::Error {
+    fn to_io_error(self) -> io::Error {
         match self {
             FaultKind::Eio => io::Error::from_raw_os_error(rustix::io::Errno::IO.raw_os_error()),
             FaultKind::Enospc => {
@@ -63,7 +79,7 @@ impl FaultKind {
         }
     }
 
-    pub(crate) fn partial_len(self, len: usize) -> usize {
+    fn partial_len(self, len: usize) -> usize {
         match self {
             FaultKind::Eio => 0,
             FaultKind::Enospc => len / 2,
@@ -113,8 +129,6 @@ struct Image {
     durable: Vec<u8>,
 }
 
-static REGISTRY: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding this lock can only come from a test assertion elsewhere; the
     // state stays usable.
@@ -122,16 +136,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl FaultInjector {
-    /// Starts tracking every `.log` file opened or created below `dir` from now on.
-    pub fn install(dir: &Path) -> FaultInjector {
-        let inner = Arc::new(Inner {
-            dir: dir.to_path_buf(),
-            state: Mutex::new(State::default()),
-        });
-        let mut registry = lock(&REGISTRY);
-        registry.retain(|w| w.strong_count() > 0);
-        registry.push(Arc::downgrade(&inner));
-        FaultInjector { inner }
+    /// An injector for the paths below `dir`; it sees what goes through [`FaultInjector::io`].
+    pub fn new(dir: &Path) -> FaultInjector {
+        FaultInjector {
+            inner: Arc::new(Inner {
+                dir: dir.to_path_buf(),
+                state: Mutex::new(State::default()),
+            }),
+        }
+    }
+
+    /// The seam handle to pass to the code under test (`SegmentConfig::io`, the log's
+    /// `OpenOptions::io`): every `.log` opened or created through it below the directory is
+    /// tracked from then on. All handles of one injector share its state.
+    pub fn io(&self) -> Io {
+        Io::new(Arc::new(self.clone()))
     }
 
     /// Arms a failure of the `n`th data write from now (`n = 1`: the next one). Replaces
@@ -148,7 +167,7 @@ impl FaultInjector {
         state.fail_sync = Some((state.syncs + n.max(1), kind));
     }
 
-    /// Arms a failure of the `n`th directory fsync ([`crate::sync_dir`] of a directory
+    /// Arms a failure of the `n`th directory fsync ([`Io::sync_dir`] of a directory
     /// below the installed one) from now (`n = 1`: the next one). A failed directory fsync
     /// does not advance the durable listing.
     pub fn fail_nth_dir_sync(&self, n: u64, kind: FaultKind) {
@@ -157,7 +176,7 @@ impl FaultInjector {
     }
 
     /// Arms a failure of the `n`th index flush from now (`n = 1`: the next one). Each
-    /// `.index` and each `.timeindex` flush ([`crate::Segment::flush`] flushes both, offset
+    /// `.index` and each `.timeindex` flush (`Segment::flush` flushes both, offset
     /// index first) counts as one; the failing one does not `msync`.
     pub fn fail_nth_index_flush(&self, n: u64, kind: FaultKind) {
         let mut state = lock(&self.inner.state);
@@ -173,7 +192,7 @@ impl FaultInjector {
     }
 
     /// Arms a failure of the `n`th unlink attempt through the seam from now (`n = 1`: the
-    /// next one): nothing is unlinked. [`crate::Segment::delete_files`] attempts `.log`,
+    /// next one): nothing is unlinked. `Segment::delete_files` attempts `.log`,
     /// `.index`, `.timeindex` and `.txnindex` in that order, existing or not: four attempts.
     pub fn fail_nth_remove(&self, n: u64, kind: FaultKind) {
         let mut state = lock(&self.inner.state);
@@ -214,7 +233,7 @@ impl FaultInjector {
 
     /// The durable listing of `dir`: the names of all its entries (files and
     /// subdirectories) as listed right before its last successful directory fsync
-    /// ([`crate::sync_dir`]). A name created or renamed to since is not in it; a name
+    /// ([`Io::sync_dir`]). A name created or renamed to since is not in it; a name
     /// removed or renamed away since still is.
     ///
     /// `None` when `dir` has not been synced successfully since the injector was installed
@@ -227,7 +246,7 @@ impl FaultInjector {
 
     /// The durable images of tracked files unlinked since the last successful directory
     /// fsync of their directory (as of the unlink, by the path they had), oldest first. A
-    /// power loss may undo such an unlink; a successful [`crate::sync_dir`] of the
+    /// power loss may undo such an unlink; a successful [`Io::sync_dir`] of the
     /// directory makes it durable and drops the image from this list.
     pub fn unlinked_images(&self) -> Vec<(PathBuf, Vec<u8>)> {
         let state = lock(&self.inner.state);
@@ -260,8 +279,16 @@ impl FaultInjector {
         images
     }
 
-    fn attach(self: &FaultInjector, path: &Path, file: &File, created: bool) -> Tracked {
-        // An existing file is taken as durable as found.
+    /// Tracks the `.log` at `path`: a path tracked already keeps its image (a reopen, e.g.
+    /// by a file-handle cache, must not make unsynced bytes durable); an existing file seen
+    /// for the first time is taken as durable as found; a created one is empty.
+    fn attach(&self, path: &Path, file: &File, created: bool) -> FileId {
+        if !created {
+            let state = lock(&self.inner.state);
+            if let Some((id, _)) = state.files.iter().find(|(_, image)| image.path == path) {
+                return FileId(*id);
+            }
+        }
         let durable = if created {
             Vec::new()
         } else {
@@ -277,172 +304,111 @@ impl FaultInjector {
                 durable,
             },
         );
-        Tracked {
-            injector: self.clone(),
-            id,
-        }
-    }
-}
-
-/// A tracked file's link to its injector (held by the seam's `LogFile`).
-#[derive(Debug)]
-pub(crate) struct Tracked {
-    injector: FaultInjector,
-    id: u64,
-}
-
-impl Tracked {
-    /// Counts a write; returns the fault to raise, if this write is the armed one.
-    pub(crate) fn before_write(&self) -> Option<FaultKind> {
-        let mut state = lock(&self.injector.inner.state);
-        state.writes += 1;
-        match state.fail_write {
-            Some((n, kind)) if n == state.writes => Some(kind),
-            _ => None,
-        }
+        FileId(id)
     }
 
-    /// Counts an fsync; returns the fault to raise, if this fsync is the armed one.
-    pub(crate) fn before_sync(&self) -> Option<FaultKind> {
-        let mut state = lock(&self.injector.inner.state);
-        state.syncs += 1;
-        match state.fail_sync {
-            Some((n, kind)) if n == state.syncs => Some(kind),
+    fn tracks(&self, path: &Path) -> bool {
+        path.starts_with(&self.inner.dir)
+    }
+
+    /// Counts one operation of a kind; returns the fault to raise if it is the armed one.
+    fn count(
+        &self,
+        pick: impl FnOnce(&mut State) -> (&mut u64, Option<(u64, FaultKind)>),
+    ) -> Option<FaultKind> {
+        let mut state = lock(&self.inner.state);
+        let (counter, armed) = pick(&mut state);
+        *counter += 1;
+        match armed {
+            Some((n, kind)) if n == *counter => Some(kind),
             _ => None,
         }
     }
 
     /// Records the file's current bytes as its durable image.
-    pub(crate) fn after_sync(&self, file: &File) -> io::Result<()> {
+    fn after_sync(&self, id: FileId, file: &File) -> io::Result<()> {
         let bytes = read_all(file)?;
-        let mut state = lock(&self.injector.inner.state);
-        if let Some(image) = state.files.get_mut(&self.id) {
+        let mut state = lock(&self.inner.state);
+        if let Some(image) = state.files.get_mut(&id.0) {
             image.durable = bytes;
         }
         Ok(())
     }
 }
 
-impl FaultInjector {
-    /// Counts a directory fsync; returns the fault to raise, if this one is the armed one.
-    fn before_dir_sync(&self) -> Option<FaultKind> {
-        let mut state = lock(&self.inner.state);
-        state.dir_syncs += 1;
-        match state.fail_dir_sync {
-            Some((n, kind)) if n == state.dir_syncs => Some(kind),
-            _ => None,
+impl IoBackend for FaultInjector {
+    fn opened(&self, path: &Path, file: &File, created: bool) -> FileId {
+        if self.tracks(path) {
+            self.attach(path, file, created)
+        } else {
+            FileId::UNTRACKED
         }
     }
 
-    /// Counts a rename; returns the fault to raise, if this one is the armed one.
-    fn before_rename(&self) -> Option<FaultKind> {
-        let mut state = lock(&self.inner.state);
-        state.renames += 1;
-        match state.fail_rename {
-            Some((n, kind)) if n == state.renames => Some(kind),
-            _ => None,
+    /// A tracked write is done as one positioned write of the joined parts, so a fault sees
+    /// exactly the bytes a single write would carry.
+    fn write_all_vectored_at(
+        &self,
+        id: FileId,
+        file: &File,
+        parts: &[&[u8]],
+        position: u64,
+    ) -> io::Result<()> {
+        if id == FileId::UNTRACKED {
+            return Direct.write_all_vectored_at(id, file, parts, position);
         }
-    }
-
-    /// Counts an unlink; returns the fault to raise, if this one is the armed one.
-    fn before_remove(&self) -> Option<FaultKind> {
-        let mut state = lock(&self.inner.state);
-        state.removes += 1;
-        match state.fail_remove {
-            Some((n, kind)) if n == state.removes => Some(kind),
-            _ => None,
+        let buf = parts.concat();
+        if let Some(fault) = self.count(|s| (&mut s.writes, s.fail_write)) {
+            // A failing ENOSPC write may have written a prefix, as a real one can.
+            let partial = fault.partial_len(buf.len());
+            if partial > 0 {
+                file.write_all_at(&buf[..partial], position)?;
+            }
+            return Err(fault.to_io_error());
         }
+        file.write_all_at(&buf, position)
     }
 
-    /// Counts an index flush; returns the fault to raise, if this one is the armed one.
-    fn before_index_flush(&self) -> Option<FaultKind> {
-        let mut state = lock(&self.inner.state);
-        state.index_flushes += 1;
-        match state.fail_index_flush {
-            Some((n, kind)) if n == state.index_flushes => Some(kind),
-            _ => None,
+    /// A successful tracked sync advances the durable image.
+    fn sync_data(&self, id: FileId, file: &File) -> io::Result<()> {
+        if id == FileId::UNTRACKED {
+            return Direct.sync_data(id, file);
         }
+        if let Some(fault) = self.count(|s| (&mut s.syncs, s.fail_sync)) {
+            return Err(fault.to_io_error());
+        }
+        file.sync_data()?;
+        self.after_sync(id, file)
     }
-}
 
-/// Called by the seam around a directory fsync: `sync` is the real fsync. The listing is
-/// read before it (everything it shows happened before the fsync started, so the fsync
-/// covers it) and recorded only when it succeeds.
-pub(crate) fn sync_dir(dir: &Path, sync: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
-    let Some(injector) = injector_for(dir) else {
-        return sync();
-    };
-    if let Some(fault) = injector.before_dir_sync() {
-        return Err(fault.to_io_error());
-    }
-    let mut names = BTreeSet::new();
-    for entry in std::fs::read_dir(dir)? {
-        names.insert(entry?.file_name().to_string_lossy().into_owned());
-    }
-    sync()?;
-    let mut state = lock(&injector.inner.state);
-    // Every unlink in `dir` so far happened before the listing was read: durable now.
-    state
-        .unlinked
-        .retain(|image| image.path.parent() != Some(dir));
-    state.durable_dirs.insert(dir.to_path_buf(), names);
-    Ok(())
-}
-
-/// Called by the seam before an index flush of the index file `path`: the fault to raise,
-/// if this flush is the armed one.
-pub(crate) fn before_index_flush(path: &Path) -> Option<FaultKind> {
-    injector_for(path).and_then(|injector| injector.before_index_flush())
-}
-
-fn read_all(file: &File) -> io::Result<Vec<u8>> {
-    let len = file.metadata()?.len();
-    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
-    let n = crate::io::read_at_most(file, &mut bytes, 0)?;
-    bytes.truncate(n);
-    Ok(bytes)
-}
-
-fn injector_for(path: &Path) -> Option<FaultInjector> {
-    let registry = lock(&REGISTRY);
-    registry
-        .iter()
-        .filter_map(Weak::upgrade)
-        .find(|inner| path.starts_with(&inner.dir))
-        .map(|inner| FaultInjector { inner })
-}
-
-/// Called by the seam when a `.log` file is opened or created.
-pub(crate) fn attach(path: &Path, file: &File, created: bool) -> Option<Tracked> {
-    injector_for(path).map(|injector| injector.attach(path, file, created))
-}
-
-/// Called by the seam before a rename of `from`: the fault to raise, if armed.
-pub(crate) fn before_rename(from: &Path) -> Option<FaultKind> {
-    injector_for(from).and_then(|injector| injector.before_rename())
-}
-
-/// Called by the seam before an unlink of `path`: the fault to raise, if armed.
-pub(crate) fn before_remove(path: &Path) -> Option<FaultKind> {
-    injector_for(path).and_then(|injector| injector.before_remove())
-}
-
-/// Called by the seam after a rename, so images follow their file.
-pub(crate) fn renamed(from: &Path, to: &Path) {
-    if let Some(injector) = injector_for(from) {
-        let mut state = lock(&injector.inner.state);
+    /// Images follow their file.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        if !self.tracks(from) {
+            return Direct.rename(from, to);
+        }
+        if let Some(fault) = self.count(|s| (&mut s.renames, s.fail_rename)) {
+            return Err(fault.to_io_error());
+        }
+        std::fs::rename(from, to)?;
+        let mut state = lock(&self.inner.state);
         for image in state.files.values_mut() {
             if image.path == from {
                 image.path = to.to_path_buf();
             }
         }
+        Ok(())
     }
-}
 
-/// Called by the seam after an unlink: the image is kept aside until the unlink is durable.
-pub(crate) fn removed(path: &Path) {
-    if let Some(injector) = injector_for(path) {
-        let mut state = lock(&injector.inner.state);
+    /// The image is kept aside until the unlink is durable.
+    fn remove(&self, path: &Path) -> io::Result<()> {
+        if !self.tracks(path) {
+            return Direct.remove(path);
+        }
+        if let Some(fault) = self.count(|s| (&mut s.removes, s.fail_remove)) {
+            return Err(fault.to_io_error());
+        }
+        std::fs::remove_file(path)?;
+        let mut state = lock(&self.inner.state);
         let gone: Vec<u64> = state
             .files
             .iter()
@@ -454,5 +420,56 @@ pub(crate) fn removed(path: &Path) {
                 state.unlinked.push(image);
             }
         }
+        Ok(())
     }
+
+    /// The listing is read before the fsync (everything it shows happened before the fsync
+    /// started, so the fsync covers it) and recorded only when the fsync succeeds.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        if !self.tracks(dir) {
+            return Direct.sync_dir(dir);
+        }
+        if let Some(fault) = self.count(|s| (&mut s.dir_syncs, s.fail_dir_sync)) {
+            return Err(fault.to_io_error());
+        }
+        let mut names = BTreeSet::new();
+        for entry in std::fs::read_dir(dir)? {
+            names.insert(entry?.file_name().to_string_lossy().into_owned());
+        }
+        Direct.sync_dir(dir)?;
+        let mut state = lock(&self.inner.state);
+        // Every unlink in `dir` so far happened before the listing was read: durable now.
+        state
+            .unlinked
+            .retain(|image| image.path.parent() != Some(dir));
+        state.durable_dirs.insert(dir.to_path_buf(), names);
+        Ok(())
+    }
+
+    fn before_index_flush(&self, path: &Path) -> io::Result<()> {
+        if !self.tracks(path) {
+            return Ok(());
+        }
+        match self.count(|s| (&mut s.index_flushes, s.fail_index_flush)) {
+            Some(fault) => Err(fault.to_io_error()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The whole file, read with positioned reads (the file offset is not moved).
+fn read_all(file: &File) -> io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let mut bytes = vec![0; usize::try_from(len).unwrap_or(usize::MAX)];
+    let mut done = 0;
+    while done < bytes.len() {
+        match file.read_at(&mut bytes[done..], done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    bytes.truncate(done);
+    Ok(bytes)
 }
