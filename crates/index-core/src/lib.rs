@@ -59,3 +59,8 @@ pub use crate::time_index::TimeIndex;
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// The crate README's example compiles and runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}

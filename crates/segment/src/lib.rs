@@ -72,3 +72,8 @@ pub use seglog_index_core::TimestampOffset;
 
 /// Result type of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// The crate README's example compiles and runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
