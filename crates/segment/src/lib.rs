@@ -10,12 +10,15 @@
 //!   zero-padded, short or inconsistent index is rebuilt by recovering the segment, never
 //!   trusted. Read-only opens never write to disk.
 //! * [`file_name`] / [`parse_file_name`] build and parse every segment file name.
+//! * [`seam`]: the I/O seam. Every `.log` write and fsync, rename, unlink, index-flush check and
+//!   directory fsync goes through the [`Io`] handle of [`SegmentConfig::io`]: the system calls
+//!   by default ([`Io::direct`]), a fault-injecting backend in tests (`seglog-faults`).
 //!
 //! What it deliberately does not do: it knows nothing of the segment map, the log end
 //! offset, retention, checkpoints, producer state, leader epochs or `.txnindex` contents
 //! (it only renames and deletes a `.txnindex` with its segment). It does not validate or
 //! assign offsets of appended batches: the log does. It never fsyncs a directory by itself
-//! ([`sync_dir`] is there for the log's protocol).
+//! ([`Io::sync_dir`] is there for the log's protocol; [`sync_dir`] is its direct form).
 //!
 //! ```
 //! use seglog_segment::{ActiveSegment, SegmentConfig};

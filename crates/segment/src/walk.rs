@@ -190,8 +190,8 @@ impl Iterator for HeaderWalker<'_> {
     }
 }
 
-/// Why a scan ([`scan_batches`]) stopped before the end, and so why recovery cut the `.log`
-/// there (reported in [`crate::RecoveryReport::reason`]).
+/// Why a batch scan of a `.log` (recovery's) stopped before the end, and so why recovery cut
+/// the `.log` there (reported in [`crate::RecoveryReport::reason`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TruncationReason {
     /// The bytes from `position` on are not a whole batch: a torn write or a short tail

@@ -438,3 +438,33 @@ fn a_failed_rename_or_unlink_is_a_typed_error_and_changes_nothing_of_that_file()
     segment.delete_files().unwrap();
     assert!(!deleted.exists());
 }
+
+/// Reopening a `.log` through the same injector (a reopened segment, a file-handle cache) does
+/// not make its unsynced bytes durable: the path keeps its image until the next fsync.
+#[test]
+fn a_reopen_through_the_same_injector_keeps_the_durable_image() {
+    let dir = tempdir();
+    let faults = FaultInjector::new(dir.path());
+    let config = faulty_config(&faults);
+    let all = batches(3);
+    let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+    let log_path = active.segment().log_path();
+    append_batch(&mut active, &all[0]);
+    append_batch(&mut active, &all[1]);
+    active.flush().unwrap();
+    append_batch(&mut active, &all[2]); // page cache only
+    drop(active);
+    let (segment, _) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    assert_eq!(segment.read_next_offset().unwrap(), 3);
+    assert_eq!(faults.durable_image(&log_path).unwrap(), all[..2].concat());
+    assert_eq!(faults.durable_images().len(), 1, "one image per path");
+    segment.flush().unwrap();
+    assert_eq!(faults.durable_image(&log_path).unwrap(), all.concat());
+    // A fresh injector knows nothing of the past: it takes the file as durable as found.
+    let fresh = FaultInjector::new(dir.path());
+    let fresh_config = faulty_config(&fresh);
+    drop(segment);
+    let (_segment, _) =
+        Segment::open(dir.path(), 0, &fresh_config, OpenOptions::default()).unwrap();
+    assert_eq!(fresh.durable_image(&log_path).unwrap(), all.concat());
+}
