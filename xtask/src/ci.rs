@@ -2,8 +2,17 @@
 
 use crate::cmd::{cargo, run as run_command};
 
+/// The crates published to crates.io, lowest layer first.
+pub const PUBLISHED: &[&str] = &[
+    "seglog-index-core",
+    "seglog-records",
+    "seglog-segment",
+    "seglog",
+    "seglog-cli",
+];
+
 /// fmt check, clippy (`-D warnings`, all targets so benches cannot rot), the docs (`-D
-/// warnings`), the workspace tests, then the loom models.
+/// warnings`), `cargo package` of every published crate, the workspace tests, then the loom models.
 pub fn run_all() -> Result<(), String> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
@@ -25,6 +34,16 @@ pub fn run_all() -> Result<(), String> {
     doc.args(["doc", "--workspace", "--no-deps"])
         .env("RUSTDOCFLAGS", "-D warnings");
     run_command(doc)?;
+
+    // Every published crate packages and builds from its package alone (as `cargo publish`
+    // would check it), the layers in dependency order.
+    let mut package = cargo();
+    package.arg("package");
+    for crate_name in PUBLISHED {
+        package.args(["-p", crate_name]);
+    }
+    package.arg("--allow-dirty");
+    run_command(package)?;
 
     let mut test = cargo();
     test.args(["test", "--workspace"]);
