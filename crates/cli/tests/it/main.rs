@@ -5,6 +5,7 @@
 
 mod corpus;
 mod corpus_read;
+mod live_writer;
 mod produce_read;
 mod repair;
 mod support;
