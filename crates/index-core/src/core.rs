@@ -9,15 +9,13 @@
 //! * `path`, only ever held for a clone or a rename.
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Read};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 
 use crate::entry::{IndexEntry, relative_offset};
 use crate::error::Error;
-#[cfg(not(loom))]
-use crate::mmap::HeapBuffer;
-use crate::mmap::{Backing, FileBuffer, Push, Slots};
+use crate::mmap::{Backing, FileBuffer, HeapBuffer, Push, Slots};
 use crate::sanity::Finding;
 use crate::search::{Column, ceiling_slot, floor_slot};
 use crate::sync::{Mutex, RwLock, lock, read, write};
@@ -25,9 +23,10 @@ use crate::sync::{Mutex, RwLock, lock, read, write};
 /// How the index was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Mode {
-    /// A read-write mapped file.
+    /// A read-write mapped file (owned exclusively by the caller).
     File,
-    /// A read-only mapped file: mutating calls fail with `Error::ReadOnly`.
+    /// A read-only copy of a file in memory (never mapped): mutating calls fail with
+    /// `Error::ReadOnly`.
     ReadOnly,
     /// A heap buffer; the path is used for error messages only.
     Memory,
@@ -43,7 +42,8 @@ pub(crate) struct IndexCore<E> {
 }
 
 impl<E: IndexEntry> IndexCore<E> {
-    /// Kafka's `AbstractIndex` constructor for a writable index.
+    /// Kafka's `AbstractIndex` constructor for a writable index: maps the file read-write. The
+    /// caller owns the file exclusively (see `OffsetIndex::open`).
     pub(crate) fn open(
         path: PathBuf,
         base_offset: i64,
@@ -71,7 +71,7 @@ impl<E: IndexEntry> IndexCore<E> {
             }
             Err(source) => return Err(io_error(&path, "open", source)),
         };
-        let buffer = FileBuffer::map(file, len, true, published * E::SIZE)
+        let buffer = FileBuffer::map(file, len, published * E::SIZE)
             .map_err(|source| io_error(&path, "map", source))?;
         Ok(Self::with_backing(
             path,
@@ -83,19 +83,27 @@ impl<E: IndexEntry> IndexCore<E> {
         ))
     }
 
-    /// A read-only mapping of an existing file.
+    /// A read-only copy of an existing file, read with `read(2)` into memory, never mapped:
+    /// another process may own the file and trim or truncate it at any time, and a mapped
+    /// page past the new end would raise `SIGBUS`. A file that shrinks or grows while it is
+    /// read gives whatever `read` returned up to the end of file or the length seen at open
+    /// (the sanity checks judge it like any other file).
     pub(crate) fn open_read_only(path: PathBuf, base_offset: i64) -> Result<Self, Error> {
         let file = File::open(&path).map_err(|source| io_error(&path, "open", source))?;
         let len = file_len(&file, &path)?;
-        let buffer = FileBuffer::map(file, len, false, len)
-            .map_err(|source| io_error(&path, "map", source))?;
+        let mut bytes = Vec::with_capacity(len);
+        (&file)
+            .take(len as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|source| io_error(&path, "read", source))?;
+        let len = bytes.len();
         let max = u32::try_from(len).unwrap_or(u32::MAX);
         Ok(Self::with_backing(
             path,
             base_offset,
             max,
             Mode::ReadOnly,
-            Backing::File(buffer),
+            Backing::Heap(HeapBuffer::read_only(bytes)),
             len / E::SIZE,
         ))
     }

@@ -39,12 +39,17 @@ macro_rules! index_lifecycle {
                 })
             }
 
-            /// Maps an existing index read-only; it never writes the file. Mutating calls fail
-            /// with [`Error::ReadOnly`].
+            /// Reads an existing index into memory (one `read` of the whole file; the file is
+            /// never mapped and never written). Mutating calls fail with [`Error::ReadOnly`].
+            ///
+            /// Safe beside a process that owns the file and appends to, trims or truncates
+            /// it (a broker, a live seglog writer): the copy cannot fault, and an index that
+            /// changed while it was read is judged by the sanity checks like any other file.
+            /// Later changes to the file are not seen; open it again to see them.
             ///
             /// # Errors
             ///
-            /// `Io` when the file cannot be opened or mapped.
+            /// `Io` when the file cannot be opened or read.
             pub fn open_read_only(path: impl Into<PathBuf>, base_offset: i64) -> Result<Self> {
                 Ok($index {
                     core: IndexCore::open_read_only(path.into(), base_offset)?,

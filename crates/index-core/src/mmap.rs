@@ -15,9 +15,14 @@
 //!   `RwLock`: Kafka's "remap lock", KAFKA-19390). That is also what makes a shrink safe: a
 //!   reader never touches a mapped page beyond the end of the file (SIGBUS).
 //!
-//! Mapping a file is itself `unsafe`: the bytes can change under us if another process writes
-//! or truncates the file. We rely on the segment layer's exclusive directory lock, and we only
-//! shrink a file after unmapping it.
+//! A mapped file can change under us if another process writes or truncates it, and touching
+//! a mapped page past the file's new end raises `SIGBUS`, which kills the process. So only
+//! files this process owns exclusively are ever mapped: [`FileBuffer`] is created only by the
+//! writable open (`OffsetIndex::open` / `TimeIndex::open`), whose documented precondition is
+//! exclusive ownership of the file (the log layer holds the directory lock for as long as any
+//! such index lives), and we only shrink a file after unmapping it. Read-only opens, which
+//! exist precisely for directories another process owns (a broker, a live seglog writer), never
+//! map: they copy the file into a read-only [`HeapBuffer`] with `read(2)`, which cannot fault.
 
 use std::fs::File;
 use std::io;
@@ -61,49 +66,33 @@ pub(crate) trait Buffer: Send + Sync {
     fn advise_unwritten(&self, _from: usize) {}
 }
 
-/// A memory-mapped index file.
+/// A memory-mapped index file, always read-write: only the writable open, whose caller owns
+/// the file exclusively, maps a file (see the module docs).
 pub(crate) struct FileBuffer {
     file: File,
     /// `None` only between unmapping and remapping in `set_len`, or after a failed remap.
     map: Option<memmap2::MmapRaw>,
-    writable: bool,
 }
 
 impl FileBuffer {
-    /// Maps the first `len` bytes of `file` (the caller has set the file to that length), of
+    /// Maps the first `len` bytes of `file` read-write (the caller has set the file to that
+    /// length, and owns it exclusively: no other process truncates it while it is mapped), of
     /// which the first `written` hold entries.
-    pub(crate) fn map(
-        file: File,
-        len: usize,
-        writable: bool,
-        written: usize,
-    ) -> io::Result<FileBuffer> {
-        let map = Self::map_raw(&file, len, writable, written)?;
+    pub(crate) fn map(file: File, len: usize, written: usize) -> io::Result<FileBuffer> {
+        let map = Self::map_raw(&file, len, written)?;
         Ok(FileBuffer {
             file,
             map: Some(map),
-            writable,
         })
     }
 
-    fn map_raw(
-        file: &File,
-        len: usize,
-        writable: bool,
-        written: usize,
-    ) -> io::Result<memmap2::MmapRaw> {
+    fn map_raw(file: &File, len: usize, written: usize) -> io::Result<memmap2::MmapRaw> {
         let mut options = memmap2::MmapOptions::new();
         options.len(len);
-        // memmap2's `map_raw*` are safe functions: they hand out raw pointers, and every
+        // memmap2's `map_raw` is a safe function: it hands out raw pointers, and every
         // dereference below is an `unsafe` block with its own SAFETY note.
-        let map = if writable {
-            options.map_raw(file)?
-        } else {
-            options.map_raw_read_only(file)?
-        };
-        if writable {
-            advise_random_from(&map, written);
-        }
+        let map = options.map_raw(file)?;
+        advise_random_from(&map, written);
         Ok(map)
     }
 }
@@ -130,9 +119,11 @@ impl Buffer for FileBuffer {
         match &self.map {
             Some(map) if len > 0 => {
                 // SAFETY: `len <= map.len()` (caller contract), so the range is inside one live
-                // mapping of a file at least that long (we never shrink a mapped file, and the
-                // directory is exclusively ours). Nothing writes to it while `f` runs (caller
-                // contract), so a shared slice is sound.
+                // mapping of a file at least that long: we shrink the file only after
+                // unmapping it (`set_len`), and no other process truncates it, because only
+                // the writable open maps a file and its caller owns the file exclusively (the
+                // directory lock; see the module docs). Nothing writes to it while `f` runs
+                // (caller contract), so a shared slice is sound.
                 f(unsafe { std::slice::from_raw_parts(map.as_ptr(), len) })
             }
             _ => f(&[]),
@@ -141,8 +132,9 @@ impl Buffer for FileBuffer {
 
     unsafe fn write(&self, at: usize, bytes: &[u8]) {
         if let Some(map) = &self.map {
-            debug_assert!(self.writable && at + bytes.len() <= map.len());
-            // SAFETY: the destination is inside a live read-write mapping and nobody else
+            debug_assert!(at + bytes.len() <= map.len());
+            // SAFETY: the destination is inside a live read-write mapping of a file no one
+            // else truncates (as in `with_prefix`), and nobody else
             // accesses it meanwhile (caller contract); `bytes` cannot overlap the mapping's
             // unpublished tail because no slice over that range exists.
             unsafe {
@@ -161,42 +153,39 @@ impl Buffer for FileBuffer {
             // page; the length covers the last partly used page). On Linux it ends in
             // `vfs_fsync_range(.., datasync)`, which also makes the file length durable. The
             // rest of a preallocated map was never written: syncing it is wasted work.
-            Some(map) if self.writable && used > 0 => map.flush_range(0, used.min(map.len())),
+            Some(map) if used > 0 => map.flush_range(0, used.min(map.len())),
             // Nothing written: still make the length (a resize or trim) durable.
-            _ if self.writable => self.file.sync_data(),
-            _ => Ok(()),
+            _ => self.file.sync_data(),
         }
     }
 
     fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
-        if !self.writable {
-            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
-        }
         // Unmap before changing the length (KAFKA-19390): no mapping may ever cover bytes
         // past the end of the file.
         self.map = None;
         self.file.set_len(new_len as u64)?;
-        self.map = Some(Self::map_raw(&self.file, new_len, true, keep)?);
+        self.map = Some(Self::map_raw(&self.file, new_len, keep)?);
         Ok(())
     }
 
     fn writable(&self) -> bool {
-        self.writable
+        true
     }
 
     fn advise_unwritten(&self, from: usize) {
-        if let (Some(map), true) = (&self.map, self.writable) {
+        if let Some(map) = &self.map {
             advise_random_from(map, from);
         }
     }
 }
 
-/// A zero-initialised heap buffer for indexes that never touch the disk.
-#[cfg_attr(loom, allow(dead_code))] // under loom, in-memory indexes use `LoomBuffer`
+/// A heap buffer: zero-initialised for indexes that never touch the disk, or a read-only copy
+/// of a file's bytes for read-only opens (which must not map a file they do not own).
 pub(crate) struct HeapBuffer {
     /// From `Box::<[u8]>::into_raw`; freed in `Drop`.
     ptr: *mut u8,
     len: usize,
+    writable: bool,
 }
 
 // SAFETY: `HeapBuffer` owns its allocation like a `Box<[u8]>`. Shared access goes through
@@ -205,16 +194,25 @@ unsafe impl Send for HeapBuffer {}
 // SAFETY: as above.
 unsafe impl Sync for HeapBuffer {}
 
-#[cfg_attr(loom, allow(dead_code))]
 impl HeapBuffer {
+    #[cfg_attr(loom, allow(dead_code))] // under loom, in-memory indexes use `LoomBuffer`
     pub(crate) fn zeroed(len: usize) -> HeapBuffer {
         // `vec![0; n]` asks the allocator for zeroed pages, so a large buffer costs nothing
         // until it is written.
-        let boxed: Box<[u8]> = vec![0u8; len].into_boxed_slice();
+        Self::from_boxed(vec![0u8; len].into_boxed_slice(), true)
+    }
+
+    /// A read-only buffer holding `bytes` (a copy of a file read with `read(2)`).
+    pub(crate) fn read_only(bytes: Vec<u8>) -> HeapBuffer {
+        Self::from_boxed(bytes.into_boxed_slice(), false)
+    }
+
+    fn from_boxed(boxed: Box<[u8]>, writable: bool) -> HeapBuffer {
         let len = boxed.len();
         HeapBuffer {
             ptr: Box::into_raw(boxed).cast::<u8>(),
             len,
+            writable,
         }
     }
 }
@@ -237,7 +235,7 @@ impl Buffer for HeapBuffer {
     }
 
     unsafe fn write(&self, at: usize, bytes: &[u8]) {
-        debug_assert!(at + bytes.len() <= self.len);
+        debug_assert!(self.writable && at + bytes.len() <= self.len);
         // SAFETY: inside the allocation, and nobody else accesses the range (caller contract).
         unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ptr.add(at), bytes.len()) }
     }
@@ -247,6 +245,9 @@ impl Buffer for HeapBuffer {
     }
 
     fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
+        if !self.writable {
+            return Err(io::Error::from(io::ErrorKind::PermissionDenied));
+        }
         let next = HeapBuffer::zeroed(new_len);
         let keep = keep.min(new_len).min(self.len);
         // SAFETY: `&mut self` excludes every other access; both ranges are in bounds.
@@ -256,7 +257,7 @@ impl Buffer for HeapBuffer {
     }
 
     fn writable(&self) -> bool {
-        true
+        self.writable
     }
 }
 
@@ -340,7 +341,6 @@ impl Buffer for LoomBuffer {
 /// The storage behind one index (static dispatch over the [`Buffer`] implementations).
 pub(crate) enum Backing {
     File(FileBuffer),
-    #[cfg_attr(loom, allow(dead_code))]
     Heap(HeapBuffer),
     #[cfg(loom)]
     Loom(LoomBuffer),
@@ -392,7 +392,7 @@ pub(crate) enum Push {
     Skipped,
     /// No whole slot left in the buffer (or the entry has the wrong size).
     NoRoom,
-    /// The buffer is a read-only mapping.
+    /// The buffer is read-only (a copy of a file opened read-only).
     ReadOnly,
 }
 

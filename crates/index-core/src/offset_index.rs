@@ -24,6 +24,15 @@ index_lifecycle! {
     /// * existing: map the whole file as it is; every whole 8 bytes counts as an entry (an
     ///   untrimmed file therefore reopens full; see [`OffsetIndex::sanity_check`]).
     ///
+    /// # Ownership
+    ///
+    /// The file is memory-mapped read-write, so the caller must own it exclusively for as
+    /// long as the index lives: no other process may truncate or trim it (the log layer holds
+    /// the directory lock; a broker or another seglog writing the same directory would hold
+    /// it instead). If another process shrank the file, the next lookup touching a page past
+    /// the new end would kill this process with `SIGBUS`. To look at files another process
+    /// may own, use [`open_read_only`](Self::open_read_only), which never maps.
+    ///
     /// # Errors
     ///
     /// `InvalidSize` when a new file would hold no entry; `Io` when a file call fails.

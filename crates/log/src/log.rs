@@ -167,7 +167,9 @@ impl Log {
     /// Opens the log without ever writing in `dir`: no lock file, no marker consumed, no
     /// recovery written, missing or broken indexes rebuilt in memory, a torn tail hidden
     /// from reads rather than truncated. For inspecting a directory a running broker owns or a
-    /// read-only copy. Writes return [`Error::ReadOnly`].
+    /// read-only copy: index files are read into memory, never mapped, so the owner trimming
+    /// or truncating them while this log is open cannot fault it. Writes return
+    /// [`Error::ReadOnly`].
     ///
     /// A directory without any segment (empty, or not yet written) gives an empty log: no
     /// segments, log start offset = log end offset = the checkpointed log start offset (or 0),

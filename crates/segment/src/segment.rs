@@ -21,8 +21,10 @@ pub enum OpenMode {
     /// missing or inconsistent index is rebuilt on disk (which recovers the segment), and the
     /// segment can become active again ([`crate::ActiveSegment::resume`]).
     ReadWrite,
-    /// Never writes to disk: indexes are mapped read-only, or rebuilt in memory when missing
-    /// or broken; recovery computes the valid length in memory and reads stop there.
+    /// Never writes to disk and never maps a file: indexes are read into memory (another
+    /// process may own and trim them; see `OffsetIndex::open_read_only`), or rebuilt in memory
+    /// when missing or broken; recovery computes the valid length in memory and reads stop
+    /// there.
     ReadOnly,
 }
 

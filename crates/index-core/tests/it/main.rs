@@ -5,6 +5,7 @@
 
 mod concurrency;
 mod golden;
+mod read_only;
 mod reopen;
 mod search_oracle;
 mod tidy;
