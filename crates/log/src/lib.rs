@@ -95,7 +95,8 @@ pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
 };
 pub use seglog_segment::{
-    FileSlice, RebuildReason, RecoveryReport, SliceOffsets, TimestampAndOffset, TruncationReason,
+    FileSlice, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets, TimestampAndOffset,
+    TruncationReason,
 };
 pub use split::SegmentSplit;
 pub use topic_partition::{

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, FileSlice, Segment, SegmentCache, SegmentConfig};
 
 use crate::clock::{Clock, SystemClock};
 use crate::commit_join::CommitJoin;
@@ -49,6 +49,11 @@ pub struct OpenOptions {
     /// from the recovery point) and with `recover_all`. Default: false (the strict policy of
     /// `docs/durability.md`: every index is checked against its `.log`, KAFKA-7283).
     pub trust_clean_shutdown: bool,
+    /// The cache bounding the segments whose files are open (see
+    /// [`LogConfig::segment_cache_capacity`]), to share one between logs. Default: `None`, a
+    /// cache of `segment_cache_capacity` for this log alone ([`crate::LogDir`] passes its own
+    /// to every log it opens).
+    pub segment_cache: Option<SegmentCache>,
 }
 
 impl Default for OpenOptions {
@@ -58,6 +63,7 @@ impl Default for OpenOptions {
             read_only: false,
             recover_all: false,
             trust_clean_shutdown: false,
+            segment_cache: None,
         }
     }
 }
@@ -203,14 +209,18 @@ impl Log {
             recover_all: options.recover_all,
             trust_clean_shutdown: options.trust_clean_shutdown,
         };
+        let cache = options
+            .segment_cache
+            .unwrap_or_else(|| segment_cache_for(&config));
         if options.read_only {
             let state = home::peek_read_only(&dir);
-            return Self::load(dir, config, options.clock, state, StateHome::ReadOnly, mode);
+            let home = StateHome::ReadOnly;
+            return Self::load(dir, config, options.clock, state, home, mode, cache);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state) = home::open_standalone(&dir)?;
         let known = state.recovery_point_known;
-        let log = Self::load(dir, config, options.clock, state, home, mode)?;
+        let log = Self::load(dir, config, options.clock, state, home, mode, cache)?;
         if !known {
             // Checkpointed at once: the loader's rule for gaps after a crash needs to know
             // where flushed data ends (docs/durability.md, section 4).
@@ -227,6 +237,7 @@ impl Log {
         state: InitialState,
         mode: LoadMode,
         root: (&Path, &Arc<Mutex<()>>),
+        cache: SegmentCache,
     ) -> Result<Self> {
         config.validate()?;
         let home = if mode.read_only {
@@ -238,7 +249,7 @@ impl Log {
                 checkpoint_lock: Arc::clone(root.1),
             }
         };
-        Self::load(dir, config, clock, state, home, mode)
+        Self::load(dir, config, clock, state, home, mode, cache)
     }
 
     fn load(
@@ -248,9 +259,13 @@ impl Log {
         state: InitialState,
         home: StateHome,
         mode: LoadMode,
+        cache: SegmentCache,
     ) -> Result<Self> {
         let read_only = mode.read_only;
-        let segment_config = segment_config(&config);
+        let segment_config = SegmentConfig {
+            cache: Some(cache),
+            ..segment_config(&config)
+        };
         let Loaded {
             segments,
             active,
@@ -578,7 +593,12 @@ impl Log {
     }
 }
 
-/// The segment layer's view of a [`LogConfig`].
+/// A segment cache of `config.segment_cache_capacity` (a log's own, or a `LogDir`'s).
+pub(crate) fn segment_cache_for(config: &LogConfig) -> SegmentCache {
+    SegmentCache::new(usize::try_from(config.segment_cache_capacity).unwrap_or(1))
+}
+
+/// The segment layer's view of a [`LogConfig`] (without a cache).
 pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
     SegmentConfig {
         segment_bytes: config.segment_bytes.max(14) as u32,

@@ -42,6 +42,8 @@ pub struct LogDir {
     /// Serializes writes of the root checkpoints (by `checkpoint` and by logs that must make
     /// their own entries durable at once).
     checkpoint_lock: Arc<Mutex<()>>,
+    /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
+    segment_cache: seglog_segment::SegmentCache,
 }
 
 impl LogDir {
@@ -81,6 +83,11 @@ impl LogDir {
             OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_empty();
         let now = options.clock.now_ms();
         let checkpoint_lock = Arc::new(Mutex::new(()));
+        // One cache bounds the open segment files of every partition.
+        let cache = options
+            .segment_cache
+            .clone()
+            .unwrap_or_else(|| crate::log::segment_cache_for(&config));
         let mut logs = BTreeMap::new();
         let mut doomed_dirs = Vec::new();
         let entries =
@@ -132,6 +139,7 @@ impl LogDir {
                     trust_clean_shutdown: options.trust_clean_shutdown,
                 },
                 (&root, &checkpoint_lock),
+                cache.clone(),
             )?;
             logs.insert(tp, Arc::new(log));
         }
@@ -146,6 +154,7 @@ impl LogDir {
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
             checkpoint_lock,
+            segment_cache: cache,
         };
         // Written at once so the root looks like a log dir to standalone opens from now on.
         log_dir.checkpoint()?;
@@ -209,6 +218,7 @@ impl LogDir {
             state,
             LoadMode::default(),
             (&self.root, &self.checkpoint_lock),
+            self.segment_cache.clone(),
         )?);
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
@@ -216,6 +226,11 @@ impl LogDir {
         // after a crash needs to know where flushed data ends.
         self.checkpoint()?;
         Ok(log)
+    }
+
+    /// The cache bounding the open segment files of every log of this root.
+    pub fn segment_cache(&self) -> &seglog_segment::SegmentCache {
+        &self.segment_cache
     }
 
     /// Writes the root checkpoints for every log (recovery points; log start offsets above the

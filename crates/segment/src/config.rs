@@ -1,5 +1,6 @@
 //! [`SegmentConfig`] (the per-segment subset of Kafka's `LogConfig`) and [`RollParams`].
 
+use crate::cache::SegmentCache;
 use crate::{Error, Result};
 
 /// Settings of one segment. A plain struct; [`Default`] gives Kafka's defaults.
@@ -31,6 +32,11 @@ pub struct SegmentConfig {
     /// compressed size and is enforced by the log when appending. Recovery never uses it:
     /// like Kafka, it validates batch sizes and CRCs only. Default: 268435456 (256 MiB).
     pub max_decompressed_bytes: usize,
+    /// The cache that bounds how many segments have their files open (one `.log` descriptor
+    /// and two index maps each): sealed segments opened with it are closed when it evicts
+    /// them and reopened on their next use. `None`: a segment's files stay open for its
+    /// life. No Kafka setting (Kafka keeps every `.log` open). Default: `None`.
+    pub cache: Option<SegmentCache>,
 }
 
 impl Default for SegmentConfig {
@@ -43,6 +49,7 @@ impl Default for SegmentConfig {
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             segment_jitter_ms: 0,
             max_decompressed_bytes: 256 * 1024 * 1024,
+            cache: None,
         }
     }
 }
