@@ -6,12 +6,14 @@
 //!   touch the buffer; truncate, resize and trim hold it exclusively. Appends never wait for
 //!   readers and readers never wait for appends.
 //! * the append mutex inside [`Slots`], taken under a shared `slots` lock.
-//! * `path`, only ever held for a clone or a rename.
+//! * `path`, only ever held for a clone, a rename, or (by a mapped file's resize and flush,
+//!   under `slots`) to reopen the file by its current name.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::entry::{IndexEntry, relative_offset};
 use crate::error::Error;
@@ -33,7 +35,8 @@ pub(crate) enum Mode {
 }
 
 pub(crate) struct IndexCore<E> {
-    path: Mutex<PathBuf>,
+    /// Shared with a mapped file's buffer, which reopens the file by it.
+    path: Arc<Mutex<PathBuf>>,
     base_offset: i64,
     max_index_bytes: u32,
     mode: Mode,
@@ -71,10 +74,11 @@ impl<E: IndexEntry> IndexCore<E> {
             }
             Err(source) => return Err(io_error(&path, "open", source)),
         };
-        let buffer = FileBuffer::map(file, len, published * E::SIZE)
+        let shared_path = Arc::new(Mutex::new(path.clone()));
+        let buffer = FileBuffer::map(file, Arc::clone(&shared_path), len, published * E::SIZE)
             .map_err(|source| io_error(&path, "map", source))?;
         Ok(Self::with_backing(
-            path,
+            shared_path,
             base_offset,
             max_index_bytes,
             Mode::File,
@@ -99,7 +103,7 @@ impl<E: IndexEntry> IndexCore<E> {
         let len = bytes.len();
         let max = u32::try_from(len).unwrap_or(u32::MAX);
         Ok(Self::with_backing(
-            path,
+            Arc::new(Mutex::new(path)),
             base_offset,
             max,
             Mode::ReadOnly,
@@ -118,11 +122,12 @@ impl<E: IndexEntry> IndexCore<E> {
         // Under loom, the same public type runs over a buffer whose every slot is tracked.
         #[cfg(loom)]
         let backing = Backing::Loom(crate::mmap::LoomBuffer::zeroed(len, E::SIZE));
+        let path = Arc::new(Mutex::new(path));
         Self::with_backing(path, base_offset, max_index_bytes, Mode::Memory, backing, 0)
     }
 
     fn with_backing(
-        path: PathBuf,
+        path: Arc<Mutex<PathBuf>>,
         base_offset: i64,
         max_index_bytes: u32,
         mode: Mode,
@@ -130,7 +135,7 @@ impl<E: IndexEntry> IndexCore<E> {
         published: usize,
     ) -> Self {
         IndexCore {
-            path: Mutex::new(path),
+            path,
             base_offset,
             max_index_bytes,
             mode,
@@ -329,9 +334,7 @@ impl<E: IndexEntry> IndexCore<E> {
             path, mode, slots, ..
         } = self;
         drop(slots);
-        let path = path
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let path = lock(&path).clone();
         if mode != Mode::File {
             return Ok(());
         }

@@ -24,9 +24,10 @@
 //! exist precisely for directories another process owns (a broker, a live seglog writer), never
 //! map: they copy the file into a read-only [`HeapBuffer`] with `read(2)`, which cannot fault.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io;
-use std::sync::PoisonError;
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError};
 
 use crate::sync::{AtomicUsize, Mutex, Ordering, lock};
 
@@ -68,8 +69,13 @@ pub(crate) trait Buffer: Send + Sync {
 
 /// A memory-mapped index file, always read-write: only the writable open, whose caller owns
 /// the file exclusively, maps a file (see the module docs).
+///
+/// It holds no file descriptor: a map stays valid after its descriptor is closed, so the file
+/// is reopened by its current path (shared with the index, which renames it) only for the
+/// rare calls that need one (a resize, an `fdatasync` when no entry is written). A segment
+/// then costs one descriptor (its `.log`), not three.
 pub(crate) struct FileBuffer {
-    file: File,
+    path: Arc<Mutex<PathBuf>>,
     /// `None` only between unmapping and remapping in `set_len`, or after a failed remap.
     map: Option<memmap2::MmapRaw>,
 }
@@ -77,11 +83,17 @@ pub(crate) struct FileBuffer {
 impl FileBuffer {
     /// Maps the first `len` bytes of `file` read-write (the caller has set the file to that
     /// length, and owns it exclusively: no other process truncates it while it is mapped), of
-    /// which the first `written` hold entries.
-    pub(crate) fn map(file: File, len: usize, written: usize) -> io::Result<FileBuffer> {
+    /// which the first `written` hold entries. `file` is closed once mapped; `path` names it
+    /// (and follows its renames).
+    pub(crate) fn map(
+        file: File,
+        path: Arc<Mutex<PathBuf>>,
+        len: usize,
+        written: usize,
+    ) -> io::Result<FileBuffer> {
         let map = Self::map_raw(&file, len, written)?;
         Ok(FileBuffer {
-            file,
+            path,
             map: Some(map),
         })
     }
@@ -94,6 +106,12 @@ impl FileBuffer {
         let map = options.map_raw(file)?;
         advise_random_from(&map, written);
         Ok(map)
+    }
+
+    /// Opens the mapped file again (read-write), by its current path.
+    fn reopen(&self) -> io::Result<File> {
+        let path = lock(&self.path);
+        OpenOptions::new().read(true).write(true).open(&*path)
     }
 }
 
@@ -155,16 +173,17 @@ impl Buffer for FileBuffer {
             // rest of a preallocated map was never written: syncing it is wasted work.
             Some(map) if used > 0 => map.flush_range(0, used.min(map.len())),
             // Nothing written: still make the length (a resize or trim) durable.
-            _ => self.file.sync_data(),
+            _ => self.reopen()?.sync_data(),
         }
     }
 
     fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
         // Unmap before changing the length (KAFKA-19390): no mapping may ever cover bytes
         // past the end of the file.
+        let file = self.reopen()?;
         self.map = None;
-        self.file.set_len(new_len as u64)?;
-        self.map = Some(Self::map_raw(&self.file, new_len, keep)?);
+        file.set_len(new_len as u64)?;
+        self.map = Some(Self::map_raw(&file, new_len, keep)?);
         Ok(())
     }
 

@@ -63,6 +63,14 @@ pub struct LogConfig {
     /// With `CreateTime`, reject leader batches whose max timestamp is more than this far in the
     /// future (`message.timestamp.after.max.ms`). Default: 3600000 (Kafka 4.0). Valid: >= 0.
     pub message_timestamp_after_max_ms: i64,
+    /// How many segments may have their files open at once (`seglog.segment.cache.capacity`,
+    /// no Kafka setting; Kafka keeps every `.log` open and maps indexes lazily). Sealed
+    /// segments are opened on first use and closed when the cache evicts them (one `.log`
+    /// descriptor and two index maps each); active segments are always open and not counted
+    /// against it when nothing else can be evicted. One cache per [`crate::LogDir`], shared by
+    /// all its logs (the root's config decides); a standalone [`crate::Log`] has its own.
+    /// Default: 256. Valid: >= 1.
+    pub segment_cache_capacity: i64,
 }
 
 impl Default for LogConfig {
@@ -83,6 +91,7 @@ impl Default for LogConfig {
             message_timestamp_type: TimestampType::CreateTime,
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 3_600_000,
+            segment_cache_capacity: seglog_segment::DEFAULT_SEGMENT_CACHE_CAPACITY as i64,
         }
     }
 }
@@ -105,6 +114,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "message.timestamp.type",
     "message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms",
+    "seglog.segment.cache.capacity",
     "log.segment.bytes",
     "log.roll.ms",
     "log.roll.hours",
@@ -196,6 +206,9 @@ impl LogConfig {
                 self.message_timestamp_after_max_ms =
                     long("message.timestamp.after.max.ms", value, 0)?;
             }
+            "seglog.segment.cache.capacity" => {
+                self.segment_cache_capacity = long("seglog.segment.cache.capacity", value, 1)?;
+            }
             other => {
                 return Err(Error::UnknownConfig {
                     key: other.to_owned(),
@@ -252,6 +265,11 @@ impl LogConfig {
             "message.timestamp.after.max.ms",
             self.message_timestamp_after_max_ms,
             0,
+        )?;
+        check(
+            "seglog.segment.cache.capacity",
+            self.segment_cache_capacity,
+            1,
         )?;
         Ok(())
     }

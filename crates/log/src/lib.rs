@@ -96,7 +96,7 @@ pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
 };
 pub use seglog_segment::{
-    FileSlice, Io, RebuildReason, RecoveryReport, SliceOffsets, TimestampAndOffset,
+    FileSlice, Io, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets, TimestampAndOffset,
     TruncationReason,
 };
 pub use split::SegmentSplit;

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
-use seglog_segment::{ActiveSegment, FileSlice, Io, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, FileSlice, Io, Segment, SegmentCache, SegmentConfig};
 
 use crate::checkpoint::CheckpointProblem;
 use crate::clock::{Clock, SystemClock};
@@ -55,6 +55,11 @@ pub struct OpenOptions {
     /// the log goes through it. Default: [`Io::direct`], the system calls; tests pass a
     /// fault-injecting backend (`seglog-faults`).
     pub io: Io,
+    /// The cache bounding the segments whose files are open (see
+    /// [`LogConfig::segment_cache_capacity`]), to share one between logs. Default: `None`, a
+    /// cache of `segment_cache_capacity` for this log alone ([`crate::LogDir`] passes its own
+    /// to every log it opens).
+    pub segment_cache: Option<SegmentCache>,
 }
 
 impl Default for OpenOptions {
@@ -65,6 +70,7 @@ impl Default for OpenOptions {
             recover_all: false,
             trust_clean_shutdown: false,
             io: Io::direct(),
+            segment_cache: None,
         }
     }
 }
@@ -208,6 +214,9 @@ impl Log {
             recover_all: options.recover_all,
             trust_clean_shutdown: options.trust_clean_shutdown,
         };
+        let cache = options
+            .segment_cache
+            .unwrap_or_else(|| segment_cache_for(&config));
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
             let home = StateHome::ReadOnly;
@@ -220,6 +229,7 @@ impl Log {
                 (state, problems),
                 home,
                 mode,
+                cache,
             );
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
@@ -233,6 +243,7 @@ impl Log {
             (state, problems),
             home,
             mode,
+            cache,
         )?;
         if !known {
             // Checkpointed at once: the loader's rule for gaps after a crash needs to know
@@ -251,6 +262,7 @@ impl Log {
         state: (InitialState, Vec<CheckpointProblem>),
         mode: LoadMode,
         root: Option<&SharedRoot>,
+        cache: SegmentCache,
     ) -> Result<Self> {
         config.validate()?;
         // `None`: a read-only `LogDir`, which holds no lock.
@@ -258,7 +270,7 @@ impl Log {
             Some(root) if !mode.read_only => root.home_for(&dir),
             _ => StateHome::ReadOnly,
         };
-        Self::load(dir, config, clock, io, state, home, mode)
+        Self::load(dir, config, clock, io, state, home, mode, cache)
     }
 
     /// Loads `dir` from `state` (with the checkpoint files that were read as empty, for the
@@ -271,10 +283,12 @@ impl Log {
         (state, checkpoint_problems): (InitialState, Vec<CheckpointProblem>),
         home: StateHome,
         mode: LoadMode,
+        cache: SegmentCache,
     ) -> Result<Self> {
         let read_only = mode.read_only;
         let segment_config = SegmentConfig {
             io,
+            cache: Some(cache),
             ..segment_config(&config)
         };
         let Loaded {
@@ -603,7 +617,12 @@ impl Log {
     }
 }
 
-/// The segment layer's view of a [`LogConfig`].
+/// A segment cache of `config.segment_cache_capacity` (a log's own, or a `LogDir`'s).
+pub(crate) fn segment_cache_for(config: &LogConfig) -> SegmentCache {
+    SegmentCache::new(usize::try_from(config.segment_cache_capacity).unwrap_or(1))
+}
+
+/// The segment layer's view of a [`LogConfig`] (without a cache).
 pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
     SegmentConfig {
         segment_bytes: config.segment_bytes.max(14) as u32,

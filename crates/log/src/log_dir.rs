@@ -46,6 +46,8 @@ pub struct LogDir {
     logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
     doomed_dirs: Mutex<Vec<(i64, PathBuf)>>,
     closed: Mutex<bool>,
+    /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
+    segment_cache: seglog_segment::SegmentCache,
 }
 
 impl LogDir {
@@ -95,6 +97,11 @@ impl LogDir {
             .chain(log_start_problem)
             .collect();
         let now = options.clock.now_ms();
+        // One cache bounds the open segment files of every partition.
+        let cache = options
+            .segment_cache
+            .clone()
+            .unwrap_or_else(|| crate::log::segment_cache_for(&config));
         let mut logs = BTreeMap::new();
         let mut doomed_dirs = Vec::new();
         let entries =
@@ -147,6 +154,7 @@ impl LogDir {
                     trust_clean_shutdown: options.trust_clean_shutdown,
                 },
                 shared.as_ref(),
+                cache.clone(),
             )?;
             logs.insert(tp, Arc::new(log));
         }
@@ -162,6 +170,7 @@ impl LogDir {
             logs: RwLock::new(logs),
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
+            segment_cache: cache,
         };
         // Written at once so the root looks like a log dir to standalone opens from now on.
         log_dir.checkpoint()?;
@@ -233,6 +242,7 @@ impl LogDir {
             (state, Vec::new()),
             LoadMode::default(),
             Some(shared),
+            self.segment_cache.clone(),
         )?);
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
@@ -240,6 +250,11 @@ impl LogDir {
         // after a crash needs to know where flushed data ends.
         self.checkpoint()?;
         Ok(log)
+    }
+
+    /// The cache bounding the open segment files of every log of this root.
+    pub fn segment_cache(&self) -> &seglog_segment::SegmentCache {
+        &self.segment_cache
     }
 
     /// Writes the root checkpoints for every log (recovery points; log start offsets above the

@@ -170,7 +170,7 @@ impl Log {
             .floor(bound.segment_base_offset)
             .or_else(|| view.segments.last())
         {
-            Some((_, segment)) => Ok(segment.slice(bound.position, 0)),
+            Some((_, segment)) => Ok(segment.slice(bound.position, 0)?),
             None => self.empty_slice(),
         }
     }

@@ -10,7 +10,7 @@ use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, file_path};
 use crate::io::LogFile;
 use crate::recover::{RecoveryReport, recover_in_place};
-use crate::segment::{Indexes, OpenMode, Segment, finish_inactive};
+use crate::segment::{Files, Indexes, OpenMode, Segment, finish_inactive};
 use crate::{Result, RollParams, SegmentConfig};
 
 /// The one writer of a segment: appends, truncates, decides when to roll, and seals.
@@ -80,7 +80,7 @@ impl ActiveSegment {
                 return Err(e);
             }
         };
-        let segment = Arc::new(Segment::assemble(
+        let segment = Segment::assemble(
             dir,
             base_offset,
             config,
@@ -89,7 +89,8 @@ impl ActiveSegment {
             log,
             0,
             indexes,
-        ));
+        );
+        // Counted in the cache once sealed (when the writer detaches).
         ActiveSegment::resume(segment)
     }
 
@@ -115,7 +116,7 @@ impl ActiveSegment {
     }
 
     fn resize_indexes(&self) -> Result<()> {
-        let indexes = self.segment.indexes();
+        let indexes = self.segment.indexes()?;
         indexes.offset.resize(self.segment.config.max_index_bytes)?;
         indexes.time.resize(self.segment.config.max_index_bytes)?;
         Ok(())
@@ -203,7 +204,8 @@ impl ActiveSegment {
                 append_bytes: len,
             });
         }
-        let indexes = segment.indexes();
+        // The active segment's files are never closed by the cache (a writer is attached).
+        let Files { log, indexes } = segment.files()?;
         let index_step =
             self.bytes_since_last_index_entry > u64::from(segment.config.index_interval_bytes);
         if index_step {
@@ -222,7 +224,7 @@ impl ActiveSegment {
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp_ms);
         }
-        if let Err(e) = segment.log.write_all_vectored_at(parts, position) {
+        if let Err(e) = log.write_all_vectored_at(parts, position) {
             segment.poisoned.store(true, Ordering::Release);
             return Err(Error::io(IoOp::Write, &segment.log_path())(e));
         }
@@ -255,7 +257,7 @@ impl ActiveSegment {
         let segment = &*self.segment;
         segment.ensure_writable()?;
         let mapping = segment.translate_offset(offset, 0)?;
-        let indexes = segment.indexes();
+        let Files { log, indexes } = segment.files()?;
         indexes.offset.truncate_to(offset)?;
         indexes.time.truncate_to(offset)?;
         self.resize_indexes()?;
@@ -263,7 +265,7 @@ impl ActiveSegment {
         let truncated = match mapping {
             Some(mapping) => {
                 segment.size.publish(mapping.position);
-                if let Err(e) = segment.log.set_len(mapping.position) {
+                if let Err(e) = log.set_len(mapping.position) {
                     segment.poisoned.store(true, Ordering::Release);
                     return Err(Error::io(IoOp::SetLength, &segment.log_path())(e));
                 }
@@ -314,7 +316,7 @@ impl ActiveSegment {
             && self.time_waited_for_roll(params.now_ms, params.max_timestamp_in_messages)?
                 > params.max_segment_ms.saturating_sub(self.roll_jitter_ms);
         let segment = &*self.segment;
-        let indexes = segment.indexes();
+        let indexes = segment.indexes()?;
         Ok(would_not_fit
             || old
             || indexes.offset.is_full()
@@ -413,7 +415,7 @@ fn check_index_step(
 /// Kafka's `readLargestTimestamp`: the last time-index entry, or a larger batch max
 /// timestamp found scanning from that entry's indexed position.
 fn read_largest_timestamp(segment: &Segment) -> Result<TimestampOffset> {
-    let indexes = segment.indexes();
+    let indexes = segment.indexes()?;
     let last = indexes.time.last_entry();
     let position = indexes.offset.lookup(last.offset).position;
     drop(indexes);

@@ -1,5 +1,6 @@
 //! [`SegmentConfig`] (the per-segment subset of Kafka's `LogConfig`) and [`RollParams`].
 
+use crate::cache::SegmentCache;
 use crate::{Error, Io, Result};
 
 /// Settings of one segment. A plain struct; [`Default`] gives Kafka's defaults.
@@ -35,6 +36,11 @@ pub struct SegmentConfig {
     /// opened or created with this config goes through (see [`crate::seam`]). Default:
     /// [`Io::direct`], the system calls and nothing else.
     pub io: Io,
+    /// The cache that bounds how many segments have their files open (one `.log` descriptor
+    /// and two index maps each): sealed segments opened with it are closed when it evicts
+    /// them and reopened on their next use. `None`: a segment's files stay open for its
+    /// life. No Kafka setting (Kafka keeps every `.log` open). Default: `None`.
+    pub cache: Option<SegmentCache>,
 }
 
 impl Default for SegmentConfig {
@@ -48,6 +54,7 @@ impl Default for SegmentConfig {
             segment_jitter_ms: 0,
             max_decompressed_bytes: 256 * 1024 * 1024,
             io: Io::direct(),
+            cache: None,
         }
     }
 }

@@ -140,7 +140,7 @@ impl Segment {
         buf: &mut Vec<u8>,
     ) -> Result<Option<CopiedRead>> {
         // The index first, then the size, once (see `read_into`'s ordering note).
-        let (floor, next) = self.indexes().offset.lookup_with_next(start_offset);
+        let (floor, next) = self.indexes()?.offset.lookup_with_next(start_offset);
         let size = self.size();
         let floor_position = u64::from(floor.position);
         let next_position = next.map(|n| u64::from(n.position));
@@ -189,7 +189,7 @@ impl Segment {
     fn read_region(&self, buf: &mut Vec<u8>, region: Region) -> Result<usize> {
         let want = to_usize(region.len).ok_or_else(|| self.too_large())?;
         grow(buf, want);
-        io::read_at_most(self.log.handle(), &mut buf[..want], region.start)
+        io::read_at_most(self.log()?.handle(), &mut buf[..want], region.start)
             .map_err(|e| Error::io(IoOp::Read, &self.log_path_arc())(e))
     }
 
@@ -219,7 +219,7 @@ impl Segment {
         if have < len {
             grow(buf, len);
             io::read_exact_at(
-                self.log.handle(),
+                self.log()?.handle(),
                 &mut buf[have..len],
                 position + have as u64,
             )

@@ -41,6 +41,7 @@
 #![forbid(unsafe_code)]
 
 mod active;
+mod cache;
 mod config;
 mod copy_out;
 mod error;
@@ -58,6 +59,7 @@ mod sync;
 mod walk;
 
 pub use crate::active::ActiveSegment;
+pub use crate::cache::{DEFAULT_SEGMENT_CACHE_CAPACITY, SegmentCache};
 pub use crate::config::{RollParams, SegmentConfig};
 pub use crate::copy_out::CopiedRead;
 pub use crate::error::{CorruptKind, Error, IoOp};

@@ -11,7 +11,7 @@ use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
 use crate::io::LogFile;
 use crate::recover::RecoveryReport;
-use crate::segment::{Indexes, OpenMode, Segment};
+use crate::segment::{Files, Indexes, OpenMode, Segment};
 use crate::walk::{HeaderWalker, WalkEnd};
 use crate::{Result, SegmentConfig};
 
@@ -174,7 +174,7 @@ impl Segment {
                 },
             }
         };
-        let segment = Arc::new(Segment::assemble(
+        let segment = Segment::assemble(
             dir,
             base_offset,
             config,
@@ -183,7 +183,7 @@ impl Segment {
             log,
             size,
             indexes,
-        ));
+        );
         let rebuilt = if options.recover {
             Some(RebuildReason::Requested)
         } else if let Some(file_type) = missing {
@@ -197,6 +197,8 @@ impl Segment {
             Some(_) => Some(segment.recover()?),
             None => None,
         };
+        // Counted in the cache only now: the checks and a recovery above hold the files.
+        segment.admit();
         Ok((segment, OpenReport { rebuilt, recovery }))
     }
 }
@@ -221,7 +223,7 @@ fn corrupt_reason(
 /// The policy after a clean shutdown: only the checks that read no `.log` bytes (see
 /// [`OpenOptions::trust_clean_shutdown`]). `None` when both indexes pass.
 fn trusted_check(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
-    let indexes = segment.indexes();
+    let indexes = segment.indexes()?;
     let size = segment.size();
     let offset_check = quick_offset_check(&indexes.offset, size).and_then(|()| {
         if full {
@@ -256,7 +258,7 @@ fn trusted_check(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
 
 /// The strict policy: `None` when both indexes can be trusted.
 fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
-    let indexes = segment.indexes();
+    let Files { log, indexes } = segment.files()?;
     let size = segment.size();
     let base_offset = segment.base_offset;
     let corrupt = corrupt_reason;
@@ -287,7 +289,7 @@ fn check_indexes(segment: &Segment, full: bool) -> Result<Option<RebuildReason>>
     let mut found = last_entry.is_none();
     let mut tail_max_timestamp = -1i64;
     let mut log_last_offset = None;
-    let mut walker = HeaderWalker::new(segment.log.handle(), segment.log_path_arc(), start, size);
+    let mut walker = HeaderWalker::new(log.handle(), segment.log_path_arc(), start, size);
     while let Some(header) = walker.next() {
         let header = match header {
             Ok(header) => header,

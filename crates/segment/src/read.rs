@@ -52,7 +52,7 @@ impl Segment {
     ) -> Result<Option<LogOffsetPosition>> {
         // The index first, then the size: an index entry is published after the size that
         // covers it, so the walk below always reaches the entry's batch.
-        let (floor, next) = self.indexes().offset.lookup_with_next(offset);
+        let (floor, next) = self.indexes()?.offset.lookup_with_next(offset);
         let end = self.size();
         let start = u64::from(floor.position).max(starting_position);
         self.walk_to_offset(offset, start, next.map(|n| u64::from(n.position)), end)
@@ -68,7 +68,8 @@ impl Segment {
         next_position: Option<u64>,
         end: u64,
     ) -> Result<Option<LogOffsetPosition>> {
-        let mut walker = HeaderWalker::new(self.log.handle(), self.log_path_arc(), start, end);
+        let log = self.log()?;
+        let mut walker = HeaderWalker::new(log.handle(), self.log_path_arc(), start, end);
         // The batch holding `offset` starts at or before the next entry's position (when the
         // index is sound; otherwise this only sizes the first read). A short region is read
         // whole; a long one suggests batches larger than a chunk: read one header first.
@@ -118,7 +119,7 @@ impl Segment {
         let limit = max_position.min(self.size());
         let (len, offsets) = self.extent(start_offset, first, max_bytes, min_one_message, limit);
         Ok(Some(FileSlice::new(
-            Arc::clone(self.log.handle()),
+            Arc::clone(self.log()?.handle()),
             self.log_path_arc(),
             first.position,
             len,
@@ -157,7 +158,11 @@ impl Segment {
 
     /// A slice of the raw bytes `[position, position + len)`, clamped to the published size
     /// (for copying whole segments, e.g. the offset-overflow split, or dumping).
-    pub fn slice(&self, position: u64, len: u64) -> FileSlice {
+    ///
+    /// # Errors
+    /// [`Error::Io`] / [`Error::Index`] when the cache closed the files and they cannot be
+    /// reopened.
+    pub fn slice(&self, position: u64, len: u64) -> Result<FileSlice> {
         let size = self.size();
         let position = position.min(size);
         let len = len.min(size - position);
@@ -168,13 +173,13 @@ impl Segment {
             first_batch_size: 0,
             first_entry_incomplete: false,
         };
-        FileSlice::new(
-            Arc::clone(self.log.handle()),
+        Ok(FileSlice::new(
+            Arc::clone(self.log()?.handle()),
             self.log_path_arc(),
             position,
             len,
             offsets,
-        )
+        ))
     }
 
     /// Kafka's `findOffsetByTimestamp`: the first record with `timestamp >= timestamp_ms` and
@@ -205,7 +210,7 @@ impl Segment {
         };
         // The index entries first, then the size (entries are published after the size that
         // covers them, as in `translate_offset`).
-        let indexes = self.indexes();
+        let indexes = self.indexes()?;
         let time_floor = indexes.time.lookup(timestamp_ms);
         let (floor, next) = indexes
             .offset
@@ -297,7 +302,7 @@ impl Segment {
         let got = if want == 0 {
             0
         } else {
-            crate::io::read_at_most(self.log.handle(), &mut buf[..want], start)
+            crate::io::read_at_most(self.log()?.handle(), &mut buf[..want], start)
                 .map_err(Error::io(IoOp::Read, &path))?
         };
         let bytes = &buf[..got];
@@ -364,7 +369,8 @@ impl Segment {
         end: u64,
     ) -> Result<Option<TimestampAndOffset>> {
         let path = self.log_path_arc();
-        let walker = HeaderWalker::new(self.log.handle(), Arc::clone(&path), position, end);
+        let log = self.log()?;
+        let walker = HeaderWalker::new(log.handle(), Arc::clone(&path), position, end);
         for header in walker {
             let header = header?;
             if target.skips(&header) {
@@ -395,7 +401,7 @@ impl Segment {
         timestamp_ms: i64,
         starting_offset: i64,
     ) -> Result<Option<TimestampAndOffset>> {
-        let indexes = self.indexes();
+        let indexes = self.indexes()?;
         let time_floor = indexes.time.lookup(timestamp_ms);
         let position = indexes
             .offset
@@ -404,12 +410,8 @@ impl Segment {
         drop(indexes);
         let end = self.size();
         let path = self.log_path_arc();
-        let walker = HeaderWalker::new(
-            self.log.handle(),
-            Arc::clone(&path),
-            u64::from(position),
-            end,
-        );
+        let log = self.log()?;
+        let walker = HeaderWalker::new(log.handle(), Arc::clone(&path), u64::from(position), end);
         for header in walker {
             let header = header?;
             if header.max_timestamp_ms < timestamp_ms || header.last_offset < starting_offset {
@@ -450,7 +452,7 @@ impl Segment {
     /// # Errors
     /// [`Error::Corrupt`] for a corrupt header; [`Error::Io`].
     pub fn read_next_offset(&self) -> Result<i64> {
-        let indexes = self.indexes();
+        let indexes = self.indexes()?;
         let position = indexes.offset.lookup(indexes.offset.last_offset()).position;
         drop(indexes);
         let mut next = self.base_offset;
@@ -461,15 +463,25 @@ impl Segment {
     }
 
     /// The headers of the batches from `position` (a batch boundary) to the published
-    /// size. A partial tail ends the iteration quietly; a corrupt header is one error.
+    /// size. A partial tail ends the iteration quietly; a corrupt header is one error (also
+    /// when the cache closed the files and they cannot be reopened).
     pub fn batch_headers(&self, position: u64) -> BatchHeaders<'_> {
-        BatchHeaders {
-            walker: HeaderWalker::new(
-                self.log.handle(),
-                self.log_path_arc(),
+        match self.log() {
+            Ok(log) => BatchHeaders {
+                walker: Some(HeaderWalker::shared(
+                    Arc::clone(log.handle()),
+                    self.log_path_arc(),
+                    position,
+                    self.size(),
+                )),
+                error: None,
                 position,
-                self.size(),
-            ),
+            },
+            Err(e) => BatchHeaders {
+                walker: None,
+                error: Some(e),
+                position,
+            },
         }
     }
 
@@ -480,7 +492,7 @@ impl Segment {
     pub fn read_batch(&self, header: &BatchHeader) -> Result<OwnedBatch> {
         let path = self.log_path_arc();
         let mut bytes = vec![0u8; header.total_size as usize];
-        self.log
+        self.log()?
             .read_exact_at(&mut bytes, header.position)
             .map_err(Error::io(IoOp::Read, &path))?;
         OwnedBatch::parse(Bytes::from(bytes), header.position)
@@ -645,19 +657,26 @@ enum RegionWalk {
 
 /// Iterator over batch headers; from [`Segment::batch_headers`].
 pub struct BatchHeaders<'a> {
-    walker: HeaderWalker<'a>,
+    /// `None` when the files could not be reopened (`error` holds why).
+    walker: Option<HeaderWalker<'a>>,
+    error: Option<Error>,
+    position: u64,
 }
 
 impl BatchHeaders<'_> {
     /// After the iteration: whether it ended exactly at the published size (`false` when it
     /// stopped at a partial tail or a corrupt header).
     pub fn ended_cleanly(&self) -> bool {
-        self.walker.end_state() == WalkEnd::Clean
+        self.walker
+            .as_ref()
+            .is_some_and(|w| w.end_state() == WalkEnd::Clean)
     }
 
     /// The position after the last header yielded.
     pub fn position(&self) -> u64 {
-        self.walker.position()
+        self.walker
+            .as_ref()
+            .map_or(self.position, HeaderWalker::position)
     }
 }
 
@@ -665,6 +684,9 @@ impl Iterator for BatchHeaders<'_> {
     type Item = Result<BatchHeader>;
 
     fn next(&mut self) -> Option<Result<BatchHeader>> {
-        self.walker.next()
+        match &mut self.walker {
+            Some(walker) => walker.next(),
+            None => self.error.take().map(Err),
+        }
     }
 }

@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
 
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset};
 
+use crate::cache::SegmentCache;
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
 use crate::io::LogFile;
@@ -41,12 +42,26 @@ pub struct Segment {
     pub(crate) dir: PathBuf,
     pub(crate) config: SegmentConfig,
     pub(crate) mode: OpenMode,
-    pub(crate) log: LogFile,
     /// The current temporary suffix and the `.log` path it gives.
     names: Mutex<Names>,
     /// The size readers may see (bytes of whole batches).
     pub(crate) size: PublishedSize,
-    pub(crate) indexes: RwLock<Arc<Indexes>>,
+    /// The open files, or `None` while the cache has them closed (see [`SegmentCache`]).
+    files: RwLock<Option<Files>>,
+    /// Serializes reopening the files (eviction does not take it).
+    reopen: Mutex<()>,
+    /// This segment, for admitting it to the cache when its files are reopened.
+    me: Weak<Segment>,
+    /// `(offset, time)` index entries when the cache closed the files (they do not change
+    /// while closed).
+    closed_entries: Mutex<(usize, usize)>,
+    /// The segment is in its cache's ring.
+    in_ring: AtomicBool,
+    /// Set on every access to the files: the cache's second chance.
+    referenced: AtomicBool,
+    /// The files hold state that exists only in memory (indexes rebuilt in memory by a
+    /// read-only open): never evicted.
+    pinned: AtomicBool,
     /// `(max timestamp, its offset)`, read and written as one value.
     max_timestamp: MaxTimestampCell,
     /// A writer (or a recovery) is attached.
@@ -61,7 +76,15 @@ struct Names {
     log_path: Arc<Path>,
 }
 
-/// The two mapped indexes of a segment.
+/// The open files of a segment: its `.log` and its two indexes. Readers clone it (two `Arc`s)
+/// for the duration of a call; eviction only empties the segment's slot.
+#[derive(Debug, Clone)]
+pub(crate) struct Files {
+    pub(crate) log: Arc<LogFile>,
+    pub(crate) indexes: Arc<Indexes>,
+}
+
+/// The two indexes of a segment (mapped read-write, or in memory).
 #[derive(Debug)]
 pub(crate) struct Indexes {
     pub(crate) offset: OffsetIndex,
@@ -80,7 +103,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Segment {
-    /// Assembles a segment (used by `open` and `create`).
+    /// Assembles a segment with open files (used by `open` and `create`). The caller admits
+    /// it to the cache once it is ready ([`Segment::admit`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn assemble(
         dir: &Path,
@@ -91,14 +115,13 @@ impl Segment {
         log: LogFile,
         size: u64,
         indexes: Indexes,
-    ) -> Segment {
+    ) -> Arc<Segment> {
         let max = indexes.time.last_entry();
-        Segment {
+        Arc::new_cyclic(|me| Segment {
             base_offset,
             dir: dir.to_path_buf(),
             config: config.clone(),
             mode,
-            log,
             names: Mutex::new(Names {
                 suffix,
                 log_path: Arc::from(file_path(
@@ -108,11 +131,176 @@ impl Segment {
                 )),
             }),
             size: PublishedSize::new(size),
-            indexes: RwLock::new(Arc::new(indexes)),
+            files: RwLock::new(Some(Files {
+                log: Arc::new(log),
+                indexes: Arc::new(indexes),
+            })),
+            reopen: Mutex::new(()),
+            me: me.clone(),
+            closed_entries: Mutex::new((0, 0)),
+            in_ring: AtomicBool::new(false),
+            referenced: AtomicBool::new(true),
+            pinned: AtomicBool::new(false),
             max_timestamp: MaxTimestampCell::new(max),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+        })
+    }
+
+    /// Counts this segment's open files in its config's cache (which may evict others).
+    pub(crate) fn admit(self: &Arc<Self>) {
+        if let Some(cache) = &self.config.cache {
+            cache.admit(self);
         }
+    }
+
+    /// The open files, reopening them when the cache closed them.
+    ///
+    /// # Errors
+    /// [`Error::Io`] / [`Error::Index`] when a file cannot be reopened.
+    pub(crate) fn files(&self) -> Result<Files> {
+        if let Some(files) = self.loaded_files() {
+            return Ok(files);
+        }
+        let _reopen = lock(&self.reopen);
+        if let Some(files) = self.loaded_files() {
+            return Ok(files);
+        }
+        let files = {
+            // Under the names lock, so a rename cannot move the files while they are opened.
+            let names = lock(&self.names);
+            self.open_files(names.suffix)?
+        };
+        *self.files.write().unwrap_or_else(|p| p.into_inner()) = Some(files.clone());
+        drop(_reopen);
+        if let Some(me) = self.me.upgrade() {
+            me.admit();
+        }
+        Ok(files)
+    }
+
+    /// The files if they are open (marks them used), without reopening.
+    fn loaded_files(&self) -> Option<Files> {
+        let files = self.peek_files();
+        if files.is_some() {
+            self.referenced.store(true, Ordering::Relaxed);
+        }
+        files
+    }
+
+    /// The files if they are open, without marking them used.
+    fn peek_files(&self) -> Option<Files> {
+        self.files.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Opens the files of a segment whose metadata is known (a reopen after eviction): no
+    /// checks, the indexes are taken as they are (they were checked, or rebuilt, when the
+    /// segment was first opened, and trimmed before they were closed).
+    fn open_files(&self, suffix: Option<TempSuffix>) -> Result<Files> {
+        let path_of = |t| {
+            file_path(
+                &self.dir,
+                self.base_offset,
+                FileKind::new(t).with_suffix(suffix),
+            )
+        };
+        let log_path = path_of(FileType::Log);
+        let writable = self.mode == OpenMode::ReadWrite;
+        let log = LogFile::open(&self.config.io, &log_path, writable)
+            .map_err(Error::io(IoOp::Open, &log_path))?;
+        let (index_path, time_path) = (path_of(FileType::Index), path_of(FileType::TimeIndex));
+        let max = self.config.max_index_bytes;
+        let indexes = if writable {
+            Indexes {
+                offset: OffsetIndex::open(&index_path, self.base_offset, max)?,
+                time: TimeIndex::open(&time_path, self.base_offset, max)?,
+            }
+        } else {
+            Indexes {
+                offset: OffsetIndex::open_read_only(&index_path, self.base_offset)?,
+                time: TimeIndex::open_read_only(&time_path, self.base_offset)?,
+            }
+        };
+        Ok(Files {
+            log: Arc::new(log),
+            indexes: Arc::new(indexes),
+        })
+    }
+
+    /// Whether the files are open now.
+    pub fn is_open(&self) -> bool {
+        self.files
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+    }
+
+    /// Marks the segment as in the ring; `false` if it already was.
+    pub(crate) fn enter_ring(&self) -> bool {
+        !self.in_ring.swap(true, Ordering::AcqRel)
+    }
+
+    /// Marks the segment as out of the ring.
+    pub(crate) fn leave_ring(&self) {
+        self.in_ring.store(false, Ordering::Release);
+    }
+
+    /// Whether the cache may close the files (no writer attached, not pinned).
+    pub(crate) fn evictable(&self) -> bool {
+        !self.writer.load(Ordering::Acquire) && !self.pinned.load(Ordering::Acquire)
+    }
+
+    /// The cache's second-chance bit: whether the files were used since the last sweep
+    /// (clears it).
+    pub(crate) fn take_referenced(&self) -> bool {
+        self.referenced.swap(false, Ordering::Relaxed)
+    }
+
+    /// Closes the files unless a writer is attached or they hold state that exists only in
+    /// memory; readers holding them keep them until they are done. A read-write segment's
+    /// indexes are trimmed to their entries first, so a reopen finds exactly those. `false`
+    /// when the files stay open.
+    pub(crate) fn try_evict(&self) -> bool {
+        if !self.evictable() {
+            return false;
+        }
+        let Ok(_reopen) = self.reopen.try_lock() else {
+            return false;
+        };
+        let mut slot = self.files.write().unwrap_or_else(|p| p.into_inner());
+        // Checked again under the slot lock: `resume` attaches the writer, then takes the
+        // files.
+        if self.writer.load(Ordering::Acquire) {
+            return false;
+        }
+        if let Some(files) = slot.as_ref()
+            && self.mode == OpenMode::ReadWrite
+        {
+            let trimmed = files
+                .indexes
+                .offset
+                .trim_to_valid_size()
+                .and_then(|()| files.indexes.time.trim_to_valid_size());
+            if trimmed.is_err() {
+                return false;
+            }
+        }
+        if let Some(files) = slot.as_ref() {
+            *lock(&self.closed_entries) =
+                (files.indexes.offset.entries(), files.indexes.time.entries());
+        }
+        *slot = None;
+        true
+    }
+
+    /// Keeps the files open for the segment's life (their state exists only in memory).
+    pub(crate) fn pin(&self) {
+        self.pinned.store(true, Ordering::Release);
+    }
+
+    /// The cache the segment's files are counted in, if any.
+    pub fn cache(&self) -> Option<&SegmentCache> {
+        self.config.cache.as_ref()
     }
 
     /// The segment's base offset (the number in its file names).
@@ -170,23 +358,46 @@ impl Segment {
         Arc::clone(&lock(&self.names).log_path)
     }
 
-    /// A snapshot of the current indexes (cheap: one `Arc` clone under a read lock).
-    pub(crate) fn indexes(&self) -> Arc<Indexes> {
-        Arc::clone(&self.indexes.read().unwrap_or_else(|p| p.into_inner()))
+    /// A snapshot of the current indexes (cheap: two `Arc` clones under a read lock), reopening
+    /// the files when the cache closed them.
+    pub(crate) fn indexes(&self) -> Result<Arc<Indexes>> {
+        Ok(self.files()?.indexes)
     }
 
-    pub(crate) fn replace_indexes(&self, indexes: Indexes) {
-        *self.indexes.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(indexes);
+    /// The `.log` file, reopened when the cache closed it.
+    pub(crate) fn log(&self) -> Result<Arc<LogFile>> {
+        Ok(self.files()?.log)
     }
 
-    /// Entries in the offset index.
+    /// Replaces the indexes (after a recovery); the files stay open. In-memory indexes (a
+    /// read-only recovery) pin the files: closing them would lose the rebuilt state.
+    pub(crate) fn replace_indexes(&self, indexes: Indexes) -> Result<()> {
+        let log = self.log()?;
+        *self.files.write().unwrap_or_else(|p| p.into_inner()) = Some(Files {
+            log,
+            indexes: Arc::new(indexes),
+        });
+        if self.mode == OpenMode::ReadOnly {
+            self.pin();
+        }
+        Ok(())
+    }
+
+    /// Entries in the offset index (as of the eviction while the cache has the files closed:
+    /// a closed index does not change).
     pub fn offset_index_entries(&self) -> usize {
-        self.indexes().offset.entries()
+        match self.peek_files() {
+            Some(files) => files.indexes.offset.entries(),
+            None => lock(&self.closed_entries).0,
+        }
     }
 
-    /// Entries in the time index.
+    /// Entries in the time index (as of the eviction while the cache has the files closed).
     pub fn time_index_entries(&self) -> usize {
-        self.indexes().time.entries()
+        match self.peek_files() {
+            Some(files) => files.indexes.time.entries(),
+            None => lock(&self.closed_entries).1,
+        }
     }
 
     /// The largest timestamp seen and the offset Kafka records for it (the last offset of
@@ -229,7 +440,7 @@ impl Segment {
     /// # Errors
     /// [`Error::Io`] if the metadata cannot be read.
     pub fn last_modified_ms(&self) -> Result<i64> {
-        self.log
+        self.log()?
             .modified_ms()
             .map_err(Error::io(IoOp::Metadata, &self.log_path()))
     }
@@ -266,6 +477,12 @@ impl Segment {
 
     pub(crate) fn detach_writer(&self) {
         self.writer.store(false, Ordering::Release);
+        // Evictable again (a sealed segment, or the end of a close or recovery): counted.
+        if self.is_open()
+            && let Some(me) = self.me.upgrade()
+        {
+            me.admit();
+        }
     }
 
     /// Claims the writer slot for the duration of one call (close, recovery).
@@ -289,11 +506,13 @@ impl Segment {
         if self.mode == OpenMode::ReadOnly {
             return Ok(());
         }
-        if let Err(e) = self.log.sync_data() {
+        // A segment the cache closed is reopened: its index pages may still be dirty in the
+        // page cache, and an `msync` of a new map of the same range writes them back.
+        let Files { log, indexes } = self.files()?;
+        if let Err(e) = log.sync_data() {
             self.poisoned.store(true, Ordering::Release);
             return Err(Error::io(IoOp::Sync, &self.log_path())(e));
         }
-        let indexes = self.indexes();
         let flushed = self
             .check_index_flush(FileType::Index)
             .and_then(|()| Ok(indexes.offset.flush()?))
@@ -336,7 +555,7 @@ impl Segment {
         if self.mode == OpenMode::ReadOnly {
             return Ok(());
         }
-        if let Err(e) = self.log.sync_data() {
+        if let Err(e) = self.log()?.sync_data() {
             self.poisoned.store(true, Ordering::Release);
             return Err(Error::io(IoOp::Sync, &self.log_path())(e));
         }
@@ -372,11 +591,30 @@ impl Segment {
             .map_err(Error::io(IoOp::Rename, &names.log_path))?;
         names.suffix = suffix;
         names.log_path = Arc::from(new_log);
-        let indexes = self.indexes();
-        indexes.offset.rename_to(path_of(FileType::Index, suffix))?;
-        indexes
-            .time
-            .rename_to(path_of(FileType::TimeIndex, suffix))?;
+        // Not `files()`: reopening takes the names lock held here. Closed files are renamed
+        // on disk; a reopen (which waits for this lock) then opens the new names.
+        match self.loaded_files() {
+            Some(files) => {
+                files
+                    .indexes
+                    .offset
+                    .rename_to(path_of(FileType::Index, suffix))?;
+                files
+                    .indexes
+                    .time
+                    .rename_to(path_of(FileType::TimeIndex, suffix))?;
+            }
+            None => {
+                for file_type in [FileType::Index, FileType::TimeIndex] {
+                    let (from, to) = (path_of(file_type, old), path_of(file_type, suffix));
+                    match std::fs::rename(&from, &to) {
+                        Ok(()) => {}
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(Error::io(IoOp::Rename, &from)(e)),
+                    }
+                }
+            }
+        }
         let old_txn = path_of(FileType::TxnIndex, old);
         if old_txn.exists() {
             self.config
@@ -448,13 +686,12 @@ impl Segment {
     /// Trims the `.log` file to the published size (drops a preallocated tail).
     pub(crate) fn trim_log(&self) -> Result<()> {
         let size = self.size();
-        let len = self
-            .log
+        let log = self.log()?;
+        let len = log
             .len()
             .map_err(Error::io(IoOp::Metadata, &self.log_path()))?;
         if len != size {
-            self.log
-                .set_len(size)
+            log.set_len(size)
                 .map_err(Error::io(IoOp::SetLength, &self.log_path()))?;
         }
         Ok(())
@@ -479,7 +716,7 @@ pub(crate) struct WriterGuard<'a> {
 /// Kafka's `onBecomeInactiveSegment`: final time-index entry (skipping the full check), trim
 /// the offset index, then the time index, then the `.log` (a preallocated tail).
 pub(crate) fn finish_inactive(segment: &Segment) -> Result<()> {
-    let indexes = segment.indexes();
+    let indexes = segment.indexes()?;
     let max = segment.max_timestamp_and_offset();
     if max.timestamp_ms >= 0 {
         indexes

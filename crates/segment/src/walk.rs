@@ -38,9 +38,25 @@ pub(crate) enum WalkEnd {
     Failed,
 }
 
+/// The file a walk reads: borrowed, or shared (a walk that outlives the call that started it,
+/// e.g. [`crate::BatchHeaders`], keeps the `.log` open even if the segment cache closes it).
+enum WalkFile<'a> {
+    Borrowed(&'a File),
+    Shared(Arc<File>),
+}
+
+impl WalkFile<'_> {
+    fn get(&self) -> &File {
+        match self {
+            WalkFile::Borrowed(file) => file,
+            WalkFile::Shared(file) => file,
+        }
+    }
+}
+
 /// Iterator over the batch headers of `[position, end)` of a file.
 pub(crate) struct HeaderWalker<'a> {
-    file: &'a File,
+    file: WalkFile<'a>,
     path: Arc<Path>,
     position: u64,
     end: u64,
@@ -63,6 +79,11 @@ impl<'a> HeaderWalker<'a> {
         HeaderWalker::with_chunk(file, path, position, end, HEADER_CHUNK)
     }
 
+    /// A walk holding its own reference to the file.
+    pub(crate) fn shared(file: Arc<File>, path: Arc<Path>, position: u64, end: u64) -> Self {
+        HeaderWalker::build(WalkFile::Shared(file), path, position, end, HEADER_CHUNK)
+    }
+
     pub(crate) fn with_chunk(
         file: &'a File,
         path: Arc<Path>,
@@ -70,6 +91,10 @@ impl<'a> HeaderWalker<'a> {
         end: u64,
         chunk: usize,
     ) -> Self {
+        HeaderWalker::build(WalkFile::Borrowed(file), path, position, end, chunk)
+    }
+
+    fn build(file: WalkFile<'a>, path: Arc<Path>, position: u64, end: u64, chunk: usize) -> Self {
         HeaderWalker {
             file,
             path,
@@ -127,7 +152,7 @@ impl<'a> HeaderWalker<'a> {
                 // `vec!` zeroes through the allocator: cheap, unlike `resize` in debug builds.
                 self.buf = vec![0; len];
             }
-            let got = io::read_at_most(self.file, &mut self.buf[..len], self.position)
+            let got = io::read_at_most(self.file.get(), &mut self.buf[..len], self.position)
                 .map_err(Error::io(IoOp::Read, &self.path))?;
             self.buf_start = self.position;
             self.buf_len = got;

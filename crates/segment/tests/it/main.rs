@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod append_read;
+mod cache;
 mod concurrency;
 mod corpus;
 mod faults;
