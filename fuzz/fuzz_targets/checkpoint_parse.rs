@@ -80,18 +80,16 @@ fuzz_target!(|data: &[u8]| {
     for name in [RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, CLEAN_SHUTDOWN_FILE] {
         std::fs::write(log_dir.join(name), data).expect("write");
     }
-    // The standalone log's rule: its own entry (`t 0`), else the only entry of a one-entry
-    // file, else 0 (a file that does not parse reads as empty).
+    // The standalone log's rule: its own entry (`t 0`), else 0 (a file that does not parse
+    // reads as empty; another partition's entry is reported, not applied).
     let entries = OffsetCheckpointFile::new(log_dir.join(LOG_START_OFFSET_CHECKPOINT)).read_or_empty();
-    let log_start = match entries.get(&TopicPartition::new("t", 0)) {
-        Some(offset) => *offset,
-        None if entries.len() == 1 => entries.values().next().copied().unwrap_or(0),
-        None => 0,
-    };
+    let log_start = entries.get(&TopicPartition::new("t", 0)).copied().unwrap_or(0);
     let log = Log::open(&log_dir, config()).expect("the log opens whatever its state files hold");
     if log_start > 6 {
-        assert_eq!(log.log_start_offset(), log_start);
-        assert_eq!(log.log_end_offset(), log_start);
+        // Beyond the log end: reported and ignored, nothing is deleted.
+        assert_eq!(log.load_report().log_start_beyond_end, Some(log_start));
+        assert_eq!(log.log_start_offset(), 0);
+        assert_eq!(log.log_end_offset(), 6, "records lost");
     } else {
         assert_eq!(log.log_end_offset(), 6, "records lost");
         assert_eq!(log.log_start_offset(), log_start.clamp(0, 6));

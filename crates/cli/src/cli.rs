@@ -174,6 +174,12 @@ pub struct VerifyArgs {
 pub struct RecoverArgs {
     /// Partition directory.
     pub dir: PathBuf,
+    /// Also cut damage in data that was flushed (Kafka's rule: everything from the first bad
+    /// batch of a segment on, and every later segment). Without it, flushed data is never
+    /// cut: damaged bytes stay on disk, later segments are kept, and the run exits 1 saying
+    /// where the damage is.
+    #[arg(long)]
+    pub truncate_damaged: bool,
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -40,6 +40,10 @@ pub struct DirListing {
     /// a FIFO, a device, a symlink to one, a dangling or looping symlink), with what they are.
     /// They are not in `segments`: nothing may open them as data.
     pub irregular: Vec<(PathBuf, String)>,
+    /// Files named like segment files but not as Kafka names them (a base offset of other
+    /// than 20 digits, e.g. a copy saved as `123.log`): not segments (the loader ignores
+    /// them; Kafka would load them).
+    pub strays: Vec<PathBuf>,
 }
 
 impl DirListing {
@@ -75,6 +79,12 @@ impl DirListing {
                 }
                 continue;
             };
+            let canonical = path.file_name().and_then(|n| n.to_str())
+                == Some(seglog_segment::file_name(parsed.base_offset, parsed.kind).as_str());
+            if !canonical {
+                listing.strays.push(path);
+                continue;
+            }
             // Followed through symlinks: what a reader would open.
             match std::fs::metadata(&path) {
                 Ok(meta) if meta.is_file() => {}

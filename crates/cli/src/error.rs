@@ -218,6 +218,9 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Damaged { .. } | Error::Unreadable { .. } => 1,
+            // A read that met a corrupt batch: the data is damaged, the command was right.
+            Error::Log(seglog::Error::Segment(seglog_segment::Error::Corrupt { .. }))
+            | Error::Segment(seglog_segment::Error::Corrupt { .. }) => 1,
             _ => 2,
         }
     }

@@ -144,6 +144,9 @@ pub enum CheckpointProblemKind {
     Corrupt(CorruptKind),
     /// It exists but could not be read.
     Unreadable(io::ErrorKind),
+    /// A standalone log's own checkpoint holds an entry for another topic-partition only
+    /// (a copied or renamed directory, or a stray edit): it is not applied to this log.
+    OtherPartition,
 }
 
 impl std::fmt::Display for CheckpointProblemKind {
@@ -151,6 +154,9 @@ impl std::fmt::Display for CheckpointProblemKind {
         match self {
             Self::Corrupt(kind) => write!(f, "corrupt: {kind}"),
             Self::Unreadable(kind) => write!(f, "unreadable: {kind}"),
+            Self::OtherPartition => f.write_str(
+                "its entry is for another topic-partition than this directory's; not applied",
+            ),
         }
     }
 }

@@ -127,9 +127,12 @@ const ROOT_FILES: &[&str] = &[
 
 /// The topic-partition a partition directory's checkpoint entry is keyed by.
 pub(crate) fn key_for(dir: &Path) -> TopicPartition {
+    // A topic with white space (no Kafka topic has any) would write a checkpoint line that
+    // does not parse back: such a directory is keyed like an unnamed one.
     dir.file_name()
         .and_then(|n| n.to_str())
         .and_then(|n| parse_partition_dir_name(n).ok())
+        .filter(|p| !p.topic_partition.topic.chars().any(char::is_whitespace))
         .map_or_else(|| TopicPartition::new("seglog", 0), |p| p.topic_partition)
 }
 
@@ -163,8 +166,20 @@ fn entry(
     if let Some(offset) = map.get(key) {
         return Some(*offset);
     }
-    if own_root && map.len() == 1 {
-        return map.values().next().copied();
+    // A standalone directory's own checkpoint describes only it: an entry for another
+    // partition (a copied or renamed directory, a stray edit) is reported, never applied.
+    if own_root && let Some(other) = map.keys().next() {
+        let prefix = format!("{} {} ", other.topic, other.partition);
+        let line = std::fs::read_to_string(file.path()).ok().and_then(|text| {
+            text.lines()
+                .position(|l| l.starts_with(&prefix))
+                .map(|i| i as u64 + 1)
+        });
+        problems.push(CheckpointProblem {
+            path: file.path().to_path_buf(),
+            line,
+            kind: crate::checkpoint::CheckpointProblemKind::OtherPartition,
+        });
     }
     None
 }

@@ -10,7 +10,8 @@
 //! opened, so at once) and fsync the directory. A segment whose offsets overflow
 //! its base (found by its recovery, or by a check of its next offset when it is not
 //! recovered) is split (`split.rs`, KAFKA-6264) and its replacements are opened in its place.
-//! Then wipe the log if it ends below the checkpointed log start, make sure one segment exists
+//! A checkpointed log start beyond the log end is reported and ignored (Kafka would wipe the
+//! log; a checkpoint that contradicts the data never deletes it). Then make sure one segment exists
 //! (read-write), and resume the last one as the active segment. A read-only load does the same
 //! in memory and skips every file change: it cannot split (an overflowed segment that needs a
 //! recovery is an error) and it yields an empty log when there is no segment.
@@ -30,7 +31,8 @@ use std::sync::Arc;
 use seglog_index_core::relative_offset;
 use seglog_segment::{
     ActiveSegment, FileKind, FileType, OpenMode, OpenOptions as SegmentOpenOptions, ParsedFileName,
-    RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_path, parse_file_name,
+    RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_name, file_path,
+    parse_file_name,
 };
 
 use crate::checkpoint::CheckpointProblem;
@@ -85,6 +87,14 @@ pub struct LoadReport {
     /// A recovered segment that did not end where the next segment begins, in territory the
     /// crash could have changed: every later segment was dropped (see [`Discontinuity`]).
     pub discontinuity: Option<Discontinuity>,
+    /// Files named like segment files but not as Kafka names them (a base offset of other
+    /// than 20 digits, e.g. a copy saved as `123.log`): not loaded, not touched, reported.
+    /// Kafka would load them as segments.
+    pub stray_files: Vec<PathBuf>,
+    /// The checkpointed log start offset when it lay beyond the log end. Kafka would delete
+    /// every segment; seglog keeps them, ignores the value and starts the log at its first
+    /// segment (a checkpoint that contradicts the data never deletes it).
+    pub log_start_beyond_end: Option<i64>,
     /// Checkpoint files (recovery point, log start offset) that could not be read or parsed:
     /// they were read as empty, as Kafka does, so the recovery point fell back to 0 (a full
     /// recovery after an unclean shutdown) and the log start to the first segment's base.
@@ -135,6 +145,19 @@ impl LoadReport {
         })
     }
 
+    /// Segments whose recovery found damage in flushed data and kept it on disk (see
+    /// [`crate::OpenOptions::repair_destructively`]): base offset, where the damage starts,
+    /// and the first offset not served. Later segments are kept; the log has a gap from that
+    /// offset to the next segment's base.
+    pub fn damaged_tails(&self) -> impl Iterator<Item = (i64, u64, i64)> + '_ {
+        self.segments.iter().filter_map(|s| {
+            s.recovery
+                .as_ref()
+                .filter(|r| r.damaged_tail_kept)
+                .map(|r| (s.base_offset, r.valid_bytes, r.next_offset))
+        })
+    }
+
     /// Base offsets of the segments that were recovered (validated batch by batch).
     pub fn recovered(&self) -> impl Iterator<Item = i64> + '_ {
         self.segments
@@ -167,6 +190,8 @@ pub(crate) struct LoadMode {
     /// After a clean shutdown, open sealed segments without reading `.log` bytes
     /// ([`crate::OpenOptions::trust_clean_shutdown`]).
     pub(crate) trust_clean_shutdown: bool,
+    /// Cut damaged flushed data as Kafka does ([`crate::OpenOptions::repair_destructively`]).
+    pub(crate) repair_destructively: bool,
 }
 
 struct Loader<'a> {
@@ -182,6 +207,10 @@ struct Loader<'a> {
     /// The unclean-shutdown rule for gaps applies (see [`Discontinuity`]), with this
     /// recovery point (the checkpoint's).
     gap_rule_from: Option<i64>,
+    /// Offsets below this are flushed data, never cut by a recovery (everything after a
+    /// clean shutdown; below the checkpointed recovery point after an unclean one; nothing
+    /// when no checkpoint says, or when repairing destructively).
+    protect_below: i64,
 }
 
 /// Loads `dir`; see the module docs.
@@ -213,6 +242,15 @@ pub(crate) fn load(
             && !mode.recover_all,
         gap_rule_from: (!state.had_clean_shutdown && state.recovery_point_known)
             .then_some(state.recovery_point),
+        protect_below: if mode.repair_destructively {
+            i64::MIN
+        } else if state.had_clean_shutdown {
+            i64::MAX
+        } else if state.recovery_point_known {
+            state.recovery_point
+        } else {
+            i64::MIN
+        },
     };
     if mode.recover_all {
         // Unclean, with the recovery point below every segment (the report keeps the truth).
@@ -222,25 +260,61 @@ pub(crate) fn load(
     if !read_only {
         loader.clean_temporary_files()?;
     }
-    let (mut segments, mut deleted) = loader.open_segments(state)?;
+    let (mut segments, deleted) = loader.open_segments(state)?;
 
-    // Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd.
-    let mut wiped = false;
+    // Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd deletes every segment when the
+    // checkpointed log start lies beyond the log end. A checkpoint that contradicts the data
+    // never deletes it here: the value is reported and ignored (the log starts at its first
+    // segment), and the segments stay.
     let last_next_offset = match segments.last() {
         Some((base, last)) => Some(loader.next_offset(base, last)?),
         None => None,
     };
-    if last_next_offset.is_some_and(|next| next < state.log_start_offset) {
-        let all: Vec<i64> = segments.iter().map(|(b, _)| b).collect();
-        for base in all {
-            if let Some(segment) = segments.remove(base) {
-                loader.drop_segment(&segment, &mut deleted)?;
-            }
+    if let Some(next) = last_next_offset
+        && next < state.log_start_offset
+    {
+        loader.report.log_start_beyond_end = Some(state.log_start_offset);
+        state.log_start_offset = 0;
+    }
+    // A last segment whose damaged tail was kept cannot take appends (they would overwrite
+    // the kept bytes): appends go to a new segment at the offset after its valid batches.
+    let damaged_last = segments.last().and_then(|(base, _)| {
+        loader
+            .report
+            .segments
+            .iter()
+            .rev()
+            .find(|s| s.base_offset == base)
+            .and_then(|s| s.recovery.as_ref())
+            .filter(|r| r.damaged_tail_kept)
+            .map(|r| (base, r.clone()))
+    });
+    if let Some((base, recovery)) = damaged_last
+        && !read_only
+    {
+        if recovery.next_offset <= base {
+            let (position, detail) = match &recovery.reason {
+                Some(seglog_segment::TruncationReason::Corrupt { position, kind }) => {
+                    (*position, kind.to_string())
+                }
+                Some(seglog_segment::TruncationReason::PartialTail { position }) => {
+                    (*position, "an incomplete batch".to_owned())
+                }
+                None => (recovery.valid_bytes, "damage".to_owned()),
+            };
+            return Err(Error::DamagedLastSegment {
+                path: file_path(dir, base, FileKind::LOG),
+                position,
+                detail,
+            });
         }
-        if !read_only {
-            sync_dir(&config.io, dir)?;
-        }
-        wiped = true;
+        let next = recovery.next_offset;
+        let active = ActiveSegment::create(dir, next, config)?;
+        segments.insert(next, Arc::clone(active.segment()));
+        loader.next_offsets.insert(next, next);
+        loader.report.created_segment = Some(next);
+        sync_dir(&config.io, dir)?;
+        drop(active);
     }
     if segments.is_empty() && !read_only {
         let base = state.log_start_offset.max(0);
@@ -268,12 +342,12 @@ pub(crate) fn load(
         });
     };
     let log_end_offset = match last_next_offset {
-        Some(next) if !wiped => next,
+        Some(next) => next,
         _ => loader.next_offset(last_base, &last)?,
     };
     let first_base = segments.first().map_or(last_base, |(b, _)| b);
     let log_start_offset = state.log_start_offset.max(first_base);
-    let recovery_point = if state.had_clean_shutdown && !wiped {
+    let recovery_point = if state.had_clean_shutdown {
         log_end_offset
     } else {
         state
@@ -314,7 +388,7 @@ impl Loader<'_> {
     }
 
     /// Segment files in the directory, parsed.
-    fn segment_files(&self) -> Result<Vec<(PathBuf, ParsedFileName)>> {
+    fn segment_files(&mut self) -> Result<Vec<(PathBuf, ParsedFileName)>> {
         let entries =
             fs::read_dir(self.dir).map_err(|e| Error::io("list directory", self.dir, e))?;
         let mut out = Vec::new();
@@ -324,9 +398,20 @@ impl Loader<'_> {
             if !path.is_file() {
                 continue;
             }
-            if let Some(parsed) = parse_file_name(&path)
-                && parsed.kind.file_type != FileType::Snapshot
-            {
+            let Some(parsed) = parse_file_name(&path) else {
+                continue;
+            };
+            // Only the names Kafka writes (20-digit base offsets): `123.log`, a stray copy,
+            // is not a segment (Kafka would load it, and its offsets would overlap others).
+            let canonical = path.file_name().and_then(|n| n.to_str())
+                == Some(file_name(parsed.base_offset, parsed.kind).as_str());
+            if !canonical {
+                if !self.report.stray_files.contains(&path) {
+                    self.report.stray_files.push(path);
+                }
+                continue;
+            }
+            if parsed.kind.file_type != FileType::Snapshot {
                 out.push((path, parsed));
             }
         }
@@ -487,10 +572,16 @@ impl Loader<'_> {
                 });
                 continue;
             };
+            // Kafka deletes every segment after a cut. That is right for the unflushed tail
+            // a crash tore (at or above the recovery point), and wrong for flushed data: a cut
+            // below it was damage to data that was intact when flushed (its bytes were kept
+            // on disk, or were zeros), and the later segments are intact too. They are kept;
+            // the log has a gap there (`LoadReport::damaged_tails`).
+            let protect_below = self.protect_below;
             truncated = load
                 .recovery
                 .as_ref()
-                .is_some_and(|r| r.truncated_bytes > 0);
+                .is_some_and(|r| r.truncated_bytes > 0 && r.next_offset >= protect_below);
             if let (Some(recovery), Some(next_base)) = (&load.recovery, next_base)
                 && !truncated
             {
@@ -531,6 +622,7 @@ impl Loader<'_> {
             mode: self.mode(),
             // The last segment (no next base) always gets the full check.
             trust_clean_shutdown: self.trust_clean_shutdown && !recover && next_base.is_some(),
+            protect_below: self.protect_below,
             ..SegmentOpenOptions::default()
         };
         let overflow = |e: &seglog_segment::Error| {
@@ -547,7 +639,7 @@ impl Loader<'_> {
             recovery: report.recovery,
         };
         if recover && load.recovery.is_none() {
-            match segment.recover() {
+            match segment.recover_protecting(self.protect_below) {
                 Ok(recovery) => load.recovery = Some(recovery),
                 Err(e) if overflow(&e) => return Ok(None),
                 Err(e) => return Err(e.into()),
@@ -569,16 +661,5 @@ impl Loader<'_> {
             }
         }
         Ok(Some((segment, load)))
-    }
-
-    /// Removes a segment from the log being loaded: renamed `.deleted` (unlinked later), or
-    /// only left out in read-only mode.
-    fn drop_segment(&mut self, segment: &Arc<Segment>, dropped: &mut Vec<Doomed>) -> Result<()> {
-        self.report.deleted_segments.push(segment.base_offset());
-        if !self.read_only {
-            segment.mark_deleted()?;
-            dropped.push(Doomed::Segment(Arc::clone(segment)));
-        }
-        Ok(())
     }
 }

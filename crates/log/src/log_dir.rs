@@ -152,6 +152,7 @@ impl LogDir {
                     read_only: options.read_only,
                     recover_all: options.recover_all,
                     trust_clean_shutdown: options.trust_clean_shutdown,
+                    repair_destructively: options.repair_destructively,
                 },
                 shared.as_ref(),
                 cache.clone(),

@@ -344,8 +344,10 @@ fn walk_region(bytes: &[u8], region: Region, size: u64, target: i64) -> Walk {
                 }
                 position = header.end_position();
             }
+            // Not a whole batch before the end: the exact header walk from here reports the
+            // damage (`walk_to_offset`).
             Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
-                return reject_or(Walk::Ended);
+                return reject_or(Walk::Beyond(position));
             }
             Err(e) => return reject_or(Walk::Corrupt(e)),
         }

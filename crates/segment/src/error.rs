@@ -124,6 +124,13 @@ pub enum CorruptKind {
         /// The first offset of the batch after it.
         next_first_offset: i64,
     },
+    /// A read found bytes that are not a whole batch before the segment's published end
+    /// (a damaged length field, or a tail no recovery has cut): every batch below the end
+    /// of a segment is whole, so this is damage, never the end of the data.
+    IncompleteBatch {
+        /// The bytes from this position to the segment's end.
+        remaining: u64,
+    },
 }
 
 impl fmt::Display for CorruptKind {
@@ -144,6 +151,10 @@ impl fmt::Display for CorruptKind {
                 f,
                 "batch claims offsets up to {last_offset}, above the next batch's first offset \
                  {next_first_offset}, which follows on from the batch before it"
+            ),
+            CorruptKind::IncompleteBatch { remaining } => write!(
+                f,
+                "not a whole batch, {remaining} bytes before the segment's end (a damaged length field?)"
             ),
         }
     }

@@ -41,6 +41,9 @@ pub struct OpenOptions {
     /// log's max timestamp). Kafka trusts indexes after a clean shutdown entirely. Default:
     /// false (the strict policy).
     pub trust_clean_shutdown: bool,
+    /// Offsets below this are flushed data: a recovery this open runs never cuts a batch
+    /// holding one (see [`Segment::recover_protecting`]). Default: `i64::MIN` (Kafka's rule).
+    pub protect_below: i64,
 }
 
 impl Default for OpenOptions {
@@ -51,6 +54,7 @@ impl Default for OpenOptions {
             suffix: None,
             full_index_check: true,
             trust_clean_shutdown: false,
+            protect_below: i64::MIN,
         }
     }
 }
@@ -194,7 +198,7 @@ impl Segment {
             check_indexes(&segment, options.full_index_check)?
         };
         let recovery = match rebuilt {
-            Some(_) => Some(segment.recover()?),
+            Some(_) => Some(segment.recover_protecting(options.protect_below)?),
             None => None,
         };
         // Counted in the cache only now: the checks and a recovery above hold the files.

@@ -84,7 +84,7 @@ impl Segment {
                 },
             );
         }
-        for header in walker {
+        for header in walker.by_ref() {
             let header = header?;
             if header.last_offset >= offset {
                 return Ok(Some(LogOffsetPosition {
@@ -93,6 +93,20 @@ impl Segment {
                     size: header.total_size,
                 }));
             }
+        }
+        // Below the published end every batch is whole: a partial one there is damage (a
+        // length field pointing past the end), not the end of the data, and is never skipped
+        // silently (the log would move on to the next segment over the lost offsets).
+        if let WalkEnd::PartialTail { position } = walker.end_state()
+            && position < end
+        {
+            return Err(Error::Corrupt {
+                path: self.log_path_arc().to_path_buf(),
+                position,
+                kind: crate::CorruptKind::IncompleteBatch {
+                    remaining: end - position,
+                },
+            });
         }
         Ok(None)
     }

@@ -32,6 +32,10 @@ pub struct RecoveryReport {
     /// Whether the files were changed on disk (read-write mode) or only the in-memory view
     /// (read-only mode).
     pub on_disk: bool,
+    /// Whether the `truncated_bytes` past `valid_bytes` were left in the `.log` instead of
+    /// cut: they hold flushed data ([`Segment::recover_protecting`]) and are not all zeros.
+    /// The segment then serves only `valid_bytes`, and the log must never append after it.
+    pub damaged_tail_kept: bool,
 }
 
 impl Segment {
@@ -52,28 +56,68 @@ impl Segment {
     /// the loader splits the segment; the `.log` is left as it was); [`Error::Io`],
     /// [`Error::Index`].
     pub fn recover(&self) -> Result<RecoveryReport> {
+        self.recover_protecting(i64::MIN)
+    }
+
+    /// [`Segment::recover`], but bytes holding offsets below `protect_below` are flushed data
+    /// and never cut: when the first batch it would cut starts below `protect_below` and the
+    /// cut bytes are not all zeros, the `.log` keeps them (the indexes are rebuilt for the
+    /// valid prefix, reads stop there) and the report says `damaged_tail_kept`. A crash can
+    /// only tear what was not flushed; damage in flushed data is bit rot or tampering, and a
+    /// repair must not turn it into the loss of what follows. `i64::MIN` is Kafka's rule (cut
+    /// at the first bad batch).
+    ///
+    /// # Errors
+    /// As [`Segment::recover`].
+    pub fn recover_protecting(&self, protect_below: i64) -> Result<RecoveryReport> {
         match self.mode {
             OpenMode::ReadWrite => {
                 let _guard = self.writer_guard()?;
-                recover_in_place(self)
+                recover_in_place(self, protect_below)
             }
             OpenMode::ReadOnly => recover_in_memory(self),
         }
     }
 }
 
+/// Whether `[from, to)` of the segment's `.log` holds a byte that is not zero.
+fn any_nonzero(segment: &Segment, from: u64, to: u64) -> Result<bool> {
+    let log = segment.log()?;
+    let mut buf = vec![0u8; 64 << 10];
+    let mut at = from;
+    while at < to {
+        let want = usize::try_from((to - at).min(buf.len() as u64)).unwrap_or(buf.len());
+        let n = crate::io::read_at_most(log.handle(), &mut buf[..want], at)
+            .map_err(Error::io(crate::error::IoOp::Read, &segment.log_path()))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        if buf[..n].iter().any(|b| *b != 0) {
+            return Ok(true);
+        }
+        at += n as u64;
+    }
+    Ok(false)
+}
+
 /// Rebuilds the indexes in place and truncates the `.log` (the caller holds the writer slot).
-pub(crate) fn recover_in_place(segment: &Segment) -> Result<RecoveryReport> {
+pub(crate) fn recover_in_place(segment: &Segment, protect_below: i64) -> Result<RecoveryReport> {
     let indexes = segment.indexes()?;
     indexes.offset.reset()?;
     indexes.time.reset()?;
     let end = segment.size();
     let mut report = rebuild(segment, &indexes.offset, &indexes.time, end)?;
+    report.damaged_tail_kept = report.truncated_bytes > 0
+        && report.next_offset < protect_below
+        && any_nonzero(segment, report.valid_bytes, end)?;
     if report.truncated_bytes > 0 {
         segment.size.publish(report.valid_bytes);
     }
-    // Kafka's `log.truncateTo(validBytes)` also drops a preallocated tail.
-    if let Err(e) = segment.trim_log() {
+    // Kafka's `log.truncateTo(validBytes)` also drops a preallocated tail; a kept damaged
+    // tail stays on disk (the published size bounds every read).
+    if !report.damaged_tail_kept
+        && let Err(e) = segment.trim_log()
+    {
         segment.poisoned.store(true, Ordering::Release);
         return Err(e);
     }
@@ -144,10 +188,12 @@ fn rebuild(
         if let Some(prev) = &previous
             && first_offset <= prev.last_offset
         {
-            // Which of the two is damaged? When this batch follows on from the one before
-            // the previous batch, the previous batch is the one out of line (its offsets
-            // jumped up): take it back and cut there, so it is never served.
-            if first_offset > prev.offset_before {
+            // Which of the two is damaged? When the previous batch did not follow on from
+            // the one before it while this batch does follow that one, the previous batch is
+            // the one out of line (its offsets jumped up): take it back and cut there, so it
+            // is never served. A previous batch that follows on exactly is taken as intact
+            // and the cut lands at this batch (no intact batch is cut with a damaged one).
+            if first_offset > prev.offset_before && prev.first_offset != prev.offset_before + 1 {
                 offset.truncate_to(prev.last_offset)?;
                 time.truncate_to(prev.last_offset)?;
                 max = prev.max_before;
@@ -174,6 +220,7 @@ fn rebuild(
         }
         previous = Some(Previous {
             position: header.position,
+            first_offset,
             last_offset: header.last_offset,
             offset_before: previous.as_ref().map_or(base_offset - 1, |p| p.last_offset),
             max_before: max,
@@ -214,6 +261,7 @@ fn rebuild(
         next_offset,
         max_timestamp: max,
         on_disk: false,
+        damaged_tail_kept: false,
     })
 }
 
@@ -221,6 +269,8 @@ fn rebuild(
 struct Previous {
     /// Its byte position.
     position: u64,
+    /// Its first offset (the last one for a legacy compressed wrapper).
+    first_offset: i64,
     /// Its last offset.
     last_offset: i64,
     /// The last offset before it (the segment's base offset - 1 for the first batch).

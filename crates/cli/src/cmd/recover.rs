@@ -4,9 +4,12 @@
 //! finishes or removes interrupted deletes, cleans and swaps (and splits a segment whose
 //! offsets overflow its base), checks each segment's indexes and then recovers **every**
 //! segment whatever the shutdown state: validate every batch, cut a torn or corrupt tail,
-//! rebuild both indexes; after a segment whose tail was cut, every later segment is deleted,
-//! as Kafka's loader does. The close then writes the checkpoints and the clean-shutdown marker
-//! for what is left. The per-segment report comes from `Log::load_report`. There is no
+//! rebuild both indexes. Data that was flushed (everything after a clean shutdown, else below
+//! the checkpointed recovery point) is never cut: a segment damaged there keeps its bytes,
+//! later segments are kept, and the run exits 1 naming the damage; `--truncate-damaged` cuts
+//! it as Kafka's loader does (the segment from the bad batch on, and every later segment).
+//! An unflushed tail a crash tore is always cut, with every segment after it. The close then
+//! writes the checkpoints and the clean-shutdown marker for what is left. The per-segment report comes from `Log::load_report`. There is no
 //! progress bar: the whole recovery is that one load.
 
 use std::path::{Path, PathBuf};
@@ -49,6 +52,9 @@ pub struct SegmentRecovery {
     pub time_index_entries: usize,
     /// The offset after the segment's last valid batch.
     pub next_offset: i64,
+    /// Whether the bytes past `valid_bytes` hold flushed data and were kept on disk (not
+    /// served; `truncated_bytes` then counts them but nothing was cut).
+    pub damaged_tail_kept: bool,
 }
 
 /// A segment whose offsets overflowed its base offset, split into new segments.
@@ -94,6 +100,12 @@ pub struct RecoverReport {
     pub checkpoint_problems: Vec<CheckpointLine>,
     /// Total bytes cut.
     pub truncated_bytes: u64,
+    /// Files named like segment files but not as Kafka names them (e.g. `123.log`): ignored
+    /// and left in place.
+    pub stray_files: Vec<PathBuf>,
+    /// The checkpointed log start offset, when it lay beyond the log end (ignored: Kafka
+    /// would have deleted every segment).
+    pub log_start_beyond_end: Option<i64>,
     /// Log start offset after recovery.
     pub log_start_offset: i64,
     /// Log end offset after recovery.
@@ -105,9 +117,22 @@ pub struct RecoverReport {
 /// # Errors
 /// A missing directory; a log locked by another process; I/O and segment errors.
 pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
-    let report = recover_dir(&args.dir, quiet)?;
+    let report = recover_dir_with(&args.dir, quiet, args.truncate_damaged)?;
     emit_report(args.json, &report, print_report)?;
-    Ok(Outcome::Ok)
+    Ok(if report.problems_left() {
+        Outcome::ProblemsFound
+    } else {
+        Outcome::Ok
+    })
+}
+
+impl RecoverReport {
+    /// Whether anything `verify` flags was left in place on purpose: damaged flushed data,
+    /// stray files.
+    pub fn problems_left(&self) -> bool {
+        // A log start beyond the end is not left: the close rewrote the checkpoint.
+        self.segments.iter().any(|s| s.damaged_tail_kept) || !self.stray_files.is_empty()
+    }
 }
 
 /// Recovers every segment of the log in `dir` (see the module docs) and closes it cleanly.
@@ -115,10 +140,24 @@ pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
 ///
 /// # Errors
 /// A missing directory; a log locked by another process; I/O and segment errors.
-pub fn recover_dir(dir: &Path, _quiet: bool) -> Result<RecoverReport, Error> {
+pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
+    recover_dir_with(dir, quiet, false)
+}
+
+/// [`recover_dir`], cutting damaged flushed data too when `truncate_damaged`
+/// ([`OpenOptions::repair_destructively`]).
+///
+/// # Errors
+/// As [`recover_dir`].
+pub fn recover_dir_with(
+    dir: &Path,
+    _quiet: bool,
+    truncate_damaged: bool,
+) -> Result<RecoverReport, Error> {
     DirListing::existing_log(dir)?;
     let options = OpenOptions {
         recover_all: true,
+        repair_destructively: truncate_damaged,
         ..OpenOptions::default()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;
@@ -135,7 +174,13 @@ pub fn recover_dir(dir: &Path, _quiet: bool) -> Result<RecoverReport, Error> {
     Ok(RecoverReport {
         dir: dir.to_owned(),
         was_clean: load.had_clean_shutdown,
-        truncated_bytes: segments.iter().map(|s| s.truncated_bytes).sum(),
+        truncated_bytes: segments
+            .iter()
+            .filter(|s| !s.damaged_tail_kept)
+            .map(|s| s.truncated_bytes)
+            .sum(),
+        stray_files: load.stray_files.clone(),
+        log_start_beyond_end: load.log_start_beyond_end,
         segments,
         deleted_segments: load.deleted_segments,
         removed_files: load.removed_files,
@@ -187,6 +232,7 @@ fn segment_recovery(loaded: &SegmentLoad) -> SegmentRecovery {
         line.index_entries = r.index_entries;
         line.time_index_entries = r.time_index_entries;
         line.next_offset = r.next_offset;
+        line.damaged_tail_kept = r.damaged_tail_kept;
     }
     line
 }
@@ -263,7 +309,21 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
                 (Some(t), _) => t.replace('_', " "),
                 _ => "unknown".to_owned(),
             };
-            text.push_str(&format!("; cut {} bytes{at} ({why})", s.truncated_bytes));
+            if s.damaged_tail_kept {
+                // Inside flushed data a batch longer than the bytes left is a damaged length
+                // field, not a torn write.
+                let why = if s.truncation == Some("torn_tail") {
+                    "a batch longer than the bytes left: a damaged length field".to_owned()
+                } else {
+                    why
+                };
+                text.push_str(&format!(
+                    "; damaged{at} ({why}): {} bytes of flushed data kept on disk, not served from offset {} (later segments kept; --truncate-damaged cuts them)",
+                    s.truncated_bytes, s.next_offset
+                ));
+            } else {
+                text.push_str(&format!("; cut {} bytes{at} ({why})", s.truncated_bytes));
+            }
         }
         if let Some(problem) = &s.index_problem {
             text.push_str(&format!("; {problem}"));
@@ -289,6 +349,17 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
             "  checkpoint {}{line}: {}; read as empty (log start offset reset to the first segment)",
             checkpoint.file.display(),
             checkpoint.problem
+        ))?;
+    }
+    for path in &report.stray_files {
+        out.line(format_args!(
+            "  {}: not a segment file name Kafka writes (20-digit base offset); ignored and left in place (move it out of the directory)",
+            path.display()
+        ))?;
+    }
+    if let Some(start) = report.log_start_beyond_end {
+        out.line(format_args!(
+            "  the checkpointed log start offset {start} lies beyond the log end; ignored (nothing was deleted)"
         ))?;
     }
     for split in &report.split_segments {

@@ -54,6 +54,12 @@ pub enum ProblemKind {
     Leftover,
     /// An index file without its `.log`.
     OrphanIndex,
+    /// A file named like a segment file but not as Kafka names them (e.g. `123.log`): the log
+    /// ignores it, a broker would load it as a segment whose offsets overlap others.
+    StrayFile,
+    /// The log-start checkpoint names an offset beyond the log end (Kafka would delete every
+    /// segment; seglog ignores it, and `recover` rewrites it).
+    LogStartBeyondEnd,
     /// A file named like a segment file that is not a regular file (a directory, FIFO,
     /// device, or a symlink to one or to nowhere): nothing reads it, and the log cannot load.
     NotAFile,
@@ -175,6 +181,14 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
     for (path, what) in &listing.irregular {
         v.problem(path, None, ProblemKind::NotAFile, what.clone());
     }
+    for path in &listing.strays {
+        v.problem(
+            path,
+            None,
+            ProblemKind::StrayFile,
+            "not a segment file name Kafka writes (20-digit base offset): ignored by seglog, loaded as an overlapping segment by a broker; move it out".into(),
+        );
+    }
     for path in &listing.leftovers {
         v.problem(
             path,
@@ -203,6 +217,30 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
             file: dir.to_owned(),
             message: "no segments (an empty log)".into(),
         });
+    }
+    // What the loader would make of the directory's state files (read-only: nothing is
+    // written). A log that does not load is already reported by the checks above.
+    if listing.irregular.is_empty()
+        && let Ok(log) = seglog::Log::open_read_only(dir, seglog::LogConfig::default())
+        && let Some(start) = log.load_report().log_start_beyond_end
+    {
+        let file = dir.join(seglog::LOG_START_OFFSET_CHECKPOINT);
+        let file = if file.exists() {
+            file
+        } else {
+            dir.parent().map_or(file.clone(), |p| {
+                p.join(seglog::LOG_START_OFFSET_CHECKPOINT)
+            })
+        };
+        v.problem(
+            &file,
+            None,
+            ProblemKind::LogStartBeyondEnd,
+            format!(
+                "log start offset {start} lies beyond the log end {} (ignored; `seglog recover` rewrites it)",
+                log.log_end_offset()
+            ),
+        );
     }
     v.report.ok = v.report.problems.is_empty();
     Ok(v.report)

@@ -10,6 +10,7 @@ mod kafka_fixtures;
 mod live_writer;
 mod produce_read;
 mod repair;
+mod repair_policy;
 mod support;
 mod usage;
 mod verify;

@@ -112,7 +112,24 @@ fn recover_validates_every_segment_even_after_a_clean_shutdown() {
     bytes[first_batch + 100] ^= 0x01;
     std::fs::write(&log, bytes).unwrap();
 
+    // Flushed data is never cut: the damage is kept, reported, and recover exits 1.
     let run = seglog(["recover".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let report = &run.json_lines()[0];
+    let segments = report["segments"].as_array().unwrap();
+    assert!(segments.len() > 1, "later segments are kept: {report}");
+    assert_eq!(segments[0]["damaged_tail_kept"], true, "{report}");
+    assert_eq!(segments[0]["truncated_at"], first_batch);
+    assert!(report["deleted_segments"].as_array().unwrap().is_empty());
+    assert!(!verify_ok(&dir), "verify still flags the kept damage");
+
+    // The explicit destructive repair cuts it as Kafka does.
+    let run = seglog([
+        "recover".as_ref(),
+        dir.as_os_str(),
+        "--truncate-damaged".as_ref(),
+        "--json".as_ref(),
+    ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let report = &run.json_lines()[0];
     assert_eq!(report["was_clean"], true, "{report}");

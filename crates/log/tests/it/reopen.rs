@@ -200,7 +200,32 @@ fn recover_all_validates_every_segment_after_a_clean_shutdown() {
         .unwrap()
         .set_len(len + 80)
         .unwrap();
+    // The damage is in flushed data (the log was closed cleanly): recovery keeps the damaged
+    // bytes on disk, serves segment 0 up to them, and keeps every later segment (a gap).
     let log = seglog::Log::open_with(dir.path(), small_config(1024), options()).unwrap();
+    let report = log.load_report().clone();
+    let kept: Vec<(i64, u64, i64)> = report.damaged_tails().collect();
+    assert_eq!(kept, [(0, second_batch, 2)]);
+    assert!(report.deleted_segments.is_empty(), "{report:?}");
+    let first_lost = 2;
+    let resume = usize::try_from(segments[1].base_offset).unwrap();
+    let mut served = before[..first_lost].to_vec();
+    served.extend_from_slice(&before[resume..]);
+    assert_eq!(values(&log), served);
+    log.close().unwrap();
+    drop(log);
+    assert_eq!(
+        std::fs::metadata(&first).unwrap().len(),
+        segments[0].size_bytes,
+        "the damaged bytes are still on disk"
+    );
+
+    // A destructive repair applies Kafka's rule: cut at the bad batch, delete what follows.
+    let destructive = seglog::OpenOptions {
+        repair_destructively: true,
+        ..options()
+    };
+    let log = seglog::Log::open_with(dir.path(), small_config(1024), destructive).unwrap();
     let report = log.load_report().clone();
     let cut: Vec<(i64, u64)> = report.truncations().collect();
     assert_eq!(cut.len(), 1);

@@ -1,0 +1,241 @@
+//! Repair never destroys intact, flushed data (issue #13): the reproductions of the issue, on
+//! a cleanly closed log of 6 segments (3,000 records, 10 per batch; batch 2 of segment 0 at
+//! byte 681). Damage in flushed data is kept and reported, later segments are kept, and only
+//! `recover --truncate-damaged` cuts it; metadata that contradicts the data (stray files,
+//! checkpoints) is reported and never deletes anything.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::support::{seglog, snapshot};
+
+const LOG0: &str = "00000000000000000000.log";
+
+fn base_log(tmp: &Path, name: &str) -> PathBuf {
+    let dir = tmp.join(name);
+    let out = seglog([
+        "produce".as_ref(),
+        dir.as_os_str(),
+        "--count".as_ref(),
+        "3000".as_ref(),
+        "--record-bytes".as_ref(),
+        "50".as_ref(),
+        "--batch-records".as_ref(),
+        "10".as_ref(),
+        "--config".as_ref(),
+        "segment.bytes=40000".as_ref(),
+        "--quiet".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(segment_logs(&dir).len(), 6);
+    dir
+}
+
+fn segment_logs(dir: &Path) -> Vec<String> {
+    let mut logs: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.len() == 24 && n.ends_with(".log"))
+        .collect();
+    logs.sort();
+    logs
+}
+
+fn patch(path: &Path, at: usize, bytes: &[u8]) {
+    let mut data = std::fs::read(path).unwrap();
+    data[at..at + bytes.len()].copy_from_slice(bytes);
+    std::fs::write(path, data).unwrap();
+}
+
+fn offsets(dir: &Path, from: Option<&str>) -> (i32, Vec<i64>) {
+    let mut args: Vec<&std::ffi::OsStr> = vec!["read".as_ref(), dir.as_os_str(), "--json".as_ref()];
+    if let Some(from) = from {
+        args.extend([std::ffi::OsStr::new("--from"), std::ffi::OsStr::new(from)]);
+    }
+    let out = seglog(args);
+    let offsets = out
+        .json_lines()
+        .iter()
+        .map(|r| r["offset"].as_i64().unwrap())
+        .collect();
+    (out.code, offsets)
+}
+
+fn recover_json(dir: &Path, extra: &[&str]) -> (i32, Value) {
+    let mut args: Vec<&std::ffi::OsStr> =
+        vec!["recover".as_ref(), dir.as_os_str(), "--json".as_ref()];
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    let out = seglog(args);
+    (out.code, out.json_lines().remove(0))
+}
+
+#[test]
+fn zero_padding_after_a_sealed_segment_loses_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = base_log(tmp.path(), "a-0");
+    let log0 = dir.join(LOG0);
+    let mut data = std::fs::read(&log0).unwrap();
+    data.extend_from_slice(&[0; 4096]);
+    std::fs::write(&log0, data).unwrap();
+    let out = seglog([
+        "produce".as_ref(),
+        dir.as_os_str(),
+        "--count".as_ref(),
+        "1".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.json_lines()[0]["base_offset"],
+        3000,
+        "no offset is reused"
+    );
+    assert_eq!(segment_logs(&dir).len(), 6);
+    assert_eq!(offsets(&dir, None), (0, (0..3001).collect()));
+}
+
+#[test]
+fn damage_inside_a_flushed_segment_is_kept_and_later_segments_survive() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A flipped data byte (CRC), and a batch length of 0x7ffffff0.
+    for (name, at, bytes) in [
+        ("flip-0", 800, vec![0xff]),
+        ("length-0", 689, vec![0x7f, 0xff, 0xff, 0xf0]),
+    ] {
+        let dir = base_log(tmp.path(), name);
+        let log0 = dir.join(LOG0);
+        patch(&log0, at, &bytes);
+        let damaged = std::fs::read(&log0).unwrap();
+
+        // read serves what precedes the damage, then fails naming the file and byte.
+        let out = seglog(["read".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+        assert_eq!(out.code, 1, "{name}: {}", out.stderr);
+        assert_eq!(out.json_lines().len(), 10, "{name}");
+        assert!(
+            out.stderr.contains(LOG0) && out.stderr.contains("681"),
+            "{name}: {}",
+            out.stderr
+        );
+        assert_eq!(offsets(&dir, Some("570")), (0, (570..3000).collect()));
+
+        // recover keeps every byte and every segment, and says so with exit 1.
+        let (code, report) = recover_json(&dir, &[]);
+        assert_eq!(code, 1, "{name}: {report}");
+        assert_eq!(report["segments"][0]["damaged_tail_kept"], true, "{report}");
+        assert_eq!(report["segments"][0]["truncated_at"], 681, "{report}");
+        assert_eq!(report["deleted_segments"], Value::Array(vec![]), "{report}");
+        assert_eq!(segment_logs(&dir).len(), 6, "{name}");
+        assert_eq!(std::fs::read(&log0).unwrap(), damaged, "{name}: bytes kept");
+        assert_eq!(offsets(&dir, Some("570")), (0, (570..3000).collect()));
+        let verify = seglog(["verify".as_ref(), dir.as_os_str()]);
+        assert_eq!(verify.code, 1, "verify flags what recover kept");
+
+        // Appends go on at the log end; nothing is reused.
+        let out = seglog([
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--count".as_ref(),
+            "1".as_ref(),
+            "--json".as_ref(),
+        ]);
+        assert_eq!(out.json_lines()[0]["base_offset"], 3000, "{name}");
+
+        // The destructive repair is explicit: Kafka's rule.
+        let (code, report) = recover_json(&dir, &["--truncate-damaged"]);
+        assert_eq!(code, 0, "{name}: {report}");
+        assert_eq!(report["log_end_offset"], 10, "{report}");
+        assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
+    }
+}
+
+#[test]
+fn a_damaged_base_offset_cuts_at_its_own_batch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = base_log(tmp.path(), "jump-0");
+    // Batch 2's base offset 10 -> 5 (not covered by the CRC).
+    patch(&dir.join(LOG0), 681, &5i64.to_be_bytes());
+    let (_, report) = recover_json(&dir, &["--truncate-damaged"]);
+    assert_eq!(report["segments"][0]["truncated_at"], 681, "{report}");
+    assert_eq!(
+        report["segments"][0]["batches"], 1,
+        "the valid first batch stays"
+    );
+    assert_eq!(offsets(&dir, None), (0, (0..10).collect()));
+}
+
+#[test]
+fn a_stray_segment_copy_is_reported_not_loaded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = base_log(tmp.path(), "stray-0");
+    std::fs::copy(dir.join(LOG0), dir.join("123.log")).unwrap();
+    let (code, report) = recover_json(&dir, &[]);
+    assert_eq!(code, 1, "{report}");
+    assert!(
+        report["stray_files"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("123.log")
+    );
+    assert_eq!(report["deleted_segments"], Value::Array(vec![]));
+    assert!(dir.join("123.log").exists());
+    assert_eq!(offsets(&dir, None), (0, (0..3000).collect()));
+    let verify = seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(verify.code, 1);
+    assert!(verify.stdout.contains("stray_file"), "{}", verify.stdout);
+}
+
+#[test]
+fn checkpoints_that_contradict_the_data_delete_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Another partition's entry in a standalone log's own checkpoint.
+    let dir = base_log(tmp.path(), "e-0");
+    std::fs::write(
+        dir.join("log-start-offset-checkpoint"),
+        "0\n1\nother 0 1500\n",
+    )
+    .unwrap();
+    let out = seglog(["retain".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(segment_logs(&dir).len(), 6);
+    assert_eq!(offsets(&dir, None), (0, (0..3000).collect()));
+
+    // A log start beyond the end.
+    let dir = base_log(tmp.path(), "f-0");
+    std::fs::write(
+        dir.join("log-start-offset-checkpoint"),
+        "0\n1\nf 0 999999\n",
+    )
+    .unwrap();
+    let verify = seglog(["verify".as_ref(), dir.as_os_str()]);
+    assert_eq!(verify.code, 1, "verify flags it: {}", verify.stdout);
+    let out = seglog([
+        "produce".as_ref(),
+        dir.as_os_str(),
+        "--count".as_ref(),
+        "1".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(out.json_lines()[0]["base_offset"], 3000, "{}", out.stderr);
+    assert_eq!(segment_logs(&dir).len(), 6);
+}
+
+#[test]
+fn a_topic_with_a_space_keeps_its_log_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    // `produce` refuses to create such a name; the directory is renamed after.
+    let dir = tmp.path().join("sp ace-0");
+    std::fs::rename(base_log(tmp.path(), "space-0"), &dir).unwrap();
+    let out = seglog([
+        "retain".as_ref(),
+        dir.as_os_str(),
+        "--log-start-offset".as_ref(),
+        "5".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (_, seen) = offsets(&dir, None);
+    assert_eq!(seen.first(), Some(&5), "the log start survives the reopen");
+    let before = snapshot(&dir);
+    assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
+    assert_eq!(snapshot(&dir), before);
+}
