@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 
 use crate::checkpoint::{
     CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
@@ -18,7 +17,7 @@ use crate::lock::DirLock;
 use crate::log::{Log, OpenOptions};
 use std::sync::Arc;
 
-use crate::sync::{Mutex, lock};
+use crate::sync::{Mutex, RwLock, RwLockReadGuard, lock, read, write};
 use crate::topic_partition::{PartitionDirKind, TopicPartition, parse_partition_dir_name};
 use crate::{Error, Result};
 
@@ -203,10 +202,7 @@ impl LogDir {
                 dir: self.root.clone(),
             });
         };
-        let mut logs = match self.logs.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut logs = write(&self.logs);
         if let Some(log) = logs.get(topic_partition) {
             return Ok(Arc::clone(log));
         }
@@ -305,10 +301,7 @@ impl LogDir {
         Ok(())
     }
 
-    fn read_logs(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, Arc<Log>>> {
-        match self.logs.read() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+    fn read_logs(&self) -> RwLockReadGuard<'_, BTreeMap<TopicPartition, Arc<Log>>> {
+        read(&self.logs)
     }
 }

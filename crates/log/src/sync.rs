@@ -7,14 +7,14 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    Arc, Condvar, Mutex, MutexGuard, RwLock,
-    atomic::{AtomicBool, AtomicI64, Ordering},
+    Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering},
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    Arc, Condvar, Mutex, MutexGuard, RwLock,
-    atomic::{AtomicBool, AtomicI64, Ordering},
+    Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
+    atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering},
 };
 
 use std::sync::LockResult;
@@ -28,4 +28,14 @@ pub(crate) fn unpoison<G>(result: LockResult<G>) -> G {
 /// Locks a mutex, ignoring poisoning (see [`unpoison`]).
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     unpoison(mutex.lock())
+}
+
+/// Read-locks an rwlock, ignoring poisoning (see [`unpoison`]).
+pub(crate) fn read<T>(rwlock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    unpoison(rwlock.read())
+}
+
+/// Write-locks an rwlock, ignoring poisoning (see [`unpoison`]).
+pub(crate) fn write<T>(rwlock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    unpoison(rwlock.write())
 }

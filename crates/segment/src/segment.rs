@@ -3,15 +3,16 @@
 //! the writer in `active.rs`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::Arc;
 
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset};
 
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
 use crate::io::{self, LogFile};
-use crate::sync::{MaxTimestampCell, PublishedSize};
+use crate::sync::{
+    AtomicBool, MaxTimestampCell, Mutex, Ordering, PublishedSize, RwLock, lock, read, write,
+};
 use crate::{Result, SegmentConfig};
 
 /// How a segment's files are opened.
@@ -71,11 +72,6 @@ pub(crate) const UNKNOWN_MAX: TimestampOffset = TimestampOffset {
     timestamp_ms: -1,
     offset: -1,
 };
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The guarded values are plain data that are always left consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
 
 impl Segment {
     /// Assembles a segment (used by `open` and `create`).
@@ -170,11 +166,11 @@ impl Segment {
 
     /// A snapshot of the current indexes (cheap: one `Arc` clone under a read lock).
     pub(crate) fn indexes(&self) -> Arc<Indexes> {
-        Arc::clone(&self.indexes.read().unwrap_or_else(|p| p.into_inner()))
+        Arc::clone(&read(&self.indexes))
     }
 
     pub(crate) fn replace_indexes(&self, indexes: Indexes) {
-        *self.indexes.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(indexes);
+        *write(&self.indexes) = Arc::new(indexes);
     }
 
     /// Entries in the offset index.
