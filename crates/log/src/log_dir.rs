@@ -197,7 +197,7 @@ impl LogDir {
     /// # Errors
     /// [`Error::ReadOnly`]; I/O and load errors.
     pub fn get_or_create(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
-        let Some(shared) = self.shared.as_ref().filter(|_| !self.read_only) else {
+        let Some(shared) = &self.shared else {
             return Err(Error::ReadOnly {
                 dir: self.root.clone(),
             });
@@ -237,7 +237,7 @@ impl LogDir {
     /// # Errors
     /// I/O errors of the checkpoint writes.
     pub fn checkpoint(&self) -> Result<()> {
-        let Some(shared) = self.shared.as_ref().filter(|_| !self.read_only) else {
+        let Some(shared) = &self.shared else {
             return Ok(());
         };
         let _guard = lock(&shared.checkpoint_lock);
