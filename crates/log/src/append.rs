@@ -117,7 +117,8 @@ impl Log {
                 dir: self.dir.clone(),
             });
         }
-        let mut durable = (durability == Durability::Fsync).then(|| self.commit_join.enter());
+        let mut durable =
+            (durability == Durability::Fsync).then(|| self.durability.enter_durable_append());
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
         let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
@@ -217,7 +218,7 @@ impl Log {
         match durability {
             Durability::Fsync => {
                 let kept = self
-                    .group_commit
+                    .durability
                     .wait_durable(end.offset, || self.sync_appended())?;
                 if !kept {
                     // A truncation removed these offsets before they became durable.
@@ -286,8 +287,7 @@ impl Log {
         created.set_created_ms(now_ms);
         segments.insert(new_base, Arc::clone(created.segment()));
         writer.active = Some(created);
-        self.dir_dirty
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.durability.mark_dir_dirty();
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
         Ok(self.published.load())
@@ -298,9 +298,7 @@ impl Log {
     /// (rare: only rolls whose new base lies above the log end offset).
     fn flush_across_gap(&self, log_end_offset: i64, new_base: i64) -> Result<()> {
         self.flush_to(log_end_offset, false)?;
-        self.recovery_point
-            .fetch_max(new_base, std::sync::atomic::Ordering::AcqRel);
-        self.group_commit.mark_durable(new_base);
+        self.durability.raise_over_gap(new_base);
         self.write_checkpoints_now()
     }
 

@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::log::Log;
-use crate::sync::{Arc, Condvar, Mutex, lock};
+use crate::sync::{Arc, Condvar, Mutex, lock, unpoison};
 use crate::{Error, Result};
 
 /// A running background ticker; dropping it (or [`Ticker::stop`]) stops and joins the thread.
@@ -53,10 +53,7 @@ impl Log {
         let thread = std::thread::spawn(move || {
             let mut stopped = lock(&signal.stopped);
             while !*stopped {
-                let (guard, _) = match signal.wake.wait_timeout(stopped, interval) {
-                    Ok(woken) => woken,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
+                let (guard, _) = unpoison(signal.wake.wait_timeout(stopped, interval));
                 stopped = guard;
                 if *stopped {
                     break;

@@ -4,7 +4,7 @@ use std::fmt::Debug;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 // Plain std atomics: the clock is not part of any loom model.
-use std::sync::atomic::{AtomicI64, Ordering};
+use crate::sync::{AtomicI64, Ordering};
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + Debug {
@@ -27,7 +27,7 @@ impl Clock for SystemClock {
 }
 
 /// A clock that moves only when told to: tests of rolls and retention need no sleeping.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ManualClock {
     now_ms: AtomicI64,
 }
@@ -48,6 +48,13 @@ impl ManualClock {
     /// Moves the time forward by `ms` and returns the new time.
     pub fn advance(&self, ms: i64) -> i64 {
         self.now_ms.fetch_add(ms, Ordering::SeqCst) + ms
+    }
+}
+
+impl Default for ManualClock {
+    /// A clock reading 0.
+    fn default() -> Self {
+        Self::new(0)
     }
 }
 

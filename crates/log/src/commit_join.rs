@@ -12,14 +12,15 @@
 //! expected count follows what was seen. The wait only decides how many appends one fsync
 //! covers, never which ones are acknowledged.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// The longest a leader waits for its siblings.
 const MAX_JOIN_WAIT: Duration = Duration::from_millis(1);
 
 /// The counters of one log.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CommitJoin {
     /// Durable appends between their start and the publication of their bytes.
     in_flight: AtomicUsize,
@@ -31,6 +32,18 @@ pub(crate) struct CommitJoin {
     siblings: AtomicUsize,
     /// How long the last sync took, in microseconds.
     last_sync_micros: AtomicU64,
+}
+
+impl Default for CommitJoin {
+    fn default() -> Self {
+        Self {
+            in_flight: AtomicUsize::new(0),
+            callers: AtomicUsize::new(0),
+            pending: AtomicUsize::new(0),
+            siblings: AtomicUsize::new(0),
+            last_sync_micros: AtomicU64::new(0),
+        }
+    }
 }
 
 impl CommitJoin {

@@ -1,13 +1,10 @@
 //! Flushing (spec §5.8) and the explicit background work of [`Log::tick`].
 
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use crate::Result;
-use crate::fsutil::sync_dir;
 use crate::log::Log;
 use crate::retention::RetentionReport;
-use crate::sync::lock;
 
 /// What one [`Log::tick`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,12 +50,13 @@ impl Log {
             return Ok(self.recovery_point());
         }
         self.check_poison()?;
-        // Serializes flushes. Never taken by readers or under the writer lock.
-        let mut flusher = lock(&self.flusher);
+        // Serializes flushes. The view is loaded under it: a truncation publishes its view
+        // before releasing it, so this flush never raises the marks over a truncation.
+        let mut flusher = self.durability.lock_flusher();
         let view = self.published.load();
         let target = up_to.min(view.end.offset);
-        let recovery_point = self.recovery_point();
-        let dir_dirty = self.dir_dirty.swap(false, Ordering::AcqRel);
+        let recovery_point = flusher.recovery_point();
+        let dir_dirty = flusher.take_dir_dirty();
         if target <= recovery_point && !force_active && !dir_dirty {
             return Ok(recovery_point);
         }
@@ -66,21 +64,10 @@ impl Log {
         for (_, segment) in view.segments.range(recovery_point, range_end) {
             segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
         }
-        if dir_dirty && let Err(e) = sync_dir(&self.segment_config.io, &self.dir) {
-            self.dir_dirty.store(true, Ordering::Release);
-            self.poison_with("fsync directory");
-            return Err(e);
+        if dir_dirty {
+            flusher.sync_dir(&self.dir)?;
         }
-        let new_point = self
-            .recovery_point
-            .fetch_max(target, Ordering::AcqRel)
-            .max(target);
-        flusher.last_flush_ms = self.clock.now_ms();
-        // Still under the flusher lock: a truncation lowers both marks under it too, so it can
-        // never be overtaken by this raise.
-        self.group_commit.mark_durable(new_point);
-        drop(flusher);
-        Ok(new_point)
+        Ok(flusher.flushed_to(target, self.clock.now_ms()))
     }
 
     /// The group commit's sync (the leader of [`crate::group_commit::GroupCommit`] runs it for
@@ -99,26 +86,24 @@ impl Log {
             return Ok(self.published.load().end.offset);
         }
         self.check_poison()?;
-        self.commit_join.wait_for_siblings();
+        self.durability.wait_for_siblings();
         let started = Instant::now();
-        // Serializes with flushes (one owner of `dir_dirty` at a time). Never taken by readers
-        // or under the writer lock.
-        let _flusher = lock(&self.flusher);
+        // Serializes with flushes (one owner of the dirty-directory flag at a time).
+        let mut flusher = self.durability.lock_flusher();
         let view = self.published.load();
         let target = view.end.offset;
-        let from = self.group_commit.durable_end_offset();
-        let dir_dirty = self.dir_dirty.swap(false, Ordering::AcqRel);
+        let from = flusher.durable_end_offset();
+        let dir_dirty = flusher.take_dir_dirty();
         for (_, segment) in view.segments.starting_at_floor(from) {
             segment
                 .sync_log_data()
                 .map_err(|e| self.poisoned_by("fsync", e))?;
         }
-        if dir_dirty && let Err(e) = sync_dir(&self.segment_config.io, &self.dir) {
-            self.dir_dirty.store(true, Ordering::Release);
-            self.poison_with("fsync directory");
-            return Err(e);
+        if dir_dirty {
+            flusher.sync_dir(&self.dir)?;
         }
-        self.commit_join.sync_done(started.elapsed());
+        self.durability.sync_done(started.elapsed());
+        drop(flusher);
         Ok(target)
     }
 
@@ -128,12 +113,7 @@ impl Log {
     /// # Errors
     /// The directory fsync's I/O error.
     pub(crate) fn sync_dir_or_poison(&self) -> Result<()> {
-        if let Err(e) = sync_dir(&self.segment_config.io, &self.dir) {
-            self.dir_dirty.store(true, Ordering::Release);
-            self.poison_with("fsync directory");
-            return Err(e);
-        }
-        Ok(())
+        self.durability.sync_dir_or_poison(&self.dir)
     }
 
     /// Runs the background work due at `now_ms`, on the caller's thread (no hidden threads):
@@ -177,7 +157,7 @@ impl Log {
         if self.recovery_point() < active_base {
             report.flushed_to = Some(self.flush_to(active_base, false)?);
         }
-        let last_flush_ms = lock(&self.flusher).last_flush_ms;
+        let last_flush_ms = self.durability.last_flush_ms();
         if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }

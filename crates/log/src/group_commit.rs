@@ -10,7 +10,7 @@
 //! during the fsync.
 
 use crate::Result;
-use crate::sync::{Condvar, Mutex, lock};
+use crate::sync::{Condvar, Mutex, lock, unpoison};
 
 #[derive(Debug)]
 struct State {
@@ -85,10 +85,7 @@ impl GroupCommit {
                 return Ok(true);
             }
             if state.syncing {
-                state = match self.done.wait(state) {
-                    Ok(guard) => guard,
-                    Err(poisoned) => poisoned.into_inner(),
-                };
+                state = unpoison(self.done.wait(state));
                 continue;
             }
             state.syncing = true;

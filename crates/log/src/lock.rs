@@ -22,6 +22,7 @@ use std::collections::BTreeSet;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
+// Plain std mutex, not the loom shim: a `static` needs a `const` constructor (see `sync.rs`).
 use std::sync::{Mutex, MutexGuard};
 
 use rustix::fs::FlockOperation;
@@ -37,13 +38,12 @@ pub const LOCK_FILE: &str = ".lock";
 const FLOCK_RETRIES: u32 = 20;
 const FLOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// (device, inode) of every lock file a `DirLock` of this process holds. Plain std mutex: the
-/// lock is not part of the loom models.
+/// (device, inode) of every lock file a `DirLock` of this process holds.
 static HELD: Mutex<BTreeSet<(u64, u64)>> = Mutex::new(BTreeSet::new());
 
 fn held() -> MutexGuard<'static, BTreeSet<(u64, u64)>> {
     // The set is always left consistent.
-    HELD.lock().unwrap_or_else(|p| p.into_inner())
+    crate::sync::unpoison(HELD.lock())
 }
 
 /// Holds an exclusive `flock` and a POSIX write lock on `<dir>/.lock` until dropped. The lock

@@ -4,18 +4,15 @@
 //! `maintenance.rs`, flushing and `tick` in `flush.rs`, loading in `load.rs`.
 
 use std::path::{Path, PathBuf};
-// Plain std atomic: the recovery point is not part of the loom models.
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
 use seglog_segment::{ActiveSegment, FileSlice, Io, Segment, SegmentCache, SegmentConfig};
 
 use crate::checkpoint::CheckpointProblem;
 use crate::clock::{Clock, SystemClock};
-use crate::commit_join::CommitJoin;
 use crate::config::LogConfig;
 use crate::deletion::{DeleteQueue, Doomed};
-use crate::group_commit::GroupCommit;
+use crate::durability::DurabilityState;
 use crate::home::{self, InitialState, SharedRoot, StateHome};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
@@ -121,17 +118,10 @@ pub struct Log {
     pub(crate) read_only: bool,
     pub(crate) published: Published<LogView<Arc<Segment>>>,
     pub(crate) writer: Mutex<Writer>,
-    pub(crate) flusher: Mutex<FlushState>,
-    pub(crate) recovery_point: AtomicI64,
-    /// A segment file was created or renamed since the last directory fsync.
-    pub(crate) dir_dirty: AtomicBool,
-    pub(crate) group_commit: GroupCommit,
-    /// Counts durable appends for the group-commit leader's sibling wait.
-    pub(crate) commit_join: CommitJoin,
+    /// Recovery point, durable mark, flusher, group commit, commit join, dirty directory and
+    /// poison (`durability.rs`: the rules between them are its methods).
+    pub(crate) durability: DurabilityState,
     pub(crate) deletions: DeleteQueue<Doomed>,
-    pub(crate) poison: Mutex<Option<&'static str>>,
-    /// `poison` is set: the append path checks this flag and takes the mutex only then.
-    pub(crate) poisoned: AtomicBool,
     pub(crate) home: StateHome,
     pub(crate) load_report: LoadReport,
     /// The empty slice reads return when there is no segment (read-only, empty directory).
@@ -148,13 +138,6 @@ pub(crate) struct Writer {
     /// `close` completed successfully (flushed, checkpoints and marker written); a retried
     /// `close` after a failed one runs the remaining steps again instead of returning `Ok`.
     pub(crate) close_done: bool,
-}
-
-/// State of the flusher (its mutex serializes flushes; never taken by readers or under the
-/// writer lock).
-#[derive(Debug)]
-pub(crate) struct FlushState {
-    pub(crate) last_flush_ms: i64,
 }
 
 impl SegmentSize for Arc<Segment> {
@@ -329,6 +312,7 @@ impl Log {
                 high_watermark
             },
         };
+        let durability = DurabilityState::new(recovery_point, now, segment_config.io.clone());
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
@@ -342,14 +326,8 @@ impl Log {
                 closed: false,
                 close_done: false,
             }),
-            flusher: Mutex::new(FlushState { last_flush_ms: now }),
-            dir_dirty: AtomicBool::new(false),
-            recovery_point: AtomicI64::new(recovery_point),
-            group_commit: GroupCommit::new(recovery_point),
-            commit_join: CommitJoin::default(),
+            durability,
             deletions: DeleteQueue::default(),
-            poison: Mutex::new(None),
-            poisoned: AtomicBool::new(false),
             home,
             load_report: report,
             empty_slice: OnceLock::new(),
@@ -412,7 +390,7 @@ impl Log {
     /// Every offset below this is flushed to disk (and is trusted without a scan after a
     /// crash).
     pub fn recovery_point(&self) -> i64 {
-        self.recovery_point.load(Ordering::Acquire)
+        self.durability.recovery_point()
     }
 
     /// Number of segments.
@@ -574,31 +552,13 @@ impl Log {
 
     /// Fails if a write or fsync failed earlier.
     pub(crate) fn check_poison(&self) -> Result<()> {
-        if !self.poisoned.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        match *lock(&self.poison) {
-            Some(op) => Err(Error::Poisoned {
-                dir: self.dir.clone(),
-                op,
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// Poisons the log with the first failed operation `op` (later ones keep the first).
-    pub(crate) fn poison_with(&self, op: &'static str) {
-        lock(&self.poison).get_or_insert(op);
-        self.poisoned.store(true, Ordering::Release);
+        self.durability.check_poison(&self.dir)
     }
 
     /// Records a failed write/fsync: the log refuses writes until reopened. Returns the
     /// error for `?`.
     pub(crate) fn poisoned_by(&self, op: &'static str, error: seglog_segment::Error) -> Error {
-        if !error.is_corruption() {
-            self.poison_with(op);
-        }
-        Error::Segment(error)
+        self.durability.poisoned_by(op, error)
     }
 
     /// Renames a segment removed from the map to `.deleted` and queues its unlink at `due_ms`

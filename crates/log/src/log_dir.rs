@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 
 use crate::checkpoint::{
     CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
@@ -19,7 +18,7 @@ use crate::log::{Log, OpenOptions};
 use seglog_segment::Io;
 use std::sync::Arc;
 
-use crate::sync::{Mutex, lock};
+use crate::sync::{Mutex, RwLock, RwLockReadGuard, lock, read, write};
 use crate::topic_partition::{PartitionDirKind, TopicPartition, parse_partition_dir_name};
 use crate::{Error, Result};
 
@@ -214,15 +213,12 @@ impl LogDir {
     /// # Errors
     /// [`Error::ReadOnly`]; I/O and load errors.
     pub fn get_or_create(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
-        let Some(shared) = self.shared.as_ref().filter(|_| !self.read_only) else {
+        let Some(shared) = &self.shared else {
             return Err(Error::ReadOnly {
                 dir: self.root.clone(),
             });
         };
-        let mut logs = match self.logs.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut logs = write(&self.logs);
         if let Some(log) = logs.get(topic_partition) {
             return Ok(Arc::clone(log));
         }
@@ -264,7 +260,7 @@ impl LogDir {
     /// # Errors
     /// I/O errors of the checkpoint writes.
     pub fn checkpoint(&self) -> Result<()> {
-        let Some(shared) = self.shared.as_ref().filter(|_| !self.read_only) else {
+        let Some(shared) = &self.shared else {
             return Ok(());
         };
         let _guard = lock(&shared.checkpoint_lock);
@@ -331,10 +327,7 @@ impl LogDir {
         Ok(())
     }
 
-    fn read_logs(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<TopicPartition, Arc<Log>>> {
-        match self.logs.read() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+    fn read_logs(&self) -> RwLockReadGuard<'_, BTreeMap<TopicPartition, Arc<Log>>> {
+        read(&self.logs)
     }
 }

@@ -1,11 +1,13 @@
 //! Loom models of the log's publication protocol. They run the real [`Published`] /
-//! [`LogView::plan_read`] code and the real [`GroupCommit`] against fake segments.
+//! [`LogView::plan_read`] code, the real [`GroupCommit`] and the real [`DurabilityState`]
+//! (flusher lock, marks) against fake segments.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p seglog --release --lib loom`.
 
-use loom::sync::atomic::{AtomicU64, Ordering};
+use loom::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use loom::thread;
 
+use crate::durability::DurabilityState;
 use crate::group_commit::GroupCommit;
 use crate::segment_map::SegmentMap;
 use crate::sync::Arc;
@@ -146,5 +148,56 @@ fn loom_group_commit_covers_every_waiter() {
         }
         assert_eq!(commit.durable_end_offset(), 2);
         assert!(syncs.load(Ordering::SeqCst) <= 2);
+    });
+}
+
+/// A truncation (lowering the marks under the flusher lock, publishing the shorter end before
+/// releasing it) races a flush (which loads the end under the lock) and a group-commit sync
+/// that may have read the old end: whatever the interleaving, no mark ends above the log end.
+#[test]
+fn loom_a_truncation_is_never_overtaken_by_a_flush_or_a_sync_in_flight() {
+    loom::model(|| {
+        let state = Arc::new(DurabilityState::new(0, 0, seglog_segment::Io::direct()));
+        // The published log end offset.
+        let end = Arc::new(AtomicI64::new(10));
+        let flush = {
+            let (state, end) = (Arc::clone(&state), Arc::clone(&end));
+            thread::spawn(move || {
+                let mut flusher = state.lock_flusher();
+                let target = end.load(Ordering::Acquire);
+                flusher.flushed_to(target, 1);
+            })
+        };
+        let sync = {
+            let (state, end) = (Arc::clone(&state), Arc::clone(&end));
+            thread::spawn(move || {
+                // A durable appender of offsets below 10; the sync reads the end under the
+                // flusher lock, as `sync_appended` does. Whether it is told its offsets were
+                // kept depends on the order; the marks are checked below.
+                state
+                    .wait_durable(10, || {
+                        let _flusher = state.lock_flusher();
+                        Ok(end.load(Ordering::Acquire))
+                    })
+                    .expect("sync");
+            })
+        };
+        let mut flusher = state.lock_flusher();
+        end.store(4, Ordering::Release);
+        flusher.truncated_to(4);
+        drop(flusher);
+        flush.join().expect("flush");
+        sync.join().expect("sync");
+        let flusher = state.lock_flusher();
+        assert!(
+            flusher.recovery_point() <= 4,
+            "{}",
+            flusher.recovery_point()
+        );
+        assert!(
+            flusher.durable_end_offset() <= 4,
+            "{}",
+            flusher.durable_end_offset()
+        );
     });
 }

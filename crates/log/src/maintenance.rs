@@ -130,7 +130,8 @@ impl Log {
         }
         let next_base = segments.first().map_or(view.end.offset, |(b, _)| b);
         let log_start_offset = view.log_start_offset.max(next_base);
-        self.raise_recovery_point(log_start_offset);
+        self.durability
+            .raise_recovery_point_to_log_start(log_start_offset);
         let high_watermark = if view.high_watermark.offset < log_start_offset {
             self.offset_metadata(&view, log_start_offset)?
         } else {
@@ -147,8 +148,7 @@ impl Log {
             });
             self.doom(segment, due)?;
         }
-        self.dir_dirty
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.durability.mark_dir_dirty();
         Ok(())
     }
 
@@ -175,7 +175,7 @@ impl Log {
             });
         }
         if offset > view.log_start_offset {
-            self.raise_recovery_point(offset);
+            self.durability.raise_recovery_point_to_log_start(offset);
             self.published.publish(LogView {
                 log_start_offset: offset,
                 ..(*view).clone()
@@ -301,10 +301,8 @@ impl Log {
         };
         // Under the flusher lock: a flush or group commit in flight cannot raise the marks
         // above the truncation after this lowers them.
-        let flusher = crate::sync::lock(&self.flusher);
-        self.recovery_point
-            .store(offset, std::sync::atomic::Ordering::Release);
-        self.group_commit.reset(offset);
+        let mut flusher = self.durability.lock_flusher();
+        flusher.restarted_at(offset);
         self.published.publish(LogView {
             segments: Arc::new(segments),
             log_start_offset: offset,
@@ -330,31 +328,21 @@ impl Log {
         };
         // Under the flusher lock: a flush or group commit in flight cannot raise the marks
         // above the truncation after this lowers them (it re-reads the view afterwards).
-        let _flusher = crate::sync::lock(&self.flusher);
-        let recovery_point = self.recovery_point().min(offset);
-        self.recovery_point
-            .store(recovery_point, std::sync::atomic::Ordering::Release);
-        self.group_commit.reset(offset);
+        let mut flusher = self.durability.lock_flusher();
+        flusher.truncated_to(offset);
         let high_watermark = if view.high_watermark.offset >= offset {
             end
         } else {
             view.high_watermark
         };
-        self.dir_dirty
-            .store(true, std::sync::atomic::Ordering::Release);
+        self.durability.mark_dir_dirty();
         self.published.publish(LogView {
             segments: Arc::new(segments),
             log_start_offset: view.log_start_offset.min(offset),
             end,
             high_watermark,
         });
-    }
-
-    /// Raises the recovery point to `offset` if it was lower (a raised log start offset: what
-    /// lies below it is never read again).
-    fn raise_recovery_point(&self, offset: i64) {
-        self.recovery_point
-            .fetch_max(offset, std::sync::atomic::Ordering::AcqRel);
+        drop(flusher);
     }
 }
 

@@ -11,7 +11,7 @@
 //! against a fake segment.
 
 use crate::segment_map::SegmentMap;
-use crate::sync::RwLock;
+use crate::sync::{RwLock, read, write};
 
 /// A published snapshot (a loom `Arc` under `--cfg loom`).
 pub(crate) type Snapshot<T> = crate::sync::Arc<T>;
@@ -176,20 +176,14 @@ impl<T> Published<T> {
 
     /// The current snapshot.
     pub(crate) fn load(&self) -> Snapshot<T> {
-        match self.current.read() {
-            Ok(guard) => Snapshot::clone(&guard),
-            Err(poisoned) => Snapshot::clone(&poisoned.into_inner()),
-        }
+        Snapshot::clone(&read(&self.current))
     }
 
     /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a
     /// load-modify-publish sequence by the writer is never lost.
     pub(crate) fn publish(&self, value: T) {
         let value = Snapshot::new(value);
-        match self.current.write() {
-            Ok(mut guard) => *guard = value,
-            Err(poisoned) => *poisoned.into_inner() = value,
-        }
+        *write(&self.current) = value;
     }
 }
 

@@ -1,7 +1,6 @@
 //! [`ActiveSegment`]: the unique writer of a segment (spec §3.2, §3.6, §3.7).
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset};
@@ -11,6 +10,7 @@ use crate::file_name::{FileKind, FileType, file_path};
 use crate::io::LogFile;
 use crate::recover::{RecoveryReport, recover_in_place};
 use crate::segment::{Files, Indexes, OpenMode, Segment, finish_inactive};
+use crate::sync::Ordering;
 use crate::{Result, RollParams, SegmentConfig};
 
 /// The one writer of a segment: appends, truncates, decides when to roll, and seals.

@@ -1,12 +1,11 @@
 //! Recovery (spec §3.5): rebuild both indexes from the `.log` with Kafka's rule, validating
 //! every batch, and cut the `.log` after the last valid batch.
 
-use std::sync::atomic::Ordering;
-
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset};
 
 use crate::error::{CorruptKind, Error};
 use crate::segment::{Indexes, OpenMode, Segment, UNKNOWN_MAX};
+use crate::sync::Ordering;
 use crate::walk::{SCAN_CHUNK, TruncationReason, scan_batches};
 use crate::{FileType, Result};
 

@@ -3,8 +3,7 @@
 //! the writer in `active.rs`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock, Weak};
+use std::sync::{Arc, Weak};
 
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset};
 
@@ -12,7 +11,9 @@ use crate::cache::SegmentCache;
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, TempSuffix, file_path};
 use crate::io::LogFile;
-use crate::sync::{MaxTimestampCell, PublishedSize};
+use crate::sync::{
+    AtomicBool, MaxTimestampCell, Mutex, Ordering, PublishedSize, RwLock, lock, read, write,
+};
 use crate::{Result, SegmentConfig};
 
 /// How a segment's files are opened.
@@ -97,11 +98,6 @@ pub(crate) const UNKNOWN_MAX: TimestampOffset = TimestampOffset {
     offset: -1,
 };
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // The guarded values are plain data that are always left consistent.
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 impl Segment {
     /// Assembles a segment with open files (used by `open` and `create`). The caller admits
     /// it to the cache once it is ready ([`Segment::admit`]).
@@ -171,7 +167,7 @@ impl Segment {
             let names = lock(&self.names);
             self.open_files(names.suffix)?
         };
-        *self.files.write().unwrap_or_else(|p| p.into_inner()) = Some(files.clone());
+        *write(&self.files) = Some(files.clone());
         drop(_reopen);
         if let Some(me) = self.me.upgrade() {
             me.admit();
@@ -190,7 +186,7 @@ impl Segment {
 
     /// The files if they are open, without marking them used.
     fn peek_files(&self) -> Option<Files> {
-        self.files.read().unwrap_or_else(|p| p.into_inner()).clone()
+        read(&self.files).clone()
     }
 
     /// Opens the files of a segment whose metadata is known (a reopen after eviction): no
@@ -229,10 +225,7 @@ impl Segment {
 
     /// Whether the files are open now.
     pub fn is_open(&self) -> bool {
-        self.files
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        read(&self.files).is_some()
     }
 
     /// Marks the segment as in the ring; `false` if it already was.
@@ -267,7 +260,7 @@ impl Segment {
         let Ok(_reopen) = self.reopen.try_lock() else {
             return false;
         };
-        let mut slot = self.files.write().unwrap_or_else(|p| p.into_inner());
+        let mut slot = write(&self.files);
         // Checked again under the slot lock: `resume` attaches the writer, then takes the
         // files.
         if self.writer.load(Ordering::Acquire) {
@@ -373,7 +366,7 @@ impl Segment {
     /// read-only recovery) pin the files: closing them would lose the rebuilt state.
     pub(crate) fn replace_indexes(&self, indexes: Indexes) -> Result<()> {
         let log = self.log()?;
-        *self.files.write().unwrap_or_else(|p| p.into_inner()) = Some(Files {
+        *write(&self.files) = Some(Files {
             log,
             indexes: Arc::new(indexes),
         });
