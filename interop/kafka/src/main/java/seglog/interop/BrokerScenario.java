@@ -115,6 +115,9 @@ final class BrokerScenario {
             for (Topic t : topics) {
                 Compare.partition(report, seglog, broker.logDir.resolve(t.name() + "-0"), expected.get(t.name()), true);
             }
+            List<Path> dirs = new ArrayList<>();
+            for (Topic t : topics) dirs.add(broker.logDir.resolve(t.name() + "-0"));
+            Compare.dump(report, seglog, broker, dirs);
             writeReadCommitted(work.resolve("s1-clean/read_committed.jsonl"), committed);
             if (fixtures != null) writeFixtures(broker.logDir, fixtures, topics, expected);
         }
@@ -146,6 +149,8 @@ final class BrokerScenario {
                     Map<String, Object> cfg = new HashMap<>(t.producer());
                     cfg.put(ProducerConfig.RETRIES_CONFIG, 0);
                     cfg.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30000);
+                    // send() must not block for a minute on metadata once the broker is gone.
+                    cfg.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 3000);
                     KafkaProducer<byte[], byte[]> p = Clients.producer(broker.bootstrap(), cfg);
                     try {
                         while (!stop.get()) {
