@@ -105,6 +105,9 @@ final class BrokerScenario {
                 }
                 waitForRetention(admin, new TopicPartition("retention", 0));
                 waitForCleaner(broker, "compacted");
+                // The broker's own transaction log (compacted, written by the coordinator) is checked too.
+                topics = new ArrayList<>(topics);
+                topics.add(new Topic("__transaction_state", Map.of(), Map.of(), "internal"));
                 for (Topic t : topics) {
                     TopicPartition tp = new TopicPartition(t.name(), 0);
                     expected.put(t.name(), expect(broker, admin, tp));
@@ -322,6 +325,23 @@ final class BrokerScenario {
             m.put("first_offset", e.records().isEmpty() ? -1 : e.records().get(0).offset());
             m.put("last_offset", e.records().isEmpty() ? -1 : e.records().get(e.records().size() - 1).offset());
             m.put("segments", Fs.segmentBases(logDir.resolve(dir)).size());
+            // Aggregates of what the consumer read, for a check of content without the records.
+            long nullKeys = 0, nullValues = 0, headers = 0, keyBytes = 0, valueBytes = 0, logAppend = 0;
+            long maxTs = -1;
+            for (Rec r : e.records()) {
+                if (r.key() == null) nullKeys++; else keyBytes += r.key().length() / 2;
+                if (r.value() == null) nullValues++; else valueBytes += r.value().length() / 2;
+                headers += r.headers().size();
+                if ("log_append".equals(r.timestampType())) logAppend++;
+                maxTs = Math.max(maxTs, r.timestamp());
+            }
+            m.put("null_keys", nullKeys);
+            m.put("null_values", nullValues);
+            m.put("headers", headers);
+            m.put("key_bytes", keyBytes);
+            m.put("value_bytes", valueBytes);
+            m.put("log_append_time_records", logAppend);
+            m.put("max_timestamp", maxTs);
             ObjectNode cfg = m.putObject("topic_config");
             t.config().forEach(cfg::put);
         }
