@@ -55,17 +55,32 @@ final class Compare {
     static void offsetsForTimes(Report report, Seglog seglog, Path dir, String where, Map<Long, Long> kafka)
             throws IOException, InterruptedException {
         List<String> diffs = new java.util.ArrayList<>();
+        List<Path> empty = Fs.list(dir).stream()
+                .filter(p -> p.getFileName().toString().endsWith(".log") && p.toFile().length() == 0).toList();
+        boolean allExplained = true;
         for (Map.Entry<Long, Long> e : kafka.entrySet()) {
             long ours = seglog.offsetForTimestamp(dir, e.getKey());
-            if (ours != e.getValue()) diffs.add("ts " + e.getKey() + ": Kafka " + e.getValue() + ", seglog " + ours);
+            if (ours != e.getValue()) {
+                diffs.add("ts " + e.getKey() + ": Kafka " + e.getValue() + ", seglog " + ours);
+                // Known disagreement 1: Kafka says none because an empty segment before our answer has an mtime >= ts.
+                long ts = e.getKey();
+                boolean explained = e.getValue() == -1 && empty.stream().anyMatch(p -> p.toFile().lastModified() >= ts
+                        && Long.parseLong(p.getFileName().toString().substring(0, 20)) <= ours);
+                allExplained &= explained;
+            }
         }
         if (diffs.isEmpty()) {
             report.check(true, "");
             return;
         }
+        if (allExplained) {
+            // The deterministic check of this lives in scenario 3 (an empty middle segment).
+            report.note(where + ": offsetsForTimes differs for " + diffs.size() + " of " + kafka.size()
+                    + " sampled timestamps, every one explained by known disagreement 1 (empty segments "
+                    + empty.get(0).getFileName() + "... whose mtime Kafka takes as their timestamp), e.g. " + diffs.get(0));
+            return;
+        }
         StringBuilder why = new StringBuilder();
-        List<Path> empty = Fs.list(dir).stream()
-                .filter(p -> p.getFileName().toString().endsWith(".log") && p.toFile().length() == 0).toList();
         if (!empty.isEmpty()) {
             why.append("; DIAGNOSIS: ").append(empty.size()).append(" empty segment(s) (first ")
                     .append(empty.get(0).getFileName()).append(", mtime ").append(empty.get(0).toFile().lastModified())
@@ -210,4 +225,47 @@ final class Compare {
             Log.info(where + ": " + ours.size() + " records identical");
         }
     }
+
+    /** The .log, .index and .timeindex files of the two directories: same names, same bytes. */
+    static void sameFiles(Report report, String where, Path kafka, Path ours) throws IOException {
+        List<String> kn = segmentFiles(kafka);
+        List<String> on = segmentFiles(ours);
+        if (!report.check(kn.equals(on), where + ": segment files differ: Kafka has " + kn + ", seglog has " + on)) return;
+        for (String n : kn) {
+            byte[] kb = java.nio.file.Files.readAllBytes(kafka.resolve(n));
+            byte[] ob = java.nio.file.Files.readAllBytes(ours.resolve(n));
+            if (!n.endsWith(".log") && preallocatedPrefix(kb, ob)) {
+                // In-process UnifiedLog.close() leaves the active segment's mmap'd indexes at their
+                // preallocated size (the broker's shutdown trims them): compare the entries only.
+                kb = java.util.Arrays.copyOf(kb, ob.length);
+            }
+            report.check(java.util.Arrays.equals(kb, ob), where + ": " + n + " differs: Kafka " + kb.length + " bytes (sha256 "
+                    + Fs.sha256(kb).substring(0, 12) + "), seglog " + ob.length + " bytes (sha256 " + Fs.sha256(ob).substring(0, 12)
+                    + ")" + firstDifference(kb, ob));
+        }
+    }
+
+    /** Whether {@code kafka} is {@code ours} followed by zero bytes only (a preallocated, untrimmed index). */
+    private static boolean preallocatedPrefix(byte[] kafka, byte[] ours) {
+        if (kafka.length <= ours.length) return false;
+        if (!java.util.Arrays.equals(java.util.Arrays.copyOf(kafka, ours.length), ours)) return false;
+        for (int i = ours.length; i < kafka.length; i++) if (kafka[i] != 0) return false;
+        return true;
+    }
+
+    private static String firstDifference(byte[] a, byte[] b) {
+        int n = Math.min(a.length, b.length);
+        for (int i = 0; i < n; i++) if (a[i] != b[i]) return ", first difference at byte " + i;
+        return a.length == b.length ? "" : ", one is a prefix of the other";
+    }
+
+    static List<String> segmentFiles(Path dir) {
+        List<String> out = new java.util.ArrayList<>();
+        for (Path p : Fs.list(dir)) {
+            String n = p.getFileName().toString();
+            if (n.endsWith(".log") || n.endsWith(".index") || n.endsWith(".timeindex")) out.add(n);
+        }
+        return out;
+    }
+
 }
