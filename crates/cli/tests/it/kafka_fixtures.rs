@@ -1,7 +1,8 @@
 //! The broker-made directories of `tests/fixtures/kafka-4.4/` (a real Kafka 4.4.0 broker wrote
 //! them; `cargo xtask kafka fixtures` remakes them): read in place, every one must verify clean
 //! and give the records, log start and log end offsets Kafka's consumer and ListOffsets gave,
-//! as `manifest.json` beside them records.
+//! and the same null keys, null values, headers, key and value bytes and timestamps, as
+//! `manifest.json` beside them records.
 
 use std::path::PathBuf;
 
@@ -70,6 +71,11 @@ fn every_kafka_4_4_fixture_verifies_clean_and_reads_what_the_consumer_read() {
             entry["last_offset"].as_i64(),
             "{name}"
         );
+        assert_eq!(
+            content(&records),
+            Content::of(&entry),
+            "{name}: what the consumer read"
+        );
 
         let info = seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()]);
         assert_eq!(info.code, 0, "{name}: {}", info.stderr);
@@ -90,6 +96,58 @@ fn every_kafka_4_4_fixture_verifies_clean_and_reads_what_the_consumer_read() {
     }
 }
 
+/// Aggregates of a partition's records: what the manifest keeps of Kafka's consumer's answer.
+#[derive(Debug, PartialEq, Eq, Default)]
+struct Content {
+    null_keys: u64,
+    null_values: u64,
+    headers: u64,
+    key_bytes: u64,
+    value_bytes: u64,
+    log_append_time_records: u64,
+    max_timestamp: i64,
+}
+
+impl Content {
+    fn of(entry: &serde_json::Value) -> Self {
+        let n = |field: &str| entry[field].as_u64().unwrap();
+        Content {
+            null_keys: n("null_keys"),
+            null_values: n("null_values"),
+            headers: n("headers"),
+            key_bytes: n("key_bytes"),
+            value_bytes: n("value_bytes"),
+            log_append_time_records: n("log_append_time_records"),
+            max_timestamp: entry["max_timestamp"].as_i64().unwrap(),
+        }
+    }
+}
+
+/// The same aggregates over `seglog read --json --encoding hex` lines.
+fn content(records: &[serde_json::Value]) -> Content {
+    let mut c = Content {
+        max_timestamp: -1,
+        ..Content::default()
+    };
+    let hex_len = |v: &serde_json::Value| v.as_str().map(|s| s.len() as u64 / 2);
+    for r in records {
+        match hex_len(&r["key"]) {
+            None => c.null_keys += 1,
+            Some(len) => c.key_bytes += len,
+        }
+        match hex_len(&r["value"]) {
+            None => c.null_values += 1,
+            Some(len) => c.value_bytes += len,
+        }
+        c.headers += r["headers"].as_array().unwrap().len() as u64;
+        if r["timestamp_type"] == "log_append" {
+            c.log_append_time_records += 1;
+        }
+        c.max_timestamp = c.max_timestamp.max(r["timestamp"].as_i64().unwrap());
+    }
+    c
+}
+
 #[test]
 fn kafka_4_4_fixtures_cover_what_the_readme_promises() {
     let entries = manifest();
@@ -104,17 +162,30 @@ fn kafka_4_4_fixtures_cover_what_the_readme_promises() {
         "txn-0",
         "compacted-0",
         "retention-0",
+        "__transaction_state-0",
     ] {
         assert!(dirs.contains(&wanted), "{wanted} missing from {dirs:?}");
     }
-    // Rolled segments, and retention that moved the log start.
-    for entry in &entries {
+    // Rolled segments (the broker's own transaction log keeps its 100 MiB default), and
+    // retention that moved the log start.
+    for entry in entries
+        .iter()
+        .filter(|e| e["dir"] != "__transaction_state-0")
+    {
         assert!(entry["segments"].as_u64().unwrap() > 1, "{entry}");
     }
-    let retention = entries.iter().find(|e| e["dir"] == "retention-0").unwrap();
+    let by_dir = |dir: &str| entries.iter().find(|e| e["dir"] == dir).unwrap();
+    assert!(by_dir("codec-none-0")["null_keys"].as_u64().unwrap() > 0);
+    assert!(by_dir("codec-none-0")["null_values"].as_u64().unwrap() > 0);
+    assert!(by_dir("codec-none-0")["headers"].as_u64().unwrap() > 0);
+    assert!(
+        by_dir("compacted-0")["null_values"].as_u64().unwrap() > 0,
+        "tombstones"
+    );
+    let retention = by_dir("retention-0");
     assert!(retention["log_start_offset"].as_i64().unwrap() > 0);
     // The transactional partition has markers: the log end is past the last data record.
-    let txn = entries.iter().find(|e| e["dir"] == "txn-0").unwrap();
+    let txn = by_dir("txn-0");
     assert!(txn["log_end_offset"].as_i64().unwrap() > txn["last_offset"].as_i64().unwrap() + 1);
     // A LogAppendTime fixture must report log_append timestamps.
     let dir = fixtures().join("append-time-0");

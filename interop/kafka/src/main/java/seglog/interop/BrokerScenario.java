@@ -105,6 +105,9 @@ final class BrokerScenario {
                 }
                 waitForRetention(admin, new TopicPartition("retention", 0));
                 waitForCleaner(broker, "compacted");
+                // The broker's own transaction log (compacted, written by the coordinator) is checked too.
+                topics = new ArrayList<>(topics);
+                topics.add(new Topic("__transaction_state", Map.of(), Map.of(), "internal"));
                 for (Topic t : topics) {
                     TopicPartition tp = new TopicPartition(t.name(), 0);
                     expected.put(t.name(), expect(broker, admin, tp));
@@ -115,6 +118,10 @@ final class BrokerScenario {
             for (Topic t : topics) {
                 Compare.partition(report, seglog, broker.logDir.resolve(t.name() + "-0"), expected.get(t.name()), true);
             }
+            List<Path> dirs = new ArrayList<>();
+            for (Topic t : topics) dirs.add(broker.logDir.resolve(t.name() + "-0"));
+            // The cleaner leaves offset gaps on purpose.
+            Compare.dump(report, seglog, broker, dirs, java.util.Set.of(broker.logDir.resolve("compacted-0").toAbsolutePath()));
             writeReadCommitted(work.resolve("s1-clean/read_committed.jsonl"), committed);
             if (fixtures != null) writeFixtures(broker.logDir, fixtures, topics, expected);
         }
@@ -123,9 +130,12 @@ final class BrokerScenario {
     /** Second run: SIGKILL while producing; seglog reads a copy of what the kill left, the restarted broker judges. */
     private void killRun() throws Exception {
         report.scope("broker->seglog, SIGKILL during production");
+        // The default index interval, the one `seglog recover` (which takes no topic configs) uses.
+        Map<String, String> config = base("16384");
+        config.remove("index.interval.bytes");
         List<Topic> topics = List.of(
-                new Topic("kill-none", base("16384"), Map.of(), "plain"),
-                new Topic("kill-zstd", base("16384"), Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "zstd"), "plain"));
+                new Topic("kill-none", config, Map.of(), "plain"),
+                new Topic("kill-zstd", config, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "zstd"), "plain"));
         try (Broker broker = Broker.format(work.resolve("s1-kill"))) {
             broker.start();
             try (Admin admin = broker.admin()) {
@@ -146,6 +156,8 @@ final class BrokerScenario {
                     Map<String, Object> cfg = new HashMap<>(t.producer());
                     cfg.put(ProducerConfig.RETRIES_CONFIG, 0);
                     cfg.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30000);
+                    // send() must not block for a minute on metadata once the broker is gone.
+                    cfg.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 3000);
                     KafkaProducer<byte[], byte[]> p = Clients.producer(broker.bootstrap(), cfg);
                     try {
                         while (!stop.get()) {
@@ -170,6 +182,14 @@ final class BrokerScenario {
             for (Thread th : threads) th.join(30000);
             Path copy = work.resolve("s1-kill/after-kill");
             Fs.copyTree(broker.logDir, copy);
+            // A second copy, recovered by `seglog recover` (it writes): after Kafka's own recovery the
+            // broker's files must be these, byte for byte.
+            Path recovered = work.resolve("s1-kill/seglog-recovered");
+            for (Topic t : topics) {
+                Fs.copyTree(broker.logDir.resolve(t.name() + "-0"), recovered.resolve(t.name() + "-0"));
+                Seglog.Run r = seglog.run(List.of("recover", recovered.resolve(t.name() + "-0").toString(), "--json"));
+                report.check(r.code() == 0, t.name() + ": `seglog recover` on the killed copy exited " + r.code() + ": " + r.stderr());
+            }
             for (Topic t : topics) {
                 report.check(acked.get(t.name()).size() >= 1000, t.name() + ": only " + acked.get(t.name()).size()
                         + " records were acknowledged before the kill");
@@ -192,6 +212,8 @@ final class BrokerScenario {
                         + e.records().size() + " after Kafka's recovery");
                 // The same directory after Kafka's own recovery and clean shutdown.
                 Compare.partition(report, seglog, broker.logDir.resolve(t.name() + "-0"), e, true);
+                Compare.sameFiles(report, t.name() + "-0 after SIGKILL: Kafka's recovery (restart) vs `seglog recover`",
+                        broker.logDir.resolve(t.name() + "-0"), recovered.resolve(t.name() + "-0"));
             }
         }
     }
@@ -316,6 +338,23 @@ final class BrokerScenario {
             m.put("first_offset", e.records().isEmpty() ? -1 : e.records().get(0).offset());
             m.put("last_offset", e.records().isEmpty() ? -1 : e.records().get(e.records().size() - 1).offset());
             m.put("segments", Fs.segmentBases(logDir.resolve(dir)).size());
+            // Aggregates of what the consumer read, for a check of content without the records.
+            long nullKeys = 0, nullValues = 0, headers = 0, keyBytes = 0, valueBytes = 0, logAppend = 0;
+            long maxTs = -1;
+            for (Rec r : e.records()) {
+                if (r.key() == null) nullKeys++; else keyBytes += r.key().length() / 2;
+                if (r.value() == null) nullValues++; else valueBytes += r.value().length() / 2;
+                headers += r.headers().size();
+                if ("log_append".equals(r.timestampType())) logAppend++;
+                maxTs = Math.max(maxTs, r.timestamp());
+            }
+            m.put("null_keys", nullKeys);
+            m.put("null_values", nullValues);
+            m.put("headers", headers);
+            m.put("key_bytes", keyBytes);
+            m.put("value_bytes", valueBytes);
+            m.put("log_append_time_records", logAppend);
+            m.put("max_timestamp", maxTs);
             ObjectNode cfg = m.putObject("topic_config");
             t.config().forEach(cfg::put);
         }

@@ -64,6 +64,23 @@ final class Seglog {
         return new Run(shown, p.exitValue(), lines, stderr);
     }
 
+    /** Runs {@code seglog ARGS} and returns its stdout as text (exit code must be 0). */
+    String text(List<String> args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>();
+        command.add(binary.toString());
+        command.addAll(args);
+        Path out = Files.createTempFile("seglog-out", ".txt");
+        Process p = new ProcessBuilder(command).redirectOutput(out.toFile()).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            p.destroyForcibly();
+            throw new IOException("`" + String.join(" ", command) + "` did not finish in 120 s");
+        }
+        String text = Files.readString(out, StandardCharsets.UTF_8);
+        Files.deleteIfExists(out);
+        if (p.exitValue() != 0) throw new IOException("`" + String.join(" ", command) + "` exited " + p.exitValue());
+        return text;
+    }
+
     /** {@code seglog read DIR --json --encoding hex}: every data record. */
     List<Rec> read(Path dir, Report report) throws IOException, InterruptedException {
         Run r = run(List.of("read", dir.toString(), "--json", "--encoding", "hex", "--quiet"));
