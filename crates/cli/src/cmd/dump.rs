@@ -135,6 +135,9 @@ struct DumpRecord {
     headers: Vec<(String, Option<String>)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     control: Option<&'static str>,
+    /// A COMMIT/ABORT marker's coordinator epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    coordinator_epoch: Option<i32>,
 }
 
 #[derive(Serialize)]
@@ -321,7 +324,9 @@ impl Dumper<'_> {
                 h.partition_leader_epoch,
                 h.is_transactional,
                 h.is_control,
-                opt(h.delete_horizon_ms().map(|t| t.to_string())),
+                // Java's `OptionalLong`, as Kafka's tool prints it.
+                h.delete_horizon_ms()
+                    .map_or("OptionalLong.empty".to_owned(), |t| format!("OptionalLong[{t}]")),
                 h.position,
                 view::timestamp_label(h.timestamp_type),
                 h.max_timestamp_ms,
@@ -347,8 +352,13 @@ impl Dumper<'_> {
                         .collect::<Vec<_>>()
                         .join(","),
                 );
-                if let Some(marker) = r.control {
-                    line.push_str(&format!(" control: {marker}"));
+                match (r.control, r.coordinator_epoch) {
+                    // Kafka's tool: `endTxnMarker: COMMIT coordinatorEpoch: N`.
+                    (Some(marker), Some(epoch)) => line.push_str(&format!(
+                        " endTxnMarker: {marker} coordinatorEpoch: {epoch}"
+                    )),
+                    (Some(marker), None) => line.push_str(&format!(" control: {marker}")),
+                    _ => {}
                 }
                 line.push_str(&format!(
                     " key: {} payload: {}",
@@ -392,6 +402,14 @@ impl Dumper<'_> {
                         .map(|h| (h.key.clone(), encoding.encode_opt(h.value.as_deref())))
                         .collect(),
                     control: control.then(|| view::control_marker(&r)),
+                    coordinator_epoch: control
+                        .then(|| {
+                            seglog_records::ControlRecord::parse(&r)
+                                .ok()
+                                .and_then(|c| c.marker)
+                                .map(|m| m.coordinator_epoch)
+                        })
+                        .flatten(),
                 }),
                 Err(e) => {
                     let position = e.position().unwrap_or(batch.position());
@@ -406,6 +424,10 @@ impl Dumper<'_> {
         self.heading(path)?;
         let file = path.display().to_string();
         let index = OffsetIndex::open_read_only(path, base_offset)?;
+        if index.entries() == 0 && !self.args.json {
+            // Kafka's tool says so for an empty offset index.
+            self.out.line(format_args!("{file} is empty."))?;
+        }
         for slot in 0..index.entries() {
             let Some(e) = index.entry(slot) else { break };
             if self.args.json {
