@@ -70,7 +70,10 @@ pub struct LoadReport {
     pub removed_files: Vec<PathBuf>,
     /// `*.swap` files renamed to their final names (an interrupted swap completed).
     pub completed_swaps: Vec<PathBuf>,
-    /// Every segment opened, oldest first.
+    /// Every segment loaded, oldest first. After a clean shutdown the sealed segments are
+    /// not opened at load but on first use (their index checks and any rebuild then: see
+    /// `Segment::deferred_report`); they are listed here with neither `rebuilt` nor
+    /// `recovery`.
     pub segments: Vec<SegmentLoad>,
     /// Segments dropped because an earlier segment's recovery truncated it (Kafka deletes
     /// everything after a truncation), because of a [`Discontinuity`], or because the log
@@ -174,6 +177,11 @@ struct Loader<'a> {
     next_offsets: std::collections::BTreeMap<i64, i64>,
     /// Open segments without reading `.log` bytes (clean shutdown, no forced recovery).
     trust_clean_shutdown: bool,
+    /// After a clean shutdown (and no forced recovery), sealed segments are not opened at
+    /// load: their files are opened, and checked by the open policy, on first use
+    /// ([`Segment::deferred`]). Loading then costs the directory listing (with each `.log`'s
+    /// length) plus the last segment.
+    defer_sealed: bool,
     /// The unclean-shutdown rule for gaps applies (see [`Discontinuity`]), with this
     /// recovery point (the checkpoint's).
     gap_rule_from: Option<i64>,
@@ -206,6 +214,7 @@ pub(crate) fn load(
         trust_clean_shutdown: mode.trust_clean_shutdown
             && state.had_clean_shutdown
             && !mode.recover_all,
+        defer_sealed: state.had_clean_shutdown && !mode.recover_all,
         gap_rule_from: (!state.had_clean_shutdown && state.recovery_point_known)
             .then_some(state.recovery_point),
     };
@@ -528,6 +537,22 @@ impl Loader<'_> {
             trust_clean_shutdown: self.trust_clean_shutdown && !recover && next_base.is_some(),
             ..SegmentOpenOptions::default()
         };
+        // A sealed segment whose offsets provably fit (the next base is in range) is opened on
+        // first use after a clean shutdown.
+        let fits = |next: i64| relative_offset(base, next.saturating_sub(1)).is_some();
+        if self.defer_sealed && !recover && next_base.is_some_and(fits) {
+            let path = file_path(self.dir, base, FileKind::LOG);
+            let size = fs::metadata(&path)
+                .map_err(|e| Error::io("stat segment", &path, e))?
+                .len();
+            let segment = Segment::deferred(self.dir, base, self.config, options, size);
+            let load = SegmentLoad {
+                base_offset: base,
+                rebuilt: None,
+                recovery: None,
+            };
+            return Ok(Some((segment, load)));
+        }
         let overflow = |e: &seglog_segment::Error| {
             !self.read_only && matches!(e, seglog_segment::Error::OffsetOverflow { .. })
         };
