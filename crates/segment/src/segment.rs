@@ -198,9 +198,26 @@ impl Segment {
     fn loaded_files(&self) -> Option<Files> {
         let files = self.peek_files();
         if files.is_some() {
-            self.referenced.store(true, Ordering::Relaxed);
+            self.mark_referenced();
         }
         files
+    }
+
+    /// Sets the second-chance bit; a load first, so that readers of a hot segment only share
+    /// its cache line instead of writing it on every access.
+    fn mark_referenced(&self) {
+        if !self.referenced.load(Ordering::Relaxed) {
+            self.referenced.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// `pick` of the open files (one `Arc` clone on the hot path), reopening them when closed.
+    fn with_open<T>(&self, pick: impl Fn(&Files) -> T) -> Result<T> {
+        if let Some(files) = &*self.files.read().unwrap_or_else(|p| p.into_inner()) {
+            self.mark_referenced();
+            return Ok(pick(files));
+        }
+        Ok(pick(&self.files()?))
     }
 
     /// The files if they are open, without marking them used.
@@ -454,12 +471,12 @@ impl Segment {
     /// A snapshot of the current indexes (cheap: two `Arc` clones under a read lock), reopening
     /// the files when the cache closed them.
     pub(crate) fn indexes(&self) -> Result<Arc<Indexes>> {
-        Ok(self.files()?.indexes)
+        self.with_open(|files| Arc::clone(&files.indexes))
     }
 
     /// The `.log` file, reopened when the cache closed it.
     pub(crate) fn log(&self) -> Result<Arc<LogFile>> {
-        Ok(self.files()?.log)
+        self.with_open(|files| Arc::clone(&files.log))
     }
 
     /// Replaces the indexes (after a recovery); the files stay open. In-memory indexes (a
