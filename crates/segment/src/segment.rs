@@ -36,6 +36,11 @@ pub enum OpenMode {
 /// append are written, readers load it (Acquire) and never read past it. The max timestamp
 /// and its offset are one value under one lock (KAFKA-12981). No reader ever waits for an
 /// fsync.
+///
+/// With a [`SegmentCache`] in its config, a sealed segment's files (the `.log` descriptor and
+/// both index maps) are closed when the cache evicts it and reopened on next use; its metadata
+/// stays in memory. A call holds the files it uses for its duration, and a
+/// [`crate::FileSlice`] holds its own handle, so nothing is closed under a reader.
 #[derive(Debug)]
 pub struct Segment {
     pub(crate) base_offset: i64,
