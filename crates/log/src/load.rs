@@ -73,7 +73,10 @@ pub struct LoadReport {
     pub removed_files: Vec<PathBuf>,
     /// `*.swap` files renamed to their final names (an interrupted swap completed).
     pub completed_swaps: Vec<PathBuf>,
-    /// Every segment opened, oldest first.
+    /// Every segment loaded, oldest first. With `trust_clean_shutdown` after a clean
+    /// shutdown the sealed segments are not opened at load but on first use (their checks and
+    /// any rebuild then: see `Segment::deferred_report`); they are listed here with neither
+    /// `rebuilt` nor `recovery`.
     pub segments: Vec<SegmentLoad>,
     /// Segments dropped because an earlier segment's recovery truncated it (Kafka deletes
     /// everything after a truncation), because of a [`Discontinuity`], or because the log
@@ -204,6 +207,13 @@ struct Loader<'a> {
     next_offsets: std::collections::BTreeMap<i64, i64>,
     /// Open segments without reading `.log` bytes (clean shutdown, no forced recovery).
     trust_clean_shutdown: bool,
+    /// With [`crate::OpenOptions::trust_clean_shutdown`] after a clean shutdown (and no
+    /// forced recovery), sealed segments are not opened at load: their files are opened, and
+    /// given the trusted checks, on first use ([`Segment::deferred`]). Loading then costs the
+    /// directory listing (with each `.log`'s length) plus the last segment. Not under the
+    /// strict policy: a damaged sealed segment found at load makes the loader drop every
+    /// later segment (nothing is served after damage), which a check on first use could not.
+    defer_sealed: bool,
     /// The unclean-shutdown rule for gaps applies (see [`Discontinuity`]), with this
     /// recovery point (the checkpoint's).
     gap_rule_from: Option<i64>,
@@ -240,6 +250,7 @@ pub(crate) fn load(
         trust_clean_shutdown: mode.trust_clean_shutdown
             && state.had_clean_shutdown
             && !mode.recover_all,
+        defer_sealed: mode.trust_clean_shutdown && state.had_clean_shutdown && !mode.recover_all,
         gap_rule_from: (!state.had_clean_shutdown && state.recovery_point_known)
             .then_some(state.recovery_point),
         protect_below: if mode.repair_destructively {
@@ -625,6 +636,22 @@ impl Loader<'_> {
             protect_below: self.protect_below,
             ..SegmentOpenOptions::default()
         };
+        // A sealed segment whose offsets provably fit (the next base is in range) is opened on
+        // first use after a clean shutdown, when the caller trusts it.
+        let fits = |next: i64| relative_offset(base, next.saturating_sub(1)).is_some();
+        if self.defer_sealed && !recover && next_base.is_some_and(fits) {
+            let path = file_path(self.dir, base, FileKind::LOG);
+            let size = fs::metadata(&path)
+                .map_err(|e| Error::io("stat segment", &path, e))?
+                .len();
+            let segment = Segment::deferred(self.dir, base, self.config, options, size);
+            let load = SegmentLoad {
+                base_offset: base,
+                rebuilt: None,
+                recovery: None,
+            };
+            return Ok(Some((segment, load)));
+        }
         let overflow = |e: &seglog_segment::Error| {
             !self.read_only && matches!(e, seglog_segment::Error::OffsetOverflow { .. })
         };

@@ -38,8 +38,9 @@ pub struct OpenOptions {
     /// an unclean shutdown).
     pub recover_all: bool,
     /// After a clean shutdown, open the sealed segments without reading any `.log` byte
-    /// (Kafka's policy: indexes are trusted after a clean shutdown), so opening a log of many
-    /// segments costs file opens and maps, not reads. Only the checks that need no data run
+    /// (Kafka's policy: indexes are trusted after a clean shutdown), and only on first use:
+    /// loading a log of many segments costs the directory listing (each `.log`'s length is its
+    /// size) and its first and last segments, not a file open per segment. Only the checks that need no data run
     /// on them (a missing, zero-padded or ragged index, a last entry pointing outside the
     /// file); an index that is structurally valid but wrong (bit rot, a stray tool) is then
     /// *not* detected and reads through it may fail or return the wrong batch. The last

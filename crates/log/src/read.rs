@@ -83,9 +83,8 @@ impl Log {
             log_end_offset: view.end.offset,
         };
         for (segment, max_position) in &plan.steps {
-            if let Some(slice) =
-                segment.read(start_offset, max_bytes, *max_position, min_one_message)?
-            {
+            let read = segment.read(start_offset, max_bytes, *max_position, min_one_message);
+            if let Some(slice) = read.map_err(|e| self.moved_past(start_offset, e))? {
                 let fetch_offset = OffsetMetadata {
                     offset: start_offset,
                     segment_base_offset: segment.base_offset(),
@@ -139,9 +138,9 @@ impl Log {
         };
         for (segment, max_position) in &plan.steps {
             // `Segment::read_into` leaves `buf` empty on `None` and on errors.
-            if let Some(copied) =
-                segment.read_into(start_offset, max_bytes, *max_position, min_one_message, buf)?
-            {
+            let read =
+                segment.read_into(start_offset, max_bytes, *max_position, min_one_message, buf);
+            if let Some(copied) = read.map_err(|e| self.moved_past(start_offset, e))? {
                 let fetch_offset = OffsetMetadata {
                     offset: start_offset,
                     segment_base_offset: segment.base_offset(),
@@ -155,6 +154,22 @@ impl Log {
         let bound = plan.max_offset;
         let slice = self.slice_at_bound(&view, bound)?;
         Ok(fetch(slice.position(), slice.offsets(), bound))
+    }
+
+    /// A segment read failed: when the log start has meanwhile moved past `start_offset`
+    /// (retention deleted the segment of an older snapshot, and the segment cache had closed
+    /// its files, so they could not be reopened), the reader gets `OffsetOutOfRange` naming
+    /// the new start, as if it had read the new snapshot; otherwise the error itself.
+    fn moved_past(&self, start_offset: i64, e: seglog_segment::Error) -> Error {
+        let now = self.published.load();
+        if now.log_start_offset > start_offset {
+            return Error::OffsetOutOfRange {
+                offset: start_offset,
+                log_start_offset: now.log_start_offset,
+                log_end_offset: now.end.offset,
+            };
+        }
+        e.into()
     }
 
     /// The empty slice a read returns when nothing lies below its bound: at the bound's

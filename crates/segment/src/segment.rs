@@ -37,6 +37,11 @@ pub enum OpenMode {
 /// append are written, readers load it (Acquire) and never read past it. The max timestamp
 /// and its offset are one value under one lock (KAFKA-12981). No reader ever waits for an
 /// fsync.
+///
+/// With a [`SegmentCache`] in its config, a sealed segment's files (the `.log` descriptor and
+/// both index maps) are closed when the cache evicts it and reopened on next use; its metadata
+/// stays in memory. A call holds the files it uses for its duration, and a
+/// [`crate::FileSlice`] holds its own handle, so nothing is closed under a reader.
 #[derive(Debug)]
 pub struct Segment {
     pub(crate) base_offset: i64,
@@ -58,6 +63,11 @@ pub struct Segment {
     closed_entries: Mutex<(usize, usize)>,
     /// The segment is in its cache's ring.
     in_ring: AtomicBool,
+    /// The files were never opened: the first use opens them with these options (the open
+    /// policy's checks, a rebuild if they fail), see [`Segment::deferred`].
+    deferred: Mutex<Option<crate::OpenOptions>>,
+    /// What that first open found.
+    deferred_report: Mutex<Option<crate::OpenReport>>,
     /// Set on every access to the files: the cache's second chance.
     referenced: AtomicBool,
     /// The files hold state that exists only in memory (indexes rebuilt in memory by a
@@ -135,6 +145,8 @@ impl Segment {
             me: me.clone(),
             closed_entries: Mutex::new((0, 0)),
             in_ring: AtomicBool::new(false),
+            deferred: Mutex::new(None),
+            deferred_report: Mutex::new(None),
             referenced: AtomicBool::new(true),
             pinned: AtomicBool::new(false),
             max_timestamp: MaxTimestampCell::new(max),
@@ -165,7 +177,15 @@ impl Segment {
         let files = {
             // Under the names lock, so a rename cannot move the files while they are opened.
             let names = lock(&self.names);
-            self.open_files(names.suffix)?
+            let deferred = *lock(&self.deferred);
+            match deferred {
+                Some(options) => self.open_deferred(crate::OpenOptions {
+                    // A rename while deferred moved the files.
+                    suffix: names.suffix,
+                    ..options
+                })?,
+                None => self.open_files(names.suffix)?,
+            }
         };
         *write(&self.files) = Some(files.clone());
         drop(_reopen);
@@ -179,9 +199,26 @@ impl Segment {
     fn loaded_files(&self) -> Option<Files> {
         let files = self.peek_files();
         if files.is_some() {
-            self.referenced.store(true, Ordering::Relaxed);
+            self.mark_referenced();
         }
         files
+    }
+
+    /// Sets the second-chance bit; a load first, so that readers of a hot segment only share
+    /// its cache line instead of writing it on every access.
+    fn mark_referenced(&self) {
+        if !self.referenced.load(Ordering::Relaxed) {
+            self.referenced.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// `pick` of the open files (one `Arc` clone on the hot path), reopening them when closed.
+    fn with_open<T>(&self, pick: impl Fn(&Files) -> T) -> Result<T> {
+        if let Some(files) = &*self.files.read().unwrap_or_else(|p| p.into_inner()) {
+            self.mark_referenced();
+            return Ok(pick(files));
+        }
+        Ok(pick(&self.files()?))
     }
 
     /// The files if they are open, without marking them used.
@@ -221,6 +258,85 @@ impl Segment {
             log: Arc::new(log),
             indexes: Arc::new(indexes),
         })
+    }
+
+    /// A segment of known size whose files are opened (with `options`, i.e. the open
+    /// policy's checks and a rebuild when they fail) only on first use: what a log loads
+    /// after a clean shutdown, so that loading costs no file open per sealed segment. `size`
+    /// is the `.log` file's length (Kafka's logical size of a segment); the max timestamp and
+    /// the index entry counts are read on first use.
+    pub fn deferred(
+        dir: &Path,
+        base_offset: i64,
+        config: &SegmentConfig,
+        options: crate::OpenOptions,
+        size: u64,
+    ) -> Arc<Segment> {
+        Arc::new_cyclic(|me| Segment {
+            base_offset,
+            dir: dir.to_path_buf(),
+            config: config.clone(),
+            mode: options.mode,
+            names: Mutex::new(Names {
+                suffix: options.suffix,
+                log_path: Arc::from(file_path(
+                    dir,
+                    base_offset,
+                    FileKind::LOG.with_suffix(options.suffix),
+                )),
+            }),
+            size: PublishedSize::new(size),
+            files: RwLock::new(None),
+            reopen: Mutex::new(()),
+            me: me.clone(),
+            closed_entries: Mutex::new((0, 0)),
+            in_ring: AtomicBool::new(false),
+            deferred: Mutex::new(Some(options)),
+            deferred_report: Mutex::new(None),
+            referenced: AtomicBool::new(true),
+            pinned: AtomicBool::new(false),
+            max_timestamp: MaxTimestampCell::new(UNKNOWN_MAX),
+            writer: AtomicBool::new(false),
+            poisoned: AtomicBool::new(false),
+        })
+    }
+
+    /// The first open of a deferred segment: [`Segment::open`] of a fresh segment (its own
+    /// locks; not counted in any cache), whose files, size and max timestamp this segment then
+    /// takes over. Called under `reopen` and `names`.
+    fn open_deferred(&self, options: crate::OpenOptions) -> Result<Files> {
+        let config = SegmentConfig {
+            cache: None,
+            ..self.config.clone()
+        };
+        let (fresh, report) = Segment::open(&self.dir, self.base_offset, &config, options)?;
+        let files = fresh
+            .files
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .ok_or_else(|| Error::ReadOnly {
+                path: fresh.log_path(),
+            })?;
+        self.size.publish(fresh.size());
+        self.set_max_timestamp(fresh.max_timestamp_and_offset());
+        if fresh.pinned.load(Ordering::Acquire) {
+            self.pin();
+        }
+        *lock(&self.deferred) = None;
+        *lock(&self.deferred_report) = Some(report);
+        Ok(files)
+    }
+
+    /// Whether the files were never opened yet (a deferred segment before its first use).
+    pub fn is_deferred(&self) -> bool {
+        lock(&self.deferred).is_some()
+    }
+
+    /// What the first open of a [`Segment::deferred`] segment found (its index checks and a
+    /// rebuild, if any); `None` before it or for a segment opened at once.
+    pub fn deferred_report(&self) -> Option<crate::OpenReport> {
+        lock(&self.deferred_report).clone()
     }
 
     /// Whether the files are open now.
@@ -354,12 +470,12 @@ impl Segment {
     /// A snapshot of the current indexes (cheap: two `Arc` clones under a read lock), reopening
     /// the files when the cache closed them.
     pub(crate) fn indexes(&self) -> Result<Arc<Indexes>> {
-        Ok(self.files()?.indexes)
+        self.with_open(|files| Arc::clone(&files.indexes))
     }
 
     /// The `.log` file, reopened when the cache closed it.
     pub(crate) fn log(&self) -> Result<Arc<LogFile>> {
-        Ok(self.files()?.log)
+        self.with_open(|files| Arc::clone(&files.log))
     }
 
     /// Replaces the indexes (after a recovery); the files stay open. In-memory indexes (a
@@ -378,7 +494,11 @@ impl Segment {
 
     /// Entries in the offset index (as of the eviction while the cache has the files closed:
     /// a closed index does not change).
+    /// A deferred segment is opened first (0 if that fails).
     pub fn offset_index_entries(&self) -> usize {
+        if self.is_deferred() {
+            return self.indexes().map_or(0, |i| i.offset.entries());
+        }
         match self.peek_files() {
             Some(files) => files.indexes.offset.entries(),
             None => lock(&self.closed_entries).0,
@@ -386,7 +506,11 @@ impl Segment {
     }
 
     /// Entries in the time index (as of the eviction while the cache has the files closed).
+    /// A deferred segment is opened first (0 if that fails).
     pub fn time_index_entries(&self) -> usize {
+        if self.is_deferred() {
+            return self.indexes().map_or(0, |i| i.time.entries());
+        }
         match self.peek_files() {
             Some(files) => files.indexes.time.entries(),
             None => lock(&self.closed_entries).1,
@@ -395,7 +519,13 @@ impl Segment {
 
     /// The largest timestamp seen and the offset Kafka records for it (the last offset of
     /// its batch), read as one value; timestamp -1 when unknown.
+    ///
+    /// A deferred segment is opened first (its max timestamp is in its time index); if that
+    /// fails the value is unknown (timestamp -1) and the next call tries again.
     pub fn max_timestamp_and_offset(&self) -> TimestampOffset {
+        if self.is_deferred() && self.files().is_err() {
+            return UNKNOWN_MAX;
+        }
         self.max_timestamp.get()
     }
 

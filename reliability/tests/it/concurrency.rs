@@ -68,13 +68,28 @@ fn check_fetch(bytes: &[u8], position: u64, from: i64, bound: i64, context: &str
 
 #[test]
 fn one_appender_eight_readers_retention_and_rolls() {
+    stress("concurrency", None);
+}
+
+/// The same workload with a segment cache of two: sealed segments are closed and reopened
+/// all the time, racing the readers (which may hold an older snapshot), rolls, retention and
+/// immediate unlinks.
+#[test]
+fn eviction_races_readers_rolls_and_retention() {
+    stress("concurrency/eviction", Some(2));
+}
+
+fn stress(label: &str, segment_cache_capacity: Option<i64>) {
     let millis = iterations("SEGLOG_STRESS_MILLIS", 2500);
-    let (mut rng, seed) = seeded_rng("concurrency");
+    let (mut rng, seed) = seeded_rng(label);
     let tmp = tempfile::tempdir().unwrap();
     let mut config = small_config(8 * 1024);
     config.retention_bytes = 48 * 1024;
     config.file_delete_delay_ms = 0;
     config.index_interval_bytes = 1024;
+    if let Some(capacity) = segment_cache_capacity {
+        config.segment_cache_capacity = capacity;
+    }
     let log = Arc::new(Log::open(tmp.path().join("t-0"), config).unwrap());
     let stop = Arc::new(AtomicBool::new(false));
     let (reads, records) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));

@@ -203,3 +203,33 @@ fn read_only_open_of_a_missing_file_fails_with_the_path() {
     }
     assert!(!path.exists());
 }
+
+/// A mapped index holds no descriptor (a segment costs one, its `.log`): a resize after a
+/// rename reopens the file by its new name.
+#[test]
+fn a_resize_after_a_rename_reopens_the_file_by_its_new_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("00000000000000000000.index");
+    let renamed = dir.path().join("00000000000000000000.index.deleted");
+    let index = OffsetIndex::open(&path, 0, 4096).unwrap();
+    index.append(3, 30).unwrap();
+    index.rename_to(&renamed).unwrap();
+    index.trim_to_valid_size().unwrap();
+    assert!(!path.exists());
+    assert_eq!(std::fs::read(&renamed).unwrap(), [0, 0, 0, 3, 0, 0, 0, 30]);
+    index.flush().unwrap();
+    assert!(index.resize(800).unwrap());
+    assert_eq!(std::fs::metadata(&renamed).unwrap().len(), 800);
+    index.append(5, 50).unwrap();
+    assert_eq!(index.lookup(6).position, 50);
+    // The file is gone: a resize now fails with the path, it does not panic.
+    std::fs::remove_file(&renamed).unwrap();
+    match index.resize(400) {
+        Err(Error::Io {
+            path, op: "resize", ..
+        }) => assert_eq!(path, renamed),
+        other => panic!("expected Io, got {other:?}"),
+    }
+    // ... and the map is kept: lookups still work.
+    assert_eq!(index.lookup(6).position, 50);
+}

@@ -14,6 +14,7 @@ mod durability;
 mod kafka_bugs;
 mod lock;
 mod log_dir;
+mod many_segments;
 mod model;
 mod poisoning;
 mod read_into;
