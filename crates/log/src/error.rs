@@ -121,21 +121,6 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
-    /// The last segment is damaged from its first byte in data that was flushed: the log
-    /// keeps those bytes (see [`crate::OpenOptions::repair_destructively`]) but cannot append
-    /// after them, since a new segment would need that segment's name.
-    #[error(
-        "{} is damaged from byte {position} ({detail}) in flushed data, and no batch before the damage names an offset to continue at; open with repair_destructively (`seglog recover --truncate-damaged`) to cut it",
-        path.display()
-    )]
-    DamagedLastSegment {
-        /// The segment's `.log`.
-        path: PathBuf,
-        /// Where the damage starts.
-        position: u64,
-        /// What is wrong there.
-        detail: String,
-    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {

@@ -94,6 +94,10 @@ pub struct LoadReport {
     /// than 20 digits, e.g. a copy saved as `123.log`): not loaded, not touched, reported.
     /// Kafka would load them as segments.
     pub stray_files: Vec<PathBuf>,
+    /// Segment `.log` files damaged from their first byte in flushed data, renamed
+    /// `<base>.log.damaged` (bytes unchanged; no loader takes them for segments) so that the log
+    /// could continue at their base offset.
+    pub set_aside: Vec<PathBuf>,
     /// The checkpointed log start offset when it lay beyond the log end. Kafka would delete
     /// every segment; seglog keeps them, ignores the value and starts the log at its first
     /// segment (a checkpoint that contradicts the data never deletes it).
@@ -304,20 +308,22 @@ pub(crate) fn load(
         && !read_only
     {
         if recovery.next_offset <= base {
-            let (position, detail) = match &recovery.reason {
-                Some(seglog_segment::TruncationReason::Corrupt { position, kind }) => {
-                    (*position, kind.to_string())
-                }
-                Some(seglog_segment::TruncationReason::PartialTail { position }) => {
-                    (*position, "an incomplete batch".to_owned())
-                }
-                None => (recovery.valid_bytes, "damage".to_owned()),
-            };
-            return Err(Error::DamagedLastSegment {
-                path: file_path(dir, base, FileKind::LOG),
-                position,
-                detail,
-            });
+            // Damaged from its first byte: no offset before the damage to continue at, and a
+            // new segment needs this one's name. Its `.log` is set aside under a name no loader
+            // takes for a segment (`<base>.log.damaged`, bytes unchanged); its indexes, derived
+            // data, are removed; the log continues at its base offset.
+            if let Some(segment) = segments.remove(base) {
+                drop(segment);
+            }
+            let log_path = file_path(dir, base, FileKind::LOG);
+            let aside = log_path.with_extension("log.damaged");
+            fs::rename(&log_path, &aside)
+                .map_err(|e| Error::io("set aside damaged segment", &log_path, e))?;
+            for kind in [FileKind::INDEX, FileKind::TIME_INDEX] {
+                remove_if_exists(&file_path(dir, base, kind))?;
+            }
+            sync_dir(&config.io, dir)?;
+            loader.report.set_aside.push(aside);
         }
         let next = recovery.next_offset;
         let active = ActiveSegment::create(dir, next, config)?;

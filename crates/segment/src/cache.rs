@@ -1,7 +1,7 @@
 //! [`SegmentCache`]: a bound on the segments whose files are open (one `.log` descriptor and
 //! two index maps each), shared by every segment opened with it.
 //!
-//! A [`Segment`] keeps its metadata (base offset, published size, max timestamp, names) in
+//! A [`crate::Segment`] keeps its metadata (base offset, published size, max timestamp, names) in
 //! memory at all times, and its files in a slot that is filled on first use and emptied when
 //! the cache evicts it. A reader takes an `Arc` of the open files for the duration of one
 //! call (a lookup, a header walk) and a [`crate::FileSlice`] holds its own `Arc<File>`, so an
@@ -21,9 +21,26 @@
 //! many entries a reopen finds.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
-use crate::segment::Segment;
+use crate::sync::{Mutex, MutexGuard, lock};
+
+/// What the cache needs of what it bounds (a [`crate::Segment`], which implements it): the
+/// cache never names the segment type, so the two modules do not depend on each other.
+pub(crate) trait Evictable: Send + Sync {
+    /// Whether its files are open now.
+    fn is_open(&self) -> bool;
+    /// Marks it as in the ring; `false` if it already was.
+    fn enter_ring(&self) -> bool;
+    /// Marks it as out of the ring.
+    fn leave_ring(&self);
+    /// Whether its files may be closed (no writer attached, not pinned).
+    fn evictable(&self) -> bool;
+    /// Closes its files if no reader needs them now; whether it did.
+    fn try_evict(&self) -> bool;
+    /// Takes (clears) its referenced bit: the clock algorithm's second chance.
+    fn take_referenced(&self) -> bool;
+}
 
 /// The default number of segments a cache keeps open.
 pub const DEFAULT_SEGMENT_CACHE_CAPACITY: usize = 256;
@@ -39,7 +56,7 @@ struct Inner {
     capacity: usize,
     /// Segments whose files were opened through this cache, oldest admission first. Entries
     /// of dropped or already closed segments are discarded by the next sweep.
-    ring: Mutex<VecDeque<Weak<Segment>>>,
+    ring: Mutex<VecDeque<Weak<dyn Evictable>>>,
 }
 
 impl SegmentCache {
@@ -93,12 +110,14 @@ impl SegmentCache {
     /// more than `capacity` are in the ring. Called by the segment (holding no lock of its
     /// own) after it opened its files or when its writer detached; a segment already in the
     /// ring is not added twice.
-    pub(crate) fn admit(&self, segment: &Arc<Segment>) {
+    pub(crate) fn admit<T: Evictable + 'static>(&self, segment: &Arc<T>) {
         let mut ring = self.ring();
         if !segment.enter_ring() {
             return;
         }
-        ring.push_back(Arc::downgrade(segment));
+        let weak: Weak<T> = Arc::downgrade(segment);
+        let weak: Weak<dyn Evictable> = weak;
+        ring.push_back(weak);
         let capacity = self.inner.capacity;
         // Each entry is looked at most twice (once to clear its bit, once to evict it), so
         // the sweep ends.
@@ -115,7 +134,8 @@ impl SegmentCache {
                 candidate.leave_ring();
                 continue;
             }
-            if Arc::ptr_eq(&candidate, segment) || candidate.take_referenced() {
+            let is_new = std::ptr::addr_eq(Arc::as_ptr(&candidate), Arc::as_ptr(segment));
+            if is_new || candidate.take_referenced() {
                 ring.push_back(weak);
                 continue;
             }
@@ -127,9 +147,9 @@ impl SegmentCache {
         }
     }
 
-    fn ring(&self) -> std::sync::MutexGuard<'_, VecDeque<Weak<Segment>>> {
+    fn ring(&self) -> MutexGuard<'_, VecDeque<Weak<dyn Evictable>>> {
         // The ring only holds weak references: always consistent.
-        self.inner.ring.lock().unwrap_or_else(|p| p.into_inner())
+        lock(&self.inner.ring)
     }
 }
 

@@ -856,3 +856,24 @@ impl Drop for WriterGuard<'_> {
         self.segment.detach_writer();
     }
 }
+
+impl crate::cache::Evictable for Segment {
+    fn is_open(&self) -> bool {
+        Segment::is_open(self)
+    }
+    fn enter_ring(&self) -> bool {
+        Segment::enter_ring(self)
+    }
+    fn leave_ring(&self) {
+        Segment::leave_ring(self)
+    }
+    fn evictable(&self) -> bool {
+        Segment::evictable(self)
+    }
+    fn try_evict(&self) -> bool {
+        Segment::try_evict(self)
+    }
+    fn take_referenced(&self) -> bool {
+        Segment::take_referenced(self)
+    }
+}

@@ -103,6 +103,9 @@ pub struct RecoverReport {
     /// Files named like segment files but not as Kafka names them (e.g. `123.log`): ignored
     /// and left in place.
     pub stray_files: Vec<PathBuf>,
+    /// Segments damaged from their first byte in flushed data, set aside as
+    /// `<base>.log.damaged` (bytes unchanged).
+    pub set_aside: Vec<PathBuf>,
     /// The checkpointed log start offset, when it lay beyond the log end (ignored: Kafka
     /// would have deleted every segment).
     pub log_start_beyond_end: Option<i64>,
@@ -131,7 +134,9 @@ impl RecoverReport {
     /// stray files.
     pub fn problems_left(&self) -> bool {
         // A log start beyond the end is not left: the close rewrote the checkpoint.
-        self.segments.iter().any(|s| s.damaged_tail_kept) || !self.stray_files.is_empty()
+        self.segments.iter().any(|s| s.damaged_tail_kept)
+            || !self.stray_files.is_empty()
+            || !self.set_aside.is_empty()
     }
 }
 
@@ -180,6 +185,7 @@ pub fn recover_dir_with(
             .map(|s| s.truncated_bytes)
             .sum(),
         stray_files: load.stray_files.clone(),
+        set_aside: load.set_aside.clone(),
         log_start_beyond_end: load.log_start_beyond_end,
         segments,
         deleted_segments: load.deleted_segments,
@@ -354,6 +360,12 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
     for path in &report.stray_files {
         out.line(format_args!(
             "  {}: not a segment file name Kafka writes (20-digit base offset); ignored and left in place (move it out of the directory)",
+            path.display()
+        ))?;
+    }
+    for path in &report.set_aside {
+        out.line(format_args!(
+            "  {}: damaged from its first byte in flushed data; set aside (bytes unchanged), the log continues at its base offset",
             path.display()
         ))?;
     }
