@@ -154,75 +154,81 @@ fn rebuild(
     // The batch before this one, and the state from before it was counted (to take it back
     // when it turns out to be the damaged one).
     let mut previous: Option<Previous> = None;
-    let log = segment.log()?;
-    let outcome = scan_batches(log.handle(), &path, end, SCAN_CHUNK, true, |batch| {
-        let header = batch.header();
-        // Stricter than Kafka (see `CorruptKind::OffsetsNotIncreasing`): no checksum covers
-        // the offset fields, so a batch whose offsets do not increase is damage.
-        let first_offset = header.base_offset.unwrap_or(header.last_offset);
-        if let Some(prev) = &previous
-            && first_offset <= prev.last_offset
-        {
-            // Which of the two is damaged? When this batch follows on from the one before
-            // the previous batch, the previous batch is the one out of line (its offsets
-            // jumped up): take it back and cut there, so it is never served.
-            if first_offset > prev.offset_before {
-                offset.truncate_to(prev.last_offset)?;
-                time.truncate_to(prev.last_offset)?;
-                max = prev.max_before;
-                last_index_entry = prev.last_index_entry_before;
-                batches -= 1;
-                next_offset = prev.next_offset_before;
+    let outcome = scan_batches(
+        segment.log()?.handle(),
+        &path,
+        end,
+        SCAN_CHUNK,
+        true,
+        |batch| {
+            let header = batch.header();
+            // Stricter than Kafka (see `CorruptKind::OffsetsNotIncreasing`): no checksum covers
+            // the offset fields, so a batch whose offsets do not increase is damage.
+            let first_offset = header.base_offset.unwrap_or(header.last_offset);
+            if let Some(prev) = &previous
+                && first_offset <= prev.last_offset
+            {
+                // Which of the two is damaged? When this batch follows on from the one before
+                // the previous batch, the previous batch is the one out of line (its offsets
+                // jumped up): take it back and cut there, so it is never served.
+                if first_offset > prev.offset_before {
+                    offset.truncate_to(prev.last_offset)?;
+                    time.truncate_to(prev.last_offset)?;
+                    max = prev.max_before;
+                    last_index_entry = prev.last_index_entry_before;
+                    batches -= 1;
+                    next_offset = prev.next_offset_before;
+                    return Err(Error::Corrupt {
+                        path: path.to_path_buf(),
+                        position: prev.position,
+                        kind: CorruptKind::OffsetJump {
+                            last_offset: prev.last_offset,
+                            next_first_offset: first_offset,
+                        },
+                    });
+                }
                 return Err(Error::Corrupt {
                     path: path.to_path_buf(),
-                    position: prev.position,
-                    kind: CorruptKind::OffsetJump {
-                        last_offset: prev.last_offset,
-                        next_first_offset: first_offset,
+                    position: header.position,
+                    kind: CorruptKind::OffsetsNotIncreasing {
+                        previous_last_offset: prev.last_offset,
+                        first_offset,
                     },
                 });
             }
-            return Err(Error::Corrupt {
-                path: path.to_path_buf(),
+            previous = Some(Previous {
                 position: header.position,
-                kind: CorruptKind::OffsetsNotIncreasing {
-                    previous_last_offset: prev.last_offset,
-                    first_offset,
-                },
+                last_offset: header.last_offset,
+                offset_before: previous.as_ref().map_or(base_offset - 1, |p| p.last_offset),
+                max_before: max,
+                last_index_entry_before: last_index_entry,
+                next_offset_before: next_offset,
             });
-        }
-        previous = Some(Previous {
-            position: header.position,
-            last_offset: header.last_offset,
-            offset_before: previous.as_ref().map_or(base_offset - 1, |p| p.last_offset),
-            max_before: max,
-            last_index_entry_before: last_index_entry,
-            next_offset_before: next_offset,
-        });
-        if relative_offset(base_offset, header.last_offset).is_none() {
-            return Err(Error::OffsetOverflow {
-                path: path.to_path_buf(),
-                base_offset,
-                offset: header.last_offset,
-            });
-        }
-        if header.max_timestamp_ms > max.timestamp_ms {
-            max = TimestampOffset {
-                timestamp_ms: header.max_timestamp_ms,
-                offset: header.last_offset,
-            };
-        }
-        let valid_bytes = header.position;
-        if valid_bytes - last_index_entry > interval {
-            let position = u32::try_from(valid_bytes).unwrap_or(u32::MAX);
-            offset.append(header.last_offset, position)?;
-            time.maybe_append(max.timestamp_ms, max.offset, false)?;
-            last_index_entry = valid_bytes;
-        }
-        batches += 1;
-        next_offset = header.next_offset();
-        Ok(())
-    })?;
+            if relative_offset(base_offset, header.last_offset).is_none() {
+                return Err(Error::OffsetOverflow {
+                    path: path.to_path_buf(),
+                    base_offset,
+                    offset: header.last_offset,
+                });
+            }
+            if header.max_timestamp_ms > max.timestamp_ms {
+                max = TimestampOffset {
+                    timestamp_ms: header.max_timestamp_ms,
+                    offset: header.last_offset,
+                };
+            }
+            let valid_bytes = header.position;
+            if valid_bytes - last_index_entry > interval {
+                let position = u32::try_from(valid_bytes).unwrap_or(u32::MAX);
+                offset.append(header.last_offset, position)?;
+                time.maybe_append(max.timestamp_ms, max.offset, false)?;
+                last_index_entry = valid_bytes;
+            }
+            batches += 1;
+            next_offset = header.next_offset();
+            Ok(())
+        },
+    )?;
     Ok(RecoveryReport {
         valid_bytes: outcome.valid_bytes,
         truncated_bytes: end - outcome.valid_bytes,
