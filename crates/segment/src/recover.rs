@@ -201,20 +201,20 @@ fn rebuild(
                 next_offset = prev.next_offset_before;
                 return Err(Error::Corrupt {
                     path: path.to_path_buf(),
-                    position: prev.position,
-                    kind: CorruptKind::OffsetJump {
-                        last_offset: prev.last_offset,
-                        next_first_offset: first_offset,
+                    position: header.position,
+                    kind: CorruptKind::OffsetsNotIncreasing {
+                        previous_last_offset: prev.last_offset,
+                        first_offset,
                     },
                 });
             }
-            return Err(Error::Corrupt {
-                path: path.to_path_buf(),
+            previous = Some(Previous {
                 position: header.position,
-                kind: CorruptKind::OffsetsNotIncreasing {
-                    previous_last_offset: prev.last_offset,
-                    first_offset,
-                },
+                last_offset: header.last_offset,
+                offset_before: previous.as_ref().map_or(base_offset - 1, |p| p.last_offset),
+                max_before: max,
+                last_index_entry_before: last_index_entry,
+                next_offset_before: next_offset,
             });
         }
         previous = Some(Previous {
