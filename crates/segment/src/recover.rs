@@ -201,20 +201,20 @@ fn rebuild(
                 next_offset = prev.next_offset_before;
                 return Err(Error::Corrupt {
                     path: path.to_path_buf(),
-                    position: header.position,
-                    kind: CorruptKind::OffsetsNotIncreasing {
-                        previous_last_offset: prev.last_offset,
-                        first_offset,
+                    position: prev.position,
+                    kind: CorruptKind::OffsetJump {
+                        last_offset: prev.last_offset,
+                        next_first_offset: first_offset,
                     },
                 });
             }
-            previous = Some(Previous {
+            return Err(Error::Corrupt {
+                path: path.to_path_buf(),
                 position: header.position,
-                last_offset: header.last_offset,
-                offset_before: previous.as_ref().map_or(base_offset - 1, |p| p.last_offset),
-                max_before: max,
-                last_index_entry_before: last_index_entry,
-                next_offset_before: next_offset,
+                kind: CorruptKind::OffsetsNotIncreasing {
+                    previous_last_offset: prev.last_offset,
+                    first_offset,
+                },
             });
         }
         previous = Some(Previous {
