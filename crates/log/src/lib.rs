@@ -97,8 +97,8 @@ pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
 };
 pub use seglog_segment::{
-    FileSlice, Io, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets, TimestampAndOffset,
-    TruncationReason,
+    FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets,
+    TimestampAndOffset, TruncationReason,
 };
 pub use split::SegmentSplit;
 pub use topic_partition::{

@@ -73,10 +73,10 @@ pub struct LoadReport {
     pub removed_files: Vec<PathBuf>,
     /// `*.swap` files renamed to their final names (an interrupted swap completed).
     pub completed_swaps: Vec<PathBuf>,
-    /// Every segment loaded, oldest first. With `trust_clean_shutdown` after a clean
-    /// shutdown the sealed segments are not opened at load but on first use (their checks and
-    /// any rebuild then: see `Segment::deferred_report`); they are listed here with neither
-    /// `rebuilt` nor `recovery`.
+    /// Every segment loaded, oldest first. After a clean shutdown the sealed segments are not
+    /// opened at load but on first use (their checks and any rebuild then: see
+    /// [`crate::Log::first_use_reports`]); they are listed here with neither `rebuilt` nor
+    /// `recovery`.
     pub segments: Vec<SegmentLoad>,
     /// Segments dropped because an earlier segment's recovery truncated it (Kafka deletes
     /// everything after a truncation), because of a [`Discontinuity`], or because the log
@@ -211,12 +211,13 @@ struct Loader<'a> {
     next_offsets: std::collections::BTreeMap<i64, i64>,
     /// Open segments without reading `.log` bytes (clean shutdown, no forced recovery).
     trust_clean_shutdown: bool,
-    /// With [`crate::OpenOptions::trust_clean_shutdown`] after a clean shutdown (and no
-    /// forced recovery), sealed segments are not opened at load: their files are opened, and
-    /// given the trusted checks, on first use ([`Segment::deferred`]). Loading then costs the
-    /// directory listing (with each `.log`'s length) plus the last segment. Not under the
-    /// strict policy: a damaged sealed segment found at load makes the loader drop every
-    /// later segment (nothing is served after damage), which a check on first use could not.
+    /// After a clean shutdown (no forced recovery, no destructive repair), sealed segments are
+    /// not opened at load: their files are opened, and given the open policy's checks (strict,
+    /// or the trusted ones with [`crate::OpenOptions::trust_clean_shutdown`]), on first use
+    /// ([`Segment::deferred`]). Loading then costs the directory listing (with each `.log`'s
+    /// length) plus the first and last segments. Safe because after a clean shutdown all data
+    /// is flushed: a check that finds damage later keeps the bytes and never drops other
+    /// segments, exactly what the load itself would have done.
     defer_sealed: bool,
     /// The unclean-shutdown rule for gaps applies (see [`Discontinuity`]), with this
     /// recovery point (the checkpoint's).
@@ -254,7 +255,7 @@ pub(crate) fn load(
         trust_clean_shutdown: mode.trust_clean_shutdown
             && state.had_clean_shutdown
             && !mode.recover_all,
-        defer_sealed: mode.trust_clean_shutdown && state.had_clean_shutdown && !mode.recover_all,
+        defer_sealed: state.had_clean_shutdown && !mode.recover_all && !mode.repair_destructively,
         gap_rule_from: (!state.had_clean_shutdown && state.recovery_point_known)
             .then_some(state.recovery_point),
         protect_below: if mode.repair_destructively {

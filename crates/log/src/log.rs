@@ -462,6 +462,18 @@ impl Log {
         out
     }
 
+    /// What the open policy found in sealed segments that were opened on first use rather
+    /// than at load (after a clean shutdown, see [`LoadReport`]): base offset and report, for
+    /// each such segment opened so far, oldest first. A segment whose indexes were rebuilt, or
+    /// whose damaged bytes were kept, then says so here instead of in the load report.
+    pub fn first_use_reports(&self) -> Vec<(i64, crate::OpenReport)> {
+        let view = self.published.load();
+        view.segments
+            .iter()
+            .filter_map(|(base, segment)| segment.deferred_report().map(|r| (base, r)))
+            .collect()
+    }
+
     /// Closes the log: seals the active segment (final time-index entry, trimmed indexes),
     /// flushes everything, deletes segments waiting for deletion, then writes the checkpoints
     /// (this log's entries, also inside a [`crate::LogDir`]) and — last, and only if nothing
