@@ -40,14 +40,21 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, Error> {
             .chain(&listing.snapshots)
             .chain(&listing.leftovers)
             .chain(&listing.other)
+            .chain(&listing.strays)
+            .chain(listing.irregular.iter().map(|(path, _)| path))
             .cloned()
             .collect();
         files.sort();
         for file in files {
             dumper.file(&file)?;
         }
-    } else {
+    } else if meta.is_file() {
         dumper.file(&args.path)?;
+    } else {
+        return Err(Error::WrongKind {
+            path: args.path.clone(),
+            expected: "not a regular file or a directory (a FIFO or a device is never read)",
+        });
     }
     dumper.out.flush()?;
     Ok(if dumper.problems == 0 {
@@ -202,6 +209,16 @@ fn record_sequence(batch: &BatchRef<'_>, record: &Record) -> i32 {
 
 impl Dumper<'_> {
     fn file(&mut self, path: &Path) -> Result<(), Error> {
+        // Only regular files are read: a FIFO would block, a device never end.
+        match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(_) => {
+                self.heading(path)?;
+                let file = path.display().to_string();
+                return self.problem(&file, 0, "not a regular file; not read".to_owned());
+            }
+            Err(e) => return Err(Error::io("stat", path)(e)),
+        }
         match kind_of(path) {
             Kind::Log => self.log(path),
             Kind::OffsetIndex(base) => self.offset_index(path, base),

@@ -338,3 +338,24 @@ fn a_small_demo_passes_its_own_checks() {
     let out = seglog(["demo", "--records", "18446744073709551615"]);
     assert_eq!(out.code, 2);
 }
+
+#[test]
+fn dump_refuses_fifos_and_devices_instead_of_hanging() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fifo = tmp.path().join("00000000000000000000.log");
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "mkfifo");
+    for path in [fifo.as_path(), Path::new("/dev/zero")] {
+        let out = seglog(["dump".as_ref(), path.as_os_str()]);
+        assert_eq!(out.code, 2, "{}: {}", path.display(), out.stderr);
+        assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+    }
+    // Inside a directory: reported, the rest is dumped.
+    let out = seglog(["dump".as_ref(), tmp.path().as_os_str()]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stdout.contains("not a regular file"), "{}", out.stdout);
+}
