@@ -58,6 +58,10 @@ impl<E: IndexEntry> IndexCore<E> {
                 // Existing file: leave the length alone, map all of it; every whole entry counts
                 // (Kafka does not look for a zero tail; `sanity_check` does).
                 let len = file_len(&file, &path)?;
+                // A broker's (or a crashed run's) preallocated index is sparse: reserve its
+                // blocks now, so a full disk is an error here and never a fault on a store.
+                crate::mmap::allocate(&file, len)
+                    .map_err(|source| io_error(&path, "preallocate", source))?;
                 (file, len, len / E::SIZE)
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -69,6 +73,8 @@ impl<E: IndexEntry> IndexCore<E> {
                     .open(&path)
                     .map_err(|source| io_error(&path, "create", source))?;
                 file.set_len(len as u64)
+                    .map_err(|source| io_error(&path, "preallocate", source))?;
+                crate::mmap::allocate(&file, len)
                     .map_err(|source| io_error(&path, "preallocate", source))?;
                 (file, len, 0)
             }

@@ -183,6 +183,7 @@ impl Buffer for FileBuffer {
         let file = self.reopen()?;
         self.map = None;
         file.set_len(new_len as u64)?;
+        allocate(&file, new_len)?;
         self.map = Some(Self::map_raw(&file, new_len, keep)?);
         Ok(())
     }
@@ -557,5 +558,20 @@ mod tests {
         assert_eq!(slots.read(<[u8]>::to_vec), vec![1u8; 8]);
         assert!(slots.resize(0).is_ok());
         assert_eq!(slots.published(), 0);
+    }
+}
+
+/// Reserves the blocks of `file`'s first `len` bytes (`fallocate`, keeping the size), so that
+/// no store to a mapped page can fault for want of disk space (SIGBUS on a full disk): the
+/// failure is this call's `ENOSPC` instead. A file system that cannot reserve blocks
+/// (`EOPNOTSUPP`) keeps the sparse file, as Kafka's `RandomAccessFile.setLength` leaves it.
+pub(crate) fn allocate(file: &File, len: usize) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    match rustix::fs::fallocate(file, rustix::fs::FallocateFlags::KEEP_SIZE, 0, len as u64) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::OPNOTSUPP || e == rustix::io::Errno::NOSYS => Ok(()),
+        Err(e) => Err(io::Error::from(e)),
     }
 }

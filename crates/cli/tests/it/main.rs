@@ -5,6 +5,7 @@
 
 mod corpus;
 mod corpus_read;
+mod full_disk;
 mod hostile;
 mod kafka_fixtures;
 mod live_writer;

@@ -3,6 +3,7 @@
 // Helpers outside `#[test]` functions panic on purpose: a failed helper is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod allocation;
 mod concurrency;
 mod golden;
 mod read_only;
