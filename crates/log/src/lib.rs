@@ -54,6 +54,7 @@ mod clock;
 mod commit_join;
 mod config;
 mod deletion;
+mod durable;
 mod error;
 mod flush;
 mod fsutil;
