@@ -233,6 +233,15 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     }
 }
 
+/// The last holder closes the log (seals the active segment, trims its indexes, flushes,
+/// writes the clean-shutdown marker). Best effort: when the close fails, no marker is written
+/// and the next open recovers the log.
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let _ = self.log.close();
+    }
+}
+
 impl Shared {
     fn dir(&self) -> &Path {
         self.log.dir()

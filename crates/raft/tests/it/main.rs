@@ -5,6 +5,7 @@
 // Test helpers outside `#[test]` functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod cluster;
 mod common;
 mod crash;
 mod store;
