@@ -10,7 +10,9 @@ use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{
     Entry, LogId, LogState, OptionalSend, RaftLogReader, RaftTypeConfig, StorageError, Vote,
 };
-use seglog::{BatchRef, Batches, Clock, Durability, Isolation, Log, LogConfig, SystemClock};
+use seglog::{
+    BatchRef, Batches, Clock, Durability, Isolation, Log, LogConfig, OpenOptions, SystemClock,
+};
 
 use crate::Error;
 use crate::codec::{self, Decoded, offset_of};
@@ -100,12 +102,29 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     /// [`Error::Log`] when seglog cannot open or recover the log (also `Locked` when another
     /// store has it open); [`Error::Io`] / [`Error::SideFile`] for the side files;
     /// [`Error::Corrupt`] for a record that is not a Raft entry.
-    pub fn open_with(dir: impl AsRef<Path>, mut config: LogConfig) -> Result<Self, Error> {
+    pub fn open_with(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self, Error> {
+        Self::open_with_options(dir, config, OpenOptions::default())
+    }
+
+    /// [`LogStore::open_with`] with seglog's [`OpenOptions`] (a clock, recovery policy, the
+    /// segment I/O seam: tests inject faults through it).
+    ///
+    /// # Errors
+    /// As [`LogStore::open_with`]; `seglog::Error::ReadOnly` for `options.read_only` (the
+    /// store writes).
+    pub fn open_with_options(
+        dir: impl AsRef<Path>,
+        mut config: LogConfig,
+        options: OpenOptions,
+    ) -> Result<Self, Error> {
         let root = dir.as_ref().to_path_buf();
+        if options.read_only {
+            return Err(seglog::Error::ReadOnly { dir: root }.into());
+        }
         std::fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
         config.retention_ms = -1;
         config.retention_bytes = -1;
-        let log = Log::open(root.join(LOG_DIR), config)?;
+        let log = Log::open_with(root.join(LOG_DIR), config, options)?;
         let vote = side_file::read_json(&root, VOTE_FILE)?;
         let committed = side_file::read_json(&root, COMMITTED_FILE)?;
         let last_purged: Option<LogId<u64>> = side_file::read_json(&root, PURGED_FILE)?;
@@ -263,9 +282,28 @@ impl Shared {
         let mut buf = Vec::new();
         let mut next = from;
         while next < to {
-            let fetch = self
-                .log
-                .read_into(next, READ_BYTES, Isolation::LogEnd, true, &mut buf)?;
+            let fetch =
+                match self
+                    .log
+                    .read_into(next, READ_BYTES, Isolation::LogEnd, true, &mut buf)
+                {
+                    Ok(fetch) => fetch,
+                    // A purge raised the log start (or a truncation lowered the end) since the
+                    // bounds were read: what is gone is not returned, and what is returned stays
+                    // consecutive (a prefix of what was read so far, or from the new start).
+                    Err(seglog::Error::OffsetOutOfRange {
+                        log_start_offset,
+                        log_end_offset,
+                        ..
+                    }) if next < log_start_offset || next >= log_end_offset => {
+                        if next >= log_end_offset || !out.is_empty() {
+                            break;
+                        }
+                        next = log_start_offset;
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                };
             if buf.is_empty() {
                 break;
             }
@@ -505,7 +543,18 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> RaftLogStorage<C> for Lo
         &mut self,
         committed: Option<LogId<u64>>,
     ) -> Result<(), StorageError<u64>> {
-        self.barrier().await.map_err(Error::write_logs)?;
+        // Entries up to `committed` must be durable here before the file says they are
+        // committed (a restart re-applies them from the log); later appends need not be.
+        if let Some(id) = committed {
+            let log = &self.shared.log;
+            let end = offset_of(id.index)
+                .map_err(Error::write_logs)?
+                .saturating_add(1)
+                .min(log.log_end_offset());
+            if end > log.durable_end_offset() {
+                log.sync_to(end).map_err(|e| Error::Log(e).write_logs())?;
+            }
+        }
         side_file::write_json(&self.shared.root, COMMITTED_FILE, &committed)
             .map_err(Error::write_logs)?;
         self.committed = committed;

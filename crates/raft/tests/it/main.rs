@@ -8,5 +8,6 @@
 mod cluster;
 mod common;
 mod crash;
+mod power_loss;
 mod store;
 mod suite;
