@@ -23,10 +23,14 @@
 //!   readers); its `LogFlushed` callback fires only after they are fsynced, through seglog's
 //!   group commit ([`seglog::Log::sync_to`] on the store's flush thread: every callback queued
 //!   while one fsync runs shares the next one).
-//! - `save_vote` / `save_committed` return after their file is durable; `truncate` and `purge`
-//!   return after their effect is durable (`Log::truncate_to` is durable; a purge is durable
-//!   through `purged`, re-applied at open). Each of them first waits until every earlier append
-//!   is durable and its callback has fired, so no write overtakes an earlier one.
+//! - `save_vote`, `truncate` and `purge` first wait until every earlier append is durable and
+//!   its callback has fired (no write overtakes an earlier one), then return once their effect
+//!   is durable: `vote` renamed into place and its directory fsynced; `Log::truncate_to` is
+//!   durable; a purge is durable through `purged`, re-applied at open.
+//! - `save_committed` makes the entries it names durable, then rewrites `committed` at most
+//!   every [`COMMITTED_CHECKPOINT_INTERVAL`] (and when the store is dropped): the file may lag
+//!   the committed id, never lead it. Kafka checkpoints its high watermark the same way; a
+//!   rewrite per commit would put two fsyncs in openraft's core loop for every commit.
 //! - A truncation inside a batch (seglog, as Kafka, truncates whole batches) writes the kept
 //!   entries of that batch to `truncation` first, cuts at the batch start, appends them again
 //!   durably and removes the file; an open after a crash finishes it.
@@ -66,7 +70,7 @@ pub use error::Error;
 pub use flusher::OnDurable;
 pub use kv::{KvConfig, KvRequest, KvResponse, KvStateMachine};
 pub use side_file::{COMMITTED_FILE, PURGED_FILE, TRUNCATION_FILE, VOTE_FILE};
-pub use store::{LOG_DIR, LogReader, LogStore, raft_log_config};
+pub use store::{COMMITTED_CHECKPOINT_INTERVAL, LOG_DIR, LogReader, LogStore, raft_log_config};
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use openraft::storage::{LogFlushed, RaftLogStorage};
 use openraft::{
@@ -21,6 +22,12 @@ use crate::side_file::{self, COMMITTED_FILE, PURGED_FILE, TRUNCATION_FILE, VOTE_
 
 /// The seglog partition directory inside a store's directory.
 pub const LOG_DIR: &str = "raft-0";
+
+/// How often `save_committed` rewrites the `committed` file at most (Kafka checkpoints its
+/// high watermark every `replica.high.watermark.checkpoint.interval.ms`, 5 s by default). The
+/// file may lag the committed log id by this much (and is written when the store is dropped);
+/// a lagging value is safe, since it is only ever a committed id whose entries are durable.
+pub const COMMITTED_CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Bytes asked of seglog per read while collecting entries (at least one whole batch is
 /// always returned).
@@ -63,6 +70,8 @@ pub struct LogStore<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> {
     last_purged: Option<LogId<u64>>,
     vote: Option<Vote<u64>>,
     committed: Option<LogId<u64>>,
+    /// What the `committed` file says, and when it was written.
+    committed_written: Option<(Option<LogId<u64>>, Instant)>,
 }
 
 /// A reader of a [`LogStore`]'s entries (openraft's replication tasks hold one each); reads
@@ -126,7 +135,9 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
         config.retention_bytes = -1;
         let log = Log::open_with(root.join(LOG_DIR), config, options)?;
         let vote = side_file::read_json(&root, VOTE_FILE)?;
-        let committed = side_file::read_json(&root, COMMITTED_FILE)?;
+        // `null` when openraft saved "nothing committed".
+        let committed: Option<LogId<u64>> =
+            side_file::read_json::<Option<LogId<u64>>>(&root, COMMITTED_FILE)?.flatten();
         let last_purged: Option<LogId<u64>> = side_file::read_json(&root, PURGED_FILE)?;
         let shared = Arc::new(Shared { log, root });
         shared.finish_truncation()?;
@@ -145,6 +156,7 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
             last_purged,
             vote,
             committed,
+            committed_written: Some((committed, Instant::now())),
         })
     }
 
@@ -159,6 +171,15 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
             shared: Arc::clone(&self.shared),
             _config: PhantomData,
         }
+    }
+
+    /// Writes the `committed` file (atomically) when it differs from what it says.
+    fn write_committed(&mut self) -> Result<(), Error> {
+        if self.committed_written.map(|(c, _)| c) != Some(self.committed) {
+            side_file::write_json(&self.shared.root, COMMITTED_FILE, &self.committed)?;
+        }
+        self.committed_written = Some((self.committed, Instant::now()));
+        Ok(())
     }
 
     /// Waits until every append queued before has been made durable and its callback
@@ -249,6 +270,13 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
         let info = log.append_as_follower_with(&bytes, Durability::PageCache)?;
         self.last_log_id = entries.last().map(|e| e.log_id);
         Ok(info.last_offset + 1)
+    }
+}
+
+/// Writes the latest committed log id (best effort: the file may then lag, which is safe).
+impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> Drop for LogStore<C> {
+    fn drop(&mut self) {
+        let _ = self.write_committed();
     }
 }
 
@@ -555,9 +583,13 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> RaftLogStorage<C> for Lo
                 log.sync_to(end).map_err(|e| Error::Log(e).write_logs())?;
             }
         }
-        side_file::write_json(&self.shared.root, COMMITTED_FILE, &committed)
-            .map_err(Error::write_logs)?;
         self.committed = committed;
+        let due = self
+            .committed_written
+            .is_none_or(|(_, at)| at.elapsed() >= COMMITTED_CHECKPOINT_INTERVAL);
+        if due {
+            self.write_committed().map_err(Error::write_logs)?;
+        }
         Ok(())
     }
 

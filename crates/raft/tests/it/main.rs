@@ -8,6 +8,7 @@
 mod cluster;
 mod common;
 mod crash;
+mod one_node;
 mod power_loss;
 mod store;
 mod suite;

@@ -79,6 +79,29 @@ fn reopen_keeps_entries_vote_committed_and_purged() {
 }
 
 #[test]
+fn committed_none_is_saved_and_read_back_and_a_lagging_committed_is_written_at_drop() {
+    let dir = tempfile::tempdir().unwrap();
+    rt().block_on(async {
+        let mut store = LogStore::<KvConfig>::open(dir.path()).unwrap();
+        store.save_committed(None).await.unwrap();
+    });
+    rt().block_on(async {
+        let mut store = LogStore::<KvConfig>::open(dir.path()).unwrap();
+        assert_eq!(store.read_committed().await.unwrap(), None);
+        append_durable(&mut store, entries(1, 0, 3)).await;
+        // Two commits within the checkpoint interval: the second is only in memory...
+        store.save_committed(Some(log_id(1, 1, 1))).await.unwrap();
+        store.save_committed(Some(log_id(1, 1, 2))).await.unwrap();
+        assert_eq!(store.read_committed().await.unwrap(), Some(log_id(1, 1, 2)));
+    });
+    // ...and written when the store is dropped.
+    rt().block_on(async {
+        let mut store = LogStore::<KvConfig>::open(dir.path()).unwrap();
+        assert_eq!(store.read_committed().await.unwrap(), Some(log_id(1, 1, 2)));
+    });
+}
+
+#[test]
 fn a_truncation_inside_a_batch_keeps_the_entries_before_the_cut() {
     let dir = tempfile::tempdir().unwrap();
     rt().block_on(async {
