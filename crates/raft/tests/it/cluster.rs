@@ -16,19 +16,23 @@ use serde_json::{Value, json};
 const NODES: u64 = 3;
 const DEADLINE: Duration = Duration::from_secs(90);
 
-/// Builds `args` with this cargo (a no-op when fresh) and returns `target/debug/<path>`.
+/// Builds `args` with this cargo, in this test's profile (a no-op when fresh), and returns
+/// `<target>/<profile>/<path>`.
 fn built(args: &[&str], path: &str) -> PathBuf {
-    let status = Command::new(env!("CARGO"))
+    // The test binary is <target>/<profile>/deps/it-<hash>.
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    let mut cargo = Command::new(env!("CARGO"));
+    cargo
         .args(["build", "--quiet"])
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .unwrap();
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile_dir.file_name().is_some_and(|n| n == "release") {
+        cargo.arg("--release");
+    }
+    let status = cargo.status().unwrap();
     assert!(status.success(), "cargo build {args:?}");
-    // The test binary is target/debug/deps/it-<hash>.
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.parent().and_then(Path::parent).unwrap();
-    target.join(path)
+    profile_dir.join(path)
 }
 
 fn free_port() -> SocketAddr {
