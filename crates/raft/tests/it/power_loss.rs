@@ -122,3 +122,28 @@ fn a_failed_fsync_fails_the_callback_and_the_log_refuses_appends_until_reopened(
         assert_eq!(all[..5], entries(1, 0, 5));
     });
 }
+
+#[test]
+fn save_committed_makes_the_entries_it_names_durable_first() {
+    use openraft::storage::RaftLogStorage;
+    let dir = tempfile::tempdir().unwrap();
+    let injector = FaultInjector::new(dir.path());
+    let segment = dir.path().join(LOG_DIR).join("00000000000000000000.log");
+    rt().block_on(async {
+        let mut store = open(dir.path(), &injector);
+        // A follower: entries appended, their flush not waited for, then the leader's commit.
+        store
+            .append_then(entries(1, 0, 4), Box::new(|_| {}))
+            .await
+            .unwrap();
+        let committed = Some(crate::common::log_id(1, 1, 3));
+        store.save_committed(committed).await.unwrap();
+        let image = injector.durable_image(&segment).unwrap_or_default();
+        assert!(
+            durable_end(&image) >= 4,
+            "committed saved with {} durable",
+            durable_end(&image)
+        );
+        assert_eq!(store.read_committed().await.unwrap(), committed);
+    });
+}
