@@ -103,3 +103,97 @@ fn run(rx: &Receiver<Job>, sync: impl Fn(i64) -> Result<(), String>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    use super::{Flusher, Job};
+
+    /// A sync that takes 50 ms and records the end offsets it was asked for.
+    fn slow_flusher(asked: Arc<Mutex<Vec<i64>>>) -> Flusher {
+        Flusher::start(Arc::new(()), move |_: &(), end| {
+            std::thread::sleep(Duration::from_millis(50));
+            asked.lock().unwrap().push(end);
+            Ok(())
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_barrier_replies_only_after_the_callbacks_queued_before_it() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let flusher = slow_flusher(Arc::clone(&asked));
+        let done = Arc::new(AtomicI64::new(0));
+        for end in [3, 7] {
+            let done = Arc::clone(&done);
+            let job = Job::Flush {
+                end_offset: end,
+                done: Box::new(move |r| {
+                    r.unwrap();
+                    done.fetch_max(end, Ordering::AcqRel);
+                }),
+            };
+            assert!(flusher.send(job).is_ok());
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        assert!(flusher.send(Job::Barrier(tx)).is_ok());
+        rx.blocking_recv().unwrap().unwrap();
+        assert_eq!(
+            done.load(Ordering::Acquire),
+            7,
+            "the barrier overtook a callback"
+        );
+    }
+
+    #[test]
+    fn callbacks_queued_during_a_sync_share_the_next_one() {
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let flusher = slow_flusher(Arc::clone(&asked));
+        let calls = Arc::new(AtomicUsize::new(0));
+        for end in 1..=20 {
+            let calls = Arc::clone(&calls);
+            let job = Job::Flush {
+                end_offset: end,
+                done: Box::new(move |_| {
+                    calls.fetch_add(1, Ordering::AcqRel);
+                }),
+            };
+            assert!(flusher.send(job).is_ok());
+        }
+        drop(flusher); // waits for the thread to finish the queue
+        assert_eq!(calls.load(Ordering::Acquire), 20);
+        let asked = asked.lock().unwrap();
+        // The first job may go alone; everything queued meanwhile shares one sync, for the
+        // highest end offset.
+        assert!(
+            asked.len() <= 2,
+            "{} syncs for 20 callbacks: {asked:?}",
+            asked.len()
+        );
+        assert_eq!(asked.last(), Some(&20));
+    }
+
+    #[test]
+    fn a_failed_sync_fails_every_callback_it_covered() {
+        let flusher =
+            Flusher::start(Arc::new(()), |_: &(), _| Err("disk on fire".to_owned())).unwrap();
+        let failures = Arc::new(AtomicUsize::new(0));
+        for end in 1..=3 {
+            let failures = Arc::clone(&failures);
+            let job = Job::Flush {
+                end_offset: end,
+                done: Box::new(move |r| {
+                    if r.is_err_and(|e| e.to_string().contains("disk on fire")) {
+                        failures.fetch_add(1, Ordering::AcqRel);
+                    }
+                }),
+            };
+            assert!(flusher.send(job).is_ok());
+        }
+        drop(flusher);
+        assert_eq!(failures.load(Ordering::Acquire), 3);
+    }
+}
