@@ -52,10 +52,9 @@ where
         let mut value = Vec::new();
         for entry in &entries[start..end] {
             value.clear();
-            serde_json::to_writer(&mut value, &entry.payload).map_err(|e| Error::Corrupt {
-                dir: Path::new("").into(),
-                offset: i64::try_from(entry.log_id.index).unwrap_or(i64::MAX),
-                reason: format!("payload does not serialize: {e}"),
+            serde_json::to_writer(&mut value, &entry.payload).map_err(|e| Error::Encode {
+                index: entry.log_id.index,
+                reason: format!("the payload does not serialize: {e}"),
             })?;
             let key = entry.log_id.leader_id.node_id.to_be_bytes();
             builder
@@ -66,16 +65,14 @@ where
                     Some(&value),
                     &[],
                 )
-                .map_err(|e| Error::Corrupt {
-                    dir: Path::new("").into(),
-                    offset: i64::try_from(entry.log_id.index).unwrap_or(i64::MAX),
+                .map_err(|e| Error::Encode {
+                    index: entry.log_id.index,
                     reason: format!("entries are not consecutive: {e}"),
                 })?;
         }
-        let batch = builder.build().map_err(|e| Error::Corrupt {
-            dir: Path::new("").into(),
-            offset: i64::try_from(first_index).unwrap_or(i64::MAX),
-            reason: format!("batch does not build: {e}"),
+        let batch = builder.build().map_err(|e| Error::Encode {
+            index: first_index,
+            reason: format!("the batch does not build: {e}"),
         })?;
         out.extend_from_slice(&batch);
         start = end;

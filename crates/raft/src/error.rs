@@ -41,6 +41,15 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// Entries that cannot be written as a batch (a payload serde refuses, a batch over
+    /// `i32::MAX` bytes).
+    #[error("log index {index}: cannot encode the entry: {reason}")]
+    Encode {
+        /// The index of the entry (or of the batch's first entry).
+        index: u64,
+        /// What failed.
+        reason: String,
+    },
     /// A term that does not fit a batch's `partitionLeaderEpoch` (a non-negative `i32`).
     #[error("term {term} of log index {index} does not fit in a partition leader epoch (at most {max})", max = i32::MAX)]
     TermTooLarge {
@@ -62,6 +71,15 @@ pub enum Error {
         expected: u64,
         /// The index of the entry offered.
         index: u64,
+    },
+    /// An earlier append did not become durable (its fsync failed: the log is poisoned until
+    /// the store is reopened).
+    #[error("{dir}: an earlier append did not become durable: {reason}")]
+    FlushFailed {
+        /// The log directory.
+        dir: PathBuf,
+        /// The flush error, as the flush thread reported it.
+        reason: String,
     },
     /// The flusher thread is gone (the store is being dropped, or it could not be started).
     #[error("the flush thread of {dir} is not running")]

@@ -183,8 +183,8 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     }
 
     /// Waits until every append queued before has been made durable and its callback
-    /// completed: the writes that must not overtake them (truncate, purge, vote, committed)
-    /// call it first.
+    /// completed: the writes that must not overtake them (vote, truncate, purge, and an append
+    /// that replaces the tail) call it first.
     async fn barrier(&self) -> Result<(), Error> {
         let gone = || Error::FlusherGone {
             dir: self.shared.log.dir().to_path_buf(),
@@ -193,10 +193,9 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
         self.flusher.send(Job::Barrier(tx)).map_err(|_| gone())?;
         match rx.await {
             Ok(Ok(())) => Ok(()),
-            Ok(Err(reason)) => Err(Error::Corrupt {
+            Ok(Err(reason)) => Err(Error::FlushFailed {
                 dir: self.shared.log.dir().to_path_buf(),
-                offset: self.shared.log.log_end_offset(),
-                reason: format!("an earlier append did not become durable: {reason}"),
+                reason,
             }),
             Err(_) => Err(gone()),
         }
@@ -213,7 +212,8 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     ///
     /// # Errors
     /// [`Error::NotContiguous`] for entries that would leave a hole;
-    /// [`Error::TermTooLarge`]; [`Error::Log`] when seglog refuses or fails the write (then
+    /// [`Error::TermTooLarge`], [`Error::Encode`]; [`Error::FlushFailed`] when an earlier append
+    /// failed to become durable; [`Error::Log`] when seglog refuses or fails the write (then
     /// `done` is not called).
     pub async fn append_then(
         &mut self,
