@@ -81,9 +81,11 @@ fn every_flush_callback_finds_its_entries_in_the_durable_image() {
             "a callback for entries below {end} fired with {durable} durable"
         );
     }
-    // Many callbacks per fsync: fewer `.log` fsyncs than callbacks (appends do not wait).
+    // At most one `.log` fsync per callback (the store adds none of its own); that callbacks
+    // queued during a sync share the next one is the flusher's unit test (a slow sync makes it
+    // deterministic; here, on a fast disk, each append may find the previous sync finished).
     assert!(
-        injector.syncs() < 40,
+        injector.syncs() <= 40,
         "{} fsyncs for 40 callbacks",
         injector.syncs()
     );
