@@ -150,8 +150,20 @@ mod tests {
 
     #[test]
     fn callbacks_queued_during_a_sync_share_the_next_one() {
+        use std::sync::atomic::AtomicBool;
         let asked = Arc::new(Mutex::new(Vec::new()));
-        let flusher = slow_flusher(Arc::clone(&asked));
+        let released = Arc::new(AtomicBool::new(false));
+        // The first sync holds until every job is queued: whatever the scheduling, the jobs
+        // queued meanwhile are all waiting when it ends.
+        let (log, gate) = (Arc::clone(&asked), Arc::clone(&released));
+        let flusher = Flusher::start(Arc::new(()), move |_: &(), end| {
+            while !gate.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            log.lock().unwrap().push(end);
+            Ok(())
+        })
+        .unwrap();
         let calls = Arc::new(AtomicUsize::new(0));
         for end in 1..=20 {
             let calls = Arc::clone(&calls);
@@ -163,11 +175,12 @@ mod tests {
             };
             assert!(flusher.send(job).is_ok());
         }
+        released.store(true, Ordering::Release);
         drop(flusher); // waits for the thread to finish the queue
         assert_eq!(calls.load(Ordering::Acquire), 20);
         let asked = asked.lock().unwrap();
-        // The first job may go alone; everything queued meanwhile shares one sync, for the
-        // highest end offset.
+        // The first sync took what was queued when it started; everything queued during it
+        // shares one more sync, for the highest end offset.
         assert!(
             asked.len() <= 2,
             "{} syncs for 20 callbacks: {asked:?}",
