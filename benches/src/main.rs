@@ -3,7 +3,9 @@
 //!
 //! - (a) the physical ceiling: plain `std::fs` on the same bytes (`ceiling`);
 //! - (b) seglog (`seglog_contender`);
-//! - (c) the `commitlog` crate 0.2 (`commitlog_contender`).
+//! - (c) the `commitlog` crate 0.2 (`commitlog_contender`);
+//! - and, in its own row, seglog-raft (a one-node openraft cluster) beside seglog's
+//!   `append_durable` (`raft_contender`).
 //!
 //! Run it with `cargo xtask bench [--quick]`, which builds in release mode. It prints one table
 //! and the target checks, and writes the raw samples as JSON under `target/bench/`. Logs are
@@ -23,6 +25,7 @@ mod commitlog_contender;
 mod data;
 mod fsx;
 mod harness;
+mod raft_contender;
 mod report;
 mod seglog_contender;
 mod sys;
@@ -52,8 +55,8 @@ usage: seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] 
 
   --quick          short sizes (under ~2 minutes on 2 cores); default is the full suite
   --rounds N       measured rounds per workload (default 3 quick, 5 full)
-  --only GROUPS    comma-separated subset of: append, durable, scan, point, timestamp, floor,
-                   recovery, open, rss
+  --only GROUPS    comma-separated subset of: append, durable, raft, scan, point, timestamp,
+                   floor, recovery, open, rss
   --out-dir DIR    where the JSON goes (default <workspace>/target/bench); logs go to DIR/tmp
   --drop-caches    drop the page cache before every timed read (needs root; off by default)
 ";

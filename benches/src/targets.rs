@@ -91,6 +91,14 @@ const CHECKS: &[(&str, Check)] = &[
         },
     ),
     (
+        "raft durable: seglog-raft / seglog append_durable (8 proposers)",
+        Check::RateAtLeast {
+            workload: names::RAFT_DURABLE,
+            against: Role::Ceiling,
+            bound: 0.8,
+        },
+    ),
+    (
         "scan 100B: seglog / raw read",
         Check::RateAtLeast {
             workload: names::SCAN_SMALL,

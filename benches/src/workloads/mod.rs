@@ -5,6 +5,7 @@
 mod append;
 mod index;
 mod open;
+mod raft;
 mod read;
 mod rss;
 
@@ -25,6 +26,8 @@ pub mod names {
     pub const DURABLE_ONE: &str = "durable append 1 writer";
     /// fsync per batch, eight writers (group commit).
     pub const DURABLE_EIGHT: &str = "durable append 8 writers";
+    /// seglog-raft: durable entries through openraft, eight proposers.
+    pub const RAFT_DURABLE: &str = "raft durable 8 proposers";
     /// Full scan of the 100 B log with CRC checks.
     pub const SCAN_SMALL: &str = "scan 100B";
     /// Full scan of the 1 KiB log with CRC checks.
@@ -49,6 +52,7 @@ pub mod names {
 pub const GROUPS: &[&str] = &[
     "append",
     "durable",
+    "raft",
     "scan",
     "point",
     "timestamp",
@@ -71,6 +75,8 @@ pub struct Plan {
     pub large: DataSpec,
     /// Batches per durable-append run (split across the writers).
     pub durable_batches: usize,
+    /// Entries per seglog-raft run (split across the proposers).
+    pub raft_entries: usize,
     /// Reads per point-read and timestamp-read run.
     pub point_reads: usize,
     /// Entries in the floor-lookup index.
@@ -104,6 +110,7 @@ impl Plan {
                 batch_records: 100,
             },
             durable_batches: 2_000,
+            raft_entries: 8_000,
             point_reads: 100_000,
             floor_entries: 1_000_000,
             floor_lookups: 1_000_000,
@@ -134,6 +141,7 @@ impl Plan {
                 batch_records: 100,
             },
             durable_batches: 400,
+            raft_entries: 2_000,
             point_reads: 10_000,
             floor_entries: 1_000_000,
             floor_lookups: 1_000_000,
@@ -239,6 +247,9 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     }
     if context.wants("durable") {
         results.extend(append::run_durable(context)?);
+    }
+    if context.wants("raft") {
+        results.extend(raft::run(context)?);
     }
     if context.wants("scan") || context.wants("point") || context.wants("timestamp") {
         results.extend(read::run(context)?);

@@ -155,6 +155,12 @@ impl DurabilityState {
         self.group_commit.wait_durable(end_offset, sync)
     }
 
+    /// Every offset below this is known durable (fsynced by a durable append, a sync, a flush,
+    /// or at load: the recovery point). Never moved here.
+    pub(crate) fn durable_end_offset(&self) -> i64 {
+        self.group_commit.durable_end_offset()
+    }
+
     /// Before a group-commit sync: waits (bounded) for the durable appends on their way.
     pub(crate) fn wait_for_siblings(&self) {
         self.commit_join.wait_for_siblings();

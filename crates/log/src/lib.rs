@@ -55,6 +55,7 @@ mod commit_join;
 mod config;
 mod deletion;
 mod durability;
+mod durable;
 mod error;
 mod flush;
 mod fsutil;
