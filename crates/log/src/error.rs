@@ -136,6 +136,15 @@ pub enum Error {
         /// What is wrong there.
         detail: String,
     },
+    /// A leader-epoch entry with a negative epoch or start offset
+    /// ([`crate::Log::assign_epoch_start_offset`]; Kafka's `IllegalArgumentException`).
+    #[error("invalid leader epoch entry: epoch {epoch}, start offset {start_offset}")]
+    InvalidEpochEntry {
+        /// The epoch given.
+        epoch: i32,
+        /// The start offset given.
+        start_offset: i64,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {
@@ -157,7 +166,8 @@ pub enum CorruptKind {
     /// The count line is not a number.
     #[error("malformed entry count")]
     MalformedCount,
-    /// An entry line is not `<topic> <partition> <offset>`.
+    /// An entry line is not `<topic> <partition> <offset>` (offset checkpoints) or
+    /// `<epoch> <startOffset>` with both non-negative (`leader-epoch-checkpoint`).
     #[error("malformed line")]
     MalformedLine,
     /// The number of entries differs from the header count.
@@ -251,6 +261,12 @@ pub enum AppendErrorKind {
         previous_last_offset: i64,
         /// This batch's last offset.
         last_offset: i64,
+    },
+    /// A leader append was given a negative leader epoch ([`crate::Log::append_as_leader`]).
+    #[error("leader epoch {epoch} is negative")]
+    InvalidLeaderEpoch {
+        /// The epoch given.
+        epoch: i32,
     },
     /// A follower append starts below the log end offset.
     #[error("follower append starts at {first_offset}, below the log end offset {log_end_offset}")]

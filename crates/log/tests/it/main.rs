@@ -12,6 +12,7 @@ mod corpus;
 mod discontinuity;
 mod durability;
 mod kafka_bugs;
+mod leader_epochs;
 mod lock;
 mod log_dir;
 mod model;
