@@ -93,7 +93,7 @@ impl Log {
     /// # Errors
     /// As [`Log::append_durable`], plus [`AppendErrorKind::InvalidLeaderEpoch`] for a
     /// negative epoch (nothing written) and I/O errors writing the checkpoint (which poison
-    /// the log; the batches were written).
+    /// the log; the batches were written but are not published: a reopen recovers them).
     pub fn append_as_leader(
         &self,
         batches: &[u8],
@@ -231,8 +231,10 @@ impl Log {
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
-        self.published.publish(view.appended(end));
+        // Before the batches are published: no flush can move the recovery point over them
+        // before their epochs are in the checkpoint (a crash then recovers them).
         self.epochs_after_append(&analysis.batches)?;
+        self.published.publish(view.appended(end));
         drop(writer);
         if let Some(durable) = &mut durable {
             durable.published();

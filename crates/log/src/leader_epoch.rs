@@ -623,7 +623,8 @@ impl Log {
         self.update_epochs(|cache| cache.assign(epoch, start_offset).unwrap_or(false))
     }
 
-    /// After an append (the caller holds the writer lock): every v2 batch with an epoch
+    /// After an append is written, before it is published (the caller holds the writer
+    /// lock): every v2 batch with an epoch
     /// assigns it at its base offset (Kafka's append path); a legacy batch clears the cache
     /// (Kafka's rule for a message-format downgrade).
     pub(crate) fn epochs_after_append(&self, batches: &[BatchSpan]) -> Result<()> {

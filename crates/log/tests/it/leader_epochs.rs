@@ -504,3 +504,24 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_failed_checkpoint_write_poisons_the_log() {
+    let (dir, faults, log) = crate::support::fresh_with_faults(small_config(1 << 20));
+    leader_append(&log, 0, 2);
+    // The next new epoch rewrites the checkpoint: its directory fsync fails.
+    faults.fail_nth_dir_sync(1, seglog_faults::FaultKind::Eio);
+    assert!(
+        log.append_as_leader(&numbered(T0, "r", 1), 1, Durability::PageCache)
+            .is_err()
+    );
+    assert!(matches!(
+        log.append(&numbered(T0, "r", 1)),
+        Err(Error::Poisoned { .. })
+    ));
+    drop(log);
+    // The reopen recovers the batch and its epoch from the unflushed range.
+    faults.clear();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    assert_eq!(log.leader_epochs(), [(0, 0), (1, 2)]);
+}
