@@ -95,6 +95,7 @@ pub use flush::TickReport;
 pub use leader_epoch::{
     EpochEndOffset, EpochEntry, InvalidEpochEntry, LEADER_EPOCH_CHECKPOINT, LeaderEpochCache,
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
+    format as format_leader_epoch_checkpoint, parse as parse_leader_epoch_checkpoint,
 };
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;

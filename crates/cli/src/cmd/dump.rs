@@ -1,7 +1,8 @@
 //! `seglog dump PATH`: the raw contents of segment files, like Kafka's `DumpLogSegments`.
 //!
 //! A `.log` (or a KRaft snapshot `.checkpoint`, which holds batches too) prints its batch table,
-//! and with `--records` every record; `.index`/`.timeindex`/`.txnindex` print their entries;
+//! and with `--records` every record; `.index`/`.timeindex`/`.txnindex` and
+//! `leader-epoch-checkpoint` print their entries;
 //! a directory prints all of its files. Nothing is written. Undecodable bytes are reported as
 //! problems (and the exit code is 1), not errors, so every readable part is still shown.
 
@@ -69,6 +70,7 @@ enum Kind {
     OffsetIndex(i64),
     TimeIndex(i64),
     TxnIndex,
+    LeaderEpochCheckpoint,
     Other,
 }
 
@@ -83,6 +85,9 @@ fn kind_of(path: &Path) -> Kind {
         };
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name == seglog::LEADER_EPOCH_CHECKPOINT {
+        return Kind::LeaderEpochCheckpoint;
+    }
     // KRaft snapshots (`<offset>-<epoch>.checkpoint`) are record batches like a `.log`.
     let kraft_snapshot = name.strip_suffix(".checkpoint").is_some_and(|stem| {
         stem.split_once('-').is_some_and(|(a, b)| {
@@ -175,6 +180,14 @@ struct TxnEntryLine<'a> {
 }
 
 #[derive(Serialize)]
+struct EpochEntryLine<'a> {
+    file: &'a str,
+    slot: usize,
+    epoch: i32,
+    start_offset: i64,
+}
+
+#[derive(Serialize)]
 struct OtherFileLine<'a> {
     file: &'a str,
     size: u64,
@@ -207,6 +220,7 @@ impl Dumper<'_> {
             Kind::OffsetIndex(base) => self.offset_index(path, base),
             Kind::TimeIndex(base) => self.time_index(path, base),
             Kind::TxnIndex => self.txn_index(path),
+            Kind::LeaderEpochCheckpoint => self.leader_epochs(path),
             Kind::Other => self.other(path),
         }
     }
@@ -504,6 +518,37 @@ impl Dumper<'_> {
         Ok(())
     }
 
+    /// `leader-epoch-checkpoint`: one line per `<epoch> <startOffset>` entry; a file that
+    /// does not parse (Kafka's checkpoint rules) is a problem at its line.
+    fn leader_epochs(&mut self, path: &Path) -> Result<(), Error> {
+        self.heading(path)?;
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+        let entries = match seglog::parse_leader_epoch_checkpoint(&text) {
+            Ok(entries) => entries,
+            Err((line, kind)) => return self.problem(&file, line, format!("line {line}: {kind}")),
+        };
+        if entries.is_empty() && !self.args.json {
+            self.out.line(format_args!("{file} is empty."))?;
+        }
+        for (slot, entry) in entries.iter().enumerate() {
+            if self.args.json {
+                self.out.json(&EpochEntryLine {
+                    file: &file,
+                    slot,
+                    epoch: entry.epoch,
+                    start_offset: entry.start_offset,
+                })?;
+            } else {
+                self.out.line(format_args!(
+                    "epoch: {} startOffset: {}",
+                    entry.epoch, entry.start_offset
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Checkpoints and metadata are small text files: print them; anything else by size.
     fn other(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
@@ -565,7 +610,7 @@ mod tests {
         ));
         assert!(matches!(
             kind_of(Path::new("leader-epoch-checkpoint")),
-            Kind::Other
+            Kind::LeaderEpochCheckpoint
         ));
         assert!(matches!(kind_of(Path::new("x.log")), Kind::Log));
     }

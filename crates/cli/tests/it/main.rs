@@ -7,6 +7,7 @@ mod corpus;
 mod corpus_read;
 mod hostile;
 mod kafka_fixtures;
+mod leader_epochs;
 mod live_writer;
 mod produce_read;
 mod repair;

@@ -1,0 +1,80 @@
+//! The leader-epoch cache in `info --json`, `dump` and `recover`, on the broker-made fixtures.
+
+use std::path::PathBuf;
+
+use crate::support::{assert_unchanged, copy_dir, seglog};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/kafka-4.4"
+    ))
+    .join(name)
+}
+
+#[test]
+fn info_json_lists_the_leader_epochs() {
+    let dir = fixture("retention-0");
+    let run = assert_unchanged(&dir, || {
+        seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()])
+    });
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let info = &run.json_lines()[0];
+    // The broker wrote `0 800` (retention moved the log start to 800).
+    assert_eq!(info["leader_epochs"], serde_json::json!([[0, 800]]));
+    let text = seglog(["info".as_ref(), dir.as_os_str()]).ok();
+    assert!(
+        text.contains("leader epochs (epoch@start offset): 0@800"),
+        "{text}"
+    );
+}
+
+#[test]
+fn dump_decodes_the_checkpoint_in_text_and_json() {
+    let (_tmp, dir) = copy_dir(&fixture("codec-none-0"));
+    let file = dir.join("leader-epoch-checkpoint");
+    std::fs::write(&file, "0\n2\n0 0\n3 139\n").unwrap();
+    let text = seglog(["dump".as_ref(), file.as_os_str()]).ok();
+    assert!(
+        text.contains("epoch: 0 startOffset: 0\nepoch: 3 startOffset: 139\n"),
+        "{text}"
+    );
+    let run = seglog(["dump".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let lines = run.json_lines();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[1]["epoch"], 3);
+    assert_eq!(lines[1]["start_offset"], 139);
+    assert_eq!(lines[1]["slot"], 1);
+    // A file that does not parse is a problem at its line (exit code 1).
+    std::fs::write(&file, "0\n2\n0 0\n").unwrap();
+    let run = seglog(["dump".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert_eq!(run.json_lines()[0]["position"], 2);
+}
+
+#[test]
+fn recover_rebuilds_a_missing_or_corrupt_checkpoint_as_the_broker_wrote_it() {
+    for name in ["retention-0", "compacted-0", "txn-0"] {
+        let broker =
+            std::fs::read_to_string(fixture(name).join("leader-epoch-checkpoint")).unwrap();
+        for damage in [None, Some("0\n7\n"), Some("garbage")] {
+            let (_tmp, dir) = copy_dir(&fixture(name));
+            let file = dir.join("leader-epoch-checkpoint");
+            match damage {
+                None => std::fs::remove_file(&file).unwrap(),
+                Some(text) => std::fs::write(&file, text).unwrap(),
+            }
+            let run = seglog(["recover".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+            assert_eq!(run.code, 0, "{name}: {}{}", run.stdout, run.stderr);
+            let report = &run.json_lines()[0];
+            let source = if damage.is_none() {
+                "rebuilt"
+            } else {
+                "rebuilt_after_problem"
+            };
+            assert_eq!(report["leader_epoch_source"], source, "{name}");
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), broker, "{name}");
+        }
+    }
+}
