@@ -145,6 +145,14 @@ pub enum Error {
         /// The start offset given.
         start_offset: i64,
     },
+    /// A producer-state `.snapshot` file does not decode (Kafka's `CorruptSnapshotException`).
+    #[error("corrupt producer snapshot {path}: {problem}")]
+    CorruptSnapshot {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: crate::SnapshotProblem,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {

@@ -22,7 +22,8 @@
 //! append records a new epoch's start, truncations trim it, loading rebuilds it from the
 //! batches it recovers, and [`Log::end_offset_for_epoch`] answers `OffsetsForLeaderEpoch`.
 //!
-//! What it deliberately does not do: replication, producer state and `.snapshot` files, transactions (`.txnindex` is renamed and deleted with
+//! What it deliberately does not do: replication, producer state (only the codec of Kafka's
+//! `.snapshot` files, [`ProducerSnapshot`]; the log never writes or deletes them), transactions (`.txnindex` is renamed and deleted with
 //! its segment but never written), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
@@ -72,6 +73,7 @@ mod log_dir;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod producer_snapshot;
 mod read;
 mod retention;
 mod segment_map;
@@ -101,6 +103,10 @@ pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::LogDir;
+pub use producer_snapshot::{
+    PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
+    ProducerSnapshotEntry, SnapshotProblem,
+};
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 pub use seglog_records::{

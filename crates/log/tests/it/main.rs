@@ -17,6 +17,7 @@ mod lock;
 mod log_dir;
 mod model;
 mod poisoning;
+mod producer_snapshots;
 mod read_into;
 mod reopen;
 mod retention;
