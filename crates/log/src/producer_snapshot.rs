@@ -54,6 +54,24 @@ pub struct ProducerSnapshotEntry {
     pub current_txn_first_offset: i64,
 }
 
+impl ProducerSnapshotEntry {
+    /// The first sequence of the last batch (Kafka's `BatchMetadata.firstSeq`:
+    /// `lastSequence - offsetDelta`, wrapping below 0 to `i32::MAX`).
+    pub fn first_sequence(&self) -> i32 {
+        if self.last_sequence < self.offset_delta {
+            i32::MAX - (self.offset_delta - self.last_sequence) + 1
+        } else {
+            self.last_sequence - self.offset_delta
+        }
+    }
+
+    /// Whether a last batch is retained (`lastOffset >= 0`; Kafka reads no `BatchMetadata`
+    /// otherwise).
+    pub fn has_batch(&self) -> bool {
+        self.last_offset >= 0
+    }
+}
+
 /// Why a snapshot could not be decoded (Kafka's `CorruptSnapshotException`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -219,6 +237,18 @@ mod tests {
         let empty = ProducerSnapshot::default().encode();
         assert_eq!(empty.len(), 10);
         assert!(ProducerSnapshot::decode(&empty).unwrap().entries.is_empty());
+    }
+
+    #[test]
+    fn first_sequence_wraps_as_kafkas_decrement_sequence() {
+        let mut e = entry(1);
+        assert_eq!(e.first_sequence(), 37);
+        e.last_sequence = 2;
+        e.offset_delta = 4;
+        assert_eq!(e.first_sequence(), i32::MAX - 1);
+        assert!(e.has_batch());
+        e.last_offset = -1;
+        assert!(!e.has_batch());
     }
 
     #[test]

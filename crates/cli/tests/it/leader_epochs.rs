@@ -78,3 +78,56 @@ fn recover_rebuilds_a_missing_or_corrupt_checkpoint_as_the_broker_wrote_it() {
         }
     }
 }
+
+#[test]
+fn dump_decodes_producer_snapshots_as_dump_log_segments_prints_them() {
+    let dir = fixture("txn-0");
+    let file = dir.join("00000000000000000972.snapshot");
+    let text = assert_unchanged(&dir, || seglog(["dump".as_ref(), file.as_os_str()])).ok();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("Dumping "), "{text}");
+    // The broker's file: two producers, one with a retained batch and one without.
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[1].starts_with(
+            "producerId: 6 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: "
+        ),
+        "{text}"
+    );
+    assert!(
+        lines[1].ends_with(" firstSequence: 220 lastSequence: 239 lastOffset: 970 offsetDelta: 19 timestamp: 1796115250590"),
+        "{text}"
+    );
+    // No batch retained (the transactional producer after its markers): Kafka's line ends
+    // after the timestamp, with its trailing space.
+    assert_eq!(
+        lines[2],
+        "producerId: 7 producerEpoch: 12 coordinatorEpoch: 0 currentTxnFirstOffset: OptionalLong.empty lastTimestamp: 1796115845946 "
+    );
+    let run = seglog(["dump".as_ref(), file.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let entries = run.json_lines();
+    assert_eq!(entries.len(), 2);
+    assert_eq!(entries[0]["producer_id"], 6);
+    assert_eq!(entries[0]["coordinator_epoch"], -1);
+    assert_eq!(entries[0]["first_sequence"], 220);
+    assert_eq!(entries[1]["first_sequence"], serde_json::Value::Null);
+    assert_eq!(entries[0]["last_offset"], 970);
+    assert_eq!(
+        entries[0]["current_txn_first_offset"],
+        serde_json::Value::Null
+    );
+    // A corrupt snapshot is a problem (exit code 1).
+    let (_tmp, copy) = copy_dir(&dir);
+    let bad = copy.join("00000000000000000972.snapshot");
+    let mut bytes = std::fs::read(&bad).unwrap();
+    bytes[12] ^= 1;
+    std::fs::write(&bad, bytes).unwrap();
+    let run = seglog(["dump".as_ref(), bad.as_os_str()]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    assert!(
+        run.stdout.contains("CRC is no longer valid"),
+        "{}",
+        run.stdout
+    );
+}
