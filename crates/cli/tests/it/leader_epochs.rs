@@ -131,3 +131,30 @@ fn dump_decodes_producer_snapshots_as_dump_log_segments_prints_them() {
         run.stdout
     );
 }
+
+#[test]
+fn verify_checks_snapshot_crcs_and_the_epoch_checkpoint() {
+    let (_tmp, dir) = copy_dir(&fixture("txn-0"));
+    let run = seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
+    let snapshot = dir.join("00000000000000000447.snapshot");
+    let mut bytes = std::fs::read(&snapshot).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x40;
+    std::fs::write(&snapshot, bytes).unwrap();
+    std::fs::write(dir.join("leader-epoch-checkpoint"), "0\n1\n").unwrap();
+    let run = seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(run.code, 1, "{}", run.stdout);
+    let report = &run.json_lines()[0];
+    let kinds: Vec<&str> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["corrupt_snapshot", "corrupt_leader_epoch_checkpoint"],
+        "{report}"
+    );
+}
