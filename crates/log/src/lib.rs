@@ -70,6 +70,7 @@ mod load;
 mod lock;
 mod log;
 mod log_dir;
+mod log_epochs;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
