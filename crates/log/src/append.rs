@@ -80,7 +80,34 @@ impl Log {
     /// # Errors
     /// As [`Log::append_durable`].
     pub fn append_with(&self, batches: &[u8], durability: Durability) -> Result<AppendInfo> {
-        self.append_inner(batches, Origin::Leader, durability)
+        self.append_inner(batches, Origin::Leader, None, durability)
+    }
+
+    /// [`Log::append_with`] as the leader of `leader_epoch` (Kafka's `appendAsLeader`): every
+    /// batch is written with `partitionLeaderEpoch = leader_epoch` (a field outside the CRC,
+    /// patched by the same vectored write as the base offset), and a new epoch's start
+    /// offset is recorded in the leader-epoch cache (`leader-epoch-checkpoint` is rewritten
+    /// before this returns). [`Log::append`] keeps the batches' own `partitionLeaderEpoch`
+    /// (a client's is -1) and, as every append does, records the epochs they carry.
+    ///
+    /// # Errors
+    /// As [`Log::append_durable`], plus [`AppendErrorKind::InvalidLeaderEpoch`] for a
+    /// negative epoch (nothing written) and I/O errors writing the checkpoint (which poison
+    /// the log; the batches were written but are not published: a reopen recovers them).
+    pub fn append_as_leader(
+        &self,
+        batches: &[u8],
+        leader_epoch: i32,
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        if leader_epoch < 0 {
+            return Err(Error::InvalidAppend {
+                kind: AppendErrorKind::InvalidLeaderEpoch {
+                    epoch: leader_epoch,
+                },
+            });
+        }
+        self.append_inner(batches, Origin::Leader, Some(leader_epoch), durability)
     }
 
     /// Appends batches as a follower: offsets are kept (they must increase, and the first
@@ -103,13 +130,14 @@ impl Log {
         batches: &[u8],
         durability: Durability,
     ) -> Result<AppendInfo> {
-        self.append_inner(batches, Origin::Follower, durability)
+        self.append_inner(batches, Origin::Follower, None, durability)
     }
 
     fn append_inner(
         &self,
         batches: &[u8],
         origin: Origin,
+        leader_epoch: Option<i32>,
         durability: Durability,
     ) -> Result<AppendInfo> {
         if self.read_only {
@@ -180,6 +208,12 @@ impl Log {
         if rolled {
             view = self.roll_locked(&mut writer, &view, Some(analysis.roll_offset()), now)?;
         }
+        let stamped = leader_epoch
+            .map(|epoch| validate::stamp_leader_epoch(bytes, &mut analysis, &bases, epoch));
+        let parts = match &stamped {
+            Some(prefixes) => validate::write_parts(bytes, &analysis, prefixes),
+            None => validate::write_parts(bytes, &analysis, &bases),
+        };
         let active = writer.active.as_mut().ok_or_else(|| Error::Closed {
             dir: self.dir.clone(),
         })?;
@@ -188,7 +222,7 @@ impl Log {
                 last_offset,
                 max_timestamp_ms,
                 offset_of_max_timestamp_ms,
-                &validate::write_parts(bytes, &analysis, &bases),
+                &parts,
             )
             .map_err(|e| self.poisoned_by("append", e))?;
         let segment = active.segment();
@@ -197,6 +231,9 @@ impl Log {
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
+        // Before the batches are published: no flush can move the recovery point over them
+        // before their epochs are in the checkpoint (a crash then recovers them).
+        self.epochs_after_append(&analysis.batches)?;
         self.published.publish(view.appended(end));
         drop(writer);
         if let Some(durable) = &mut durable {

@@ -189,7 +189,7 @@ impl DurabilityState {
     }
 
     /// Poisons the log with the first failed operation `op` (later ones keep the first).
-    fn poison_with(&self, op: &'static str) {
+    pub(crate) fn poison_with(&self, op: &'static str) {
         lock(&self.poison).get_or_insert(op);
         self.poisoned.store(true, Ordering::Release);
     }

@@ -121,6 +121,23 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
+    /// A leader-epoch entry with a negative epoch or start offset
+    /// ([`crate::Log::assign_epoch_start_offset`]; Kafka's `IllegalArgumentException`).
+    #[error("invalid leader epoch entry: epoch {epoch}, start offset {start_offset}")]
+    InvalidEpochEntry {
+        /// The epoch given.
+        epoch: i32,
+        /// The start offset given.
+        start_offset: i64,
+    },
+    /// A producer-state `.snapshot` file does not decode (Kafka's `CorruptSnapshotException`).
+    #[error("corrupt producer snapshot {path}: {problem}")]
+    CorruptSnapshot {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        problem: crate::SnapshotProblem,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {
@@ -142,7 +159,8 @@ pub enum CorruptKind {
     /// The count line is not a number.
     #[error("malformed entry count")]
     MalformedCount,
-    /// An entry line is not `<topic> <partition> <offset>`.
+    /// An entry line is not `<topic> <partition> <offset>` (offset checkpoints) or
+    /// `<epoch> <startOffset>` with both non-negative (`leader-epoch-checkpoint`).
     #[error("malformed line")]
     MalformedLine,
     /// The number of entries differs from the header count.
@@ -236,6 +254,12 @@ pub enum AppendErrorKind {
         previous_last_offset: i64,
         /// This batch's last offset.
         last_offset: i64,
+    },
+    /// A leader append was given a negative leader epoch ([`crate::Log::append_as_leader`]).
+    #[error("leader epoch {epoch} is negative")]
+    InvalidLeaderEpoch {
+        /// The epoch given.
+        epoch: i32,
     },
     /// A follower append starts below the log end offset.
     #[error("follower append starts at {first_offset}, below the log end offset {log_end_offset}")]

@@ -17,8 +17,13 @@
 //! It also splits, at load, a segment whose offsets overflow its base offset (KAFKA-6264), with
 //! Kafka's crash-safe `.cleaned` / `.swap` protocol.
 //!
-//! What it deliberately does not do: replication, leader epochs and the leader-epoch cache,
-//! producer state and `.snapshot` files, transactions (`.txnindex` is renamed and deleted with
+//! It keeps Kafka's leader-epoch cache (`leader-epoch-checkpoint`, [`LeaderEpochCache`]):
+//! leader appends in an epoch ([`Log::append_as_leader`]) stamp it on their batches, every
+//! append records a new epoch's start, truncations trim it, loading rebuilds it from the
+//! batches it recovers, and [`Log::end_offset_for_epoch`] answers `OffsetsForLeaderEpoch`.
+//!
+//! What it deliberately does not do: replication, producer state (only the codec of Kafka's
+//! `.snapshot` files, [`ProducerSnapshot`]; the log never writes or deletes them), transactions (`.txnindex` is renamed and deleted with
 //! its segment but never written), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
@@ -61,13 +66,16 @@ mod flush;
 mod fsutil;
 mod group_commit;
 mod home;
+mod leader_epoch;
 mod load;
 mod lock;
 mod log;
 mod log_dir;
+mod log_epochs;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod producer_snapshot;
 mod read;
 mod retention;
 mod segment_map;
@@ -88,10 +96,19 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
 pub use error::{AppendErrorKind, CorruptKind, Error};
 pub use flush::TickReport;
+pub use leader_epoch::{
+    EpochEndOffset, EpochEntry, InvalidEpochEntry, LEADER_EPOCH_CHECKPOINT, LeaderEpochCache,
+    LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
+    format as format_leader_epoch_checkpoint, parse as parse_leader_epoch_checkpoint,
+};
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::LogDir;
+pub use producer_snapshot::{
+    PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
+    ProducerSnapshotEntry, SnapshotProblem,
+};
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 pub use seglog_records::{

@@ -106,6 +106,8 @@ pub struct LoadReport {
     /// they were read as empty, as Kafka does, so the recovery point fell back to 0 (a full
     /// recovery after an unclean shutdown) and the log start to the first segment's base.
     pub checkpoint_problems: Vec<CheckpointProblem>,
+    /// Where the leader-epoch cache came from (`leader_epoch.rs`).
+    pub leader_epochs: crate::LeaderEpochSource,
 }
 
 /// A recovered segment whose end does not meet the next segment's base, found after an

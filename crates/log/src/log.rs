@@ -14,6 +14,7 @@ use crate::config::LogConfig;
 use crate::deletion::{DeleteQueue, Doomed};
 use crate::durability::DurabilityState;
 use crate::home::{self, InitialState, SharedRoot, StateHome};
+use crate::leader_epoch::{self, EpochState};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
@@ -127,6 +128,9 @@ pub struct Log {
     pub(crate) load_report: LoadReport,
     /// The empty slice reads return when there is no segment (read-only, empty directory).
     pub(crate) empty_slice: OnceLock<FileSlice>,
+    /// The leader-epoch cache and its checkpoint (`leader_epoch.rs`); changed under the
+    /// writer lock.
+    pub(crate) epochs: Mutex<EpochState>,
 }
 
 /// State only the writer touches.
@@ -298,6 +302,16 @@ impl Log {
             deleted,
         } = load::load(&dir, &segment_config, clock.now_ms(), state, mode)?;
         report.checkpoint_problems = checkpoint_problems;
+        let (epochs, epoch_source) = leader_epoch::load(
+            &dir,
+            &segment_config.io,
+            read_only,
+            &segments,
+            &report,
+            log_start_offset,
+            end.offset,
+        )?;
+        report.leader_epochs = epoch_source;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
             offset: log_start_offset,
@@ -332,6 +346,7 @@ impl Log {
             home,
             load_report: report,
             empty_slice: OnceLock::new(),
+            epochs: Mutex::new(epochs),
         };
         let due = now.saturating_add(log.config.file_delete_delay_ms);
         for segment in deleted {

@@ -139,6 +139,7 @@ impl Log {
         };
         self.published
             .publish(view.trimmed(Arc::new(segments), log_start_offset, high_watermark));
+        self.epochs_truncate_from_start(log_start_offset)?;
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {
@@ -180,6 +181,7 @@ impl Log {
                 log_start_offset: offset,
                 ..(*view).clone()
             });
+            self.epochs_truncate_from_start(offset)?;
         }
         Ok(self.published.load().log_start_offset)
     }
@@ -197,7 +199,8 @@ impl Log {
         let view = self.published.load();
         refuse_negative(offset, &view)?;
         if offset >= view.end.offset {
-            return Ok(());
+            // Kafka: an epoch entry at the log end with nothing written in it goes anyway.
+            return self.epochs_truncate_from_end(view.end.offset);
         }
         let first_base = view.segments.first().map_or(0, |(b, _)| b);
         if offset < first_base {
@@ -251,6 +254,7 @@ impl Log {
             .sync_log_data()
             .map_err(|e| self.poisoned_by("fsync", e))?;
         self.lower_after_truncation(&view, segments, offset, floor_base, position);
+        self.epochs_truncate_from_end(offset)?;
         drop(writer);
         // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
         // a batch leaves a gap between the segment's last batch and `offset` (the log end
@@ -310,7 +314,7 @@ impl Log {
             high_watermark: end,
         });
         drop(flusher);
-        Ok(())
+        self.epochs_clear()
     }
 
     fn lower_after_truncation(

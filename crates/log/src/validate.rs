@@ -226,28 +226,54 @@ pub(crate) fn assign_offsets(analysis: &mut Analysis, next_offset: i64) -> Resul
     Ok(bases)
 }
 
+/// Leader with a leader epoch: the first 16 bytes of every batch as they are written — the
+/// new base offset from `bases`, the batch length as it is, and `epoch` as the
+/// `partitionLeaderEpoch` (Kafka's `LogValidator` stamps it). Both fields lie before the
+/// CRC-covered bytes: no checksum work, no copy of the caller's bytes. Updates `analysis`.
+pub(crate) fn stamp_leader_epoch(
+    bytes: &[u8],
+    analysis: &mut Analysis,
+    bases: &[[u8; 8]],
+    epoch: i32,
+) -> Vec<[u8; 16]> {
+    let mut prefixes = Vec::with_capacity(bases.len());
+    for (span, base) in analysis.batches.iter_mut().zip(bases) {
+        let mut prefix = [0u8; 16];
+        prefix[..BASE_OFFSET_LEN].copy_from_slice(base);
+        prefix[BASE_OFFSET_LEN..PARTITION_LEADER_EPOCH_AT]
+            .copy_from_slice(&bytes[span.position + BASE_OFFSET_LEN..][..4]);
+        prefix[PARTITION_LEADER_EPOCH_AT..].copy_from_slice(&epoch.to_be_bytes());
+        span.header.partition_leader_epoch = epoch;
+        prefixes.push(prefix);
+    }
+    prefixes
+}
+
 /// The pieces an append writes, in order: `bytes` as they are, except that each batch's
-/// first 8 bytes (its base offset) come from `bases` when the leader assigned them (an
-/// empty `bases` writes `bytes` whole). One vectored write, no copy.
-pub(crate) fn write_parts<'a>(
+/// first `N` bytes come from `prefixes` when the leader rewrote them (8: the base offset it
+/// assigned; 16: with the partition leader epoch, [`stamp_leader_epoch`]); an empty
+/// `prefixes` writes `bytes` whole. One vectored write, no copy.
+pub(crate) fn write_parts<'a, const N: usize>(
     bytes: &'a [u8],
     analysis: &Analysis,
-    bases: &'a [[u8; 8]],
+    prefixes: &'a [[u8; N]],
 ) -> Vec<&'a [u8]> {
-    if bases.is_empty() {
+    if prefixes.is_empty() {
         return vec![&bytes[..analysis.valid_bytes]];
     }
-    let mut parts = Vec::with_capacity(2 * bases.len());
-    for (span, base) in analysis.batches.iter().zip(bases) {
+    let mut parts = Vec::with_capacity(2 * prefixes.len());
+    for (span, prefix) in analysis.batches.iter().zip(prefixes) {
         let range = span.range();
-        parts.push(&base[..]);
-        parts.push(&bytes[range.start + BASE_OFFSET_LEN..range.end]);
+        parts.push(&prefix[..]);
+        parts.push(&bytes[range.start + N..range.end]);
     }
     parts
 }
 
 /// Length of the v2 base offset field, the first field of a batch.
 const BASE_OFFSET_LEN: usize = 8;
+/// Where the v2 `partitionLeaderEpoch` field starts (after the base offset and the length).
+const PARTITION_LEADER_EPOCH_AT: usize = 12;
 
 fn invalid(kind: AppendErrorKind) -> Error {
     Error::InvalidAppend { kind }

@@ -1,7 +1,8 @@
 //! `seglog dump PATH`: the raw contents of segment files, like Kafka's `DumpLogSegments`.
 //!
 //! A `.log` (or a KRaft snapshot `.checkpoint`, which holds batches too) prints its batch table,
-//! and with `--records` every record; `.index`/`.timeindex`/`.txnindex` print their entries;
+//! and with `--records` every record; `.index`/`.timeindex`/`.txnindex`, producer `.snapshot`s
+//! (as Kafka's `dumpProducerIdSnapshot`) and `leader-epoch-checkpoint` print their entries;
 //! a directory prints all of its files. Nothing is written. Undecodable bytes are reported as
 //! problems (and the exit code is 1), not errors, so every readable part is still shown.
 
@@ -76,6 +77,8 @@ enum Kind {
     OffsetIndex(i64),
     TimeIndex(i64),
     TxnIndex,
+    ProducerSnapshot,
+    LeaderEpochCheckpoint,
     Other,
 }
 
@@ -86,10 +89,13 @@ fn kind_of(path: &Path) -> Kind {
             FileType::Index => Kind::OffsetIndex(parsed.base_offset),
             FileType::TimeIndex => Kind::TimeIndex(parsed.base_offset),
             FileType::TxnIndex => Kind::TxnIndex,
-            FileType::Snapshot => Kind::Other,
+            FileType::Snapshot => Kind::ProducerSnapshot,
         };
     }
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name == seglog::LEADER_EPOCH_CHECKPOINT {
+        return Kind::LeaderEpochCheckpoint;
+    }
     // KRaft snapshots (`<offset>-<epoch>.checkpoint`) are record batches like a `.log`.
     let kraft_snapshot = name.strip_suffix(".checkpoint").is_some_and(|stem| {
         stem.split_once('-').is_some_and(|(a, b)| {
@@ -182,6 +188,29 @@ struct TxnEntryLine<'a> {
 }
 
 #[derive(Serialize)]
+struct SnapshotEntryLine<'a> {
+    file: &'a str,
+    slot: usize,
+    producer_id: i64,
+    producer_epoch: i16,
+    coordinator_epoch: i32,
+    current_txn_first_offset: Option<i64>,
+    last_timestamp: i64,
+    first_sequence: Option<i32>,
+    last_sequence: i32,
+    last_offset: i64,
+    offset_delta: i32,
+}
+
+#[derive(Serialize)]
+struct EpochEntryLine<'a> {
+    file: &'a str,
+    slot: usize,
+    epoch: i32,
+    start_offset: i64,
+}
+
+#[derive(Serialize)]
 struct OtherFileLine<'a> {
     file: &'a str,
     size: u64,
@@ -224,6 +253,8 @@ impl Dumper<'_> {
             Kind::OffsetIndex(base) => self.offset_index(path, base),
             Kind::TimeIndex(base) => self.time_index(path, base),
             Kind::TxnIndex => self.txn_index(path),
+            Kind::LeaderEpochCheckpoint => self.leader_epochs(path),
+            Kind::ProducerSnapshot => self.producer_snapshot(path),
             Kind::Other => self.other(path),
         }
     }
@@ -521,6 +552,88 @@ impl Dumper<'_> {
         Ok(())
     }
 
+    /// A producer `.snapshot` (spec 5.9): one line per producer, as Kafka's
+    /// `dumpProducerIdSnapshot` prints it; a snapshot that does not decode is a problem.
+    fn producer_snapshot(&mut self, path: &Path) -> Result<(), Error> {
+        self.heading(path)?;
+        let file = path.display().to_string();
+        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+        let snapshot = match seglog::ProducerSnapshot::decode(&bytes) {
+            Ok(snapshot) => snapshot,
+            Err(problem) => return self.problem(&file, 0, problem.to_string()),
+        };
+        for (slot, e) in snapshot.entries.iter().enumerate() {
+            let txn = (e.current_txn_first_offset >= 0).then_some(e.current_txn_first_offset);
+            if self.args.json {
+                self.out.json(&SnapshotEntryLine {
+                    file: &file,
+                    slot,
+                    producer_id: e.producer_id,
+                    producer_epoch: e.epoch,
+                    coordinator_epoch: e.coordinator_epoch,
+                    current_txn_first_offset: txn,
+                    last_timestamp: e.timestamp_ms,
+                    first_sequence: e.has_batch().then(|| e.first_sequence()),
+                    last_sequence: e.last_sequence,
+                    last_offset: e.last_offset,
+                    offset_delta: e.offset_delta,
+                })?;
+                continue;
+            }
+            let txn = txn.map_or_else(
+                || "OptionalLong.empty".to_owned(),
+                |o| format!("OptionalLong[{o}]"),
+            );
+            let mut line = format!(
+                "producerId: {} producerEpoch: {} coordinatorEpoch: {} currentTxnFirstOffset: {txn} lastTimestamp: {} ",
+                e.producer_id, e.epoch, e.coordinator_epoch, e.timestamp_ms
+            );
+            if e.has_batch() {
+                line.push_str(&format!(
+                    "firstSequence: {} lastSequence: {} lastOffset: {} offsetDelta: {} timestamp: {}",
+                    e.first_sequence(),
+                    e.last_sequence,
+                    e.last_offset,
+                    e.offset_delta,
+                    e.timestamp_ms
+                ));
+            }
+            self.out.line(line)?;
+        }
+        Ok(())
+    }
+
+    /// `leader-epoch-checkpoint`: one line per `<epoch> <startOffset>` entry; a file that
+    /// does not parse (Kafka's checkpoint rules) is a problem at its line.
+    fn leader_epochs(&mut self, path: &Path) -> Result<(), Error> {
+        self.heading(path)?;
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+        let entries = match seglog::parse_leader_epoch_checkpoint(&text) {
+            Ok(entries) => entries,
+            Err((line, kind)) => return self.problem(&file, line, format!("line {line}: {kind}")),
+        };
+        if entries.is_empty() && !self.args.json {
+            self.out.line(format_args!("{file} is empty."))?;
+        }
+        for (slot, entry) in entries.iter().enumerate() {
+            if self.args.json {
+                self.out.json(&EpochEntryLine {
+                    file: &file,
+                    slot,
+                    epoch: entry.epoch,
+                    start_offset: entry.start_offset,
+                })?;
+            } else {
+                self.out.line(format_args!(
+                    "epoch: {} startOffset: {}",
+                    entry.epoch, entry.start_offset
+                ))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Checkpoints and metadata are small text files: print them; anything else by size.
     fn other(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
@@ -582,7 +695,7 @@ mod tests {
         ));
         assert!(matches!(
             kind_of(Path::new("leader-epoch-checkpoint")),
-            Kind::Other
+            Kind::LeaderEpochCheckpoint
         ));
         assert!(matches!(kind_of(Path::new("x.log")), Kind::Log));
     }

@@ -34,6 +34,10 @@ pub struct LogInfo {
     /// Whether the directory was shut down cleanly (when unclean, the figures are after an
     /// in-memory recovery; nothing was written).
     pub clean_shutdown: bool,
+    /// The leader-epoch cache, `[epoch, start_offset]` pairs oldest first (read from
+    /// `leader-epoch-checkpoint` and brought up to date as a load does; rebuilt from the
+    /// batches when the file is missing).
+    pub leader_epochs: Vec<(i32, i64)>,
     /// Segments, oldest first.
     pub segments: Vec<SegmentLine>,
     /// Sums over the segments.
@@ -139,6 +143,7 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
         log_start_offset: log.log_start_offset(),
         log_end_offset: log.log_end_offset(),
         clean_shutdown: log.load_report().had_clean_shutdown,
+        leader_epochs: log.leader_epochs(),
         segments,
         totals,
     })
@@ -226,6 +231,17 @@ pub fn print_info(out: &mut Out, info: &LogInfo) -> Result<(), Error> {
             "not shut down cleanly (recovered in memory)"
         }
     ))?;
+    if !info.leader_epochs.is_empty() {
+        let epochs: Vec<String> = info
+            .leader_epochs
+            .iter()
+            .map(|(epoch, start)| format!("{epoch}@{start}"))
+            .collect();
+        out.line(format_args!(
+            "  leader epochs (epoch@start offset): {}",
+            epochs.join(" ")
+        ))?;
+    }
     out.line(format_args!(
         "  {:>20} {:>12} {:>8} {:>8} {:>12} {:>12} {:>8} {:>10} {:>15}",
         "base offset",

@@ -9,13 +9,17 @@
 //! later segments are kept, and the run exits 1 naming the damage; `--truncate-damaged` cuts
 //! it as Kafka's loader does (the segment from the bad batch on, and every later segment).
 //! An unflushed tail a crash tore is always cut, with every segment after it. The close then
-//! writes the checkpoints and the clean-shutdown marker for what is left. The per-segment report comes from `Log::load_report`. There is no
+//! writes the checkpoints and the clean-shutdown marker for what is left. The leader-epoch
+//! checkpoint is brought up to date as Kafka's recovery does (the epochs of every recovered
+//! batch newer than the file's latest, then truncated to the log end and from the log start),
+//! and rebuilt from the batches when it is missing or does not parse. The per-segment report comes from `Log::load_report`. There is no
 //! progress bar: the whole recovery is that one load.
 
 use std::path::{Path, PathBuf};
 
 use seglog::{
-    Log, LogConfig, OpenOptions, RebuildReason, SegmentLoad, SegmentSplit, TruncationReason,
+    LeaderEpochSource, Log, LogConfig, OpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
+    TruncationReason,
 };
 use seglog_segment::CorruptKind;
 use serde::Serialize;
@@ -109,6 +113,13 @@ pub struct RecoverReport {
     /// The checkpointed log start offset, when it lay beyond the log end (ignored: Kafka
     /// would have deleted every segment).
     pub log_start_beyond_end: Option<i64>,
+    /// Where the leader-epoch cache came from: `checkpoint` (the file, with the epochs of the
+    /// recovered batches), `rebuilt` (no file: from every batch) or `rebuilt_after_problem`
+    /// (the file did not parse; it is also in `checkpoint_problems`).
+    pub leader_epoch_source: &'static str,
+    /// The leader-epoch cache written to `leader-epoch-checkpoint`, `[epoch, start_offset]`
+    /// pairs oldest first.
+    pub leader_epochs: Vec<(i32, i64)>,
     /// Log start offset after recovery.
     pub log_start_offset: i64,
     /// Log end offset after recovery.
@@ -169,7 +180,15 @@ pub fn recover_dir_with(
     let load = log.load_report().clone();
     let remaining: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
     let (log_start_offset, log_end_offset) = (log.log_start_offset(), log.log_end_offset());
+    let leader_epochs = log.leader_epochs();
     log.close()?;
+    let (leader_epoch_source, epoch_problem) = match &load.leader_epochs {
+        LeaderEpochSource::Rebuilt => ("rebuilt", None),
+        LeaderEpochSource::RebuiltAfterProblem(problem) => {
+            ("rebuilt_after_problem", Some(problem.clone()))
+        }
+        _ => ("checkpoint", None),
+    };
     let segments: Vec<SegmentRecovery> = load
         .segments
         .iter()
@@ -195,12 +214,15 @@ pub fn recover_dir_with(
         checkpoint_problems: load
             .checkpoint_problems
             .iter()
+            .chain(&epoch_problem)
             .map(|p| CheckpointLine {
                 file: p.path.clone(),
                 line: p.line,
                 problem: p.kind.to_string(),
             })
             .collect(),
+        leader_epoch_source,
+        leader_epochs,
         log_start_offset,
         log_end_offset,
     })
@@ -300,6 +322,24 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
         report.truncated_bytes,
         report.log_start_offset,
         report.log_end_offset,
+    ))?;
+    let epochs: Vec<String> = report
+        .leader_epochs
+        .iter()
+        .map(|(epoch, start)| format!("{epoch}@{start}"))
+        .collect();
+    out.line(format_args!(
+        "  leader-epoch-checkpoint ({}): {}",
+        match report.leader_epoch_source {
+            "rebuilt" => "rebuilt from the batches",
+            "rebuilt_after_problem" => "did not parse; rebuilt from the batches",
+            _ => "brought up to date with the recovered batches",
+        },
+        if epochs.is_empty() {
+            "no epoch".to_owned()
+        } else {
+            format!("epoch@start offset {}", epochs.join(" "))
+        }
     ))?;
     for s in &report.segments {
         let mut text = format!(

@@ -4,7 +4,8 @@
 //! and across segments) and checks every `.index` / `.timeindex` entry against the batches it
 //! points at. It reports every problem with its file and byte position instead of stopping at
 //! the first. Missing index files are notes, not problems: Kafka (and seglog) rebuild them
-//! when the segment is loaded.
+//! when the segment is loaded. Producer `.snapshot` files must decode (version, length,
+//! CRC-32C) and `leader-epoch-checkpoint` must parse.
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +61,12 @@ pub enum ProblemKind {
     /// The log-start checkpoint names an offset beyond the log end (Kafka would delete every
     /// segment; seglog ignores it, and `recover` rewrites it).
     LogStartBeyondEnd,
+    /// A producer `.snapshot` that does not decode (bad version, length or CRC-32C: Kafka's
+    /// `CorruptSnapshotException`; a broker skips it and rebuilds the state from the log).
+    CorruptSnapshot,
+    /// `leader-epoch-checkpoint` does not parse (a broker fails the log directory; seglog
+    /// rebuilds it from the batches, and `recover` rewrites it).
+    CorruptLeaderEpochCheckpoint,
     /// A file named like a segment file that is not a regular file (a directory, FIFO,
     /// device, or a symlink to one or to nowhere): nothing reads it, and the log cannot load.
     NotAFile,
@@ -195,6 +202,30 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
             None,
             ProblemKind::Leftover,
             "left over from an interrupted delete, clean or swap".into(),
+        );
+    }
+    for path in &listing.snapshots {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                if let Err(problem) = seglog::ProducerSnapshot::decode(&bytes) {
+                    v.problem(
+                        path,
+                        None,
+                        ProblemKind::CorruptSnapshot,
+                        problem.to_string(),
+                    );
+                }
+            }
+            Err(e) => v.problem(path, None, ProblemKind::CorruptSnapshot, e.to_string()),
+        }
+    }
+    let epochs = seglog::LeaderEpochCheckpointFile::in_dir(dir);
+    if let Err(e) = epochs.read() {
+        v.problem(
+            epochs.path(),
+            None,
+            ProblemKind::CorruptLeaderEpochCheckpoint,
+            format!("{e} (the log rebuilds it from the batches; `seglog recover` rewrites it)"),
         );
     }
     // Only segments with a `.log` bound each other; an orphan index is reported on its own.

@@ -8,6 +8,7 @@ mod corpus_read;
 mod full_disk;
 mod hostile;
 mod kafka_fixtures;
+mod leader_epochs;
 mod live_writer;
 mod produce_read;
 mod repair;
