@@ -79,8 +79,10 @@ impl DirListing {
                 }
                 continue;
             };
+            // Base offset i64::MAX holds no record (the offset after it overflows).
             let canonical = path.file_name().and_then(|n| n.to_str())
-                == Some(seglog_segment::file_name(parsed.base_offset, parsed.kind).as_str());
+                == Some(seglog_segment::file_name(parsed.base_offset, parsed.kind).as_str())
+                && parsed.base_offset < i64::MAX;
             if !canonical {
                 listing.strays.push(path);
                 continue;

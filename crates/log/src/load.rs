@@ -423,8 +423,10 @@ impl Loader<'_> {
             };
             // Only the names Kafka writes (20-digit base offsets): `123.log`, a stray copy,
             // is not a segment (Kafka would load it, and its offsets would overlap others).
+            // Base offset i64::MAX holds no record (the offset after it overflows).
             let canonical = path.file_name().and_then(|n| n.to_str())
-                == Some(file_name(parsed.base_offset, parsed.kind).as_str());
+                == Some(file_name(parsed.base_offset, parsed.kind).as_str())
+                && parsed.base_offset < i64::MAX;
             if !canonical {
                 if !self.report.stray_files.contains(&path) {
                     self.report.stray_files.push(path);

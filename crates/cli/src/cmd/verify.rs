@@ -193,7 +193,7 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
             path,
             None,
             ProblemKind::StrayFile,
-            "not a segment file name Kafka writes (20-digit base offset): ignored by seglog, loaded as an overlapping segment by a broker; move it out".into(),
+            "not a segment this log can hold (a name other than Kafka's 20-digit base offset, or base offset i64::MAX, after which no offset fits): ignored by seglog, loaded as a segment by a broker; move it out".into(),
         );
     }
     for path in &listing.leftovers {

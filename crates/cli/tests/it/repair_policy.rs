@@ -186,6 +186,19 @@ fn a_stray_segment_copy_is_reported_not_loaded() {
 }
 
 #[test]
+fn a_segment_named_at_the_last_offset_is_a_stray() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = base_log(tmp.path(), "max-0");
+    std::fs::write(dir.join("09223372036854775807.log"), b"").unwrap();
+    let info = seglog(["info".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(info.code, 0, "{}", info.stderr);
+    assert_eq!(info.json_lines()[0]["log_end_offset"], 3000);
+    let verify = seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(verify.code, 1);
+    assert!(verify.stdout.contains("stray_file"), "{}", verify.stdout);
+}
+
+#[test]
 fn checkpoints_that_contradict_the_data_delete_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     // Another partition's entry in a standalone log's own checkpoint.

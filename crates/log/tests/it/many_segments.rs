@@ -119,8 +119,11 @@ fn a_log_of_many_segments_opens_appends_rolls_reads_and_recovers_under_ulimit_10
             let tmp = tempfile::tempdir().unwrap();
             let dir = tmp.path().join("many-0");
             write_segments(&dir, segments);
-            // As after a clean shutdown (the partition directory is its own state root here).
+            // As after a clean shutdown (the partition directory is its own state root here),
+            // with the leader-epoch checkpoint seglog writes (no epochs: the batches carry
+            // none); without it the first open rebuilds the cache from every batch, once.
             std::fs::write(dir.join(seglog::CLEAN_SHUTDOWN_FILE), []).unwrap();
+            std::fs::write(dir.join("leader-epoch-checkpoint"), "0\n0\n").unwrap();
             let baseline = open_fds();
             let capacity = 64;
 
