@@ -53,6 +53,7 @@ mod clean_shutdown;
 mod clock;
 mod commit_join;
 mod config;
+mod consumer;
 mod deletion;
 mod durability;
 mod error;
@@ -78,6 +79,8 @@ mod view;
 
 pub use append::{AppendInfo, Durability};
 pub use background::Ticker;
+/// The shared byte buffer keys and values of owned records live in.
+pub use bytes::Bytes;
 pub use checkpoint::{
     CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
     RECOVERY_POINT_CHECKPOINT,
@@ -85,6 +88,10 @@ pub use checkpoint::{
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
+pub use consumer::{
+    DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
+    ReaderOptions, RecordReader, RecordView,
+};
 pub use error::{AppendErrorKind, CorruptKind, Error};
 pub use flush::TickReport;
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
@@ -93,8 +100,12 @@ pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::LogDir;
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
+/// The error of the record layer (batch building, parsing and record decoding); `?` turns it
+/// into [`Error::RecordFormat`].
+pub use seglog_records::Error as RecordsError;
 pub use seglog_records::{
-    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
+    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, HeaderRefs, OwnedBatch,
+    OwnedBatches, Record, RecordRef, RecordRefs, Records,
 };
 pub use seglog_segment::{
     FileSlice, Io, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets, TimestampAndOffset,

@@ -8,6 +8,7 @@ mod support;
 mod appends;
 mod by_timestamp;
 mod concurrency;
+mod consumer;
 mod corpus;
 mod discontinuity;
 mod durability;
