@@ -15,6 +15,7 @@
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use bytes::Bytes;
 use seglog_records::{BatchHeader, Batches, Header, OwnedBatches, Record, RecordRef, Records};
@@ -124,6 +125,33 @@ impl Log {
     /// [`ReaderOptions`].
     pub fn owned_reader(&self, start_offset: i64, isolation: Isolation) -> OwnedRecordReader<'_> {
         ReaderOptions::new(start_offset, isolation).owned_reader(self)
+    }
+}
+
+impl Log {
+    /// Tail-follow: blocks until the visible end per `isolation` (the log end offset, or the
+    /// high watermark) is past `offset`, so that a read at `offset` returns data, or until
+    /// `timeout` passed; `true` when it is past (or `offset` fell below the log start, where a
+    /// read reports [`Error::OffsetOutOfRange`]), `false` on timeout. A broker's long-poll fetch
+    /// or a consumer that caught up calls it with its reader's position
+    /// ([`RecordReader::position`]).
+    ///
+    /// Woken by every publication of the log's state (appends, high-watermark moves, rolls,
+    /// retention, truncation), never by a timer: no sleep loop, no polling. Blocks only the
+    /// calling thread, on a condvar (no I/O); `Duration::MAX` waits without limit. Closing
+    /// the log does not wake it.
+    pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> bool {
+        let (_, past) = self.published.wait_until(
+            |view| {
+                let end = match isolation {
+                    Isolation::LogEnd => view.end.offset,
+                    Isolation::HighWatermark => view.high_watermark.offset,
+                };
+                end > offset || offset < view.log_start_offset
+            },
+            Some(timeout),
+        );
+        past
     }
 }
 

@@ -11,7 +11,7 @@
 //! against a fake segment.
 
 use crate::segment_map::SegmentMap;
-use crate::sync::{RwLock, read, write};
+use crate::sync::{Condvar, Mutex, RwLock, lock, read, unpoison, write};
 
 /// A published snapshot (a loom `Arc` under `--cfg loom`).
 pub(crate) type Snapshot<T> = crate::sync::Arc<T>;
@@ -161,16 +161,51 @@ impl<S: Clone + SegmentSize> LogView<S> {
 }
 
 /// A value readers load without waiting for the writer's I/O: the lock is held only to clone
-/// or replace an `Arc`.
+/// or replace an `Arc`. Waiters ([`Published::wait_until`]) sleep on a condvar every publish
+/// notifies: no timer, no polling.
 #[derive(Debug)]
 pub(crate) struct Published<T> {
     current: RwLock<Snapshot<T>>,
+    /// Publications so far; waiters check their condition while holding it, and `publish`
+    /// bumps it (after replacing the snapshot) before notifying, so no wakeup is lost.
+    generation: Mutex<u64>,
+    changed: Condvar,
 }
 
 impl<T> Published<T> {
     pub(crate) fn new(value: T) -> Self {
         Self {
             current: RwLock::new(Snapshot::new(value)),
+            generation: Mutex::new(0),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Waits until `done` holds for the current snapshot, or `timeout` passed (`None`: no
+    /// limit); returns the last snapshot seen and whether `done` held for it. Woken only by
+    /// [`Published::publish`] (and the OS's spurious wakeups, after which it checks again).
+    pub(crate) fn wait_until(
+        &self,
+        mut done: impl FnMut(&T) -> bool,
+        timeout: Option<std::time::Duration>,
+    ) -> (Snapshot<T>, bool) {
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut guard = lock(&self.generation);
+        loop {
+            let snapshot = self.load();
+            if done(&snapshot) {
+                return (snapshot, true);
+            }
+            guard = match (timeout, deadline) {
+                (None, _) | (Some(_), None) => unpoison(self.changed.wait(guard)),
+                (Some(_), Some(deadline)) => {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        return (snapshot, false);
+                    }
+                    unpoison(self.changed.wait_timeout(guard, deadline - now)).0
+                }
+            };
         }
     }
 
@@ -184,6 +219,8 @@ impl<T> Published<T> {
     pub(crate) fn publish(&self, value: T) {
         let value = Snapshot::new(value);
         *write(&self.current) = value;
+        *lock(&self.generation) += 1;
+        self.changed.notify_all();
     }
 }
 

@@ -2,12 +2,14 @@
 //! out-of-range starts, for the borrowed and the owned flavour alike.
 
 use std::ops::ControlFlow;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use seglog::{
     BatchBuilder, Compression, Error, Isolation, Log, PollEnd, ReaderOptions, RecordView,
 };
 
-use crate::support::{T0, append_numbered, fresh, small_config};
+use crate::support::{T0, append_numbered, fresh, numbered, small_config};
 
 /// Every record the borrowed reader passes from its position: (offset, value).
 fn borrowed(reader: &mut seglog::RecordReader<'_>) -> Vec<(i64, Vec<u8>)> {
@@ -221,4 +223,70 @@ fn question_mark_converts_record_errors() {
     let e = build().unwrap_err();
     assert!(matches!(e, Error::RecordFormat(_)), "{e:?}");
     assert!(e.to_string().starts_with("record batch: "), "{e}");
+}
+
+#[test]
+fn wait_for_returns_at_once_when_past_and_times_out_otherwise() {
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    append_numbered(&log, 1, "a", 3);
+    assert!(log.wait_for(2, Isolation::LogEnd, Duration::ZERO));
+    assert!(!log.wait_for(3, Isolation::LogEnd, Duration::from_millis(20)));
+    // The high watermark is at the log start until moved.
+    assert!(!log.wait_for(0, Isolation::HighWatermark, Duration::ZERO));
+    log.set_high_watermark(3).unwrap();
+    assert!(log.wait_for(2, Isolation::HighWatermark, Duration::ZERO));
+}
+
+/// Waiters each follow the tail while appenders and a high-watermark mover publish; a lost
+/// wakeup would leave a waiter asleep until its (long) timeout and fail the test.
+#[test]
+fn wait_for_loses_no_wakeup_under_concurrent_appends() {
+    const APPENDS: i64 = 400;
+    const WAIT_LIMIT: Duration = Duration::from_secs(60);
+    const WOKEN_WITHIN: Duration = Duration::from_secs(20);
+    let (_dir, _clock, log) = fresh(small_config(1 << 16));
+    let log = Arc::new(log);
+    let follow = |isolation: Isolation| {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            let mut reader = log.reader(0, isolation);
+            let mut seen = 0i64;
+            while seen < APPENDS {
+                let asleep = Instant::now();
+                assert!(log.wait_for(reader.position(), isolation, WAIT_LIMIT));
+                // Woken by the publication, not by the timeout (after which the check would
+                // succeed too).
+                assert!(
+                    asleep.elapsed() < WOKEN_WITHIN,
+                    "no wakeup for offset {} ({isolation:?})",
+                    reader.position()
+                );
+                reader
+                    .poll(|_, r| {
+                        assert_eq!(r.offset(), seen);
+                        seen += 1;
+                        Ok::<_, Error>(ControlFlow::Continue(()))
+                    })
+                    .unwrap();
+            }
+        })
+    };
+    let waiters = [
+        follow(Isolation::LogEnd),
+        follow(Isolation::LogEnd),
+        follow(Isolation::HighWatermark),
+    ];
+    let appender = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for i in 0..APPENDS {
+                log.append(&numbered(T0 + i, "t", 1)).unwrap();
+                log.set_high_watermark(log.log_end_offset()).unwrap();
+            }
+        })
+    };
+    appender.join().unwrap();
+    for waiter in waiters {
+        waiter.join().unwrap();
+    }
 }
