@@ -197,7 +197,8 @@ impl Log {
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
-        self.published.publish(view.appended(end));
+        self.published
+            .publish(self.with_high_watermark_policy(view.appended(end)));
         drop(writer);
         if let Some(durable) = &mut durable {
             durable.published();
@@ -235,6 +236,7 @@ impl Log {
             }
             Durability::PageCache => {}
         }
+        self.follow_durable_end()?;
         Ok(info)
     }
 

@@ -88,6 +88,11 @@ impl DurabilityState {
         self.recovery_point.load(Ordering::Acquire)
     }
 
+    /// Every offset below this is known durable (flushed, or synced by a group commit).
+    pub(crate) fn durable_end_offset(&self) -> i64 {
+        self.group_commit.durable_end_offset()
+    }
+
     /// Takes the flusher lock (serializes flushes, syncs and the truncations' lowering).
     pub(crate) fn lock_flusher(&self) -> Flusher<'_> {
         Flusher {

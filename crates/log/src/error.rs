@@ -101,6 +101,20 @@ pub enum Error {
     /// An appended buffer holds a corrupt or malformed batch (bad CRC, bad framing).
     #[error("append rejected: invalid batch")]
     Records(#[source] seglog_records::Error),
+    /// [`crate::Log::set_high_watermark`] was asked to move the high watermark backwards; only
+    /// a truncation ([`crate::Log::truncate_to`]) lowers it.
+    #[error(
+        "high watermark of {} cannot move back from {high_watermark} to {requested} outside a truncation",
+        dir.display()
+    )]
+    HighWatermarkRegression {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The high watermark.
+        high_watermark: i64,
+        /// The requested offset (clamped to the log start and end).
+        requested: i64,
+    },
     /// A batch a reader fetched fails its CRC, or its records do not decode (a consumer-side
     /// error: the bytes are in the log, not in an append).
     #[error("damaged record batch in {}: {source}", path.display())]

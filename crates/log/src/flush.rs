@@ -40,6 +40,7 @@ impl Log {
     /// As [`Log::flush`].
     pub fn flush_up_to(&self, offset: i64) -> Result<i64> {
         let recovery_point = self.flush_to(offset, false)?;
+        self.follow_durable_end()?;
         self.write_checkpoints(false)?;
         Ok(recovery_point)
     }
@@ -161,6 +162,7 @@ impl Log {
         if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }
+        self.follow_durable_end()?;
         if own_checkpoints {
             self.write_checkpoints(false)?;
         }

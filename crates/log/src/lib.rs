@@ -60,6 +60,7 @@ mod error;
 mod flush;
 mod fsutil;
 mod group_commit;
+mod high_watermark;
 mod home;
 mod load;
 mod lock;
@@ -94,6 +95,7 @@ pub use consumer::{
 };
 pub use error::{AppendErrorKind, CorruptKind, Error};
 pub use flush::TickReport;
+pub use high_watermark::HighWatermarkPolicy;
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};

@@ -65,6 +65,9 @@ pub struct OpenOptions {
     /// cache of `segment_cache_capacity` for this log alone ([`crate::LogDir`] passes its own
     /// to every log it opens).
     pub segment_cache: Option<SegmentCache>,
+    /// Who moves the high watermark ([`crate::HighWatermarkPolicy`]). Default: `Manual`
+    /// (only [`Log::set_high_watermark`]).
+    pub high_watermark: crate::HighWatermarkPolicy,
 }
 
 impl Default for OpenOptions {
@@ -77,6 +80,7 @@ impl Default for OpenOptions {
             repair_destructively: false,
             io: Io::direct(),
             segment_cache: None,
+            high_watermark: crate::HighWatermarkPolicy::Manual,
         }
     }
 }
@@ -126,6 +130,8 @@ pub struct Log {
     pub(crate) load_report: LoadReport,
     /// The empty slice reads return when there is no segment (read-only, empty directory).
     pub(crate) empty_slice: OnceLock<FileSlice>,
+    /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
+    pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
 }
 
 /// State only the writer touches.
@@ -210,11 +216,12 @@ impl Log {
         let cache = options
             .segment_cache
             .unwrap_or_else(|| segment_cache_for(&config));
+        let policy = options.high_watermark;
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
             let home = StateHome::ReadOnly;
             let io = options.io;
-            return Self::load(
+            let log = Self::load(
                 dir,
                 config,
                 options.clock,
@@ -223,7 +230,9 @@ impl Log {
                 home,
                 mode,
                 cache,
-            );
+            )?;
+            log.set_high_watermark_policy(policy)?;
+            return Ok(log);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state, problems) = home::open_standalone(&dir, &options.io)?;
@@ -243,6 +252,7 @@ impl Log {
             // where flushed data ends (docs/durability.md, section 4).
             log.write_checkpoints(true)?;
         }
+        log.set_high_watermark_policy(policy)?;
         Ok(log)
     }
 
@@ -331,6 +341,7 @@ impl Log {
             home,
             load_report: report,
             empty_slice: OnceLock::new(),
+            high_watermark_policy: crate::sync::AtomicUsize::new(0),
         };
         let due = now.saturating_add(log.config.file_delete_delay_ms);
         for segment in deleted {
@@ -399,15 +410,20 @@ impl Log {
     }
 
     /// Sets the high watermark, clamped to `[log start offset, log end offset]` (the caller —
-    /// a replication layer — decides it; a standalone user typically sets it to the LEO).
-    /// Returns the value set.
+    /// a replication layer — decides it; a standalone user sets it to the LEO, or opts into a
+    /// [`crate::HighWatermarkPolicy`]). Returns the value set. Monotonic: only a truncation
+    /// lowers it.
     ///
     /// # Errors
-    /// Segment errors while locating the offset's batch.
+    /// [`Error::HighWatermarkRegression`] when the clamped offset is below the high
+    /// watermark (nothing changes); segment errors while locating the offset's batch.
     pub fn set_high_watermark(&self, offset: i64) -> Result<i64> {
         let _writer = self.lock_writer();
         let view = self.published.load();
         let target = offset.clamp(view.log_start_offset, view.end.offset);
+        if target < view.high_watermark.offset {
+            return Err(self.high_watermark_regression(view.high_watermark.offset, target));
+        }
         let metadata = self.offset_metadata(&view, target)?;
         self.published.publish(LogView {
             high_watermark: metadata,

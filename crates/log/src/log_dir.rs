@@ -47,6 +47,8 @@ pub struct LogDir {
     closed: Mutex<bool>,
     /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
     segment_cache: seglog_segment::SegmentCache,
+    /// Every log's [`crate::HighWatermarkPolicy`] ([`OpenOptions::high_watermark`]).
+    high_watermark_policy: crate::HighWatermarkPolicy,
 }
 
 impl LogDir {
@@ -156,6 +158,7 @@ impl LogDir {
                 shared.as_ref(),
                 cache.clone(),
             )?;
+            log.set_high_watermark_policy(options.high_watermark)?;
             logs.insert(tp, Arc::new(log));
         }
         let log_dir = Self {
@@ -171,6 +174,7 @@ impl LogDir {
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
             segment_cache: cache,
+            high_watermark_policy: options.high_watermark,
         };
         // Written at once so the root looks like a log dir to standalone opens from now on.
         log_dir.checkpoint()?;
@@ -241,6 +245,7 @@ impl LogDir {
             Some(shared),
             self.segment_cache.clone(),
         )?);
+        log.set_high_watermark_policy(self.high_watermark_policy)?;
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
         // The new log's recovery point is checkpointed at once: the loader's rule for gaps

@@ -12,6 +12,7 @@ mod consumer;
 mod corpus;
 mod discontinuity;
 mod durability;
+mod high_watermark;
 mod kafka_bugs;
 mod lock;
 mod log_dir;
