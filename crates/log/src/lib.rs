@@ -84,7 +84,7 @@ pub use background::Ticker;
 pub use bytes::Bytes;
 pub use checkpoint::{
     CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
-    RECOVERY_POINT_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};

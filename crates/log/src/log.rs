@@ -307,6 +307,7 @@ impl Log {
             deleted,
         } = load::load(&dir, &segment_config, clock.now_ms(), state, mode)?;
         report.checkpoint_problems = checkpoint_problems;
+        let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
             offset: log_start_offset,
@@ -350,6 +351,11 @@ impl Log {
         // The high watermark starts at the log start offset (Kafka: the partition later
         // restores it from replication-offset-checkpoint); set its position properly.
         log.set_high_watermark(log_start_offset)?;
+        // Then the checkpointed one (Kafka's replication-offset-checkpoint), clamped to the
+        // log end: a crash may have cut the tail it covered.
+        if let Some(high_watermark) = restored_high_watermark {
+            log.set_high_watermark(high_watermark)?;
+        }
         Ok(log)
     }
 
@@ -552,14 +558,14 @@ impl Log {
     }
 
     /// (recovery point, log start offset if Kafka would write it: above the first base).
-    pub(crate) fn checkpoint_values(&self) -> (i64, Option<i64>) {
+    pub(crate) fn checkpoint_values(&self) -> crate::home::Entries {
         let view = self.published.load();
         let first_base = view
             .segments
             .first()
             .map_or(view.log_start_offset, |(b, _)| b);
         let log_start = (view.log_start_offset > first_base).then_some(view.log_start_offset);
-        (self.recovery_point(), log_start)
+        (self.recovery_point(), log_start, view.high_watermark.offset)
     }
 
     pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{
-    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::clock::Clock;
@@ -93,9 +94,12 @@ impl LogDir {
             OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_report();
         let (log_starts, log_start_problem) =
             OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_report();
+        let (high_watermarks, high_watermark_problem) =
+            OffsetCheckpointFile::new(root.join(REPLICATION_OFFSET_CHECKPOINT)).read_or_report();
         let checkpoint_problems: Vec<CheckpointProblem> = recovery_point_problem
             .into_iter()
             .chain(log_start_problem)
+            .chain(high_watermark_problem)
             .collect();
         let now = options.clock.now_ms();
         // One cache bounds the open segment files of every partition.
@@ -142,6 +146,7 @@ impl LogDir {
                 recovery_point: recovery_points.get(&tp).copied().unwrap_or(0),
                 recovery_point_known: recovery_points.contains_key(&tp),
                 log_start_offset: log_starts.get(&tp).copied().unwrap_or(0),
+                high_watermark: high_watermarks.get(&tp).copied(),
             };
             let log = Log::open_in_log_dir(
                 dir,
@@ -234,6 +239,7 @@ impl LogDir {
             recovery_point: 0,
             recovery_point_known: false,
             log_start_offset: 0,
+            high_watermark: None,
         };
         let log = Arc::new(Log::open_in_log_dir(
             dir,
@@ -271,9 +277,11 @@ impl LogDir {
         let _guard = lock(&shared.checkpoint_lock);
         let mut recovery_points = BTreeMap::new();
         let mut log_starts = BTreeMap::new();
+        let mut high_watermarks = BTreeMap::new();
         for (tp, log) in self.read_logs().iter() {
-            let (recovery_point, log_start) = log.checkpoint_values();
+            let (recovery_point, log_start, high_watermark) = log.checkpoint_values();
             recovery_points.insert(tp.clone(), recovery_point);
+            high_watermarks.insert(tp.clone(), high_watermark);
             if let Some(log_start) = log_start {
                 log_starts.insert(tp.clone(), log_start);
             }
@@ -283,7 +291,10 @@ impl LogDir {
             .write(&recovery_points)?;
         OffsetCheckpointFile::new(self.root.join(LOG_START_OFFSET_CHECKPOINT))
             .with_io(self.io.clone())
-            .write(&log_starts)
+            .write(&log_starts)?;
+        OffsetCheckpointFile::new(self.root.join(REPLICATION_OFFSET_CHECKPOINT))
+            .with_io(self.io.clone())
+            .write(&high_watermarks)
     }
 
     /// [`Log::tick`] for every log, removal of `-delete` directories that are due, then the

@@ -1,6 +1,9 @@
 //! The high watermark: monotonic outside truncation, and the single-node policies.
 
-use seglog::{Error, HighWatermarkPolicy, Isolation, Log, LogConfig, OpenOptions, ReaderOptions};
+use seglog::{
+    Error, HighWatermarkPolicy, Isolation, Log, LogConfig, LogDir, OpenOptions,
+    REPLICATION_OFFSET_CHECKPOINT, ReaderOptions, TopicPartition,
+};
 
 use crate::support::{T0, append_numbered, fresh, numbered, small_config};
 
@@ -79,4 +82,48 @@ fn durable_end_policy_follows_fsyncs_only() {
     log.set_high_watermark_policy(HighWatermarkPolicy::LogEnd)
         .unwrap();
     assert_eq!(log.high_watermark(), 8);
+}
+
+#[test]
+fn persisted_in_replication_offset_checkpoint_and_restored_clamped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("orders-0");
+    let log = Log::open(&dir, small_config(1 << 20)).unwrap();
+    append_numbered(&log, 2, "a", 5);
+    log.set_high_watermark(7).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let text = std::fs::read_to_string(dir.join(REPLICATION_OFFSET_CHECKPOINT)).unwrap();
+    assert_eq!(text, "0\n1\norders 0 7\n", "Kafka's text format");
+    let log = Log::open(&dir, small_config(1 << 20)).unwrap();
+    assert_eq!(log.high_watermark(), 7, "restored at open");
+    drop(log);
+    // A checkpoint above the log end (a crash cut the tail it covered) is clamped.
+    std::fs::write(
+        dir.join(REPLICATION_OFFSET_CHECKPOINT),
+        "0\n1\norders 0 99\n",
+    )
+    .unwrap();
+    let log = Log::open(&dir, small_config(1 << 20)).unwrap();
+    assert_eq!(log.high_watermark(), 10);
+}
+
+#[test]
+fn a_log_dir_persists_every_partitions_high_watermark() {
+    let root = tempfile::tempdir().unwrap();
+    let tp = |p| TopicPartition::new("t", p);
+    {
+        let dir = LogDir::open(root.path(), small_config(1 << 20)).unwrap();
+        for p in 0..2 {
+            let log = dir.get_or_create(&tp(p)).unwrap();
+            append_numbered(&log, 1, "a", 4);
+            log.set_high_watermark(1 + i64::from(p)).unwrap();
+        }
+        dir.close().unwrap();
+    }
+    let text = std::fs::read_to_string(root.path().join(REPLICATION_OFFSET_CHECKPOINT)).unwrap();
+    assert_eq!(text, "0\n2\nt 0 1\nt 1 2\n");
+    let dir = LogDir::open(root.path(), small_config(1 << 20)).unwrap();
+    assert_eq!(dir.log(&tp(0)).unwrap().high_watermark(), 1);
+    assert_eq!(dir.log(&tp(1)).unwrap().high_watermark(), 2);
 }
