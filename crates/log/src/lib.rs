@@ -70,6 +70,7 @@ mod log_dir;
 mod loom_models;
 mod maintenance;
 mod read;
+mod read_request;
 mod retention;
 mod segment_map;
 mod split;
@@ -101,6 +102,7 @@ pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::LogDir;
 pub use read::{CopiedFetch, FetchData, ListOffsets};
+pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 /// The error of the record layer (batch building, parsing and record decoding); `?` turns it
 /// into [`Error::RecordFormat`].
@@ -118,6 +120,17 @@ pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
 pub use view::{Isolation, OffsetMetadata};
+
+// Compile-time guarantees: the handles users share between threads are `Send + Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Log>();
+    send_sync::<LogDir>();
+    send_sync::<RecordReader<'static>>();
+    send_sync::<OwnedRecordReader<'static>>();
+    send_sync::<Error>();
+    send_sync::<FetchData>();
+};
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use seglog::{
-    BatchBuilder, Compression, Error, Isolation, Log, PollEnd, ReaderOptions, RecordView,
+    BatchBuilder, Compression, Error, Isolation, Log, PollEnd, ReadRequest, ReaderOptions,
+    RecordView,
 };
 
 use crate::support::{T0, append_numbered, fresh, numbered, small_config};
@@ -289,4 +290,27 @@ fn wait_for_loses_no_wakeup_under_concurrent_appends() {
     for waiter in waiters {
         waiter.join().unwrap();
     }
+}
+
+#[test]
+fn a_read_request_reads_as_the_positional_call() {
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    append_numbered(&log, 3, "a", 4);
+    let request = ReadRequest::new(5, Isolation::LogEnd)
+        .max_bytes(10)
+        .min_one_message(true);
+    let by_request = log.read_request(&request).unwrap();
+    let by_position = log.read(5, 10, Isolation::LogEnd, true).unwrap();
+    assert_eq!(by_request.slice.offsets(), by_position.slice.offsets());
+    assert_eq!(by_request.slice.len(), by_position.slice.len());
+    assert!(
+        !by_request.slice.is_empty(),
+        "one whole batch despite max_bytes"
+    );
+    let mut buf = Vec::new();
+    let copied = log.read_request_into(&request, &mut buf).unwrap();
+    assert_eq!(copied.offsets, by_position.slice.offsets());
+    assert_eq!(buf, by_position.slice.read_to_vec().unwrap());
+    let cut = log.read_request(&request.min_one_message(false)).unwrap();
+    assert!(cut.slice.len() <= 10, "cut at max_bytes: {}", cut.slice.len());
 }
