@@ -312,5 +312,9 @@ fn a_read_request_reads_as_the_positional_call() {
     assert_eq!(copied.offsets, by_position.slice.offsets());
     assert_eq!(buf, by_position.slice.read_to_vec().unwrap());
     let cut = log.read_request(&request.min_one_message(false)).unwrap();
-    assert!(cut.slice.len() <= 10, "cut at max_bytes: {}", cut.slice.len());
+    assert!(
+        cut.slice.len() <= 10,
+        "cut at max_bytes: {}",
+        cut.slice.len()
+    );
 }
