@@ -23,10 +23,34 @@
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
 //!
+//! **Reading records.** [`Log::reader`] (borrowed: records are views over one reused buffer,
+//! the fast path) and [`Log::owned_reader`] (an iterator of owned records) walk records from an
+//! offset in offset order, keep their position, skip the records below the start in the first
+//! batch, step over compacted gaps, check batch CRCs and decompress with a bound
+//! ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
+//! by appends and high-watermark moves, never by a timer), for tail-following consumers and
+//! long-poll fetches. Which calls block: `wait_for` (on a condvar, until its timeout);
+//! [`Log::append_durable`], `flush`, `tick` and `close` (on an fsync); appends, rolls,
+//! retention and truncation (on the writer lock and file writes); reads never wait for the
+//! writer, only for their own `pread`s.
+//!
+//! **The high watermark.** Consumers ([`Isolation::HighWatermark`]) read below it, and
+//! retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
+//! backward move ([`Error::HighWatermarkRegression`]); only a truncation lowers it. It is
+//! persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
+//! checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
+//! restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
+//! caller moves it, as a replication layer does; a single node opts into
+//! [`HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
+//! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
+//! only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+//! [`Log::set_high_watermark_policy`].
+//!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
-//! `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` in its root, in Kafka's
-//! formats. A standalone [`Log::open`] uses its parent's files when the parent looks like a
-//! `log.dirs` root, and otherwise keeps the same four files inside the partition directory
+//! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
+//! `replication-offset-checkpoint` in its root, in Kafka's formats. A standalone
+//! [`Log::open`] uses its parent's files when the parent looks like a `log.dirs` root, and
+//! otherwise keeps the same five files inside the partition directory
 //! (the directory is its own one-partition root). A broker ignores those files.
 //!
 //! ```

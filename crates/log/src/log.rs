@@ -112,6 +112,18 @@ pub struct SegmentInfo {
 /// `Send + Sync`: share it in an `Arc`. Appends, rolls, retention and truncation are
 /// serialized by an internal writer lock; readers take no lock beyond cloning the published
 /// snapshot, so they run alongside appends and are never blocked by an fsync.
+///
+/// **The high watermark.** Consumers ([`crate::Isolation::HighWatermark`]) read below it, and
+/// retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
+/// backward move ([`crate::Error::HighWatermarkRegression`]); only a truncation lowers it. It is
+/// persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
+/// checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
+/// restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
+/// caller moves it, as a replication layer does; a single node opts into
+/// [`crate::HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
+/// [`crate::HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
+/// only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+/// [`Log::set_high_watermark_policy`].
 #[derive(Debug)]
 pub struct Log {
     pub(crate) dir: PathBuf,
