@@ -21,7 +21,8 @@
 //! producer state and `.snapshot` files, transactions (`.txnindex` is renamed and deleted with
 //! its segment but never written), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
-//! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
+//! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]): there are no hidden
+//! threads.
 //!
 //! **Reading records.** [`Log::reader`] (borrowed: records are views over one reused buffer,
 //! the fast path) and [`Log::owned_reader`] (an iterator of owned records) walk records from an
@@ -124,7 +125,7 @@ pub use high_watermark::HighWatermarkPolicy;
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
-pub use log_dir::LogDir;
+pub use log_dir::{LogDir, LogDirTickReport};
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};

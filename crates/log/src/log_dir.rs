@@ -52,6 +52,16 @@ pub struct LogDir {
     high_watermark_policy: crate::HighWatermarkPolicy,
 }
 
+/// What one [`LogDir::tick`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogDirTickReport {
+    /// Each partition's [`crate::TickReport`].
+    pub partitions: BTreeMap<TopicPartition, crate::TickReport>,
+    /// The `-delete` directories removed because their delay passed.
+    pub deleted_dirs: Vec<PathBuf>,
+}
+
 impl LogDir {
     /// Opens (creating it if needed) the root `root`; every partition uses `config`.
     ///
@@ -297,17 +307,25 @@ impl LogDir {
             .write(&high_watermarks)
     }
 
+    /// The root's clock's time (for its ticker).
+    pub(crate) fn clock_now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
     /// [`Log::tick`] for every log, removal of `-delete` directories that are due, then the
-    /// checkpoints.
+    /// checkpoints. Deletions are scheduled relative to `now_ms`. Returns what each
+    /// partition's tick did and which directories were removed.
     ///
     /// # Errors
-    /// The first failure.
-    pub fn tick(&self, now_ms: i64) -> Result<()> {
+    /// The first failure (the partitions after it are not ticked).
+    pub fn tick(&self, now_ms: i64) -> Result<LogDirTickReport> {
+        let mut report = LogDirTickReport::default();
         if self.read_only {
-            return Ok(());
+            return Ok(report);
         }
-        for (_, log) in self.logs() {
-            log.tick_with(now_ms, false)?;
+        for (tp, log) in self.logs() {
+            let tick = log.tick_with(now_ms, false)?;
+            report.partitions.insert(tp, tick);
         }
         let due: Vec<PathBuf> = {
             let mut doomed = lock(&self.doomed_dirs);
@@ -319,8 +337,10 @@ impl LogDir {
         };
         for dir in due {
             std::fs::remove_dir_all(&dir).map_err(|e| Error::io("delete directory", &dir, e))?;
+            report.deleted_dirs.push(dir);
         }
-        self.checkpoint()
+        self.checkpoint()?;
+        Ok(report)
     }
 
     /// Closes every log, writes the checkpoints, then the clean-shutdown marker (last, and
