@@ -113,6 +113,9 @@ pub struct SegmentInfo {
 /// serialized by an internal writer lock; readers take no lock beyond cloning the published
 /// snapshot, so they run alongside appends and are never blocked by an fsync.
 ///
+/// Dropping a `Log` without [`Log::close`] is a crash for recovery purposes: no clean-shutdown
+/// marker is written, so the next open recovers everything above the recovery point.
+///
 /// **The high watermark.** Consumers ([`crate::Isolation::HighWatermark`]) read below it, and
 /// retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
 /// backward move ([`crate::Error::HighWatermarkRegression`]); only a truncation lowers it. It is
