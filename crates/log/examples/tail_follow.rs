@@ -1,5 +1,5 @@
 //! Consume with tail-follow: a producer thread appends while a consumer reads every record
-//! at the high watermark, sleeping in `Log::wait_for` (no polling) whenever it caught up.
+//! at the high watermark, sleeping in `RecordReader::wait` (`Log::wait_for`, no polling) whenever it caught up.
 //!
 //! `cargo run -p seglog --example tail_follow`
 
@@ -44,11 +44,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut reader = log.reader(0, Isolation::HighWatermark);
     let (mut count, mut sum) = (0i64, 0i64);
     while count < RECORDS {
-        if !log.wait_for(
-            reader.position(),
-            Isolation::HighWatermark,
-            Duration::from_secs(10),
-        ) {
+        // Sleeps until an append moves the visible end past where the last poll stopped.
+        if !reader.wait(Duration::from_secs(10)) {
             return Err("no new records for 10 s".into());
         }
         // Records borrow the reader's buffer: no copy, no allocation per record.

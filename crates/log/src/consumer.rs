@@ -99,6 +99,7 @@ impl ReaderOptions {
             buf: Vec::new(),
             fetched: None,
             cursor: 0,
+            caught_up_at: None,
         }
     }
 
@@ -111,6 +112,7 @@ impl ReaderOptions {
             batches: None,
             current: None,
             failed: false,
+            caught_up_at: None,
         }
     }
 }
@@ -260,6 +262,8 @@ pub struct RecordReader<'log> {
     fetched: Option<Fetched>,
     /// Bytes of `buf` already passed (a batch boundary).
     cursor: usize,
+    /// The visible end when the last fetch found nothing ([`RecordReader::wait`]).
+    caught_up_at: Option<i64>,
 }
 
 impl RecordReader<'_> {
@@ -268,9 +272,22 @@ impl RecordReader<'_> {
         self.next_offset
     }
 
+    /// Tail-follow: after a poll that caught up, blocks until the visible end moves past
+    /// where that poll found it ([`Log::wait_for`]), or `timeout` passed; `false` on
+    /// timeout. Waiting on the reader rather than on its position never spins when the high
+    /// watermark lies inside a batch (whose records are visible only once it passes the
+    /// batch's end): each move of the visible end wakes it once.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let offset = self
+            .caught_up_at
+            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
+        self.log.wait_for(offset, self.options.isolation, timeout)
+    }
+
     /// Moves to `offset` (checked by the next poll) and drops what is buffered.
     pub fn seek(&mut self, offset: i64) {
         self.next_offset = offset;
+        self.caught_up_at = None;
         self.fetched = None;
         self.cursor = 0;
         self.buf.clear();
@@ -371,8 +388,10 @@ impl RecordReader<'_> {
         )?;
         self.cursor = 0;
         if self.buf.is_empty() {
+            self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
             return Ok(false);
         }
+        self.caught_up_at = None;
         let path = file_path(
             self.log.dir(),
             fetch.fetch_offset.segment_base_offset,
@@ -415,6 +434,8 @@ pub struct OwnedRecordReader<'log> {
     batches: Option<(OwnedBatches, PathBuf)>,
     current: Option<(BatchHeader, Records, PathBuf)>,
     failed: bool,
+    /// The visible end when the last fetch found nothing ([`OwnedRecordReader::wait`]).
+    caught_up_at: Option<i64>,
 }
 
 impl OwnedRecordReader<'_> {
@@ -423,10 +444,20 @@ impl OwnedRecordReader<'_> {
         self.next_offset
     }
 
+    /// [`RecordReader::wait`]: after `next` returned `None`, blocks until the visible end
+    /// moves past where that fetch found it, or `timeout` passed; `false` on timeout.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let offset = self
+            .caught_up_at
+            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
+        self.log.wait_for(offset, self.options.isolation, timeout)
+    }
+
     /// Moves to `offset` (checked by the next fetch), drops what is buffered and clears an
     /// earlier error.
     pub fn seek(&mut self, offset: i64) {
         self.next_offset = offset;
+        self.caught_up_at = None;
         self.batches = None;
         self.current = None;
         self.failed = false;
@@ -494,8 +525,10 @@ impl OwnedRecordReader<'_> {
                 &mut buf,
             )?;
             if buf.is_empty() {
+                self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
                 return Ok(None);
             }
+            self.caught_up_at = None;
             let path = file_path(
                 self.log.dir(),
                 fetch.fetch_offset.segment_base_offset,
@@ -526,5 +559,13 @@ impl Iterator for OwnedRecordReader<'_> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+/// The visible end a fetch was planned against.
+fn visible_end(isolation: Isolation, fetch: &crate::CopiedFetch) -> i64 {
+    match isolation {
+        Isolation::LogEnd => fetch.log_end_offset,
+        Isolation::HighWatermark => fetch.high_watermark,
     }
 }

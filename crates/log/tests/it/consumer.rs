@@ -254,7 +254,7 @@ fn wait_for_loses_no_wakeup_under_concurrent_appends() {
             let mut seen = 0i64;
             while seen < APPENDS {
                 let asleep = Instant::now();
-                assert!(log.wait_for(reader.position(), isolation, WAIT_LIMIT));
+                assert!(reader.wait(WAIT_LIMIT));
                 // Woken by the publication, not by the timeout (after which the check would
                 // succeed too).
                 assert!(
@@ -317,4 +317,38 @@ fn a_read_request_reads_as_the_positional_call() {
         "cut at max_bytes: {}",
         cut.slice.len()
     );
+}
+
+/// A high watermark inside a batch makes nothing of that batch visible: waiting on the
+/// reader sleeps until the visible end moves again instead of returning at once (which
+/// waiting on the position would, so a tail loop would spin).
+#[test]
+fn reader_wait_does_not_spin_on_a_high_watermark_inside_a_batch() {
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    append_numbered(&log, 2, "a", 5);
+    log.set_high_watermark(7).unwrap();
+    let mut reader = log.reader(0, Isolation::HighWatermark);
+    assert_eq!(borrowed(&mut reader).len(), 5);
+    assert_eq!(reader.position(), 5);
+    assert!(log.wait_for(5, Isolation::HighWatermark, Duration::ZERO));
+    assert!(
+        !reader.wait(Duration::from_millis(20)),
+        "nothing new is visible"
+    );
+    log.set_high_watermark(8).unwrap();
+    assert!(reader.wait(Duration::ZERO), "the visible end moved");
+    assert!(borrowed(&mut reader).is_empty());
+    assert!(!reader.wait(Duration::from_millis(20)));
+    log.set_high_watermark(10).unwrap();
+    assert!(reader.wait(Duration::ZERO));
+    assert_eq!(borrowed(&mut reader).len(), 5);
+
+    let mut owned = log.owned_reader(10, Isolation::HighWatermark);
+    assert!(owned.next().is_none());
+    assert!(!owned.wait(Duration::from_millis(20)));
+    append_numbered(&log, 1, "b", 5);
+    log.set_high_watermark(12).unwrap();
+    assert!(owned.wait(Duration::ZERO));
+    assert!(owned.next().is_none(), "12 is inside the new batch");
+    assert!(!owned.wait(Duration::from_millis(20)));
 }
