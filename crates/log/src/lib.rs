@@ -133,8 +133,9 @@ pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 /// into [`Error::RecordFormat`].
 pub use seglog_records::Error as RecordsError;
 pub use seglog_records::{
-    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, HeaderRefs, OwnedBatch,
-    OwnedBatches, Record, RecordRef, RecordRefs, Records,
+    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, ControlRecord, ControlRecordType,
+    EndTransactionMarker, Header, HeaderRefs, OwnedBatch, OwnedBatches, Record, RecordRef,
+    RecordRefs, Records,
 };
 pub use seglog_segment::{
     FileSlice, Io, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets, TimestampAndOffset,
