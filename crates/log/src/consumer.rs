@@ -143,18 +143,62 @@ impl Log {
     /// calling thread, on a condvar (no I/O); `Duration::MAX` waits without limit. Closing
     /// the log does not wake it.
     pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> bool {
-        let (_, past) = self.published.wait_until(
-            |view| {
-                let end = match isolation {
-                    Isolation::LogEnd => view.end.offset,
-                    Isolation::HighWatermark => view.high_watermark.offset,
-                };
-                end > offset || offset < view.log_start_offset
-            },
-            Some(timeout),
-        );
+        let (_, past) = self
+            .published
+            .wait_until(|view| visible_past(view, offset, isolation), Some(timeout));
         past
     }
+
+    /// The async form of [`Log::wait_for`], for any executor (no runtime dependency): a
+    /// future that completes when the visible end per `isolation` is past `offset` (or
+    /// `offset` fell below the log start), woken by the same publications. It never blocks
+    /// the executor's thread; bound it with the executor's timeout (e.g.
+    /// `tokio::time::timeout`).
+    pub fn wait_for_async(&self, offset: i64, isolation: Isolation) -> WaitFor<'_> {
+        WaitFor {
+            log: self,
+            offset,
+            isolation,
+        }
+    }
+}
+
+/// The future of [`Log::wait_for_async`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct WaitFor<'log> {
+    log: &'log Log,
+    offset: i64,
+    isolation: Isolation,
+}
+
+impl std::future::Future for WaitFor<'_> {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let (offset, isolation) = (self.offset, self.isolation);
+        let past = self
+            .log
+            .published
+            .register_unless(|view| visible_past(view, offset, isolation), cx.waker());
+        if past {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Whether a read at `offset` would return data (or fail as out of range below the start).
+fn visible_past<S>(view: &crate::view::LogView<S>, offset: i64, isolation: Isolation) -> bool {
+    let end = match isolation {
+        Isolation::LogEnd => view.end.offset,
+        Isolation::HighWatermark => view.high_watermark.offset,
+    };
+    end > offset || offset < view.log_start_offset
 }
 
 /// Why [`RecordReader::poll`] returned.

@@ -30,7 +30,8 @@
 //! batch, step over compacted gaps, check batch CRCs and decompress with a bound
 //! ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
 //! by appends and high-watermark moves, never by a timer), for tail-following consumers and
-//! long-poll fetches. Which calls block: `wait_for` (on a condvar, until its timeout);
+//! long-poll fetches; [`Log::wait_for_async`] is its future, for any executor (no runtime
+//! dependency, never blocks the executor's thread). Which calls block: `wait_for` (on a condvar, until its timeout);
 //! [`Log::append_durable`], `flush`, `tick` and `close` (on an fsync); appends, rolls,
 //! retention and truncation (on the writer lock and file writes); reads never wait for the
 //! writer, only for their own `pread`s.
@@ -117,7 +118,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
 pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
-    ReaderOptions, RecordReader, RecordView,
+    ReaderOptions, RecordReader, RecordView, WaitFor,
 };
 pub use error::{AppendErrorKind, CorruptKind, Error};
 pub use flush::TickReport;

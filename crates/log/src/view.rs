@@ -166,17 +166,26 @@ impl<S: Clone + SegmentSize> LogView<S> {
 #[derive(Debug)]
 pub(crate) struct Published<T> {
     current: RwLock<Snapshot<T>>,
-    /// Publications so far; waiters check their condition while holding it, and `publish`
-    /// bumps it (after replacing the snapshot) before notifying, so no wakeup is lost.
-    generation: Mutex<u64>,
+    /// Publications so far and the async waiters' wakers; waiters check their condition
+    /// while holding it, and `publish` bumps it (after replacing the snapshot) before
+    /// notifying, so no wakeup is lost.
+    waiters: Mutex<Waiters>,
     changed: Condvar,
+}
+
+/// What [`Published`]'s waiters share.
+#[derive(Debug, Default)]
+struct Waiters {
+    generation: u64,
+    /// Wakers of pending futures ([`Published::register_unless`]); taken by each publish.
+    wakers: Vec<std::task::Waker>,
 }
 
 impl<T> Published<T> {
     pub(crate) fn new(value: T) -> Self {
         Self {
             current: RwLock::new(Snapshot::new(value)),
-            generation: Mutex::new(0),
+            waiters: Mutex::new(Waiters::default()),
             changed: Condvar::new(),
         }
     }
@@ -190,7 +199,7 @@ impl<T> Published<T> {
         timeout: Option<std::time::Duration>,
     ) -> (Snapshot<T>, bool) {
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
-        let mut guard = lock(&self.generation);
+        let mut guard = lock(&self.waiters);
         loop {
             let snapshot = self.load();
             if done(&snapshot) {
@@ -214,13 +223,37 @@ impl<T> Published<T> {
         Snapshot::clone(&read(&self.current))
     }
 
+    /// The async form of [`Published::wait_until`]: `true` when `done` holds for the current
+    /// snapshot; otherwise registers `waker`, which the next publish wakes, and `false`.
+    pub(crate) fn register_unless(
+        &self,
+        done: impl FnOnce(&T) -> bool,
+        waker: &std::task::Waker,
+    ) -> bool {
+        let mut waiters = lock(&self.waiters);
+        if done(&self.load()) {
+            return true;
+        }
+        if !waiters.wakers.iter().any(|w| w.will_wake(waker)) {
+            waiters.wakers.push(waker.clone());
+        }
+        false
+    }
+
     /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a
     /// load-modify-publish sequence by the writer is never lost.
     pub(crate) fn publish(&self, value: T) {
         let value = Snapshot::new(value);
         *write(&self.current) = value;
-        *lock(&self.generation) += 1;
+        let wakers = {
+            let mut waiters = lock(&self.waiters);
+            waiters.generation += 1;
+            std::mem::take(&mut waiters.wakers)
+        };
         self.changed.notify_all();
+        for waker in wakers {
+            waker.wake();
+        }
     }
 }
 

@@ -352,3 +352,69 @@ fn reader_wait_does_not_spin_on_a_high_watermark_inside_a_batch() {
     assert!(owned.next().is_none(), "12 is inside the new batch");
     assert!(!owned.wait(Duration::from_millis(20)));
 }
+
+/// A minimal executor: polls `future` on this thread, parking between wakeups; `None` when it
+/// is still pending after `limit`.
+fn block_on<F: std::future::Future>(future: F, limit: Duration) -> Option<F::Output> {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    let deadline = Instant::now() + limit;
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return Some(out);
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return None;
+        }
+        std::thread::park_timeout(deadline - now);
+    }
+}
+
+#[test]
+fn wait_for_async_completes_on_an_append_without_blocking() {
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    let log = Arc::new(log);
+    append_numbered(&log, 1, "a", 3);
+    assert_eq!(
+        block_on(log.wait_for_async(2, Isolation::LogEnd), Duration::ZERO),
+        Some(())
+    );
+    // Pending: the first poll returns at once (it does not block the executor's thread).
+    assert_eq!(
+        block_on(
+            log.wait_for_async(3, Isolation::LogEnd),
+            Duration::from_millis(20)
+        ),
+        None
+    );
+    let appender = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for i in 0..200 {
+                log.append(&numbered(T0 + i, "b", 1)).unwrap();
+            }
+        })
+    };
+    // Every offset in turn: each wait is woken by the publication that makes it visible.
+    for offset in 3..203 {
+        let asleep = Instant::now();
+        let woken = block_on(
+            log.wait_for_async(offset, Isolation::LogEnd),
+            Duration::from_secs(60),
+        );
+        assert_eq!(woken, Some(()), "offset {offset}");
+        assert!(
+            asleep.elapsed() < Duration::from_secs(20),
+            "offset {offset}"
+        );
+    }
+    appender.join().unwrap();
+}
