@@ -166,9 +166,9 @@ impl<S: Clone + SegmentSize> LogView<S> {
 #[derive(Debug)]
 pub(crate) struct Published<T> {
     current: RwLock<Snapshot<T>>,
-    /// Publications so far and the async waiters' wakers; waiters check their condition
-    /// while holding it, and `publish` bumps it (after replacing the snapshot) before
-    /// notifying, so no wakeup is lost.
+    /// The sleepers and the async waiters' wakers; waiters check their condition while
+    /// holding it, and `publish` takes it (after replacing the snapshot) to decide whom to
+    /// wake, so no wakeup is lost.
     waiters: Mutex<Waiters>,
     changed: Condvar,
 }
@@ -176,7 +176,9 @@ pub(crate) struct Published<T> {
 /// What [`Published`]'s waiters share.
 #[derive(Debug, Default)]
 struct Waiters {
-    generation: u64,
+    /// Threads asleep on the condvar (a publish notifies only when there are some: a
+    /// futex wake is a system call even with nobody waiting).
+    sleepers: usize,
     /// Wakers of pending futures ([`Published::register_unless`]); taken by each publish.
     wakers: Vec<std::task::Waker>,
 }
@@ -205,16 +207,23 @@ impl<T> Published<T> {
             if done(&snapshot) {
                 return (snapshot, true);
             }
-            guard = match (timeout, deadline) {
-                (None, _) | (Some(_), None) => unpoison(self.changed.wait(guard)),
+            let wait = match (timeout, deadline) {
+                (None, _) | (Some(_), None) => None,
                 (Some(_), Some(deadline)) => {
                     let now = std::time::Instant::now();
                     if now >= deadline {
                         return (snapshot, false);
                     }
-                    unpoison(self.changed.wait_timeout(guard, deadline - now)).0
+                    Some(deadline - now)
                 }
             };
+            // Counted while asleep, so that a publish without sleepers skips the notify.
+            guard.sleepers += 1;
+            guard = match wait {
+                None => unpoison(self.changed.wait(guard)),
+                Some(left) => unpoison(self.changed.wait_timeout(guard, left)).0,
+            };
+            guard.sleepers -= 1;
         }
     }
 
@@ -245,12 +254,13 @@ impl<T> Published<T> {
     pub(crate) fn publish(&self, value: T) {
         let value = Snapshot::new(value);
         *write(&self.current) = value;
-        let wakers = {
+        let (wakers, sleepers) = {
             let mut waiters = lock(&self.waiters);
-            waiters.generation += 1;
-            std::mem::take(&mut waiters.wakers)
+            (std::mem::take(&mut waiters.wakers), waiters.sleepers)
         };
-        self.changed.notify_all();
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
         for waker in wakers {
             waker.wake();
         }
