@@ -1,9 +1,10 @@
-//! Walking a log's records in offset order through `Log::read`, as a consumer would.
+//! Walking a log's records in offset order, as a consumer would: the CLI's loop over
+//! [`seglog::OwnedRecordReader`].
 
 use std::ops::ControlFlow;
 
-use seglog::{Isolation, Log};
-use seglog_records::{BatchHeader, Batches, Record};
+use seglog::{Isolation, Log, ReaderOptions};
+use seglog_records::{BatchHeader, Record};
 
 use crate::error::Error;
 use crate::view::MAX_DECOMPRESSED_BYTES;
@@ -34,57 +35,28 @@ pub fn for_each_record(
     start_offset: i64,
     mut f: impl FnMut(&BatchHeader, Record) -> Result<ControlFlow<()>, Error>,
 ) -> Result<ScanEnd, Error> {
-    let mut next = start_offset;
-    loop {
-        // Out-of-range offsets are the log's error; at the log end the slice is empty.
-        let data = log.read(next, FETCH_BYTES, Isolation::LogEnd, true)?;
-        if data.slice.is_empty() {
-            break;
-        }
-        let path = data.slice.path().to_owned();
-        let bytes = data.slice.read_to_vec()?;
-        let before = next;
-        // The slice may end inside a batch (cut by FETCH_BYTES); Batches stops quietly there.
-        for batch in Batches::new(&bytes, data.slice.position()) {
-            let batch = batch.map_err(|source| Error::Damaged {
-                path: path.clone(),
-                source,
-            })?;
-            let header = *batch.header();
-            if header.last_offset < next {
-                continue;
-            }
-            // A consumer checks every batch's CRC (Kafka's `check.crcs=true`): a damaged
-            // batch is an error naming the file and its position, never printed as data.
-            batch.ensure_valid().map_err(|source| Error::Damaged {
-                path: path.clone(),
-                source,
-            })?;
-            for record in batch.records(MAX_DECOMPRESSED_BYTES) {
-                let record = record.map_err(|source| Error::Damaged {
-                    path: path.clone(),
-                    source,
-                })?;
-                if record.offset < next {
-                    continue;
-                }
-                let offset = record.offset;
-                if f(&header, record)?.is_break() {
-                    return Ok(ScanEnd {
-                        next_offset: offset + 1,
-                        stopped: true,
-                    });
-                }
-            }
-            next = header.last_offset + 1;
-        }
-        if next == before {
-            // No whole batch in the slice: cannot happen with min_one_message, but never spin.
-            break;
+    let mut reader = ReaderOptions::new(start_offset, Isolation::LogEnd)
+        .fetch_bytes(FETCH_BYTES)
+        .max_decompressed_bytes(MAX_DECOMPRESSED_BYTES)
+        .check_crcs(true)
+        .include_control(true)
+        .owned_reader(log);
+    for fetched in reader.by_ref() {
+        // A damaged batch is an error naming the file and its position, never printed.
+        let fetched = fetched.map_err(|e| match e {
+            seglog::Error::DamagedBatch { path, source } => Error::Damaged { path, source },
+            other => Error::Log(other),
+        })?;
+        let offset = fetched.record.offset;
+        if f(&fetched.batch, fetched.record)?.is_break() {
+            return Ok(ScanEnd {
+                next_offset: offset + 1,
+                stopped: true,
+            });
         }
     }
     Ok(ScanEnd {
-        next_offset: next,
+        next_offset: reader.position(),
         stopped: false,
     })
 }

@@ -234,7 +234,8 @@ impl Log {
         // Before the batches are published: no flush can move the recovery point over them
         // before their epochs are in the checkpoint (a crash then recovers them).
         self.epochs_after_append(&analysis.batches)?;
-        self.published.publish(view.appended(end));
+        self.published
+            .publish(self.with_high_watermark_policy(view.appended(end)));
         drop(writer);
         if let Some(durable) = &mut durable {
             durable.published();
@@ -272,6 +273,7 @@ impl Log {
             }
             Durability::PageCache => {}
         }
+        self.follow_durable_end()?;
         Ok(info)
     }
 

@@ -1,4 +1,5 @@
-//! The optional background thread: calls [`Log::tick`] periodically. Nothing runs in the
+//! The optional background thread: calls [`Log::tick`] (or [`crate::LogDir::tick`])
+//! periodically. Nothing runs in the
 //! background unless the user starts it, and nothing it meets is dropped: the errors of its
 //! ticks are kept for the user ([`Ticker::failed_ticks`], [`Ticker::take_error`],
 //! [`Ticker::stop`]).
@@ -43,12 +44,29 @@ impl Log {
     /// and the first one is kept until the user takes it ([`Ticker::take_error`]) or stops
     /// the ticker ([`Ticker::stop`] returns it).
     pub fn spawn_ticker(self: &std::sync::Arc<Self>, interval: Duration) -> Ticker {
+        let log = std::sync::Arc::clone(self);
+        Ticker::spawn(interval, move || log.tick(log.clock.now_ms()).map(drop))
+    }
+}
+
+impl crate::LogDir {
+    /// [`Log::spawn_ticker`] for a whole root: a thread that calls [`crate::LogDir::tick`] with
+    /// the root's clock every `interval` (every partition's tick, due `-delete` directories,
+    /// then the root checkpoints), with the same error handling.
+    pub fn spawn_ticker(self: &std::sync::Arc<Self>, interval: Duration) -> Ticker {
+        let dir = std::sync::Arc::clone(self);
+        Ticker::spawn(interval, move || dir.tick(dir.clock_now_ms()).map(drop))
+    }
+}
+
+impl Ticker {
+    /// Starts the thread running `tick` every `interval`.
+    fn spawn(interval: Duration, tick: impl Fn() -> Result<()> + Send + 'static) -> Self {
         let shared = Arc::new(Shared {
             stopped: Mutex::new(false),
             wake: Condvar::new(),
             failures: Mutex::new(Failures::default()),
         });
-        let log = std::sync::Arc::clone(self);
         let signal = Arc::clone(&shared);
         let thread = std::thread::spawn(move || {
             let mut stopped = lock(&signal.stopped);
@@ -59,7 +77,7 @@ impl Log {
                     break;
                 }
                 drop(stopped);
-                if let Err(e) = log.tick(log.clock.now_ms()) {
+                if let Err(e) = tick() {
                     let mut failures = lock(&signal.failures);
                     failures.count += 1;
                     failures.first.get_or_insert(e);
@@ -72,9 +90,7 @@ impl Log {
             thread: Some(thread),
         }
     }
-}
 
-impl Ticker {
     /// How many background ticks failed since the ticker started.
     pub fn failed_ticks(&self) -> u64 {
         lock(&self.shared.failures).count

@@ -23,6 +23,9 @@ use crate::{Error, Result, TopicPartition};
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 /// File name of the log-start-offset checkpoint in a log-dir root.
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// The root's high-watermark checkpoint (Kafka's `ReplicaManager` writes it in the same text
+/// format).
+pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";
 
 /// One offset checkpoint file: a map topic-partition -> offset.
 #[derive(Debug, Clone)]

@@ -38,7 +38,9 @@ pub struct LogConfig {
     /// Delete segments whose largest timestamp is older than this (`retention.ms`).
     /// Default: 604800000 (7 days). Valid: >= -1; negative means unlimited.
     pub retention_ms: i64,
-    /// Delete oldest segments while the log is larger than this (`retention.bytes`).
+    /// Keep at least this many bytes (`retention.bytes`): as Kafka, retention deletes the
+    /// oldest segment only while the log without it still holds at least this many bytes, so
+    /// the log stays at or above the limit (by up to a segment), never below it.
     /// Default: -1 (unlimited). Any value; negative means unlimited.
     pub retention_bytes: i64,
     /// Flush when this many messages are unflushed (`flush.messages`).

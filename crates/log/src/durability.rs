@@ -88,6 +88,11 @@ impl DurabilityState {
         self.recovery_point.load(Ordering::Acquire)
     }
 
+    /// Every offset below this is known durable (flushed, or synced by a group commit).
+    pub(crate) fn durable_end_offset(&self) -> i64 {
+        self.group_commit.durable_end_offset()
+    }
+
     /// Takes the flusher lock (serializes flushes, syncs and the truncations' lowering).
     pub(crate) fn lock_flusher(&self) -> Flusher<'_> {
         Flusher {
@@ -153,12 +158,6 @@ impl DurabilityState {
         sync: impl FnMut() -> Result<i64>,
     ) -> Result<bool> {
         self.group_commit.wait_durable(end_offset, sync)
-    }
-
-    /// Every offset below this is known durable (fsynced by a durable append, a sync, a flush,
-    /// or at load: the recovery point). Never moved here.
-    pub(crate) fn durable_end_offset(&self) -> i64 {
-        self.group_commit.durable_end_offset()
     }
 
     /// Before a group-commit sync: waits (bounded) for the durable appends on their way.

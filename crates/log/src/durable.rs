@@ -31,7 +31,8 @@ impl Log {
             .durability
             .wait_durable(end_offset, || self.sync_appended())?;
         if kept {
-            return Ok(());
+            // The `DurableEnd` high-watermark policy follows this sync too.
+            return self.follow_durable_end();
         }
         Err(Error::OffsetOutOfRange {
             offset: end_offset.saturating_sub(1),
@@ -41,7 +42,8 @@ impl Log {
     }
 
     /// Every offset below the returned one is known durable (fsynced by a durable append, a
-    /// [`Log::sync_to`], a flush, or at load: the recovery point).
+    /// [`Log::sync_to`], a flush, or at load: the recovery point). It may be above
+    /// [`Log::recovery_point`], which also needs the indexes flushed.
     pub fn durable_end_offset(&self) -> i64 {
         self.durability.durable_end_offset()
     }

@@ -101,6 +101,34 @@ pub enum Error {
     /// An appended buffer holds a corrupt or malformed batch (bad CRC, bad framing).
     #[error("append rejected: invalid batch")]
     Records(#[source] seglog_records::Error),
+    /// [`crate::Log::set_high_watermark`] was asked to move the high watermark backwards; only
+    /// a truncation ([`crate::Log::truncate_to`]) lowers it.
+    #[error(
+        "high watermark of {} cannot move back from {high_watermark} to {requested} outside a truncation",
+        dir.display()
+    )]
+    HighWatermarkRegression {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The high watermark.
+        high_watermark: i64,
+        /// The requested offset (clamped to the log start and end).
+        requested: i64,
+    },
+    /// A batch a reader fetched fails its CRC, or its records do not decode (a consumer-side
+    /// error: the bytes are in the log, not in an append).
+    #[error("damaged record batch in {}: {source}", path.display())]
+    DamagedBatch {
+        /// The segment's `.log`.
+        path: PathBuf,
+        /// What is wrong, with the byte position in that file.
+        #[source]
+        source: seglog_records::Error,
+    },
+    /// A record batch being built or parsed outside a log is malformed (from
+    /// [`crate::BatchBuilder::build`], [`crate::Batches`] or record decoding, through `?`).
+    #[error("record batch: {0}")]
+    RecordFormat(#[from] seglog_records::Error),
     /// An error of the segment layer (I/O on a segment file, corruption, index errors).
     #[error(transparent)]
     Segment(#[from] seglog_segment::Error),

@@ -40,6 +40,7 @@ impl Log {
     /// As [`Log::flush`].
     pub fn flush_up_to(&self, offset: i64) -> Result<i64> {
         let recovery_point = self.flush_to(offset, false)?;
+        self.follow_durable_end()?;
         self.write_checkpoints(false)?;
         Ok(recovery_point)
     }
@@ -121,7 +122,11 @@ impl Log {
     /// ([`Log::delete_old_segments`] at `now_ms`), flushes segments sealed by rolls and — when
     /// `flush.ms` elapsed since the last flush — everything, then rewrites the log's
     /// checkpoint entries if they changed (also for a log of a [`crate::LogDir`]). A closed or
-    /// read-only log does nothing.
+    /// read-only log does nothing. Time is the `now_ms` passed in, not the log's [`crate::Clock`]:
+    /// retention's age and `flush.ms` are measured against it and the segments it deletes are
+    /// unlinked `file.delete.delay.ms` after it ([`Log::spawn_ticker`] passes the log's clock).
+    /// Under [`crate::HighWatermarkPolicy::DurableEnd`] it then raises the high watermark to
+    /// the durable end.
     ///
     /// # Errors
     /// The first failure; deletions that failed are retried at the next tick.
@@ -161,6 +166,7 @@ impl Log {
         if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }
+        self.follow_durable_end()?;
         if own_checkpoints {
             self.write_checkpoints(false)?;
         }

@@ -25,7 +25,8 @@ use std::sync::Arc;
 use crate::sync::{Mutex, lock};
 
 use crate::checkpoint::{
-    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::lock::DirLock;
@@ -44,6 +45,9 @@ pub(crate) struct InitialState {
     pub(crate) recovery_point_known: bool,
     /// From the log-start-offset checkpoint; 0 when missing or unreadable.
     pub(crate) log_start_offset: i64,
+    /// From the replication-offset checkpoint (the high watermark); `None` when missing or
+    /// unreadable. Restored at open, clamped to the log start and end.
+    pub(crate) high_watermark: Option<i64>,
 }
 
 /// Where a log's state lives; see the module docs.
@@ -83,8 +87,9 @@ pub(crate) enum StateHome {
     ReadOnly,
 }
 
-/// A log's checkpoint entries: (recovery point, log start offset when Kafka writes it).
-pub(crate) type Entries = (i64, Option<i64>);
+/// A log's checkpoint entries: (recovery point, log start offset when Kafka writes it, high
+/// watermark).
+pub(crate) type Entries = (i64, Option<i64>, i64);
 
 /// What a read-write [`crate::LogDir`] shares with every log it opens.
 #[derive(Debug, Clone)]
@@ -121,7 +126,7 @@ const ROOT_FILES: &[&str] = &[
     "meta.properties",
     RECOVERY_POINT_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
-    "replication-offset-checkpoint",
+    REPLICATION_OFFSET_CHECKPOINT,
     CLEAN_SHUTDOWN_FILE,
 ];
 
@@ -205,11 +210,18 @@ fn read_state(
         own_root,
         &mut problems,
     );
+    let high_watermark = entry(
+        &OffsetCheckpointFile::new(root.join(REPLICATION_OFFSET_CHECKPOINT)),
+        key,
+        own_root,
+        &mut problems,
+    );
     let state = InitialState {
         had_clean_shutdown: clean,
         recovery_point: recovery_point.unwrap_or(0),
         recovery_point_known: recovery_point.is_some(),
         log_start_offset: log_start_offset.unwrap_or(0),
+        high_watermark,
     };
     (state, problems)
 }
@@ -289,7 +301,7 @@ impl StateHome {
         if !force && *written == Some(entries) {
             return Ok(());
         }
-        write_entries(io, root, key, entries.0, entries.1)?;
+        write_entries(io, root, key, entries)?;
         *written = Some(entries);
         Ok(())
     }
@@ -316,8 +328,7 @@ fn write_entries(
     io: &Io,
     root: &Path,
     key: &TopicPartition,
-    recovery_point: i64,
-    log_start_offset: Option<i64>,
+    (recovery_point, log_start_offset, high_watermark): Entries,
 ) -> Result<()> {
     update(
         &OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).with_io(io.clone()),
@@ -328,6 +339,11 @@ fn write_entries(
         &OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).with_io(io.clone()),
         key,
         log_start_offset,
+    )?;
+    update(
+        &OffsetCheckpointFile::new(root.join(REPLICATION_OFFSET_CHECKPOINT)).with_io(io.clone()),
+        key,
+        Some(high_watermark),
     )
 }
 
@@ -359,7 +375,7 @@ mod tests {
         assert!(problems.is_empty());
         assert!(!state.had_clean_shutdown);
         assert_eq!(state.recovery_point, 0);
-        home.write_checkpoints(true, || (42, Some(7))).unwrap();
+        home.write_checkpoints(true, || (42, Some(7), 40)).unwrap();
         home.write_clean_marker().unwrap();
         assert!(dir.join(CLEAN_SHUTDOWN_FILE).exists());
         let text = std::fs::read_to_string(dir.join(RECOVERY_POINT_CHECKPOINT)).unwrap();
@@ -376,7 +392,8 @@ mod tests {
                 had_clean_shutdown: true,
                 recovery_point: 42,
                 recovery_point_known: true,
-                log_start_offset: 7
+                log_start_offset: 7,
+                high_watermark: Some(40),
             }
         );
         let (_home, state, _) = open_standalone(&dir, &Io::direct()).unwrap();
@@ -398,7 +415,7 @@ mod tests {
         let (home, state, _) = open_standalone(&dir, &Io::direct()).unwrap();
         assert_eq!(state.recovery_point, 9);
         assert!(!state.had_clean_shutdown);
-        home.write_checkpoints(true, || (11, None)).unwrap();
+        home.write_checkpoints(true, || (11, None, 11)).unwrap();
         home.write_clean_marker().unwrap();
         // The root was not clean at open, so the marker is not written for everybody.
         assert!(!tmp.path().join(CLEAN_SHUTDOWN_FILE).exists());

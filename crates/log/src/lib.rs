@@ -26,12 +26,38 @@
 //! `.snapshot` files, [`ProducerSnapshot`]; the log never writes or deletes them), transactions (`.txnindex` is renamed and deleted with
 //! its segment but never written), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
-//! user opts into with [`Log::spawn_ticker`]: there are no hidden threads.
+//! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]): there are no hidden
+//! threads.
+//!
+//! **Reading records.** [`Log::reader`] (borrowed: records are views over one reused buffer,
+//! the fast path) and [`Log::owned_reader`] (an iterator of owned records) walk records from an
+//! offset in offset order, keep their position, skip the records below the start in the first
+//! batch, step over compacted gaps, check batch CRCs and decompress with a bound
+//! ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
+//! by appends and high-watermark moves, never by a timer), for tail-following consumers and
+//! long-poll fetches; [`Log::wait_for_async`] is its future, for any executor (no runtime
+//! dependency, never blocks the executor's thread). Which calls block: `wait_for` (on a condvar, until its timeout);
+//! [`Log::append_durable`], `flush`, `tick` and `close` (on an fsync); appends, rolls,
+//! retention and truncation (on the writer lock and file writes); reads never wait for the
+//! writer, only for their own `pread`s.
+//!
+//! **The high watermark.** Consumers ([`Isolation::HighWatermark`]) read below it, and
+//! retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
+//! backward move ([`Error::HighWatermarkRegression`]); only a truncation lowers it. It is
+//! persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
+//! checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
+//! restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
+//! caller moves it, as a replication layer does; a single node opts into
+//! [`HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
+//! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
+//! only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+//! [`Log::set_high_watermark_policy`].
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
-//! `recovery-point-offset-checkpoint` and `log-start-offset-checkpoint` in its root, in Kafka's
-//! formats. A standalone [`Log::open`] uses its parent's files when the parent looks like a
-//! `log.dirs` root, and otherwise keeps the same four files inside the partition directory
+//! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
+//! `replication-offset-checkpoint` in its root, in Kafka's formats. A standalone
+//! [`Log::open`] uses its parent's files when the parent looks like a `log.dirs` root, and
+//! otherwise keeps the same five files inside the partition directory
 //! (the directory is its own one-partition root). A broker ignores those files.
 //!
 //! ```
@@ -58,6 +84,7 @@ mod clean_shutdown;
 mod clock;
 mod commit_join;
 mod config;
+mod consumer;
 mod deletion;
 mod durability;
 mod durable;
@@ -65,6 +92,7 @@ mod error;
 mod flush;
 mod fsutil;
 mod group_commit;
+mod high_watermark;
 mod home;
 mod leader_epoch;
 mod load;
@@ -77,6 +105,7 @@ mod loom_models;
 mod maintenance;
 mod producer_snapshot;
 mod read;
+mod read_request;
 mod retention;
 mod segment_map;
 mod split;
@@ -87,15 +116,22 @@ mod view;
 
 pub use append::{AppendInfo, Durability};
 pub use background::Ticker;
+/// The shared byte buffer keys and values of owned records live in.
+pub use bytes::Bytes;
 pub use checkpoint::{
     CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
-    RECOVERY_POINT_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
+pub use consumer::{
+    DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
+    ReaderOptions, RecordReader, RecordView, WaitFor,
+};
 pub use error::{AppendErrorKind, CorruptKind, Error};
 pub use flush::TickReport;
+pub use high_watermark::HighWatermarkPolicy;
 pub use leader_epoch::{
     EpochEndOffset, EpochEntry, InvalidEpochEntry, LEADER_EPOCH_CHECKPOINT, LeaderEpochCache,
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
@@ -104,15 +140,21 @@ pub use leader_epoch::{
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
-pub use log_dir::LogDir;
+pub use log_dir::{LogDir, LogDirTickReport};
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,
 };
 pub use read::{CopiedFetch, FetchData, ListOffsets};
+pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
+/// The error of the record layer (batch building, parsing and record decoding); `?` turns it
+/// into [`Error::RecordFormat`].
+pub use seglog_records::Error as RecordsError;
 pub use seglog_records::{
-    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, Header, OwnedBatch, Record,
+    BatchBuilder, BatchHeader, BatchRef, Batches, Compression, ControlRecord, ControlRecordType,
+    EndTransactionMarker, Header, HeaderRefs, OwnedBatch, OwnedBatches, Record, RecordRef,
+    RecordRefs, Records,
 };
 pub use seglog_segment::{
     FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets,
@@ -123,6 +165,17 @@ pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
 pub use view::{Isolation, OffsetMetadata};
+
+// Compile-time guarantees: the handles users share between threads are `Send + Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Log>();
+    send_sync::<LogDir>();
+    send_sync::<RecordReader<'static>>();
+    send_sync::<OwnedRecordReader<'static>>();
+    send_sync::<Error>();
+    send_sync::<FetchData>();
+};
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

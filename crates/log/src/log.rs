@@ -67,6 +67,9 @@ pub struct OpenOptions {
     /// cache of `segment_cache_capacity` for this log alone ([`crate::LogDir`] passes its own
     /// to every log it opens).
     pub segment_cache: Option<SegmentCache>,
+    /// Who moves the high watermark ([`crate::HighWatermarkPolicy`]). Default: `Manual`
+    /// (only [`Log::set_high_watermark`]).
+    pub high_watermark: crate::HighWatermarkPolicy,
 }
 
 impl Default for OpenOptions {
@@ -79,6 +82,7 @@ impl Default for OpenOptions {
             repair_destructively: false,
             io: Io::direct(),
             segment_cache: None,
+            high_watermark: crate::HighWatermarkPolicy::Manual,
         }
     }
 }
@@ -110,6 +114,21 @@ pub struct SegmentInfo {
 /// `Send + Sync`: share it in an `Arc`. Appends, rolls, retention and truncation are
 /// serialized by an internal writer lock; readers take no lock beyond cloning the published
 /// snapshot, so they run alongside appends and are never blocked by an fsync.
+///
+/// Dropping a `Log` without [`Log::close`] is a crash for recovery purposes: no clean-shutdown
+/// marker is written, so the next open recovers everything above the recovery point.
+///
+/// **The high watermark.** Consumers ([`crate::Isolation::HighWatermark`]) read below it, and
+/// retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
+/// backward move ([`crate::Error::HighWatermarkRegression`]); only a truncation lowers it. It is
+/// persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
+/// checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
+/// restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
+/// caller moves it, as a replication layer does; a single node opts into
+/// [`crate::HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
+/// [`crate::HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
+/// only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+/// [`Log::set_high_watermark_policy`].
 #[derive(Debug)]
 pub struct Log {
     pub(crate) dir: PathBuf,
@@ -131,6 +150,8 @@ pub struct Log {
     /// The leader-epoch cache and its checkpoint (`leader_epoch.rs`); changed under the
     /// writer lock.
     pub(crate) epochs: Mutex<EpochState>,
+    /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
+    pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
 }
 
 /// State only the writer touches.
@@ -215,11 +236,12 @@ impl Log {
         let cache = options
             .segment_cache
             .unwrap_or_else(|| segment_cache_for(&config));
+        let policy = options.high_watermark;
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
             let home = StateHome::ReadOnly;
             let io = options.io;
-            return Self::load(
+            let log = Self::load(
                 dir,
                 config,
                 options.clock,
@@ -228,7 +250,9 @@ impl Log {
                 home,
                 mode,
                 cache,
-            );
+            )?;
+            log.set_high_watermark_policy(policy)?;
+            return Ok(log);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state, problems) = home::open_standalone(&dir, &options.io)?;
@@ -248,6 +272,7 @@ impl Log {
             // where flushed data ends (docs/durability.md, section 4).
             log.write_checkpoints(true)?;
         }
+        log.set_high_watermark_policy(policy)?;
         Ok(log)
     }
 
@@ -312,6 +337,7 @@ impl Log {
             end.offset,
         )?;
         report.leader_epochs = epoch_source;
+        let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
             offset: log_start_offset,
@@ -347,6 +373,7 @@ impl Log {
             load_report: report,
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
+            high_watermark_policy: crate::sync::AtomicUsize::new(0),
         };
         let due = now.saturating_add(log.config.file_delete_delay_ms);
         for segment in deleted {
@@ -355,6 +382,11 @@ impl Log {
         // The high watermark starts at the log start offset (Kafka: the partition later
         // restores it from replication-offset-checkpoint); set its position properly.
         log.set_high_watermark(log_start_offset)?;
+        // Then the checkpointed one (Kafka's replication-offset-checkpoint), clamped to the
+        // log end: a crash may have cut the tail it covered.
+        if let Some(high_watermark) = restored_high_watermark {
+            log.set_high_watermark(high_watermark)?;
+        }
         Ok(log)
     }
 
@@ -415,15 +447,20 @@ impl Log {
     }
 
     /// Sets the high watermark, clamped to `[log start offset, log end offset]` (the caller —
-    /// a replication layer — decides it; a standalone user typically sets it to the LEO).
-    /// Returns the value set.
+    /// a replication layer — decides it; a standalone user sets it to the LEO, or opts into a
+    /// [`crate::HighWatermarkPolicy`]). Returns the value set. Monotonic: only a truncation
+    /// lowers it.
     ///
     /// # Errors
-    /// Segment errors while locating the offset's batch.
+    /// [`Error::HighWatermarkRegression`] when the clamped offset is below the high
+    /// watermark (nothing changes); segment errors while locating the offset's batch.
     pub fn set_high_watermark(&self, offset: i64) -> Result<i64> {
         let _writer = self.lock_writer();
         let view = self.published.load();
         let target = offset.clamp(view.log_start_offset, view.end.offset);
+        if target < view.high_watermark.offset {
+            return Err(self.high_watermark_regression(view.high_watermark.offset, target));
+        }
         let metadata = self.offset_metadata(&view, target)?;
         self.published.publish(LogView {
             high_watermark: metadata,
@@ -564,14 +601,14 @@ impl Log {
     }
 
     /// (recovery point, log start offset if Kafka would write it: above the first base).
-    pub(crate) fn checkpoint_values(&self) -> (i64, Option<i64>) {
+    pub(crate) fn checkpoint_values(&self) -> crate::home::Entries {
         let view = self.published.load();
         let first_base = view
             .segments
             .first()
             .map_or(view.log_start_offset, |(b, _)| b);
         let log_start = (view.log_start_offset > first_base).then_some(view.log_start_offset);
-        (self.recovery_point(), log_start)
+        (self.recovery_point(), log_start, view.high_watermark.offset)
     }
 
     pub(crate) fn lock_writer(&self) -> MutexGuard<'_, Writer> {

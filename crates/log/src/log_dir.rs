@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::checkpoint::{
-    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::clock::Clock;
@@ -47,6 +48,18 @@ pub struct LogDir {
     closed: Mutex<bool>,
     /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
     segment_cache: seglog_segment::SegmentCache,
+    /// Every log's [`crate::HighWatermarkPolicy`] ([`OpenOptions::high_watermark`]).
+    high_watermark_policy: crate::HighWatermarkPolicy,
+}
+
+/// What one [`LogDir::tick`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LogDirTickReport {
+    /// Each partition's [`crate::TickReport`].
+    pub partitions: BTreeMap<TopicPartition, crate::TickReport>,
+    /// The `-delete` directories removed because their delay passed.
+    pub deleted_dirs: Vec<PathBuf>,
 }
 
 impl LogDir {
@@ -91,9 +104,12 @@ impl LogDir {
             OffsetCheckpointFile::new(root.join(RECOVERY_POINT_CHECKPOINT)).read_or_report();
         let (log_starts, log_start_problem) =
             OffsetCheckpointFile::new(root.join(LOG_START_OFFSET_CHECKPOINT)).read_or_report();
+        let (high_watermarks, high_watermark_problem) =
+            OffsetCheckpointFile::new(root.join(REPLICATION_OFFSET_CHECKPOINT)).read_or_report();
         let checkpoint_problems: Vec<CheckpointProblem> = recovery_point_problem
             .into_iter()
             .chain(log_start_problem)
+            .chain(high_watermark_problem)
             .collect();
         let now = options.clock.now_ms();
         // One cache bounds the open segment files of every partition.
@@ -140,6 +156,7 @@ impl LogDir {
                 recovery_point: recovery_points.get(&tp).copied().unwrap_or(0),
                 recovery_point_known: recovery_points.contains_key(&tp),
                 log_start_offset: log_starts.get(&tp).copied().unwrap_or(0),
+                high_watermark: high_watermarks.get(&tp).copied(),
             };
             let log = Log::open_in_log_dir(
                 dir,
@@ -156,6 +173,7 @@ impl LogDir {
                 shared.as_ref(),
                 cache.clone(),
             )?;
+            log.set_high_watermark_policy(options.high_watermark)?;
             logs.insert(tp, Arc::new(log));
         }
         let log_dir = Self {
@@ -171,6 +189,7 @@ impl LogDir {
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
             segment_cache: cache,
+            high_watermark_policy: options.high_watermark,
         };
         // Written at once so the root looks like a log dir to standalone opens from now on.
         log_dir.checkpoint()?;
@@ -230,6 +249,7 @@ impl LogDir {
             recovery_point: 0,
             recovery_point_known: false,
             log_start_offset: 0,
+            high_watermark: None,
         };
         let log = Arc::new(Log::open_in_log_dir(
             dir,
@@ -241,6 +261,7 @@ impl LogDir {
             Some(shared),
             self.segment_cache.clone(),
         )?);
+        log.set_high_watermark_policy(self.high_watermark_policy)?;
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
         // The new log's recovery point is checkpointed at once: the loader's rule for gaps
@@ -266,9 +287,11 @@ impl LogDir {
         let _guard = lock(&shared.checkpoint_lock);
         let mut recovery_points = BTreeMap::new();
         let mut log_starts = BTreeMap::new();
+        let mut high_watermarks = BTreeMap::new();
         for (tp, log) in self.read_logs().iter() {
-            let (recovery_point, log_start) = log.checkpoint_values();
+            let (recovery_point, log_start, high_watermark) = log.checkpoint_values();
             recovery_points.insert(tp.clone(), recovery_point);
+            high_watermarks.insert(tp.clone(), high_watermark);
             if let Some(log_start) = log_start {
                 log_starts.insert(tp.clone(), log_start);
             }
@@ -278,20 +301,31 @@ impl LogDir {
             .write(&recovery_points)?;
         OffsetCheckpointFile::new(self.root.join(LOG_START_OFFSET_CHECKPOINT))
             .with_io(self.io.clone())
-            .write(&log_starts)
+            .write(&log_starts)?;
+        OffsetCheckpointFile::new(self.root.join(REPLICATION_OFFSET_CHECKPOINT))
+            .with_io(self.io.clone())
+            .write(&high_watermarks)
+    }
+
+    /// The root's clock's time (for its ticker).
+    pub(crate) fn clock_now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// [`Log::tick`] for every log, removal of `-delete` directories that are due, then the
-    /// checkpoints.
+    /// checkpoints. Deletions are scheduled relative to `now_ms`. Returns what each
+    /// partition's tick did and which directories were removed.
     ///
     /// # Errors
-    /// The first failure.
-    pub fn tick(&self, now_ms: i64) -> Result<()> {
+    /// The first failure (the partitions after it are not ticked).
+    pub fn tick(&self, now_ms: i64) -> Result<LogDirTickReport> {
+        let mut report = LogDirTickReport::default();
         if self.read_only {
-            return Ok(());
+            return Ok(report);
         }
-        for (_, log) in self.logs() {
-            log.tick_with(now_ms, false)?;
+        for (tp, log) in self.logs() {
+            let tick = log.tick_with(now_ms, false)?;
+            report.partitions.insert(tp, tick);
         }
         let due: Vec<PathBuf> = {
             let mut doomed = lock(&self.doomed_dirs);
@@ -303,8 +337,10 @@ impl LogDir {
         };
         for dir in due {
             std::fs::remove_dir_all(&dir).map_err(|e| Error::io("delete directory", &dir, e))?;
+            report.deleted_dirs.push(dir);
         }
-        self.checkpoint()
+        self.checkpoint()?;
+        Ok(report)
     }
 
     /// Closes every log, writes the checkpoints, then the clean-shutdown marker (last, and

@@ -201,3 +201,34 @@ fn loom_a_truncation_is_never_overtaken_by_a_flush_or_a_sync_in_flight() {
         );
     });
 }
+
+/// Tail-follow never loses a wakeup: a waiter that checks the published end just before the
+/// writer publishes past it still wakes (loom's `wait_timeout` never times out, so a lost
+/// wakeup is a deadlock loom reports).
+#[test]
+fn loom_wait_until_sees_every_publication() {
+    loom::model(|| {
+        let first = segment(0);
+        let mut map = SegmentMap::new();
+        map.insert(0, first.clone());
+        let published = Arc::new(Published::new(LogView {
+            segments: std::sync::Arc::new(map),
+            log_start_offset: 0,
+            end: meta(0, &first),
+            high_watermark: meta(0, &first),
+        }));
+        let waiter = {
+            let published = published.clone();
+            thread::spawn(move || {
+                let (view, past) = published.wait_until(|v| v.end.offset >= 2, None);
+                assert!(past && view.end.offset >= 2);
+            })
+        };
+        for end in 1..=2 {
+            first.written.fetch_add(10, Ordering::Release);
+            let old = published.load();
+            published.publish(old.appended(meta(end, &first)));
+        }
+        waiter.join().expect("waiter");
+    });
+}

@@ -11,7 +11,7 @@
 //! against a fake segment.
 
 use crate::segment_map::SegmentMap;
-use crate::sync::{RwLock, read, write};
+use crate::sync::{Condvar, Mutex, RwLock, lock, read, unpoison, write};
 
 /// A published snapshot (a loom `Arc` under `--cfg loom`).
 pub(crate) type Snapshot<T> = crate::sync::Arc<T>;
@@ -161,16 +161,69 @@ impl<S: Clone + SegmentSize> LogView<S> {
 }
 
 /// A value readers load without waiting for the writer's I/O: the lock is held only to clone
-/// or replace an `Arc`.
+/// or replace an `Arc`. Waiters ([`Published::wait_until`]) sleep on a condvar every publish
+/// notifies: no timer, no polling.
 #[derive(Debug)]
 pub(crate) struct Published<T> {
     current: RwLock<Snapshot<T>>,
+    /// The sleepers and the async waiters' wakers; waiters check their condition while
+    /// holding it, and `publish` takes it (after replacing the snapshot) to decide whom to
+    /// wake, so no wakeup is lost.
+    waiters: Mutex<Waiters>,
+    changed: Condvar,
+}
+
+/// What [`Published`]'s waiters share.
+#[derive(Debug, Default)]
+struct Waiters {
+    /// Threads asleep on the condvar (a publish notifies only when there are some: a
+    /// futex wake is a system call even with nobody waiting).
+    sleepers: usize,
+    /// Wakers of pending futures ([`Published::register_unless`]); taken by each publish.
+    wakers: Vec<std::task::Waker>,
 }
 
 impl<T> Published<T> {
     pub(crate) fn new(value: T) -> Self {
         Self {
             current: RwLock::new(Snapshot::new(value)),
+            waiters: Mutex::new(Waiters::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Waits until `done` holds for the current snapshot, or `timeout` passed (`None`: no
+    /// limit); returns the last snapshot seen and whether `done` held for it. Woken only by
+    /// [`Published::publish`] (and the OS's spurious wakeups, after which it checks again).
+    pub(crate) fn wait_until(
+        &self,
+        mut done: impl FnMut(&T) -> bool,
+        timeout: Option<std::time::Duration>,
+    ) -> (Snapshot<T>, bool) {
+        let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
+        let mut guard = lock(&self.waiters);
+        loop {
+            let snapshot = self.load();
+            if done(&snapshot) {
+                return (snapshot, true);
+            }
+            let wait = match (timeout, deadline) {
+                (None, _) | (Some(_), None) => None,
+                (Some(_), Some(deadline)) => {
+                    let now = std::time::Instant::now();
+                    if now >= deadline {
+                        return (snapshot, false);
+                    }
+                    Some(deadline - now)
+                }
+            };
+            // Counted while asleep, so that a publish without sleepers skips the notify.
+            guard.sleepers += 1;
+            guard = match wait {
+                None => unpoison(self.changed.wait(guard)),
+                Some(left) => unpoison(self.changed.wait_timeout(guard, left)).0,
+            };
+            guard.sleepers -= 1;
         }
     }
 
@@ -179,11 +232,38 @@ impl<T> Published<T> {
         Snapshot::clone(&read(&self.current))
     }
 
+    /// The async form of [`Published::wait_until`]: `true` when `done` holds for the current
+    /// snapshot; otherwise registers `waker`, which the next publish wakes, and `false`.
+    pub(crate) fn register_unless(
+        &self,
+        done: impl FnOnce(&T) -> bool,
+        waker: &std::task::Waker,
+    ) -> bool {
+        let mut waiters = lock(&self.waiters);
+        if done(&self.load()) {
+            return true;
+        }
+        if !waiters.wakers.iter().any(|w| w.will_wake(waker)) {
+            waiters.wakers.push(waker.clone());
+        }
+        false
+    }
+
     /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a
     /// load-modify-publish sequence by the writer is never lost.
     pub(crate) fn publish(&self, value: T) {
         let value = Snapshot::new(value);
         *write(&self.current) = value;
+        let (wakers, sleepers) = {
+            let mut waiters = lock(&self.waiters);
+            (std::mem::take(&mut waiters.wakers), waiters.sleepers)
+        };
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
+        for waker in wakers {
+            waker.wake();
+        }
     }
 }
 

@@ -362,11 +362,12 @@ fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
     assert_eq!(faults.dir_syncs(), before + 1);
 
     // A flush makes a rolled segment's name durable the same way, and then checkpoints the
-    // recovery point it moved: two checkpoint files, each fsynced after its rename.
+    // recovery point it moved: three checkpoint files (recovery point, log start, high
+    // watermark), each fsynced after its rename.
     log.roll().unwrap();
     log.append(&numbered(T0, "d", 2)).unwrap();
     log.flush().unwrap();
-    assert_eq!(faults.dir_syncs(), before + 2 + 2);
+    assert_eq!(faults.dir_syncs(), before + 2 + 3);
     assert!(listing().contains(&segment_file(6, "log")));
 
     // Retention: the `.deleted` renames are durable when the pass returns.

@@ -83,9 +83,12 @@ fn ignores_foreign_dirs_and_removes_delete_dirs_later() {
     )
     .unwrap();
     assert!(dir.logs().is_empty());
-    dir.tick(T0 + 1).unwrap();
+    assert!(dir.tick(T0 + 1).unwrap().deleted_dirs.is_empty());
     assert!(doomed.exists());
-    dir.tick(T0 + 60_000).unwrap();
+    assert_eq!(
+        dir.tick(T0 + 60_000).unwrap().deleted_dirs,
+        vec![doomed.clone()]
+    );
     assert!(!doomed.exists());
     assert!(root.path().join("lost+found").exists());
     assert_eq!(
@@ -237,4 +240,48 @@ fn corrupt_root_checkpoints_are_reported() {
         );
     }
     dir.close().unwrap();
+}
+
+/// `LogDir::tick` reports per partition, and `LogDir::spawn_ticker` runs it on a thread.
+#[test]
+fn tick_reports_each_partition_and_a_ticker_runs_it() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let config = seglog::LogConfig {
+        retention_bytes: 1,
+        file_delete_delay_ms: 0,
+        ..small_config(1024)
+    };
+    let options = OpenOptions {
+        clock: clock.clone(),
+        ..OpenOptions::default()
+    };
+    let dir = std::sync::Arc::new(LogDir::open_with(root.path(), config, options).unwrap());
+    let (a, b) = (TopicPartition::new("a", 0), TopicPartition::new("b", 0));
+    let log_a = dir.get_or_create(&a).unwrap();
+    dir.get_or_create(&b).unwrap();
+    for i in 0..20 {
+        log_a.append(&numbered(T0 + i, "x", 10)).unwrap();
+    }
+    log_a.set_high_watermark(log_a.log_end_offset()).unwrap();
+    let report = dir.tick(clock.now_ms()).unwrap();
+    assert_eq!(report.partitions.len(), 2);
+    assert!(!report.partitions[&a].retention.deleted.is_empty());
+    assert!(report.partitions[&b].retention.deleted.is_empty());
+
+    // The ticker: more data past retention is deleted without an explicit tick.
+    let segments = log_a.segment_count();
+    for i in 0..20 {
+        log_a.append(&numbered(T0 + i, "y", 10)).unwrap();
+    }
+    log_a.set_high_watermark(log_a.log_end_offset()).unwrap();
+    let grown = log_a.segment_count();
+    assert!(grown > segments);
+    let ticker = dir.spawn_ticker(std::time::Duration::from_millis(5));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while log_a.segment_count() >= grown {
+        assert!(std::time::Instant::now() < deadline, "the ticker never ran");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    ticker.stop().unwrap();
 }

@@ -1,0 +1,615 @@
+//! Record-level readers over [`Log::read_into`]: a consumer's loop, so users need not
+//! reimplement one. [`RecordReader`] is the borrowed (zero-copy over one reused buffer) flavour,
+//! [`OwnedRecordReader`] the owned one (an [`Iterator`] of [`FetchedRecord`]s that outlive it).
+//!
+//! Both start at an offset, read up to the visible end per [`Isolation`] (the log end or the
+//! high watermark), keep their position between calls (a reader that caught up continues
+//! where it stopped once more is appended: see [`Log::wait_for`]), skip the records below the
+//! start inside the first batch (a fetch returns whole batches), step over compacted gaps (the
+//! next offset after a batch is its last offset + 1, whatever offsets it still holds), check
+//! every batch's CRC before decoding it (Kafka's `check.crcs=true`, on by default), and
+//! decompress into at most [`DEFAULT_MAX_DECOMPRESSED_BYTES`] per batch unless told otherwise.
+//! A start outside `[log start, log end]` is [`Error::OffsetOutOfRange`], naming both.
+//! Control batches (transaction markers) are skipped, as a Kafka consumer skips them, unless
+//! [`ReaderOptions::include_control`] asks for them.
+
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bytes::Bytes;
+use seglog_records::{BatchHeader, Batches, Header, OwnedBatches, Record, RecordRef, Records};
+use seglog_segment::{FileKind, file_path};
+
+use crate::log::Log;
+use crate::view::Isolation;
+use crate::{Error, Result};
+
+/// The default bound on the bytes one compressed batch may decompress into (64 MiB; Kafka's
+/// consumer has no bound, but a corrupt or hostile batch must not exhaust memory).
+pub const DEFAULT_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
+
+/// The default bytes asked of the log per fetch (Kafka's `max.partition.fetch.bytes`, 1 MiB);
+/// at least one whole batch is always returned.
+pub const DEFAULT_FETCH_BYTES: u32 = 1 << 20;
+
+/// How a reader reads: where, how far and with which checks. Build one with
+/// [`ReaderOptions::new`], then [`ReaderOptions::reader`] or [`ReaderOptions::owned_reader`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReaderOptions {
+    start_offset: i64,
+    isolation: Isolation,
+    fetch_bytes: u32,
+    max_decompressed_bytes: usize,
+    check_crcs: bool,
+    include_control: bool,
+}
+
+impl ReaderOptions {
+    /// Reading from `start_offset` up to the visible end per `isolation`, with the defaults:
+    /// [`DEFAULT_FETCH_BYTES`] per fetch, [`DEFAULT_MAX_DECOMPRESSED_BYTES`] per batch, CRCs
+    /// checked, control batches skipped.
+    pub fn new(start_offset: i64, isolation: Isolation) -> Self {
+        Self {
+            start_offset,
+            isolation,
+            fetch_bytes: DEFAULT_FETCH_BYTES,
+            max_decompressed_bytes: DEFAULT_MAX_DECOMPRESSED_BYTES,
+            check_crcs: true,
+            include_control: false,
+        }
+    }
+
+    /// Bytes asked of the log per fetch (at least one whole batch is returned regardless).
+    #[must_use]
+    pub fn fetch_bytes(mut self, bytes: u32) -> Self {
+        self.fetch_bytes = bytes;
+        self
+    }
+
+    /// The bound on what one compressed batch may decompress into.
+    #[must_use]
+    pub fn max_decompressed_bytes(mut self, bytes: usize) -> Self {
+        self.max_decompressed_bytes = bytes;
+        self
+    }
+
+    /// Whether every batch's CRC is checked before its records are decoded (default `true`,
+    /// Kafka's `check.crcs`).
+    #[must_use]
+    pub fn check_crcs(mut self, check: bool) -> Self {
+        self.check_crcs = check;
+        self
+    }
+
+    /// Whether the records of control batches (transaction markers) are passed on (default
+    /// `false`: skipped, as a Kafka consumer does; the position moves past them either way).
+    #[must_use]
+    pub fn include_control(mut self, include: bool) -> Self {
+        self.include_control = include;
+        self
+    }
+
+    /// A borrowed reader over `log` with these options.
+    pub fn reader(self, log: &Log) -> RecordReader<'_> {
+        RecordReader {
+            log,
+            options: self,
+            next_offset: self.start_offset,
+            buf: Vec::new(),
+            fetched: None,
+            cursor: 0,
+            caught_up_at: None,
+        }
+    }
+
+    /// An owned reader over `log` with these options.
+    pub fn owned_reader(self, log: &Log) -> OwnedRecordReader<'_> {
+        OwnedRecordReader {
+            log,
+            options: self,
+            next_offset: self.start_offset,
+            batches: None,
+            current: None,
+            failed: false,
+            caught_up_at: None,
+        }
+    }
+}
+
+impl Log {
+    /// A borrowed record reader from `start_offset` with the default [`ReaderOptions`].
+    pub fn reader(&self, start_offset: i64, isolation: Isolation) -> RecordReader<'_> {
+        ReaderOptions::new(start_offset, isolation).reader(self)
+    }
+
+    /// An owned record reader (an iterator) from `start_offset` with the default
+    /// [`ReaderOptions`].
+    pub fn owned_reader(&self, start_offset: i64, isolation: Isolation) -> OwnedRecordReader<'_> {
+        ReaderOptions::new(start_offset, isolation).owned_reader(self)
+    }
+}
+
+impl Log {
+    /// Tail-follow: blocks until the visible end per `isolation` (the log end offset, or the
+    /// high watermark) is past `offset`, so that a read at `offset` returns data, or until
+    /// `timeout` passed; `true` when it is past (or `offset` fell below the log start, where a
+    /// read reports [`Error::OffsetOutOfRange`]), `false` on timeout. A broker's long-poll fetch
+    /// or a consumer that caught up calls it with its reader's position
+    /// ([`RecordReader::position`]).
+    ///
+    /// Woken by every publication of the log's state (appends, high-watermark moves, rolls,
+    /// retention, truncation), never by a timer: no sleep loop, no polling. Blocks only the
+    /// calling thread, on a condvar (no I/O); `Duration::MAX` waits without limit. Closing
+    /// the log does not wake it.
+    pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> bool {
+        let (_, past) = self
+            .published
+            .wait_until(|view| visible_past(view, offset, isolation), Some(timeout));
+        past
+    }
+
+    /// The async form of [`Log::wait_for`], for any executor (no runtime dependency): a
+    /// future that completes when the visible end per `isolation` is past `offset` (or
+    /// `offset` fell below the log start), woken by the same publications. It never blocks
+    /// the executor's thread; bound it with the executor's timeout (e.g.
+    /// `tokio::time::timeout`).
+    pub fn wait_for_async(&self, offset: i64, isolation: Isolation) -> WaitFor<'_> {
+        WaitFor {
+            log: self,
+            offset,
+            isolation,
+        }
+    }
+}
+
+/// The future of [`Log::wait_for_async`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct WaitFor<'log> {
+    log: &'log Log,
+    offset: i64,
+    isolation: Isolation,
+}
+
+impl std::future::Future for WaitFor<'_> {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        let (offset, isolation) = (self.offset, self.isolation);
+        let past = self
+            .log
+            .published
+            .register_unless(|view| visible_past(view, offset, isolation), cx.waker());
+        if past {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
+/// Whether a read at `offset` would return data (or fail as out of range below the start).
+fn visible_past<S>(view: &crate::view::LogView<S>, offset: i64, isolation: Isolation) -> bool {
+    let end = match isolation {
+        Isolation::LogEnd => view.end.offset,
+        Isolation::HighWatermark => view.high_watermark.offset,
+    };
+    end > offset || offset < view.log_start_offset
+}
+
+/// Why [`RecordReader::poll`] returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PollEnd {
+    /// Every record below the visible end was passed: the reader caught up.
+    CaughtUp,
+    /// The callback broke; the next poll continues after the last record it was given.
+    Stopped,
+}
+
+/// One record as [`RecordReader::poll`] passes it: borrowed from the reader's buffer (an
+/// uncompressed v2 batch: no copy at all) or from the batch's decompressed records.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordView<'a> {
+    inner: ViewInner<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum ViewInner<'a> {
+    Borrowed(RecordRef<'a>),
+    Decoded(&'a Record),
+}
+
+impl<'a> RecordView<'a> {
+    /// Absolute offset of the record.
+    pub fn offset(&self) -> i64 {
+        match self.inner {
+            ViewInner::Borrowed(r) => r.offset,
+            ViewInner::Decoded(r) => r.offset,
+        }
+    }
+
+    /// The record's timestamp (with LogAppendTime: the batch's); `None` for magic v0.
+    pub fn timestamp_ms(&self) -> Option<i64> {
+        match self.inner {
+            ViewInner::Borrowed(r) => Some(r.timestamp_ms),
+            ViewInner::Decoded(r) => r.timestamp_ms,
+        }
+    }
+
+    /// The key; `None` for a null key.
+    pub fn key(&self) -> Option<&'a [u8]> {
+        match self.inner {
+            ViewInner::Borrowed(r) => r.key,
+            ViewInner::Decoded(r) => r.key.as_deref(),
+        }
+    }
+
+    /// The value; `None` for a null value (a tombstone).
+    pub fn value(&self) -> Option<&'a [u8]> {
+        match self.inner {
+            ViewInner::Borrowed(r) => r.value,
+            ViewInner::Decoded(r) => r.value.as_deref(),
+        }
+    }
+
+    /// The record's headers in stored order: `(key, value)`, `None` for a null value.
+    pub fn headers(&self) -> impl Iterator<Item = (&'a str, Option<&'a [u8]>)> + 'a {
+        let (borrowed, decoded) = match self.inner {
+            ViewInner::Borrowed(r) => (Some(r.headers()), None),
+            ViewInner::Decoded(r) => (None, Some(r.headers.iter().map(header_pair))),
+        };
+        borrowed
+            .into_iter()
+            .flatten()
+            .chain(decoded.into_iter().flatten())
+    }
+
+    /// Copies the record into an owned [`Record`].
+    pub fn to_record(&self) -> Record {
+        match self.inner {
+            ViewInner::Borrowed(r) => r.to_record(),
+            ViewInner::Decoded(r) => r.clone(),
+        }
+    }
+}
+
+fn header_pair(header: &Header) -> (&str, Option<&[u8]>) {
+    (header.key.as_str(), header.value.as_deref())
+}
+
+/// Where the bytes in a reader's buffer came from.
+#[derive(Debug, Clone)]
+struct Fetched {
+    /// The segment's `.log`, for errors.
+    path: PathBuf,
+    /// File position of the buffer's first byte.
+    position: u64,
+}
+
+/// The borrowed record reader: fetches into one reused buffer with [`Log::read_into`] and
+/// passes each record to a callback as a [`RecordView`] borrowing that buffer (the fast
+/// path: no allocation per record or batch for uncompressed v2 batches). From
+/// [`Log::reader`] or [`ReaderOptions::reader`]; see the module docs for what it guarantees.
+///
+/// Fetched bytes not yet passed stay buffered between polls, as a Kafka consumer's fetch
+/// buffer: a truncation after the fetch does not take them back.
+#[derive(Debug)]
+pub struct RecordReader<'log> {
+    log: &'log Log,
+    options: ReaderOptions,
+    next_offset: i64,
+    buf: Vec<u8>,
+    fetched: Option<Fetched>,
+    /// Bytes of `buf` already passed (a batch boundary).
+    cursor: usize,
+    /// The visible end when the last fetch found nothing ([`RecordReader::wait`]).
+    caught_up_at: Option<i64>,
+}
+
+impl RecordReader<'_> {
+    /// The offset the next record passed will be at or after.
+    pub fn position(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// Tail-follow: after a poll that caught up, blocks until the visible end moves past
+    /// where that poll found it ([`Log::wait_for`]), or `timeout` passed; `false` on
+    /// timeout. Waiting on the reader rather than on its position never spins when the high
+    /// watermark lies inside a batch (whose records are visible only once it passes the
+    /// batch's end): each move of the visible end wakes it once.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let offset = self
+            .caught_up_at
+            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
+        self.log.wait_for(offset, self.options.isolation, timeout)
+    }
+
+    /// Moves to `offset` (checked by the next poll) and drops what is buffered.
+    pub fn seek(&mut self, offset: i64) {
+        self.next_offset = offset;
+        self.caught_up_at = None;
+        self.fetched = None;
+        self.cursor = 0;
+        self.buf.clear();
+    }
+
+    /// Passes every record from the position up to the visible end to `f` with its batch's
+    /// header, in offset order, until `f` breaks ([`PollEnd::Stopped`]) or the reader caught
+    /// up ([`PollEnd::CaughtUp`]). Never blocks on the writer; wait with [`Log::wait_for`].
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfRange`] (naming the log start and end) when the position is outside
+    /// the log (e.g. retention deleted it); [`Error::DamagedBatch`] naming the segment file and
+    /// position when a batch fails its CRC or does not decode (the position stays before it);
+    /// segment I/O errors; whatever `f` returns.
+    pub fn poll<E: From<Error>>(
+        &mut self,
+        mut f: impl FnMut(&BatchHeader, RecordView<'_>) -> std::result::Result<ControlFlow<()>, E>,
+    ) -> std::result::Result<PollEnd, E> {
+        loop {
+            let Some(fetched) = &self.fetched else {
+                if !self.fetch()? {
+                    return Ok(PollEnd::CaughtUp);
+                }
+                continue;
+            };
+            let options = self.options;
+            let rest = self.buf.get(self.cursor..).unwrap_or_default();
+            let base = fetched.position + self.cursor as u64;
+            let damaged = |source| Error::DamagedBatch {
+                path: fetched.path.clone(),
+                source,
+            };
+            // The fetch may end inside a batch (cut by `fetch_bytes`): Batches stops quietly.
+            for batch in Batches::new(rest, base) {
+                let batch = batch.map_err(damaged)?;
+                let header = *batch.header();
+                let len = batch.as_bytes().len();
+                if header.last_offset >= self.next_offset
+                    && (options.include_control || !header.is_control)
+                {
+                    if options.check_crcs {
+                        batch.ensure_valid().map_err(damaged)?;
+                    }
+                    let mut stopped = None;
+                    if let Some(records) = batch.records_borrowed() {
+                        for record in records {
+                            let record = record.map_err(damaged)?;
+                            if record.offset < self.next_offset {
+                                continue;
+                            }
+                            let view = RecordView {
+                                inner: ViewInner::Borrowed(record),
+                            };
+                            if f(&header, view)?.is_break() {
+                                stopped = Some(record.offset);
+                                break;
+                            }
+                        }
+                    } else {
+                        for record in batch.records(options.max_decompressed_bytes) {
+                            let record = record.map_err(damaged)?;
+                            if record.offset < self.next_offset {
+                                continue;
+                            }
+                            let view = RecordView {
+                                inner: ViewInner::Decoded(&record),
+                            };
+                            if f(&header, view)?.is_break() {
+                                stopped = Some(record.offset);
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(offset) = stopped {
+                        self.next_offset = offset + 1;
+                        if offset >= header.last_offset {
+                            self.cursor += len;
+                        }
+                        return Ok(PollEnd::Stopped);
+                    }
+                }
+                self.next_offset = self.next_offset.max(header.next_offset());
+                self.cursor += len;
+            }
+            // Everything whole in the buffer is passed: fetch again from the position.
+            self.fetched = None;
+        }
+    }
+
+    /// Fetches from the position into the buffer; `false` when nothing is visible there.
+    fn fetch(&mut self) -> Result<bool> {
+        let fetch = self.log.read_into(
+            self.next_offset,
+            self.options.fetch_bytes,
+            self.options.isolation,
+            true,
+            &mut self.buf,
+        )?;
+        self.cursor = 0;
+        if self.buf.is_empty() {
+            self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
+            return Ok(false);
+        }
+        self.caught_up_at = None;
+        let path = file_path(
+            self.log.dir(),
+            fetch.fetch_offset.segment_base_offset,
+            FileKind::LOG,
+        );
+        // With min_one_message the fetch holds at least one whole batch; if a damaged header
+        // makes it look otherwise, the next walk reports it rather than spinning.
+        if let Err(source) = seglog_records::BatchRef::parse(&self.buf, fetch.position) {
+            return Err(Error::DamagedBatch { path, source });
+        }
+        self.fetched = Some(Fetched {
+            path,
+            position: fetch.position,
+        });
+        Ok(true)
+    }
+}
+
+/// A record from [`OwnedRecordReader`], with its batch's header. Key and value share the
+/// fetched buffer (uncompressed) or the batch's decompressed bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedRecord {
+    /// The header of the batch holding the record (control batches say so).
+    pub batch: BatchHeader,
+    /// The record.
+    pub record: Record,
+}
+
+/// The owned record reader: an [`Iterator`] of [`FetchedRecord`]s that outlive it. From
+/// [`Log::owned_reader`] or [`ReaderOptions::owned_reader`]; see the module docs for what it
+/// guarantees.
+///
+/// `None` means caught up, not finished: call `next` again after more is appended (see
+/// [`Log::wait_for`]). After an `Err` the iterator yields `None` until [`Self::seek`].
+#[derive(Debug)]
+pub struct OwnedRecordReader<'log> {
+    log: &'log Log,
+    options: ReaderOptions,
+    next_offset: i64,
+    batches: Option<(OwnedBatches, PathBuf)>,
+    current: Option<(BatchHeader, Records, PathBuf)>,
+    failed: bool,
+    /// The visible end when the last fetch found nothing ([`OwnedRecordReader::wait`]).
+    caught_up_at: Option<i64>,
+}
+
+impl OwnedRecordReader<'_> {
+    /// The offset the next record yielded will be at or after.
+    pub fn position(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// [`RecordReader::wait`]: after `next` returned `None`, blocks until the visible end
+    /// moves past where that fetch found it, or `timeout` passed; `false` on timeout.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        let offset = self
+            .caught_up_at
+            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
+        self.log.wait_for(offset, self.options.isolation, timeout)
+    }
+
+    /// Moves to `offset` (checked by the next fetch), drops what is buffered and clears an
+    /// earlier error.
+    pub fn seek(&mut self, offset: i64) {
+        self.next_offset = offset;
+        self.caught_up_at = None;
+        self.batches = None;
+        self.current = None;
+        self.failed = false;
+    }
+
+    fn next_record(&mut self) -> Result<Option<FetchedRecord>> {
+        loop {
+            if let Some((header, records, path)) = &mut self.current {
+                match records.next() {
+                    Some(Ok(record)) if record.offset < self.next_offset => continue,
+                    Some(Ok(record)) => {
+                        self.next_offset = record.offset + 1;
+                        return Ok(Some(FetchedRecord {
+                            batch: *header,
+                            record,
+                        }));
+                    }
+                    Some(Err(source)) => {
+                        return Err(Error::DamagedBatch {
+                            path: path.clone(),
+                            source,
+                        });
+                    }
+                    None => {
+                        self.next_offset = self.next_offset.max(header.next_offset());
+                        self.current = None;
+                    }
+                }
+            }
+            if let Some((batches, path)) = &mut self.batches {
+                match batches.next() {
+                    Some(Ok(batch)) => {
+                        let header = *batch.header();
+                        if header.last_offset < self.next_offset
+                            || (header.is_control && !self.options.include_control)
+                        {
+                            self.next_offset = self.next_offset.max(header.next_offset());
+                            continue;
+                        }
+                        if self.options.check_crcs {
+                            batch.ensure_valid().map_err(|source| Error::DamagedBatch {
+                                path: path.clone(),
+                                source,
+                            })?;
+                        }
+                        let records = batch.records(self.options.max_decompressed_bytes);
+                        self.current = Some((header, records, path.clone()));
+                    }
+                    Some(Err(source)) => {
+                        return Err(Error::DamagedBatch {
+                            path: path.clone(),
+                            source,
+                        });
+                    }
+                    None => self.batches = None,
+                }
+                continue;
+            }
+            let mut buf = Vec::new();
+            let fetch = self.log.read_into(
+                self.next_offset,
+                self.options.fetch_bytes,
+                self.options.isolation,
+                true,
+                &mut buf,
+            )?;
+            if buf.is_empty() {
+                self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
+                return Ok(None);
+            }
+            self.caught_up_at = None;
+            let path = file_path(
+                self.log.dir(),
+                fetch.fetch_offset.segment_base_offset,
+                FileKind::LOG,
+            );
+            // At least one whole batch (min_one_message), else the walk would not progress.
+            if let Err(source) = seglog_records::BatchRef::parse(&buf, fetch.position) {
+                return Err(Error::DamagedBatch { path, source });
+            }
+            self.batches = Some((OwnedBatches::new(Bytes::from(buf), fetch.position), path));
+        }
+    }
+}
+
+impl Iterator for OwnedRecordReader<'_> {
+    type Item = Result<FetchedRecord>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.next_record() {
+            Ok(record) => record.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                self.current = None;
+                self.batches = None;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The visible end a fetch was planned against.
+fn visible_end(isolation: Isolation, fetch: &crate::CopiedFetch) -> i64 {
+    match isolation {
+        Isolation::LogEnd => fetch.log_end_offset,
+        Isolation::HighWatermark => fetch.high_watermark,
+    }
+}
