@@ -37,6 +37,8 @@ pub enum Command {
     Recover(RecoverArgs),
     /// Apply retention and report what was deleted.
     Retain(RetainArgs),
+    /// Remove every offset at and above OFFSET (Kafka's truncateTo, at batch granularity).
+    Truncate(TruncateArgs),
     /// Show the engine at work: produce, roll, read, retain, crash, recover, verify.
     Demo(DemoArgs),
 }
@@ -181,6 +183,20 @@ pub struct RecoverArgs {
     #[arg(long)]
     pub truncate_damaged: bool,
     /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog truncate`.
+#[derive(Debug, Args)]
+pub struct TruncateArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// The new log end offset: every offset at and above it is removed. Kafka truncates whole
+    /// batches: a batch holding OFFSET goes entirely, also its records below OFFSET.
+    #[arg(long, value_name = "OFFSET", value_parser = clap::value_parser!(i64).range(0..))]
+    pub to: i64,
+    /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
 }

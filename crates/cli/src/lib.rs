@@ -76,6 +76,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Verify(args) => cmd::verify::run(args, cli.quiet),
         Command::Recover(args) => cmd::recover::run(args, cli.quiet),
         Command::Retain(args) => cmd::retain::run(args),
+        Command::Truncate(args) => cmd::truncate::run(args),
         Command::Demo(args) => cmd::demo::run(args, cli.quiet),
     }
 }

@@ -7,4 +7,5 @@ pub mod produce;
 pub mod read;
 pub mod recover;
 pub mod retain;
+pub mod truncate;
 pub mod verify;

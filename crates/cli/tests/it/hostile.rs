@@ -359,3 +359,33 @@ fn dump_refuses_fifos_and_devices_instead_of_hanging() {
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(out.stdout.contains("not a regular file"), "{}", out.stdout);
 }
+
+#[test]
+fn truncate_removes_the_tail_at_batch_granularity() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t-0");
+    small_log(&dir);
+    let out = seglog([
+        "truncate".as_ref(),
+        dir.as_os_str(),
+        "--to".as_ref(),
+        "120".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report = out.json_lines().remove(0);
+    assert_eq!(report["log_end_offset_before"], 300);
+    assert_eq!(report["log_end_offset"], 120);
+    let read = seglog(["read".as_ref(), dir.as_os_str(), "--json".as_ref()]);
+    assert_eq!(read.json_lines().len(), 120);
+    assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
+    let empty = tmp.path().join("e-0");
+    std::fs::create_dir(&empty).unwrap();
+    let out = seglog([
+        "truncate".as_ref(),
+        empty.as_os_str(),
+        "--to".as_ref(),
+        "0".as_ref(),
+    ]);
+    assert_eq!(out.code, 2);
+}

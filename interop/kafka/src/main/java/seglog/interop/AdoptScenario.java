@@ -40,6 +40,7 @@ final class AdoptScenario {
         for (String codec : List.of("none", "gzip", "snappy", "lz4", "zstd")) p.add(new Part("adopt-" + codec, codec, ""));
         p.add(new Part("adopt-retained", "lz4", "retain"));
         p.add(new Part("adopt-recovered", "gzip", "crash"));
+        p.add(new Part("adopt-truncated", "snappy", "truncate"));
         return p;
     }
 
@@ -118,6 +119,13 @@ final class AdoptScenario {
             Seglog.Run ret = seglog.run(List.of("retain", dir.toString(), "--retention-bytes", "40000", "--json"));
             if (ret.code() != 0) throw new IOException("`" + ret.command() + "` exited " + ret.code() + ": " + ret.stderr());
             report.check(seglog.info(dir).path("log_start_offset").asLong() > 0, dir + ": seglog retain deleted nothing");
+        }
+        if (p.after().equals("truncate")) {
+            // A follower's truncation (Kafka's truncateTo) at a batch boundary: 17 records a batch.
+            Seglog.Run t = seglog.run(List.of("truncate", dir.toString(), "--to", "340", "--json"));
+            if (t.code() != 0) throw new IOException("`" + t.command() + "` exited " + t.code() + ": " + t.stderr());
+            report.check(seglog.info(dir).path("log_end_offset").asLong() == 340, dir + ": seglog truncate --to 340 left log end "
+                    + seglog.info(dir).path("log_end_offset").asLong());
         }
         if (p.after().equals("crash")) {
             // A crash: a torn batch at the tail of the active segment, the marker gone; then seglog recover.
