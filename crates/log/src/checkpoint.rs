@@ -185,9 +185,30 @@ pub(crate) fn format(entries: &BTreeMap<TopicPartition, i64>) -> String {
 
 /// Parses checkpoint text; errors carry a 1-based line number.
 pub(crate) fn parse(text: &str) -> Result<BTreeMap<TopicPartition, i64>, (u64, CorruptKind)> {
+    let entries = parse_entries(text, |tokens| {
+        let [topic, partition, offset] = tokens else {
+            return None;
+        };
+        Some((
+            TopicPartition::new(*topic, partition.parse().ok()?),
+            offset.parse().ok()?,
+        ))
+    })?;
+    Ok(entries.into_iter().collect())
+}
+
+/// Kafka's `CheckpointFile` text layout, shared by every checkpoint: a version line (0), a
+/// count line, then `count` entry lines of white-space separated tokens, each turned into an
+/// entry by `entry` (`None`: a malformed line). A missing version or count line is an empty
+/// file; blank lines after the last entry are ignored; `\r\n` line ends are accepted. Errors
+/// carry the 1-based line number.
+pub(crate) fn parse_entries<T>(
+    text: &str,
+    entry: impl Fn(&[&str]) -> Option<T>,
+) -> Result<Vec<T>, (u64, CorruptKind)> {
     let mut lines = text.lines().map(|l| l.strip_suffix('\r').unwrap_or(l));
     let Some(version) = lines.next() else {
-        return Ok(BTreeMap::new());
+        return Ok(Vec::new());
     };
     let version: i64 = version
         .trim()
@@ -197,32 +218,22 @@ pub(crate) fn parse(text: &str) -> Result<BTreeMap<TopicPartition, i64>, (u64, C
         return Err((1, CorruptKind::UnsupportedVersion(version)));
     }
     let Some(count) = lines.next() else {
-        return Ok(BTreeMap::new());
+        return Ok(Vec::new());
     };
     let expected: u64 = count
         .trim()
         .parse()
         .map_err(|_| (2, CorruptKind::MalformedCount))?;
-    let mut entries = BTreeMap::new();
-    let mut found = 0u64;
+    let mut entries = Vec::new();
     for (index, line) in lines.enumerate() {
         let line_no = index as u64 + 3;
-        if line.trim().is_empty() && found == expected {
+        if line.trim().is_empty() && entries.len() as u64 == expected {
             continue;
         }
         let tokens: Vec<&str> = line.split_whitespace().collect();
-        let [topic, partition, offset] = tokens[..] else {
-            return Err((line_no, CorruptKind::MalformedLine));
-        };
-        let partition: i32 = partition
-            .parse()
-            .map_err(|_| (line_no, CorruptKind::MalformedLine))?;
-        let offset: i64 = offset
-            .parse()
-            .map_err(|_| (line_no, CorruptKind::MalformedLine))?;
-        entries.insert(TopicPartition::new(topic, partition), offset);
-        found += 1;
+        entries.push(entry(&tokens).ok_or((line_no, CorruptKind::MalformedLine))?);
     }
+    let found = entries.len() as u64;
     if found != expected {
         return Err((2, CorruptKind::CountMismatch { expected, found }));
     }

@@ -378,53 +378,16 @@ pub fn format(entries: &[EpochEntry]) -> String {
 /// # Errors
 /// The line and what is wrong with it.
 pub fn parse(text: &str) -> Result<Vec<EpochEntry>, (u64, CorruptKind)> {
-    let mut lines = text.lines().map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let Some(version) = lines.next() else {
-        return Ok(Vec::new());
-    };
-    let version: i64 = version
-        .trim()
-        .parse()
-        .map_err(|_| (1, CorruptKind::MalformedVersion))?;
-    if version != 0 {
-        return Err((1, CorruptKind::UnsupportedVersion(version)));
-    }
-    let Some(count) = lines.next() else {
-        return Ok(Vec::new());
-    };
-    let expected: u64 = count
-        .trim()
-        .parse()
-        .map_err(|_| (2, CorruptKind::MalformedCount))?;
-    let mut entries = Vec::new();
-    for (index, line) in lines.enumerate() {
-        let line_no = index as u64 + 3;
-        if line.trim().is_empty() && entries.len() as u64 == expected {
-            continue;
-        }
-        let tokens: Vec<&str> = line.split_whitespace().collect();
-        let [epoch, start_offset] = tokens[..] else {
-            return Err((line_no, CorruptKind::MalformedLine));
+    crate::checkpoint::parse_entries(text, |tokens| {
+        let [epoch, start_offset] = tokens else {
+            return None;
         };
-        let epoch: i32 = epoch
-            .parse()
-            .map_err(|_| (line_no, CorruptKind::MalformedLine))?;
-        let start_offset: i64 = start_offset
-            .parse()
-            .map_err(|_| (line_no, CorruptKind::MalformedLine))?;
-        if epoch < 0 || start_offset < 0 {
-            return Err((line_no, CorruptKind::MalformedLine));
-        }
-        entries.push(EpochEntry {
-            epoch,
-            start_offset,
-        });
-    }
-    let found = entries.len() as u64;
-    if found != expected {
-        return Err((2, CorruptKind::CountMismatch { expected, found }));
-    }
-    Ok(entries)
+        let entry = EpochEntry {
+            epoch: epoch.parse().ok()?,
+            start_offset: start_offset.parse().ok()?,
+        };
+        (entry.epoch >= 0 && entry.start_offset >= 0).then_some(entry)
+    })
 }
 
 /// Where [`crate::Log::open`] took the leader-epoch cache from
