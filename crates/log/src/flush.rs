@@ -15,6 +15,8 @@ pub struct TickReport {
     pub retention: RetentionReport,
     /// The recovery point after the tick, when a flush ran.
     pub flushed_to: Option<i64>,
+    /// Producer ids removed by `producer.id.expiration.ms`.
+    pub expired_producers: usize,
 }
 
 impl Log {
@@ -65,6 +67,8 @@ impl Log {
         for (_, segment) in view.segments.range(recovery_point, range_end) {
             segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
         }
+        // The snapshots taken at rolls without an fsync (Kafka syncs them with the flush).
+        self.sync_producer_snapshots()?;
         if dir_dirty {
             flusher.sync_dir(&self.dir)?;
         }
@@ -158,6 +162,8 @@ impl Log {
             return Err(e);
         }
         report.retention = self.delete_old_segments_at(now_ms)?;
+        // Kafka's PeriodicProducerExpirationCheck, at every tick.
+        report.expired_producers = self.remove_expired_producers(now_ms);
         let active_base = self.published.load().segments.last().map_or(0, |(b, _)| b);
         if self.recovery_point() < active_base {
             report.flushed_to = Some(self.flush_to(active_base, false)?);

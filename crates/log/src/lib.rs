@@ -100,10 +100,13 @@ mod lock;
 mod log;
 mod log_dir;
 mod log_epochs;
+mod log_producers;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod producer_files;
 mod producer_snapshot;
+mod producer_state;
 mod read;
 mod read_request;
 mod retention;
@@ -141,10 +144,13 @@ pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
+pub use log_producers::{AbortedTransaction, TxnResult};
+pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,
 };
+pub use producer_state::{BatchMetadata, NUM_BATCHES_TO_RETAIN, ProducerStateEntry};
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
@@ -157,8 +163,8 @@ pub use seglog_records::{
     RecordRefs, Records,
 };
 pub use seglog_segment::{
-    FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets,
-    TimestampAndOffset, TruncationReason,
+    AbortedTxn, FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache,
+    SliceOffsets, TimestampAndOffset, TruncationReason, decode_txn_index,
 };
 pub use split::SegmentSplit;
 pub use topic_partition::{

@@ -108,6 +108,9 @@ pub struct LoadReport {
     pub checkpoint_problems: Vec<CheckpointProblem>,
     /// Where the leader-epoch cache came from (`leader_epoch.rs`).
     pub leader_epochs: crate::LeaderEpochSource,
+    /// Where the producer state came from (snapshot, replay, Kafka's clean-shutdown
+    /// shortcut), corrupt snapshots skipped and `.txnindex` files rebuilt.
+    pub producers: crate::ProducerLoad,
 }
 
 /// A recovered segment whose end does not meet the next segment's base, found after an

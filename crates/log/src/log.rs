@@ -150,6 +150,9 @@ pub struct Log {
     /// The leader-epoch cache and its checkpoint (`leader_epoch.rs`); changed under the
     /// writer lock.
     pub(crate) epochs: Mutex<EpochState>,
+    /// The producer state and its snapshots (`producer_files.rs`, `log_producers.rs`);
+    /// changed under the writer lock, read briefly by queries.
+    pub(crate) producers: Mutex<crate::producer_files::Producers>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
 }
@@ -337,6 +340,19 @@ impl Log {
             end.offset,
         )?;
         report.leader_epochs = epoch_source;
+        let (producers, producer_load) = crate::producer_files::Producers::load(
+            &dir,
+            read_only,
+            config.producer_id_expiration_ms,
+            &segments,
+            report.recovered().collect(),
+            report.had_clean_shutdown,
+            log_start_offset,
+            end.offset,
+            clock.now_ms(),
+        )?;
+        report.producers = producer_load;
+        let txns = Arc::new(producers.unstable_txns());
         let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
@@ -352,6 +368,7 @@ impl Log {
             } else {
                 high_watermark
             },
+            txns,
         };
         let durability = DurabilityState::new(recovery_point, now, segment_config.io.clone());
         let log = Self {
@@ -373,6 +390,7 @@ impl Log {
             load_report: report,
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
+            producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
         };
         let due = now.saturating_add(log.config.file_delete_delay_ms);
@@ -564,6 +582,8 @@ impl Log {
             // Keep the published map pointing at the sealed read side (same Arc).
             drop(sealed);
         }
+        // Kafka's close: a producer snapshot at the log end, so the next open need not replay.
+        self.producers_closed(self.log_end_offset())?;
         drop(writer);
         self.flush_to(i64::MAX, true)?;
         let mut failed = Vec::new();

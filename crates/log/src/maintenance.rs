@@ -140,6 +140,8 @@ impl Log {
         self.published
             .publish(view.trimmed(Arc::new(segments), log_start_offset, high_watermark));
         self.epochs_truncate_from_start(log_start_offset)?;
+        let bases: Vec<i64> = doomed.iter().map(|(b, _)| *b).collect();
+        self.producers_segments_deleted(&bases, log_start_offset)?;
         let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {
@@ -182,6 +184,7 @@ impl Log {
                 ..(*view).clone()
             });
             self.epochs_truncate_from_start(offset)?;
+            self.producers_log_start_moved(offset);
         }
         Ok(self.published.load().log_start_offset)
     }
@@ -254,6 +257,10 @@ impl Log {
             .sync_log_data()
             .map_err(|e| self.poisoned_by("fsync", e))?;
         self.lower_after_truncation(&view, segments, offset, floor_base, position);
+        // Kafka's `rebuildProducerState(offset)`: snapshots above it go, the state is reloaded
+        // and replayed to it.
+        let txns = self.producers_truncated(offset)?;
+        self.publish_txns(txns);
         self.epochs_truncate_from_end(offset)?;
         drop(writer);
         // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
@@ -312,8 +319,10 @@ impl Log {
             log_start_offset: offset,
             end,
             high_watermark: end,
+            txns: Default::default(),
         });
         drop(flusher);
+        self.producers_truncated_fully(offset)?;
         self.epochs_clear()
     }
 
@@ -345,6 +354,7 @@ impl Log {
             log_start_offset: view.log_start_offset.min(offset),
             end,
             high_watermark,
+            txns: Arc::clone(&view.txns),
         });
         drop(flusher);
     }

@@ -260,6 +260,7 @@ impl ActiveSegment {
         let Files { log, indexes } = segment.files()?;
         indexes.offset.truncate_to(offset)?;
         indexes.time.truncate_to(offset)?;
+        segment.truncate_txn_index(offset)?;
         self.resize_indexes()?;
         let old_size = segment.size();
         let truncated = match mapping {

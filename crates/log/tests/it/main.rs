@@ -21,6 +21,7 @@ mod many_segments;
 mod model;
 mod poisoning;
 mod producer_snapshots;
+mod producers;
 mod read_into;
 mod reopen;
 mod retention;
