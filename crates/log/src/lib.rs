@@ -22,9 +22,17 @@
 //! append records a new epoch's start, truncations trim it, loading rebuilds it from the
 //! batches it recovers, and [`Log::end_offset_for_epoch`] answers `OffsetsForLeaderEpoch`.
 //!
-//! What it deliberately does not do: replication, producer state (only the codec of Kafka's
-//! `.snapshot` files, [`ProducerSnapshot`]; the log never writes or deletes them), transactions (`.txnindex` is renamed and deleted with
-//! its segment but never written), compaction, and tiered storage. Background work
+//! It keeps Kafka's producer state (`ProducerStateManager`): leader appends of idempotent and
+//! transactional producers are validated (a retry of one of the last 5 batches returns the
+//! original offsets and writes nothing, [`AppendInfo::duplicate`]; out-of-order sequences and
+//! fenced epochs are typed [`AppendErrorKind`] errors), `.snapshot` files are taken at roll and
+//! close and loaded at open, and the state is rebuilt after a crash. Transaction markers are
+//! written with [`Log::write_txn_marker`]; aborts go to the segment's `.txnindex`;
+//! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
+//! aborted transactions of the range and whose record readers drop aborted records.
+//!
+//! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
+//! transaction verification guard, which needs one), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]): there are no hidden
 //! threads.

@@ -244,7 +244,7 @@ impl ActiveSegment {
     }
 
     /// Kafka's `truncateTo` (spec §3.6): removes the batch holding `offset` and every batch
-    /// after it (batch granularity), truncates both indexes, and recomputes the max
+    /// after it (batch granularity), truncates both indexes and the `.txnindex`, and recomputes the max
     /// timestamp. Returns the number of bytes removed (0 when no batch holds `offset` or a
     /// later offset).
     ///

@@ -20,6 +20,7 @@ mod log_dir;
 mod many_segments;
 mod model;
 mod poisoning;
+mod producer_model;
 mod producer_snapshots;
 mod producers;
 mod read_into;
