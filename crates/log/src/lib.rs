@@ -108,8 +108,10 @@ mod read;
 mod read_request;
 mod retention;
 mod segment_map;
+mod settings;
 mod split;
 mod sync;
+mod topic_config;
 mod topic_partition;
 mod validate;
 mod view;
@@ -171,6 +173,7 @@ pub use seglog_segment::{
     TimestampAndOffset, TruncationReason,
 };
 pub use split::SegmentSplit;
+pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };

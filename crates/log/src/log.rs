@@ -18,7 +18,8 @@ use crate::leader_epoch::{self, EpochState};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::settings::Settings;
+use crate::sync::{Mutex, MutexGuard, RwLock, lock};
 use crate::view::{LogView, OffsetMetadata, Published, SegmentSize};
 use crate::{Error, Result, TopicPartition};
 
@@ -134,8 +135,9 @@ pub struct SegmentInfo {
 pub struct Log {
     pub(crate) dir: PathBuf,
     pub(crate) topic_partition: TopicPartition,
-    pub(crate) config: LogConfig,
-    pub(crate) segment_config: SegmentConfig,
+    /// The config and its segment-layer view, swapped whole by [`Log::set_config`]; every
+    /// operation reads one snapshot (`settings.rs`).
+    pub(crate) settings: RwLock<Arc<Settings>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
     pub(crate) published: Published<LogView<Arc<Segment>>>,
@@ -358,8 +360,10 @@ impl Log {
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
-            config,
-            segment_config,
+            settings: RwLock::new(Arc::new(Settings {
+                config,
+                segment: segment_config,
+            })),
             clock,
             read_only,
             published: Published::new(view),
@@ -376,7 +380,7 @@ impl Log {
             epochs: Mutex::new(epochs),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
         };
-        let due = now.saturating_add(log.config.file_delete_delay_ms);
+        let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
             log.deletions.push(due, segment);
         }
@@ -399,11 +403,6 @@ impl Log {
     /// The topic-partition parsed from the directory name (`seglog-0` when it does not parse).
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.topic_partition
-    }
-
-    /// The configuration the log was opened with.
-    pub fn config(&self) -> &LogConfig {
-        &self.config
     }
 
     /// Whether the log was opened read-only.
