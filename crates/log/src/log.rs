@@ -155,6 +155,8 @@ pub struct Log {
     pub(crate) epochs: Mutex<EpochState>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
+    /// The async durability waiters and the sync thread (`durable_async.rs`).
+    pub(crate) async_commit: crate::durable_async::AsyncCommit,
 }
 
 /// State only the writer touches.
@@ -379,6 +381,7 @@ impl Log {
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
+            async_commit: crate::durable_async::AsyncCommit::default(),
         };
         let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
