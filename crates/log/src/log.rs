@@ -557,6 +557,8 @@ impl Log {
         // Writes stop now, whatever happens next; `close_done` is set only at the end, so a
         // retried close after a failure runs (and fails) again instead of returning `Ok`.
         writer.closed = true;
+        // Tail-follow waiters stop waiting: nothing will be appended any more.
+        self.published.close();
         if self.read_only {
             writer.close_done = true;
             return Ok(());
