@@ -170,7 +170,7 @@ impl Log {
             report.flushed_to = Some(self.flush_to(active_base, false)?);
         }
         let last_flush_ms = self.durability.last_flush_ms();
-        if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
+        if now_ms.saturating_sub(last_flush_ms) >= self.settings().config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }
         self.follow_durable_end()?;

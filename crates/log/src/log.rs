@@ -18,7 +18,8 @@ use crate::leader_epoch::{self, EpochState};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::settings::Settings;
+use crate::sync::{Mutex, MutexGuard, RwLock, lock};
 use crate::view::{LogView, OffsetMetadata, Published, SegmentSize};
 use crate::{Error, Result, TopicPartition};
 
@@ -134,8 +135,9 @@ pub struct SegmentInfo {
 pub struct Log {
     pub(crate) dir: PathBuf,
     pub(crate) topic_partition: TopicPartition,
-    pub(crate) config: LogConfig,
-    pub(crate) segment_config: SegmentConfig,
+    /// The config and its segment-layer view, swapped whole by [`Log::set_config`]; every
+    /// operation reads one snapshot (`settings.rs`).
+    pub(crate) settings: RwLock<Arc<Settings>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
     pub(crate) published: Published<LogView<Arc<Segment>>>,
@@ -156,6 +158,8 @@ pub struct Log {
     pub(crate) producers: Mutex<crate::producer_files::Producers>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
+    /// The async durability waiters and the sync thread (`durable_async.rs`).
+    pub(crate) async_commit: crate::durable_async::AsyncCommit,
 }
 
 /// State only the writer touches.
@@ -375,8 +379,10 @@ impl Log {
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
-            config,
-            segment_config,
+            settings: RwLock::new(Arc::new(Settings {
+                config,
+                segment: segment_config,
+            })),
             clock,
             read_only,
             published: Published::new(view),
@@ -393,8 +399,9 @@ impl Log {
             epochs: Mutex::new(epochs),
             producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
+            async_commit: crate::durable_async::AsyncCommit::default(),
         };
-        let due = now.saturating_add(log.config.file_delete_delay_ms);
+        let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
             log.deletions.push(due, segment);
         }
@@ -417,11 +424,6 @@ impl Log {
     /// The topic-partition parsed from the directory name (`seglog-0` when it does not parse).
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.topic_partition
-    }
-
-    /// The configuration the log was opened with.
-    pub fn config(&self) -> &LogConfig {
-        &self.config
     }
 
     /// Whether the log was opened read-only.
@@ -573,6 +575,8 @@ impl Log {
         // Writes stop now, whatever happens next; `close_done` is set only at the end, so a
         // retried close after a failure runs (and fails) again instead of returning `Ok`.
         writer.closed = true;
+        // Tail-follow waiters stop waiting: nothing will be appended any more.
+        self.published.close();
         if self.read_only {
             writer.close_done = true;
             return Ok(());

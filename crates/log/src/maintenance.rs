@@ -29,6 +29,8 @@ impl Log {
 
     pub(crate) fn delete_old_segments_at(&self, now_ms: i64) -> Result<RetentionReport> {
         let mut writer = self.writable()?;
+        // One config for the whole pass (a concurrent `set_config` applies to the next one).
+        let config = self.settings().config.clone();
         let mut report = RetentionReport::default();
         // 1. Log start offset: always.
         self.apply_rule(
@@ -45,7 +47,7 @@ impl Log {
             now_ms,
             &mut report,
             |_, stats| {
-                retention::size_breached(retention::total_bytes(stats), self.config.retention_bytes)
+                retention::size_breached(retention::total_bytes(stats), config.retention_bytes)
             },
         )?;
         // 3. Time.
@@ -54,7 +56,7 @@ impl Log {
             RetentionReason::Time,
             now_ms,
             &mut report,
-            |_, _| retention::time_breached(now_ms, self.config.retention_ms),
+            |_, _| retention::time_breached(now_ms, config.retention_ms),
         )?;
         if !report.deleted.is_empty() {
             // Principle (c): the renames are durable before the pass returns. A power loss
@@ -62,7 +64,7 @@ impl Log {
             // leave an offset gap where the kept renames were.
             self.sync_dir_or_poison()?;
         }
-        if self.config.retention_ms >= 0 {
+        if config.retention_ms >= 0 {
             let view = self.published.load();
             for stat in segment_stats(&view)? {
                 if stat.largest_timestamp_ms > now_ms {
@@ -142,7 +144,7 @@ impl Log {
         self.epochs_truncate_from_start(log_start_offset)?;
         let bases: Vec<i64> = doomed.iter().map(|(b, _)| *b).collect();
         self.producers_segments_deleted(&bases, log_start_offset)?;
-        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {
                 base_offset: base,
@@ -212,7 +214,7 @@ impl Log {
             return self.write_checkpoints_now();
         }
         let now_ms = self.clock.now_ms();
-        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         let mut segments = (*view.segments).clone();
         let later: Vec<i64> = view
             .segments
@@ -290,7 +292,7 @@ impl Log {
         let due = self
             .clock
             .now_ms()
-            .saturating_add(self.config.file_delete_delay_ms);
+            .saturating_add(self.settings().config.file_delete_delay_ms);
         // Rename the old segments first: the new one may reuse a base offset.
         drop(writer.active.take());
         for (_, segment) in view.segments.iter() {
@@ -298,7 +300,7 @@ impl Log {
         }
         // The renames are durable before the new segment exists (it may reuse a base offset).
         self.sync_dir_or_poison()?;
-        let mut created = ActiveSegment::create(&self.dir, offset, &self.segment_config)
+        let mut created = ActiveSegment::create(&self.dir, offset, &self.settings().segment)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(self.clock.now_ms());
         let mut segments = crate::segment_map::SegmentMap::new();

@@ -6,6 +6,7 @@
 mod support;
 
 mod appends;
+mod async_durable;
 mod by_timestamp;
 mod concurrency;
 mod consumer;
