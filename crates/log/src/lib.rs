@@ -103,6 +103,7 @@ mod log_epochs;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod observe;
 mod producer_snapshot;
 mod read;
 mod read_request;
@@ -141,6 +142,8 @@ pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, OpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
+/// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
+pub use observe::names as metric_names;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,

@@ -90,6 +90,7 @@ impl Log {
                     segment_base_offset: segment.base_offset(),
                     position: slice.position(),
                 };
+                self.metrics.read(slice.len());
                 return Ok(data(slice, fetch_offset));
             }
         }
@@ -146,6 +147,7 @@ impl Log {
                     segment_base_offset: segment.base_offset(),
                     position: copied.position,
                 };
+                self.metrics.read(buf.len() as u64);
                 return Ok(fetch(copied.position, copied.offsets, fetch_offset));
             }
         }

@@ -21,6 +21,9 @@ mod many_segments;
 mod model;
 mod poisoning;
 mod producer_snapshots;
+// Kafka's log metrics through the Prometheus example (`--features metrics`).
+#[cfg(feature = "metrics")]
+mod prometheus;
 mod read_into;
 mod reopen;
 mod retention;
