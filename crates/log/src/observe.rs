@@ -308,7 +308,7 @@ pub(crate) fn loaded(
         %dir, segments = report.segments.len(), log_start_offset, log_end_offset,
         recovery_point, clean_shutdown = report.had_clean_shutdown,
         recovered = report.recovered().count(), read_only,
-        duration_ms = took.as_millis() as u64, "log loaded"
+        duration_ms = took.as_secs_f64() * 1e3, "log loaded"
     );
 }
 
