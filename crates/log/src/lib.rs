@@ -53,6 +53,14 @@
 //! only what an fsync made durable) through [`OpenOptions::high_watermark`] or
 //! [`Log::set_high_watermark_policy`].
 //!
+//! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
+//! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable
+//! checkpoints; ERROR: poisoning; nothing above TRACE per append), and with the `metrics` cargo
+//! feature reports Kafka's log metrics (`LogEndOffset`, `LogStartOffset`, `Size`,
+//! `NumLogSegments`, `LogFlushRateAndTimeMs`, ...) through the `metrics` facade, named in
+//! [`metric_names`] and labelled by topic and partition. Install the recorder before opening
+//! logs. `docs/observability.md` lists every event and metric.
+//!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
 //! `replication-offset-checkpoint` in its root, in Kafka's formats. A standalone

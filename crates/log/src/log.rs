@@ -597,6 +597,10 @@ impl Log {
         }
         self.home.write_clean_marker()?;
         self.lock_writer().close_done = true;
+        tracing::info!(
+            dir = %self.dir.display(), log_end_offset = self.log_end_offset(),
+            "log closed cleanly"
+        );
         Ok(())
     }
 
