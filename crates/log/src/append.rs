@@ -2,7 +2,7 @@
 
 use seglog_segment::{ActiveSegment, RollParams};
 
-use crate::config::TimestampType;
+use crate::TimestampType;
 use crate::log::{Log, Writer};
 use std::sync::Arc;
 
@@ -31,15 +31,19 @@ pub enum Durability {
 
 /// What an append wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AppendInfo {
     /// Offset of the first record.
     pub first_offset: i64,
     /// Offset of the last record.
     pub last_offset: i64,
-    /// The largest batch max timestamp (-1 when none), after LogAppendTime stamping.
-    pub max_timestamp_ms: i64,
-    /// The last offset of the batch holding the max timestamp (Kafka's shallow offset).
-    pub offset_of_max_timestamp_ms: i64,
+    /// The largest batch max timestamp, after LogAppendTime stamping; `None` when no batch
+    /// carries one (legacy v0 messages, or every timestamp -1).
+    pub max_timestamp_ms: Option<i64>,
+    /// The last offset of the first batch holding [`AppendInfo::max_timestamp_ms`] (Kafka's
+    /// `shallowOffsetOfMaxTimestamp`); the first batch's last offset when no batch has a
+    /// timestamp.
+    pub max_timestamp_offset: i64,
     /// The append time stamped on the batches, with `message.timestamp.type=LogAppendTime`.
     pub log_append_time_ms: Option<i64>,
     /// Number of batches written.
@@ -192,7 +196,7 @@ impl Log {
             }
         };
         let last_offset = analysis.last_offset();
-        let (max_timestamp_ms, offset_of_max_timestamp_ms) = analysis.max_timestamp();
+        let (max_timestamp_ms, offset_of_max_timestamp) = analysis.max_timestamp();
         let params = RollParams {
             max_segment_ms: self.config.segment_ms,
             max_segment_bytes: self.segment_config.segment_bytes,
@@ -221,7 +225,7 @@ impl Log {
             .append_parts(
                 last_offset,
                 max_timestamp_ms,
-                offset_of_max_timestamp_ms,
+                offset_of_max_timestamp,
                 &parts,
             )
             .map_err(|e| self.poisoned_by("append", e))?;
@@ -252,8 +256,8 @@ impl Log {
         let info = AppendInfo {
             first_offset: analysis.first_offset(),
             last_offset,
-            max_timestamp_ms,
-            offset_of_max_timestamp_ms,
+            max_timestamp_ms: (max_timestamp_ms >= 0).then_some(max_timestamp_ms),
+            max_timestamp_offset: offset_of_max_timestamp,
             log_append_time_ms,
             batch_count: analysis.batches.len(),
             size_bytes: size,

@@ -1,16 +1,8 @@
 //! `LogConfig`: Kafka's topic-level storage settings, their defaults, parsing and validation.
 
-use crate::{Error, Result};
+use seglog_records::TimestampType;
 
-/// Which timestamp a batch carries (`message.timestamp.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimestampType {
-    /// Keep the producer's timestamps (`CreateTime`). Default.
-    #[default]
-    CreateTime,
-    /// Stamp every batch with the broker's clock at append (`LogAppendTime`).
-    LogAppendTime,
-}
+use crate::{Error, Result};
 
 /// Storage settings of one log, named and defaulted as Kafka's topic configs (spec §6).
 ///

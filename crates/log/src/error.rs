@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 /// Everything that can go wrong in the log layer.
 ///
 /// I/O errors carry the path and the operation; corruption of files this crate owns (checkpoints)
-/// is [`Error::Corrupt`] with a small matchable [`CorruptKind`]. Errors of the lower layers are
-/// wrapped with their source chain intact.
+/// is [`Error::Corrupt`] with a small matchable [`CheckpointCorruptKind`]. Errors of the lower
+/// layers are wrapped with their source chain intact. Each kind of damage has one type, named
+/// for what it describes: [`CheckpointCorruptKind`] (a checkpoint's text),
+/// [`crate::SegmentCorruptKind`] (a segment's `.log`), [`crate::RecordCorruptKind`] (a batch or
+/// record, also inside a segment's).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -30,7 +33,7 @@ pub enum Error {
         /// 1-based line number of the offending line.
         position: u64,
         /// What is wrong.
-        kind: CorruptKind,
+        kind: CheckpointCorruptKind,
     },
     /// A configuration value is out of range or does not parse.
     #[error("invalid config {key}={value}: {reason}")]
@@ -177,7 +180,7 @@ pub enum Error {
 /// What is wrong with a corrupt checkpoint file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum CorruptKind {
+pub enum CheckpointCorruptKind {
     /// The version line is not a number.
     #[error("malformed version line")]
     MalformedVersion,

@@ -8,6 +8,7 @@ use crate::retention::RetentionReport;
 
 /// What one [`Log::tick`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TickReport {
     /// Deleted segments (or leftover file sets) unlinked because their delay passed.
     pub unlinked: usize,

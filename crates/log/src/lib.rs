@@ -50,7 +50,7 @@
 //! caller moves it, as a replication layer does; a single node opts into
 //! [`HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
 //! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-//! only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+//! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 //! [`Log::set_high_watermark_policy`].
 //!
 //! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
@@ -133,22 +133,22 @@ pub use checkpoint::{
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
+pub use config::{CONFIG_KEYS, LogConfig};
 pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
     ReaderOptions, RecordReader, RecordView, WaitFor,
 };
-pub use error::{AppendErrorKind, CorruptKind, Error};
+pub use error::{AppendErrorKind, CheckpointCorruptKind, Error};
 pub use flush::TickReport;
 pub use high_watermark::HighWatermarkPolicy;
 pub use leader_epoch::{
     EpochEndOffset, EpochEntry, InvalidEpochEntry, LEADER_EPOCH_CHECKPOINT, LeaderEpochCache,
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
-    format as format_leader_epoch_checkpoint, parse as parse_leader_epoch_checkpoint,
+    parse as parse_leader_epoch_checkpoint,
 };
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
-pub use log::{Log, OpenOptions, SegmentInfo};
+pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
 /// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
 pub use observe::names as metric_names;
@@ -159,14 +159,24 @@ pub use producer_snapshot::{
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
+/// What is malformed in a batch or record ([`RecordsError`]'s `Corrupt` variant).
+pub use seglog_records::CorruptKind as RecordCorruptKind;
 /// The error of the record layer (batch building, parsing and record decoding); `?` turns it
 /// into [`Error::RecordFormat`].
 pub use seglog_records::Error as RecordsError;
+/// One timestamp type for what a topic stamps (`LogConfig::message_timestamp_type`,
+/// `message.timestamp.type`) and what a batch carries (`BatchHeader::timestamp_type`).
+pub use seglog_records::TimestampType;
 pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, ControlRecord, ControlRecordType,
     EndTransactionMarker, Header, HeaderRefs, OwnedBatch, OwnedBatches, Record, RecordRef,
     RecordRefs, Records,
 };
+/// What is damaged in a segment ([`seglog_segment::Error::Corrupt`] inside
+/// [`Error::Segment`]); a damaged batch carries a [`RecordCorruptKind`].
+pub use seglog_segment::CorruptKind as SegmentCorruptKind;
+/// The segment layer's error, wrapped by [`Error::Segment`].
+pub use seglog_segment::Error as SegmentError;
 pub use seglog_segment::{
     FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets,
     TimestampAndOffset, TruncationReason,

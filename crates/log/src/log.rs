@@ -24,7 +24,7 @@ use crate::{Error, Result, TopicPartition};
 
 /// Options of [`Log::open_with`] beyond the config.
 #[derive(Debug, Clone)]
-pub struct OpenOptions {
+pub struct LogOpenOptions {
     /// The clock for rolls, retention, flush policies and LogAppendTime.
     /// Default: [`SystemClock`].
     pub clock: Arc<dyn Clock>,
@@ -72,7 +72,7 @@ pub struct OpenOptions {
     pub high_watermark: crate::HighWatermarkPolicy,
 }
 
-impl Default for OpenOptions {
+impl Default for LogOpenOptions {
     fn default() -> Self {
         Self {
             clock: Arc::new(SystemClock),
@@ -89,6 +89,7 @@ impl Default for OpenOptions {
 
 /// What one segment looks like, for listings ([`Log::segments`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SegmentInfo {
     /// Base offset (the number in the file names).
     pub base_offset: i64,
@@ -127,7 +128,7 @@ pub struct SegmentInfo {
 /// caller moves it, as a replication layer does; a single node opts into
 /// [`crate::HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
 /// [`crate::HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-/// only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+/// only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 /// [`Log::set_high_watermark_policy`].
 #[derive(Debug)]
 pub struct Log {
@@ -187,7 +188,7 @@ impl Log {
     /// loading; [`Error::UnsplittableSegment`] for a segment whose offsets overflow its base
     /// and that cannot be split.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
-        Self::open_with(dir, config, OpenOptions::default())
+        Self::open_with(dir, config, LogOpenOptions::default())
     }
 
     /// Opens the log without ever writing in `dir`: no lock file, no marker consumed, no
@@ -211,21 +212,21 @@ impl Log {
         Self::open_with(
             dir,
             config,
-            OpenOptions {
+            LogOpenOptions {
                 read_only: true,
-                ..OpenOptions::default()
+                ..LogOpenOptions::default()
             },
         )
     }
 
-    /// [`Log::open`] / [`Log::open_read_only`] with explicit [`OpenOptions`].
+    /// [`Log::open`] / [`Log::open_read_only`] with explicit [`LogOpenOptions`].
     ///
     /// # Errors
     /// As [`Log::open`].
     pub fn open_with(
         dir: impl AsRef<Path>,
         config: LogConfig,
-        options: OpenOptions,
+        options: LogOpenOptions,
     ) -> Result<Self> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();

@@ -15,7 +15,7 @@ use crate::fsutil::remove_if_exists;
 use crate::home::{InitialState, SharedRoot};
 use crate::load::LoadMode;
 use crate::lock::DirLock;
-use crate::log::{Log, OpenOptions};
+use crate::log::{Log, LogOpenOptions};
 use seglog_segment::Io;
 use std::sync::Arc;
 
@@ -48,7 +48,7 @@ pub struct LogDir {
     closed: Mutex<bool>,
     /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
     segment_cache: seglog_segment::SegmentCache,
-    /// Every log's [`crate::HighWatermarkPolicy`] ([`OpenOptions::high_watermark`]).
+    /// Every log's [`crate::HighWatermarkPolicy`] ([`LogOpenOptions::high_watermark`]).
     high_watermark_policy: crate::HighWatermarkPolicy,
 }
 
@@ -72,18 +72,18 @@ impl LogDir {
     /// load errors of any partition (the marker is already consumed then, so the next open
     /// recovers).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
-        Self::open_with(root, config, OpenOptions::default())
+        Self::open_with(root, config, LogOpenOptions::default())
     }
 
     /// [`LogDir::open`] with a clock, read-only (nothing written, no lock), or recovering
-    /// every segment of every partition ([`OpenOptions::recover_all`]).
+    /// every segment of every partition ([`LogOpenOptions::recover_all`]).
     ///
     /// # Errors
     /// As [`LogDir::open`].
     pub fn open_with(
         root: impl AsRef<Path>,
         config: LogConfig,
-        options: OpenOptions,
+        options: LogOpenOptions,
     ) -> Result<Self> {
         config.validate()?;
         let root = root.as_ref().to_path_buf();

@@ -1,9 +1,10 @@
 //! Validating appended batches and assigning offsets in place (Kafka's
 //! `analyzeAndValidateRecords` + `LogValidator`, spec §5.4), as pure functions over a buffer.
 
-use seglog_records::{BatchHeader, Batches, MAGIC_V2, TimestampType as RecordTimestampType};
+use seglog_records::{BatchHeader, Batches, MAGIC_V2};
 
-use crate::config::{LogConfig, TimestampType};
+use crate::TimestampType;
+use crate::config::LogConfig;
 use crate::{AppendErrorKind, Error, Result};
 
 /// Who is appending.
@@ -165,7 +166,7 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
         }));
     }
     if config.message_timestamp_type == TimestampType::CreateTime
-        && header.timestamp_type == Some(RecordTimestampType::CreateTime)
+        && header.timestamp_type == Some(TimestampType::CreateTime)
     {
         let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
         let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
@@ -196,7 +197,7 @@ pub(crate) fn stamp_log_append_time(
         seglog_records::set_log_append_time(&mut buffer[span.range()], now_ms)
             .map_err(Error::Records)?;
         span.header.max_timestamp_ms = now_ms;
-        span.header.timestamp_type = Some(RecordTimestampType::LogAppendTime);
+        span.header.timestamp_type = Some(TimestampType::LogAppendTime);
     }
     Ok(())
 }

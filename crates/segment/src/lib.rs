@@ -66,7 +66,7 @@ pub use crate::error::{CorruptKind, Error, IoOp};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
-pub use crate::open::{OpenOptions, OpenReport, RebuildReason};
+pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset};
 pub use crate::recover::RecoveryReport;
 pub use crate::seam::Io;

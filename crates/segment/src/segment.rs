@@ -65,7 +65,7 @@ pub struct Segment {
     in_ring: AtomicBool,
     /// The files were never opened: the first use opens them with these options (the open
     /// policy's checks, a rebuild if they fail), see [`Segment::deferred`].
-    deferred: Mutex<Option<crate::OpenOptions>>,
+    deferred: Mutex<Option<crate::SegmentOpenOptions>>,
     /// What that first open found.
     deferred_report: Mutex<Option<crate::OpenReport>>,
     /// Set on every access to the files: the cache's second chance.
@@ -179,7 +179,7 @@ impl Segment {
             let names = lock(&self.names);
             let deferred = *lock(&self.deferred);
             match deferred {
-                Some(options) => self.open_deferred(crate::OpenOptions {
+                Some(options) => self.open_deferred(crate::SegmentOpenOptions {
                     // A rename while deferred moved the files.
                     suffix: names.suffix,
                     ..options
@@ -269,7 +269,7 @@ impl Segment {
         dir: &Path,
         base_offset: i64,
         config: &SegmentConfig,
-        options: crate::OpenOptions,
+        options: crate::SegmentOpenOptions,
         size: u64,
     ) -> Arc<Segment> {
         Arc::new_cyclic(|me| Segment {
@@ -304,7 +304,7 @@ impl Segment {
     /// The first open of a deferred segment: [`Segment::open`] of a fresh segment (its own
     /// locks; not counted in any cache), whose files, size and max timestamp this segment then
     /// takes over. Called under `reopen` and `names`.
-    fn open_deferred(&self, options: crate::OpenOptions) -> Result<Files> {
+    fn open_deferred(&self, options: crate::SegmentOpenOptions) -> Result<Files> {
         let config = SegmentConfig {
             cache: None,
             ..self.config.clone()

@@ -1,7 +1,7 @@
 //! LogDir: a log.dirs root with many partitions and the root's state files.
 
 use seglog::{
-    CLEAN_SHUTDOWN_FILE, Clock, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
+    CLEAN_SHUTDOWN_FILE, Clock, LOG_START_OFFSET_CHECKPOINT, LogDir, LogOpenOptions,
     RECOVERY_POINT_CHECKPOINT, TopicPartition,
 };
 
@@ -11,9 +11,9 @@ use crate::support::*;
 fn root_state_is_kafka_compatible() {
     let root = tempfile::tempdir().unwrap();
     let clock = clock();
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: clock.clone(),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
     assert!(!dir.had_clean_shutdown());
@@ -76,9 +76,9 @@ fn ignores_foreign_dirs_and_removes_delete_dirs_later() {
     let dir = LogDir::open_with(
         root.path(),
         small_config(1024),
-        OpenOptions {
+        LogOpenOptions {
             clock: clock.clone(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap();
@@ -109,10 +109,10 @@ fn recover_all_recovers_every_partition() {
     }
     dir.close().unwrap();
     drop(dir);
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: clock.clone(),
         recover_all: true,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
     assert!(dir.had_clean_shutdown());
@@ -180,9 +180,9 @@ fn a_partitions_own_flush_and_tick_checkpoint_its_recovery_point() {
         let root = tempfile::tempdir().unwrap();
         let tp = TopicPartition::new("orders", 0);
         let clock = clock();
-        let options = OpenOptions {
+        let options = LogOpenOptions {
             clock: clock.clone(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         };
         let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
         let log = dir.get_or_create(&tp).unwrap();
@@ -252,9 +252,9 @@ fn tick_reports_each_partition_and_a_ticker_runs_it() {
         file_delete_delay_ms: 0,
         ..small_config(1024)
     };
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: clock.clone(),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let dir = std::sync::Arc::new(LogDir::open_with(root.path(), config, options).unwrap());
     let (a, b) = (TopicPartition::new("a", 0), TopicPartition::new("b", 0));
