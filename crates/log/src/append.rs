@@ -284,6 +284,14 @@ impl Log {
         self.published
             .publish(self.with_high_watermark_policy(appended));
         drop(writer);
+        let records = last_offset
+            .saturating_add(1)
+            .saturating_sub(analysis.first_offset());
+        self.metrics.appended(size, records as u64, end.offset);
+        tracing::trace!(
+            dir = %self.dir.display(), first_offset = analysis.first_offset(), last_offset,
+            bytes = size, "appended"
+        );
         if let Some(durable) = &mut durable {
             durable.published();
         }
@@ -340,6 +348,7 @@ impl Log {
         expected: Option<i64>,
         now_ms: i64,
     ) -> Result<Snapshot<LogView<Arc<seglog_segment::Segment>>>> {
+        let started = std::time::Instant::now();
         let log_end_offset = view.end.offset;
         let new_base = expected.unwrap_or(0).max(log_end_offset);
         let active = writer.active.take().ok_or_else(|| Error::Closed {
@@ -381,6 +390,12 @@ impl Log {
         self.producers_rolled(new_base)?;
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
+        tracing::info!(
+            dir = %self.dir.display(), base_offset = new_base, previous_base_offset = active_base,
+            log_end_offset, duration_ms = started.elapsed().as_secs_f64() * 1e3,
+            "rolled new segment"
+        );
+        self.observe_shape();
         Ok(self.published.load())
     }
 

@@ -460,6 +460,8 @@ impl RecordReader<'_> {
                         batch.ensure_valid().map_err(damaged)?;
                     }
                     let mut stopped = None;
+                    // Records passed to `f`, for the records-read metric (per batch).
+                    let mut delivered = 0u64;
                     if let Some(records) = batch.records_borrowed() {
                         for record in records {
                             let record = record.map_err(damaged)?;
@@ -469,6 +471,7 @@ impl RecordReader<'_> {
                             let view = RecordView {
                                 inner: ViewInner::Borrowed(record),
                             };
+                            delivered += 1;
                             if f(&header, view)?.is_break() {
                                 stopped = Some(record.offset);
                                 break;
@@ -483,12 +486,14 @@ impl RecordReader<'_> {
                             let view = RecordView {
                                 inner: ViewInner::Decoded(&record),
                             };
+                            delivered += 1;
                             if f(&header, view)?.is_break() {
                                 stopped = Some(record.offset);
                                 break;
                             }
                         }
                     }
+                    self.log.metrics.records_read(delivered);
                     if let Some(offset) = stopped {
                         self.next_offset = offset + 1;
                         if offset >= header.last_offset {
@@ -609,6 +614,7 @@ impl OwnedRecordReader<'_> {
                     Some(Ok(record)) if record.offset < self.next_offset => continue,
                     Some(Ok(record)) => {
                         self.next_offset = record.offset + 1;
+                        self.log.metrics.records_read(1);
                         return Ok(Some(FetchedRecord {
                             batch: *header,
                             record,

@@ -74,6 +74,14 @@
 //! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 //! [`Log::set_high_watermark_policy`].
 //!
+//! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
+//! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable
+//! checkpoints; ERROR: poisoning; nothing above TRACE per append), and with the `metrics` cargo
+//! feature reports Kafka's log metrics (`LogEndOffset`, `LogStartOffset`, `Size`,
+//! `NumLogSegments`, `LogFlushRateAndTimeMs`, ...) through the `metrics` facade, named in
+//! [`metric_names`] and labelled by topic and partition. Install the recorder before opening
+//! logs. `docs/observability.md` lists every event and metric.
+//!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
 //! `replication-offset-checkpoint` in its root, in Kafka's formats. A standalone
@@ -127,6 +135,7 @@ mod log_producers;
 mod loom_models;
 mod maintenance;
 mod producer_files;
+mod observe;
 mod producer_snapshot;
 mod producer_state;
 mod read;
@@ -171,6 +180,8 @@ pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
 pub use log_producers::{AbortedTransaction, TxnResult};
 pub use producer_files::ProducerLoad;
+/// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
+pub use observe::names as metric_names;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,

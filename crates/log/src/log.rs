@@ -160,6 +160,8 @@ pub struct Log {
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
     pub(crate) async_commit: crate::durable_async::AsyncCommit,
+    /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
+    pub(crate) metrics: crate::observe::LogMetrics,
 }
 
 /// State only the writer touches.
@@ -247,6 +249,7 @@ impl Log {
         let policy = options.high_watermark;
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
+            crate::observe::checkpoint_problems(&problems);
             let home = StateHome::ReadOnly;
             let io = options.io;
             let log = Self::load(
@@ -264,6 +267,7 @@ impl Log {
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state, problems) = home::open_standalone(&dir, &options.io)?;
+        crate::observe::checkpoint_problems(&problems);
         let known = state.recovery_point_known;
         let log = Self::load(
             dir,
@@ -320,6 +324,8 @@ impl Log {
         cache: SegmentCache,
     ) -> Result<Self> {
         let read_only = mode.read_only;
+        let started = std::time::Instant::now();
+        let _span = tracing::info_span!("load", dir = %dir.display()).entered();
         let segment_config = SegmentConfig {
             io,
             cache: Some(cache),
@@ -376,6 +382,7 @@ impl Log {
             txns,
         };
         let durability = DurabilityState::new(recovery_point, now, segment_config.io.clone());
+        let metrics = crate::observe::LogMetrics::new(&dir);
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
@@ -400,6 +407,7 @@ impl Log {
             producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
             async_commit: crate::durable_async::AsyncCommit::default(),
+            metrics,
         };
         let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
@@ -413,6 +421,12 @@ impl Log {
         if let Some(high_watermark) = restored_high_watermark {
             log.set_high_watermark(high_watermark)?;
         }
+        let offsets = (log_start_offset, end.offset, log.recovery_point());
+        let took = started.elapsed();
+        crate::observe::loaded(&log.dir, &log.load_report, offsets, read_only, took);
+        log.metrics
+            .recovered(crate::observe::recovery_bytes_scanned(&log.load_report));
+        log.observe_shape();
         Ok(log)
     }
 
@@ -608,6 +622,10 @@ impl Log {
         }
         self.home.write_clean_marker()?;
         self.lock_writer().close_done = true;
+        tracing::info!(
+            dir = %self.dir.display(), log_end_offset = self.log_end_offset(),
+            "log closed cleanly"
+        );
         Ok(())
     }
 
@@ -648,7 +666,26 @@ impl Log {
     /// Records a failed write/fsync: the log refuses writes until reopened. Returns the
     /// error for `?`.
     pub(crate) fn poisoned_by(&self, op: &'static str, error: seglog_segment::Error) -> Error {
+        if !error.is_corruption() {
+            crate::observe::poisoned(&self.dir, op, &error);
+        }
         self.durability.poisoned_by(op, error)
+    }
+
+    /// Sets the metric gauges from the published view (after a change of the segment map or
+    /// the log start; nothing without the `metrics` feature).
+    pub(crate) fn observe_shape(&self) {
+        #[cfg(feature = "metrics")]
+        {
+            let view = self.published.load();
+            let size = view.segments.iter().map(|(_, s)| s.size()).sum();
+            self.metrics.shape(
+                view.log_start_offset,
+                view.end.offset,
+                view.segments.len(),
+                size,
+            );
+        }
     }
 
     /// Renames a segment removed from the map to `.deleted` and queues its unlink at `due_ms`

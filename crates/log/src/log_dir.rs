@@ -142,6 +142,7 @@ impl LogDir {
             .chain(log_start_problem)
             .chain(high_watermark_problem)
             .collect();
+        crate::observe::checkpoint_problems(&checkpoint_problems);
         let now = options.clock.now_ms();
         // One cache bounds the open segment files of every partition.
         let cache = options

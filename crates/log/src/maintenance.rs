@@ -73,6 +73,10 @@ impl Log {
             }
         }
         report.log_start_offset = self.published.load().log_start_offset;
+        crate::observe::retention(&self.dir, &report);
+        if !report.deleted.is_empty() {
+            self.observe_shape();
+        }
         Ok(report)
     }
 
@@ -187,6 +191,11 @@ impl Log {
             });
             self.epochs_truncate_from_start(offset)?;
             self.producers_log_start_moved(offset);
+            tracing::info!(
+                dir = %self.dir.display(), log_start_offset = offset,
+                previous_log_start_offset = view.log_start_offset, "log start offset raised"
+            );
+            self.observe_shape();
         }
         Ok(self.published.load().log_start_offset)
     }
@@ -265,6 +274,11 @@ impl Log {
         self.publish_txns(txns);
         self.epochs_truncate_from_end(offset)?;
         drop(writer);
+        tracing::info!(
+            dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
+            removed_segments = later.len(), "truncated"
+        );
+        self.observe_shape();
         // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
         // a batch leaves a gap between the segment's last batch and `offset` (the log end
         // offset, as in Kafka), and a gap above the recovery point would look to the loader
@@ -325,6 +339,11 @@ impl Log {
         });
         drop(flusher);
         self.producers_truncated_fully(offset)?;
+        tracing::info!(
+            dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
+            removed_segments = view.segments.len(), "truncated fully: empty log started"
+        );
+        self.observe_shape();
         self.epochs_clear()
     }
 
