@@ -201,6 +201,8 @@ pub(crate) struct LoadMode {
     pub(crate) trust_clean_shutdown: bool,
     /// Cut damaged flushed data as Kafka does ([`crate::OpenOptions::repair_destructively`]).
     pub(crate) repair_destructively: bool,
+    /// Recoveries decode every batch's records ([`crate::OpenOptions::decode_records`]).
+    pub(crate) decode_records: bool,
 }
 
 struct Loader<'a> {

@@ -174,6 +174,8 @@ pub fn recover_dir_with(
     let options = OpenOptions {
         recover_all: true,
         repair_destructively: truncate_damaged,
+        // What `verify` checks: a batch whose records do not decode is damage too.
+        decode_records: true,
         ..OpenOptions::default()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;

@@ -12,6 +12,7 @@ mod kafka_fixtures;
 mod leader_epochs;
 mod live_writer;
 mod produce_read;
+mod recover_agrees;
 mod repair;
 mod repair_policy;
 mod support;
