@@ -135,3 +135,44 @@ fn a_gzip_batch_with_garbage_and_a_valid_crc_is_damage_to_recover_too() {
     });
     agree_on(&dir, at);
 }
+
+/// A recover that fails (exit 2) leaves the directory exactly as it found it: every byte of
+/// every file, and the clean-shutdown marker (it used to consume the marker and rewrite the
+/// indexes before it failed).
+#[test]
+fn a_recover_that_cannot_succeed_changes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = small_log(tmp.path(), "overflow-0", "none");
+    // The last segment's first batch claims base offset 0, below the segment's base: its
+    // offsets overflow the segment and no split can place that batch.
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
+        .collect();
+    logs.sort();
+    assert!(logs.len() >= 3);
+    let last = logs.last().unwrap();
+    let mut bytes = std::fs::read(last).unwrap();
+    bytes[..8].copy_from_slice(&0i64.to_be_bytes());
+    std::fs::write(last, bytes).unwrap();
+    assert!(dir.join(".kafka_cleanshutdown").exists());
+
+    // verify flags it; recover refuses with the reason, and changes nothing.
+    assert_eq!(verify_json(&dir).0, 1);
+    for extra in [&[][..], &["--truncate-damaged"][..]] {
+        let out = crate::support::assert_unchanged(&dir, || {
+            let mut args: Vec<&std::ffi::OsStr> = vec!["recover".as_ref(), dir.as_os_str()];
+            args.extend(extra.iter().map(std::ffi::OsStr::new));
+            seglog(args)
+        });
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(
+            out.stderr.contains("nothing was changed")
+                && out.stderr.contains(&last.display().to_string()),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(dir.join(".kafka_cleanshutdown").exists());
+}

@@ -302,7 +302,7 @@ fn decoding_records_on_recovery_cuts_a_valid_crc_batch_that_does_not_decode() {
     let (_, report) = Segment::open(dir.path(), 0, &config, OpenOptions::read_only()).unwrap();
     assert!(report.recovery.is_none_or(|r| r.truncated_bytes == 0));
     let kept = copy_dir(dir.path());
-    let (_, report) = Segment::open(kept.path(), 0, &config, recover.clone()).unwrap();
+    let (_, report) = Segment::open(kept.path(), 0, &config, recover).unwrap();
     assert_eq!(report.recovery.unwrap().truncated_bytes, 0);
 
     // Decoding: corrupt at the batch's own position, the intact batches before it kept.
