@@ -134,8 +134,8 @@ mod log_producers;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
-mod producer_files;
 mod observe;
+mod producer_files;
 mod producer_snapshot;
 mod producer_state;
 mod read;
@@ -179,9 +179,9 @@ pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
 pub use log_producers::{AbortedTransaction, TxnResult};
-pub use producer_files::ProducerLoad;
 /// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
 pub use observe::names as metric_names;
+pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,

@@ -58,6 +58,15 @@ pub struct LogOpenOptions {
     /// rule (cut at the first bad batch, delete every later segment) always applies to the
     /// unflushed tail a crash can tear. Default: false.
     pub repair_destructively: bool,
+    /// Let every recovery also decode each batch's records and check their offsets, as a
+    /// consumer (and `seglog verify`) does: a batch whose CRC is valid but whose records do
+    /// not decode (a lowered record count with the CRC recomputed, garbage inside a
+    /// compressed batch) is then damage like a CRC failure, under the same policy (cut in the
+    /// unflushed tail, kept and reported in flushed data unless `repair_destructively`).
+    /// Kafka's recovery checks sizes and CRCs only, so such a batch survives it and fails
+    /// every reader; this option costs a decode (and decompression) of everything recovered.
+    /// `seglog recover` sets it. Default: false (Kafka's recovery cost).
+    pub decode_records: bool,
     /// The segment layer's I/O seam: every `.log` write and fsync, segment rename and unlink,
     /// index flush and directory fsync (segments, checkpoints, the clean-shutdown marker) of
     /// the log goes through it. Default: [`Io::direct`], the system calls; tests pass a
@@ -81,6 +90,7 @@ impl Default for LogOpenOptions {
             recover_all: false,
             trust_clean_shutdown: false,
             repair_destructively: false,
+            decode_records: false,
             io: Io::direct(),
             segment_cache: None,
             high_watermark: crate::HighWatermarkPolicy::Manual,
@@ -242,6 +252,7 @@ impl Log {
             recover_all: options.recover_all,
             trust_clean_shutdown: options.trust_clean_shutdown,
             repair_destructively: options.repair_destructively,
+            decode_records: options.decode_records,
         };
         let cache = options
             .segment_cache
@@ -329,6 +340,7 @@ impl Log {
         let segment_config = SegmentConfig {
             io,
             cache: Some(cache),
+            decode_records_on_recovery: mode.decode_records,
             ..segment_config(&config)
         };
         let Loaded {

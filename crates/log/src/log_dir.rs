@@ -201,6 +201,7 @@ impl LogDir {
                     recover_all: options.recover_all,
                     trust_clean_shutdown: options.trust_clean_shutdown,
                     repair_destructively: options.repair_destructively,
+                    decode_records: options.decode_records,
                 },
                 shared.as_ref(),
                 cache.clone(),

@@ -205,6 +205,14 @@ impl Log {
     /// Below the first segment it is [`Log::truncate_fully_and_start_at`]. The log end becomes
     /// `offset`; the recovery point, high watermark and log start are lowered to it if needed.
     ///
+    /// **Inside a batch** (`offset` above the first offset of the batch holding it) the
+    /// batch's records *below* `offset` go too, as in Kafka: a reader then sees the records
+    /// before that batch and nothing at the offsets between the batch's start and `offset`
+    /// (they stay in range — a gap, as in a compacted log, not an error; a read from inside
+    /// it returns nothing until more is appended, then starts at `offset`). The next append
+    /// takes `offset`. A caller that must keep those records (a consensus log truncating at an
+    /// entry inside a batch) re-appends them after the truncation, as `seglog-raft` does.
+    ///
     /// # Errors
     /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`]; segment I/O errors (which
     /// poison the log).
