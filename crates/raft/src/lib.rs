@@ -59,16 +59,20 @@
 
 #![forbid(unsafe_code)]
 
+mod batch;
 mod codec;
 mod error;
 mod flusher;
 mod kv;
+mod proposer;
 mod side_file;
 mod store;
 
+pub use batch::{Batch, BatchResponse};
 pub use error::Error;
 pub use flusher::OnDurable;
-pub use kv::{KvConfig, KvRequest, KvResponse, KvStateMachine};
+pub use kv::{KvConfig, KvProposer, KvRequest, KvResponse, KvStateMachine};
+pub use proposer::{ProposeError, Proposed, Proposer, ProposerConfig, ProposerStats};
 pub use side_file::{COMMITTED_FILE, PURGED_FILE, TRUNCATION_FILE, VOTE_FILE};
 pub use store::{COMMITTED_CHECKPOINT_INTERVAL, LOG_DIR, LogReader, LogStore, raft_log_config};
 
