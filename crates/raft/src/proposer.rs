@@ -13,8 +13,11 @@
 //! One task (spawned on openraft's runtime) owns the queue and keeps at most one entry in
 //! flight; a request waits at most one entry's round trip, plus [`ProposerConfig::linger`].
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use openraft::error::{ClientWriteError, ForwardToLeader, RaftError};
@@ -293,6 +296,12 @@ async fn drive<C, Q, P>(
 
 /// Adds to `batch` what is queued, up to the bound; with a linger, waits for more until the
 /// first request has waited that long or the batch is full.
+///
+/// Before the entry goes, the task yields to the runtime as long as each yield brought more
+/// requests: the callers answered by the previous entry are woken together, and the first
+/// to propose again would otherwise wake this task before the others have run (a runtime
+/// runs the task just woken first), sending entries of one request and of the rest in turn.
+/// A yield costs microseconds; an entry costs an fsync.
 async fn fill<C, Q, P>(
     queue: &mut mpsc::Receiver<Pending<C, Q, P>>,
     batch: &mut Vec<Pending<C, Q, P>>,
@@ -302,10 +311,13 @@ async fn fill<C, Q, P>(
     Q: Send + 'static,
     P: Send + 'static,
 {
+    take_queued(queue, batch, config.max_batch_requests);
     while batch.len() < config.max_batch_requests {
-        match queue.try_recv() {
-            Ok(pending) => batch.push(pending),
-            Err(_) => break,
+        let before = batch.len();
+        YieldNow { yielded: false }.await;
+        take_queued(queue, batch, config.max_batch_requests);
+        if batch.len() == before {
+            break;
         }
     }
     if config.linger.is_zero() {
@@ -318,6 +330,35 @@ async fn fill<C, Q, P>(
             // Every sender is gone (the batch goes out, then the task ends) or time is up.
             Ok(None) | Err(_) => break,
         }
+    }
+}
+
+/// Moves queued requests into `batch` without waiting, until it holds `max`.
+fn take_queued<T>(queue: &mut mpsc::Receiver<T>, batch: &mut Vec<T>, max: usize) {
+    while batch.len() < max {
+        match queue.try_recv() {
+            Ok(pending) => batch.push(pending),
+            Err(_) => break,
+        }
+    }
+}
+
+/// Lets every other ready task of the runtime run once, then resumes (a wake of itself puts
+/// the task behind them), on any runtime.
+struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
     }
 }
 
