@@ -17,7 +17,7 @@ use openraft::raft::{
 };
 use openraft::storage::RaftLogReader;
 use openraft::{BasicNode, Config, EntryPayload, Raft, ServerState, SnapshotPolicy};
-use seglog::OpenOptions;
+use seglog::LogOpenOptions;
 use seglog_faults::{FaultInjector, FaultKind};
 use seglog_raft::{
     KvConfig, KvProposer, KvRequest, KvStateMachine, LogReader, LogStore, ProposeError,
@@ -150,7 +150,7 @@ fn config() -> Arc<Config> {
 async fn node(
     id: u64,
     dir: &Path,
-    options: OpenOptions,
+    options: LogOpenOptions,
     router: &Router,
 ) -> (Raft<KvConfig>, LogReader<KvConfig>, KvStateMachine) {
     let store = LogStore::<KvConfig>::open_with_options(dir, raft_log_config(), options).unwrap();
@@ -198,9 +198,9 @@ fn concurrent_proposers_get_every_request_applied_once_in_their_order_sharing_en
     let (proposers, per) = (8u64, 150u64);
     rt().block_on(async {
         let router = Router::default();
-        let options = OpenOptions {
+        let options = LogOpenOptions {
             io: injector.io(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         };
         let (raft, mut reader, sm) = node(1, dir.path(), options, &router).await;
         initialize(&raft, &[1]).await;
@@ -285,9 +285,9 @@ fn a_failed_entry_fails_every_caller_it_carried() {
     let callers = 16usize;
     rt().block_on(async {
         let router = Router::default();
-        let options = OpenOptions {
+        let options = LogOpenOptions {
             io: injector.io(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         };
         let (raft, _reader, sm) = node(1, dir.path(), options, &router).await;
         initialize(&raft, &[1]).await;
@@ -354,7 +354,7 @@ fn a_leader_change_answers_forward_to_leader_and_the_new_leader_takes_the_writes
         let mut nodes = BTreeMap::new();
         for id in 1..=3u64 {
             let dir = root.path().join(format!("node-{id}"));
-            nodes.insert(id, node(id, &dir, OpenOptions::default(), &router).await);
+            nodes.insert(id, node(id, &dir, LogOpenOptions::default(), &router).await);
         }
         initialize(&nodes[&1].0, &[1, 2, 3]).await;
         nodes[&1]
