@@ -216,6 +216,10 @@ where
     ///
     /// # Errors
     /// [`Error::InvalidProposerConfig`] (see [`ProposerConfig::validate`]).
+    ///
+    /// # Panics
+    /// Outside openraft's runtime, as its `AsyncRuntime::spawn` does (Tokio's `spawn` panics
+    /// outside a Tokio runtime).
     pub fn new(raft: Raft<C>, config: ProposerConfig) -> Result<Self, Error> {
         config.validate()?;
         let (queue, rx) = mpsc::channel(config.max_queued_requests);
