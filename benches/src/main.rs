@@ -4,8 +4,8 @@
 //! - (a) the physical ceiling: plain `std::fs` on the same bytes (`ceiling`);
 //! - (b) seglog (`seglog_contender`);
 //! - (c) the `commitlog` crate 0.2 (`commitlog_contender`);
-//! - and, in its own row, seglog-raft (a one-node openraft cluster) beside seglog's
-//!   `append_durable` (`raft_contender`).
+//! - and, in their own rows, seglog-raft (a one-node openraft cluster; one request per entry,
+//!   and through its batching `Proposer`) beside seglog's `append_durable` (`raft_contender`).
 //!
 //! Run it with `cargo xtask bench [--quick]`, which builds in release mode. It prints one table
 //! and the target checks, and writes the raw samples as JSON under `target/bench/`. Logs are
