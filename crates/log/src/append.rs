@@ -218,8 +218,8 @@ impl Log {
                 return Ok(AppendInfo {
                     first_offset: original.first_offset(),
                     last_offset: original.last_offset,
-                    max_timestamp_ms: original.timestamp_ms,
-                    offset_of_max_timestamp_ms: original.last_offset,
+                    max_timestamp_ms: (original.timestamp_ms >= 0).then_some(original.timestamp_ms),
+                    max_timestamp_offset: original.last_offset,
                     log_append_time_ms: log_append_time_ms.map(|_| original.timestamp_ms),
                     batch_count: 0,
                     size_bytes: 0,

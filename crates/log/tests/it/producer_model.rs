@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use seglog::{
-    BatchBuilder, Durability, HighWatermarkPolicy, Isolation, Log, LogConfig, ManualClock,
-    OpenOptions, ReaderOptions, TxnResult,
+    BatchBuilder, Durability, HighWatermarkPolicy, Isolation, Log, LogConfig, LogOpenOptions,
+    ManualClock, ReaderOptions, TxnResult,
 };
 
 use crate::support::{T0, small_config};
@@ -168,11 +168,11 @@ fn open(dir: &Path, clock: &Arc<ManualClock>, recover_all: bool) -> Log {
     Log::open_with(
         dir,
         config(),
-        OpenOptions {
+        LogOpenOptions {
             clock: clock.clone(),
             high_watermark: HighWatermarkPolicy::LogEnd,
             recover_all,
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap()

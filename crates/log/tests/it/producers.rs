@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use seglog::{
-    AppendErrorKind, BatchBuilder, Durability, Error, Isolation, Log, LogConfig, OpenOptions,
+    AppendErrorKind, BatchBuilder, Durability, Error, Isolation, Log, LogConfig, LogOpenOptions,
     ProducerSnapshot, ReaderOptions, TxnResult,
 };
 
@@ -413,10 +413,10 @@ fn recovery_rebuilds_the_txnindex_and_retention_deletes_snapshots() {
     let log = Log::open_with(
         dir.path(),
         config.clone(),
-        OpenOptions {
+        LogOpenOptions {
             clock: clock.clone(),
             recover_all: true,
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap();
@@ -464,9 +464,9 @@ fn check_rebuilt_like_the_broker(dir: &Path) -> usize {
     let log = Log::open_with(
         &copy,
         config,
-        OpenOptions {
+        LogOpenOptions {
             recover_all: true,
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
