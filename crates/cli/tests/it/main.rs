@@ -14,6 +14,7 @@ mod produce_read;
 mod repair;
 mod repair_policy;
 mod support;
+mod transactions;
 mod usage;
 mod verify;
 mod verify_legacy;
