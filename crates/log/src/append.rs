@@ -168,9 +168,10 @@ impl Log {
             (durability == Durability::Fsync).then(|| self.durability.enter_durable_append());
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
-        let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
+        let settings = self.settings();
+        let mut analysis = validate::analyze(batches, origin, &settings.config, now)?;
         let log_append_time_ms = (origin != Origin::Follower
-            && self.config.message_timestamp_type == TimestampType::LogAppendTime)
+            && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
         // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
@@ -184,11 +185,11 @@ impl Log {
         };
         let bytes = stamped.as_deref().unwrap_or(batches);
         let size = analysis.valid_bytes as u64;
-        if size > self.segment_config.segment_bytes.into() {
+        if size > settings.segment.segment_bytes.into() {
             return Err(Error::InvalidAppend {
                 kind: AppendErrorKind::AppendTooLarge {
                     size,
-                    max: self.config.segment_bytes.into(),
+                    max: settings.config.segment_bytes.into(),
                 },
             });
         }
@@ -232,8 +233,8 @@ impl Log {
         let last_offset = analysis.last_offset();
         let (max_timestamp_ms, offset_of_max_timestamp) = analysis.max_timestamp();
         let params = RollParams {
-            max_segment_ms: self.config.segment_ms,
-            max_segment_bytes: self.segment_config.segment_bytes,
+            max_segment_ms: settings.config.segment_ms,
+            max_segment_bytes: settings.segment.segment_bytes,
             max_timestamp_in_messages: max_timestamp_ms,
             max_offset_in_messages: last_offset,
             messages_size: size,
@@ -283,6 +284,14 @@ impl Log {
         self.published
             .publish(self.with_high_watermark_policy(appended));
         drop(writer);
+        let records = last_offset
+            .saturating_add(1)
+            .saturating_sub(analysis.first_offset());
+        self.metrics.appended(size, records as u64, end.offset);
+        tracing::trace!(
+            dir = %self.dir.display(), first_offset = analysis.first_offset(), last_offset,
+            bytes = size, "appended"
+        );
         if let Some(durable) = &mut durable {
             durable.published();
         }
@@ -315,7 +324,7 @@ impl Log {
                     });
                 }
             }
-            Durability::PageCache if unflushed >= self.config.flush_messages => {
+            Durability::PageCache if unflushed >= settings.config.flush_messages => {
                 self.flush_to(end.offset, false)?;
             }
             Durability::PageCache => {}
@@ -339,6 +348,7 @@ impl Log {
         expected: Option<i64>,
         now_ms: i64,
     ) -> Result<Snapshot<LogView<Arc<seglog_segment::Segment>>>> {
+        let started = std::time::Instant::now();
         let log_end_offset = view.end.offset;
         let new_base = expected.unwrap_or(0).max(log_end_offset);
         let active = writer.active.take().ok_or_else(|| Error::Closed {
@@ -349,7 +359,8 @@ impl Log {
         if new_base == active_base && active.segment().is_empty() {
             // KAFKA-6388: the empty active segment is replaced, not duplicated.
             let old = active.seal().map_err(|e| self.poisoned_by("seal", e))?;
-            self.doom(old, now_ms.saturating_add(self.config.file_delete_delay_ms))?;
+            let delay_ms = self.settings().config.file_delete_delay_ms;
+            self.doom(old, now_ms.saturating_add(delay_ms))?;
             segments.remove(active_base);
         } else if new_base <= active_base {
             writer.active = Some(active);
@@ -368,7 +379,7 @@ impl Log {
             // for a tail the crash erased (docs/durability.md, section 4).
             self.flush_across_gap(log_end_offset, new_base)?;
         }
-        let mut created = ActiveSegment::create(&self.dir, new_base, &self.segment_config)
+        let mut created = ActiveSegment::create(&self.dir, new_base, &self.settings().segment)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(now_ms);
         segments.insert(new_base, Arc::clone(created.segment()));
@@ -379,6 +390,12 @@ impl Log {
         self.producers_rolled(new_base)?;
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
+        tracing::info!(
+            dir = %self.dir.display(), base_offset = new_base, previous_base_offset = active_base,
+            log_end_offset, duration_ms = started.elapsed().as_secs_f64() * 1e3,
+            "rolled new segment"
+        );
+        self.observe_shape();
         Ok(self.published.load())
     }
 

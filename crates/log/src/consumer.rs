@@ -25,7 +25,7 @@ use seglog_records::{BatchHeader, Batches, Header, OwnedBatches, Record, RecordR
 use seglog_segment::{FileKind, file_path};
 
 use crate::log::Log;
-use crate::view::Isolation;
+use crate::view::{Isolation, WaitEnd};
 use crate::{Error, Result};
 
 /// The default bound on the bytes one compressed batch may decompress into (64 MiB; Kafka's
@@ -144,21 +144,41 @@ impl Log {
     /// ([`RecordReader::position`]).
     ///
     /// Woken by every publication of the log's state (appends, high-watermark moves, rolls,
-    /// retention, truncation), never by a timer: no sleep loop, no polling. Blocks only the
-    /// calling thread, on a condvar (no I/O); `Duration::MAX` waits without limit. Closing
-    /// the log does not wake it.
-    pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> bool {
-        let (_, past) = self
+    /// retention, truncation) and by [`Log::close`], never by a timer: no sleep loop, no
+    /// polling. Blocks only the calling thread, on a condvar (no I/O); `Duration::MAX` waits
+    /// without limit.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the log is closed (also when it closes during the wait) while
+    /// the visible end is not past `offset`: nothing will be appended any more. Data already
+    /// visible still returns `Ok(true)` on a closed log.
+    pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> Result<bool> {
+        let (_, end) = self
             .published
             .wait_until(|view| visible_past(view, offset, isolation), Some(timeout));
-        past
+        self.wait_result(end)
+    }
+
+    /// `wait_for`'s answer for how a wait ended.
+    fn wait_result(&self, end: WaitEnd) -> Result<bool> {
+        match end {
+            WaitEnd::Done => Ok(true),
+            WaitEnd::TimedOut => Ok(false),
+            WaitEnd::Closed => Err(Error::Closed {
+                dir: self.dir.clone(),
+            }),
+        }
     }
 
     /// The async form of [`Log::wait_for`], for any executor (no runtime dependency): a
     /// future that completes when the visible end per `isolation` is past `offset` (or
-    /// `offset` fell below the log start), woken by the same publications. It never blocks
-    /// the executor's thread; bound it with the executor's timeout (e.g.
-    /// `tokio::time::timeout`).
+    /// `offset` fell below the log start), woken by the same publications and by
+    /// [`Log::close`]. It never blocks the executor's thread; bound it with the executor's
+    /// timeout (e.g. `tokio::time::timeout`).
+    ///
+    /// # Errors
+    /// The future's output is [`Error::Closed`] once the log is closed while the visible end
+    /// is not past `offset`.
     pub fn wait_for_async(&self, offset: i64, isolation: Isolation) -> WaitFor<'_> {
         WaitFor {
             log: self,
@@ -178,21 +198,20 @@ pub struct WaitFor<'log> {
 }
 
 impl std::future::Future for WaitFor<'_> {
-    type Output = ();
+    type Output = Result<()>;
 
     fn poll(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
+    ) -> std::task::Poll<Result<()>> {
         let (offset, isolation) = (self.offset, self.isolation);
-        let past = self
+        match self
             .log
             .published
-            .register_unless(|view| visible_past(view, offset, isolation), cx.waker());
-        if past {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
+            .register_unless(|view| visible_past(view, offset, isolation), cx.waker())
+        {
+            Some(end) => std::task::Poll::Ready(self.log.wait_result(end).map(|_| ())),
+            None => std::task::Poll::Pending,
         }
     }
 }
@@ -380,7 +399,11 @@ impl RecordReader<'_> {
     /// timeout. Waiting on the reader rather than on its position never spins when the high
     /// watermark lies inside a batch (whose records are visible only once it passes the
     /// batch's end): each move of the visible end wakes it once.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the log is closed and nothing more is visible (as
+    /// [`Log::wait_for`]).
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
         let offset = self
             .caught_up_at
             .map_or(self.next_offset, |seen| seen.max(self.next_offset));
@@ -437,6 +460,8 @@ impl RecordReader<'_> {
                         batch.ensure_valid().map_err(damaged)?;
                     }
                     let mut stopped = None;
+                    // Records passed to `f`, for the records-read metric (per batch).
+                    let mut delivered = 0u64;
                     if let Some(records) = batch.records_borrowed() {
                         for record in records {
                             let record = record.map_err(damaged)?;
@@ -446,6 +471,7 @@ impl RecordReader<'_> {
                             let view = RecordView {
                                 inner: ViewInner::Borrowed(record),
                             };
+                            delivered += 1;
                             if f(&header, view)?.is_break() {
                                 stopped = Some(record.offset);
                                 break;
@@ -460,12 +486,14 @@ impl RecordReader<'_> {
                             let view = RecordView {
                                 inner: ViewInner::Decoded(&record),
                             };
+                            delivered += 1;
                             if f(&header, view)?.is_break() {
                                 stopped = Some(record.offset);
                                 break;
                             }
                         }
                     }
+                    self.log.metrics.records_read(delivered);
                     if let Some(offset) = stopped {
                         self.next_offset = offset + 1;
                         if offset >= header.last_offset {
@@ -559,7 +587,10 @@ impl OwnedRecordReader<'_> {
 
     /// [`RecordReader::wait`]: after `next` returned `None`, blocks until the visible end
     /// moves past where that fetch found it, or `timeout` passed; `false` on timeout.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the log is closed and nothing more is visible.
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
         let offset = self
             .caught_up_at
             .map_or(self.next_offset, |seen| seen.max(self.next_offset));
@@ -583,6 +614,7 @@ impl OwnedRecordReader<'_> {
                     Some(Ok(record)) if record.offset < self.next_offset => continue,
                     Some(Ok(record)) => {
                         self.next_offset = record.offset + 1;
+                        self.log.metrics.records_read(1);
                         return Ok(Some(FetchedRecord {
                             batch: *header,
                             record,

@@ -45,6 +45,25 @@ pub enum Error {
         /// Why it was rejected.
         reason: &'static str,
     },
+    /// A setting that cannot change while the log runs was given a new value
+    /// ([`crate::Log::set_config`], [`crate::LogDir::alter_topic_config`]).
+    #[error("config {key} cannot change at runtime: {reason}")]
+    ConfigNotDynamic {
+        /// Kafka's (or seglog's) name of the setting.
+        key: &'static str,
+        /// Why it cannot change.
+        reason: &'static str,
+    },
+    /// A topic config override names a setting that is not a topic config: a broker-level
+    /// alias (`log.retention.hours`, `message.max.bytes`, ...) or a root-wide setting
+    /// (`seglog.segment.cache.capacity`).
+    #[error(
+        "{key:?} is not a topic config (broker-level and root-wide settings go in the LogDir's default config)"
+    )]
+    NotATopicConfig {
+        /// The key as given.
+        key: String,
+    },
     /// `LogConfig::set` was given a key seglog does not know.
     #[error("unknown config key {key:?}")]
     UnknownConfig {

@@ -34,8 +34,10 @@
 //! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
 //! transaction verification guard, which needs one), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
-//! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]): there are no hidden
-//! threads.
+//! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
+//! thread is a log's sync thread, which runs only while async durability waits
+//! ([`Log::append_durable_async`], [`Log::sync_to_async`]) are pending and exits when none is
+//! left.
 //!
 //! **Reading records.** [`Log::reader`] (borrowed: records are views over one reused buffer,
 //! the fast path) and [`Log::owned_reader`] (an iterator of owned records) walk records from an
@@ -44,10 +46,21 @@
 //! ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
 //! by appends and high-watermark moves, never by a timer), for tail-following consumers and
 //! long-poll fetches; [`Log::wait_for_async`] is its future, for any executor (no runtime
-//! dependency, never blocks the executor's thread). Which calls block: `wait_for` (on a condvar, until its timeout);
-//! [`Log::append_durable`], `flush`, `tick` and `close` (on an fsync); appends, rolls,
-//! retention and truncation (on the writer lock and file writes); reads never wait for the
-//! writer, only for their own `pread`s.
+//! dependency, never blocks the executor's thread).
+//!
+//! **Async durable appends.** [`Log::append_durable_async`] appends at page-cache durability on
+//! the calling thread and returns a future that completes once the append is durable through
+//! the group commit; [`Log::sync_to_async`] is the future of [`Log::sync_to`]. Both work on any
+//! executor (no runtime dependency): the fsync runs on the log's sync thread, never on the
+//! polling thread, and is shared with durable appends and `sync_to` callers.
+//!
+//! **Which calls block.** `wait_for` (on a condvar, until its timeout);
+//! [`Log::append_durable`], [`Log::sync_to`], `flush`, `tick` and `close` (on an fsync); appends
+//! (also the append part of `append_durable_async`), rolls, retention and truncation (on the
+//! writer lock and file writes; with `flush.messages` set, the append that crosses it also
+//! flushes); opening a log (reads and recovery). Reads never wait for the writer, only for
+//! their own `pread`s. The futures (`wait_for_async`, `sync_to_async`, the durability part of
+//! `append_durable_async`) never block.
 //!
 //! **The high watermark.** Consumers ([`Isolation::HighWatermark`]) read below it, and
 //! retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
@@ -60,6 +73,14 @@
 //! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
 //! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 //! [`Log::set_high_watermark_policy`].
+//!
+//! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
+//! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable
+//! checkpoints; ERROR: poisoning; nothing above TRACE per append), and with the `metrics` cargo
+//! feature reports Kafka's log metrics (`LogEndOffset`, `LogStartOffset`, `Size`,
+//! `NumLogSegments`, `LogFlushRateAndTimeMs`, ...) through the `metrics` facade, named in
+//! [`metric_names`] and labelled by topic and partition. Install the recorder before opening
+//! logs. `docs/observability.md` lists every event and metric.
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
@@ -96,6 +117,7 @@ mod consumer;
 mod deletion;
 mod durability;
 mod durable;
+mod durable_async;
 mod error;
 mod flush;
 mod fsutil;
@@ -112,6 +134,7 @@ mod log_producers;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod observe;
 mod producer_files;
 mod producer_snapshot;
 mod producer_state;
@@ -119,8 +142,10 @@ mod read;
 mod read_request;
 mod retention;
 mod segment_map;
+mod settings;
 mod split;
 mod sync;
+mod topic_config;
 mod topic_partition;
 mod validate;
 mod view;
@@ -140,6 +165,7 @@ pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
     ReaderOptions, RecordReader, RecordView, WaitFor,
 };
+pub use durable_async::{AppendDurable, SyncTo};
 pub use error::{AppendErrorKind, CheckpointCorruptKind, Error};
 pub use flush::TickReport;
 pub use high_watermark::HighWatermarkPolicy;
@@ -153,6 +179,8 @@ pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
 pub use log_producers::{AbortedTransaction, TxnResult};
+/// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
+pub use observe::names as metric_names;
 pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
@@ -185,6 +213,7 @@ pub use seglog_segment::{
     SliceOffsets, TimestampAndOffset, TruncationReason, decode_txn_index,
 };
 pub use split::SegmentSplit;
+pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };

@@ -11,7 +11,7 @@ use crate::durability::DurabilityState;
 use crate::group_commit::GroupCommit;
 use crate::segment_map::SegmentMap;
 use crate::sync::Arc;
-use crate::view::{Isolation, LogView, OffsetMetadata, Published, SegmentSize};
+use crate::view::{Isolation, LogView, OffsetMetadata, Published, SegmentSize, WaitEnd};
 
 /// A segment whose "file" is a byte counter: the writer bumps it before publishing, as the
 /// real writer appends to the `.log` before publishing the new log end.
@@ -222,8 +222,8 @@ fn loom_wait_until_sees_every_publication() {
         let waiter = {
             let published = published.clone();
             thread::spawn(move || {
-                let (view, past) = published.wait_until(|v| v.end.offset >= 2, None);
-                assert!(past && view.end.offset >= 2);
+                let (view, end) = published.wait_until(|v| v.end.offset >= 2, None);
+                assert!(end == WaitEnd::Done && view.end.offset >= 2);
             })
         };
         for end in 1..=2 {

@@ -117,6 +117,7 @@ impl Log {
                     }
                     _ => None,
                 };
+                self.metrics.read(slice.len());
                 return Ok(data(slice, fetch_offset, aborted));
             }
         }
@@ -177,6 +178,7 @@ impl Log {
                     segment_base_offset: segment.base_offset(),
                     position: copied.position,
                 };
+                self.metrics.read(buf.len() as u64);
                 return Ok(fetch(copied.position, copied.offsets, fetch_offset));
             }
         }

@@ -233,6 +233,19 @@ struct Waiters {
     sleepers: usize,
     /// Wakers of pending futures ([`Published::register_unless`]); taken by each publish.
     wakers: Vec<std::task::Waker>,
+    /// [`Published::close`] ran: no publication will come, waiters stop waiting.
+    closed: bool,
+}
+
+/// How a wait on a [`Published`] value ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WaitEnd {
+    /// The condition holds.
+    Done,
+    /// The timeout passed first.
+    TimedOut,
+    /// The value was closed ([`Published::close`]) while the condition did not hold.
+    Closed,
 }
 
 impl<T> Published<T> {
@@ -244,27 +257,31 @@ impl<T> Published<T> {
         }
     }
 
-    /// Waits until `done` holds for the current snapshot, or `timeout` passed (`None`: no
-    /// limit); returns the last snapshot seen and whether `done` held for it. Woken only by
-    /// [`Published::publish`] (and the OS's spurious wakeups, after which it checks again).
+    /// Waits until `done` holds for the current snapshot, `timeout` passed (`None`: no
+    /// limit) or the value is closed; returns the last snapshot seen and which came first
+    /// (`done` wins over a close). Woken only by [`Published::publish`] and
+    /// [`Published::close`] (and the OS's spurious wakeups, after which it checks again).
     pub(crate) fn wait_until(
         &self,
         mut done: impl FnMut(&T) -> bool,
         timeout: Option<std::time::Duration>,
-    ) -> (Snapshot<T>, bool) {
+    ) -> (Snapshot<T>, WaitEnd) {
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         let mut guard = lock(&self.waiters);
         loop {
             let snapshot = self.load();
             if done(&snapshot) {
-                return (snapshot, true);
+                return (snapshot, WaitEnd::Done);
+            }
+            if guard.closed {
+                return (snapshot, WaitEnd::Closed);
             }
             let wait = match (timeout, deadline) {
                 (None, _) | (Some(_), None) => None,
                 (Some(_), Some(deadline)) => {
                     let now = std::time::Instant::now();
                     if now >= deadline {
-                        return (snapshot, false);
+                        return (snapshot, WaitEnd::TimedOut);
                     }
                     Some(deadline - now)
                 }
@@ -284,21 +301,41 @@ impl<T> Published<T> {
         Snapshot::clone(&read(&self.current))
     }
 
-    /// The async form of [`Published::wait_until`]: `true` when `done` holds for the current
-    /// snapshot; otherwise registers `waker`, which the next publish wakes, and `false`.
+    /// The async form of [`Published::wait_until`]: [`WaitEnd::Done`] when `done` holds for the
+    /// current snapshot, [`WaitEnd::Closed`] when it does not and the value is closed;
+    /// otherwise registers `waker`, which the next publish (or the close) wakes, and `None`.
     pub(crate) fn register_unless(
         &self,
         done: impl FnOnce(&T) -> bool,
         waker: &std::task::Waker,
-    ) -> bool {
+    ) -> Option<WaitEnd> {
         let mut waiters = lock(&self.waiters);
         if done(&self.load()) {
-            return true;
+            return Some(WaitEnd::Done);
+        }
+        if waiters.closed {
+            return Some(WaitEnd::Closed);
         }
         if !waiters.wakers.iter().any(|w| w.will_wake(waker)) {
             waiters.wakers.push(waker.clone());
         }
-        false
+        None
+    }
+
+    /// No publication will follow: wakes every waiter, and later waits whose condition does
+    /// not hold end at once with [`WaitEnd::Closed`].
+    pub(crate) fn close(&self) {
+        let (wakers, sleepers) = {
+            let mut waiters = lock(&self.waiters);
+            waiters.closed = true;
+            (std::mem::take(&mut waiters.wakers), waiters.sleepers)
+        };
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
+        for waker in wakers {
+            waker.wake();
+        }
     }
 
     /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a

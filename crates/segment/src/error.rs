@@ -135,6 +135,18 @@ pub enum CorruptKind {
         /// The first offset of the batch after it.
         next_first_offset: i64,
     },
+    /// A record's offset lies outside its batch's offset range, or does not increase within
+    /// the batch (found when a recovery decodes records,
+    /// [`crate::SegmentConfig::decode_records_on_recovery`]; no checksum covers a legacy
+    /// wrapper's inner offsets).
+    RecordOffset {
+        /// The record's offset.
+        offset: i64,
+        /// The batch's first offset.
+        first_offset: i64,
+        /// The batch's last offset.
+        last_offset: i64,
+    },
     /// A read found bytes that are not a whole batch before the segment's published end
     /// (a damaged length field, or a tail no recovery has cut): every batch below the end
     /// of a segment is whole, so this is damage, never the end of the data.
@@ -167,6 +179,14 @@ impl fmt::Display for CorruptKind {
                 f,
                 "batch claims offsets up to {last_offset}, above the next batch's first offset \
                  {next_first_offset}, which follows on from the batch before it"
+            ),
+            CorruptKind::RecordOffset {
+                offset,
+                first_offset,
+                last_offset,
+            } => write!(
+                f,
+                "record offset {offset} is out of order or outside its batch's {first_offset}..={last_offset}"
             ),
             CorruptKind::IncompleteBatch { remaining } => write!(
                 f,

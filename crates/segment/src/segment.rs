@@ -328,6 +328,7 @@ impl Segment {
             self.pin();
         }
         *lock(&self.deferred) = None;
+        first_use_event(&self.dir, self.base_offset, &report);
         *lock(&self.deferred_report) = Some(report);
         Ok(files)
     }
@@ -880,5 +881,22 @@ impl crate::cache::Evictable for Segment {
     }
     fn take_referenced(&self) -> bool {
         Segment::take_referenced(self)
+    }
+}
+
+/// The event of a deferred segment's first open (docs/observability.md): WARN when its checks
+/// found damage whose bytes were kept, INFO when they rebuilt its indexes, else DEBUG.
+fn first_use_event(dir: &Path, base_offset: i64, report: &crate::OpenReport) {
+    let dir = dir.display();
+    match (&report.rebuilt, &report.recovery) {
+        (_, Some(r)) if r.damaged_tail_kept || r.truncated_bytes > 0 => tracing::warn!(
+            %dir, base_offset, valid_bytes = r.valid_bytes, damaged_bytes = r.truncated_bytes,
+            kept = r.damaged_tail_kept, reason = ?r.reason, rebuilt = ?report.rebuilt,
+            "first-use check found damage in a sealed segment"
+        ),
+        (Some(reason), _) => {
+            tracing::info!(%dir, base_offset, ?reason, "first-use check rebuilt the indexes");
+        }
+        (None, _) => tracing::debug!(%dir, base_offset, "first-use check passed"),
     }
 }
