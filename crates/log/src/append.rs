@@ -6,6 +6,7 @@ use crate::TimestampType;
 use crate::log::{Log, Writer};
 use std::sync::Arc;
 
+use crate::log_producers::ProducerCheck;
 use crate::validate::{self, Origin};
 use crate::view::{LogView, OffsetMetadata, Snapshot};
 use crate::{AppendErrorKind, Error, Result};
@@ -54,6 +55,10 @@ pub struct AppendInfo {
     pub rolled: bool,
     /// The log start offset at the time of the append.
     pub log_start_offset: i64,
+    /// The append was a retry of one of its producer's last 5 batches (same epoch and
+    /// sequence range): nothing was written, and the offsets are those of the original
+    /// batch (Kafka's duplicate answer).
+    pub duplicate: bool,
 }
 
 impl Log {
@@ -137,6 +142,16 @@ impl Log {
         self.append_inner(batches, Origin::Follower, None, durability)
     }
 
+    /// A coordinator's marker batch (from [`Log::write_txn_marker`]).
+    pub(crate) fn append_marker(
+        &self,
+        batch: &[u8],
+        leader_epoch: Option<i32>,
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        self.append_inner(batch, Origin::Coordinator, leader_epoch, durability)
+    }
+
     fn append_inner(
         &self,
         batches: &[u8],
@@ -155,7 +170,7 @@ impl Log {
         // Validation and CRC work happen before the writer lock.
         let settings = self.settings();
         let mut analysis = validate::analyze(batches, origin, &settings.config, now)?;
-        let log_append_time_ms = (origin == Origin::Leader
+        let log_append_time_ms = (origin != Origin::Follower
             && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
@@ -183,7 +198,9 @@ impl Log {
         let mut view = self.published.load();
         let log_end_offset = view.end.offset;
         let bases = match origin {
-            Origin::Leader => validate::assign_offsets(&mut analysis, log_end_offset)?,
+            Origin::Leader | Origin::Coordinator => {
+                validate::assign_offsets(&mut analysis, log_end_offset)?
+            }
             Origin::Follower => {
                 if analysis.first_offset() < log_end_offset {
                     return Err(Error::InvalidAppend {
@@ -194,6 +211,23 @@ impl Log {
                     });
                 }
                 Vec::new()
+            }
+        };
+        let pending = match self.check_producers(&analysis, bytes, origin)? {
+            ProducerCheck::Pending(pending) => pending,
+            ProducerCheck::Duplicate(original) => {
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset(),
+                    last_offset: original.last_offset,
+                    max_timestamp_ms: (original.timestamp_ms >= 0).then_some(original.timestamp_ms),
+                    max_timestamp_offset: original.last_offset,
+                    log_append_time_ms: log_append_time_ms.map(|_| original.timestamp_ms),
+                    batch_count: 0,
+                    size_bytes: 0,
+                    rolled: false,
+                    log_start_offset: view.log_start_offset,
+                    duplicate: true,
+                });
             }
         };
         let last_offset = analysis.last_offset();
@@ -230,18 +264,34 @@ impl Log {
                 &parts,
             )
             .map_err(|e| self.poisoned_by("append", e))?;
-        let segment = active.segment();
+        let segment = Arc::clone(active.segment());
         let end = OffsetMetadata {
             offset: last_offset + 1,
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
+        // Before the batches are published (log_producers.rs): the aborts' `.txnindex`
+        // entries, then the producer state, so no reader sees a last stable offset past a
+        // marker whose entry is missing.
+        let txns = self.apply_producers(pending, &segment, end.offset)?;
         // Before the batches are published: no flush can move the recovery point over them
         // before their epochs are in the checkpoint (a crash then recovers them).
         self.epochs_after_append(&analysis.batches)?;
+        let mut appended = view.appended(end);
+        if let Some(txns) = txns {
+            appended.txns = txns;
+        }
         self.published
-            .publish(self.with_high_watermark_policy(view.appended(end)));
+            .publish(self.with_high_watermark_policy(appended));
         drop(writer);
+        let records = last_offset
+            .saturating_add(1)
+            .saturating_sub(analysis.first_offset());
+        self.metrics.appended(size, records as u64, end.offset);
+        tracing::trace!(
+            dir = %self.dir.display(), first_offset = analysis.first_offset(), last_offset,
+            bytes = size, "appended"
+        );
         if let Some(durable) = &mut durable {
             durable.published();
         }
@@ -256,6 +306,7 @@ impl Log {
             size_bytes: size,
             rolled,
             log_start_offset: view.log_start_offset,
+            duplicate: false,
         };
         let unflushed = end.offset.saturating_sub(self.recovery_point());
         match durability {
@@ -297,6 +348,7 @@ impl Log {
         expected: Option<i64>,
         now_ms: i64,
     ) -> Result<Snapshot<LogView<Arc<seglog_segment::Segment>>>> {
+        let started = std::time::Instant::now();
         let log_end_offset = view.end.offset;
         let new_base = expected.unwrap_or(0).max(log_end_offset);
         let active = writer.active.take().ok_or_else(|| Error::Closed {
@@ -333,8 +385,17 @@ impl Log {
         segments.insert(new_base, Arc::clone(created.segment()));
         writer.active = Some(created);
         self.durability.mark_dir_dirty();
+        // Kafka's roll: a producer snapshot named by the new segment's base (synced by the
+        // next flush).
+        self.producers_rolled(new_base)?;
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
+        tracing::info!(
+            dir = %self.dir.display(), base_offset = new_base, previous_base_offset = active_base,
+            log_end_offset, duration_ms = started.elapsed().as_secs_f64() * 1e3,
+            "rolled new segment"
+        );
+        self.observe_shape();
         Ok(self.published.load())
     }
 

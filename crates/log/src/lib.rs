@@ -22,9 +22,17 @@
 //! append records a new epoch's start, truncations trim it, loading rebuilds it from the
 //! batches it recovers, and [`Log::end_offset_for_epoch`] answers `OffsetsForLeaderEpoch`.
 //!
-//! What it deliberately does not do: replication, producer state (only the codec of Kafka's
-//! `.snapshot` files, [`ProducerSnapshot`]; the log never writes or deletes them), transactions (`.txnindex` is renamed and deleted with
-//! its segment but never written), compaction, and tiered storage. Background work
+//! It keeps Kafka's producer state (`ProducerStateManager`): leader appends of idempotent and
+//! transactional producers are validated (a retry of one of the last 5 batches returns the
+//! original offsets and writes nothing, [`AppendInfo::duplicate`]; out-of-order sequences and
+//! fenced epochs are typed [`AppendErrorKind`] errors), `.snapshot` files are taken at roll and
+//! close and loaded at open, and the state is rebuilt after a crash. Transaction markers are
+//! written with [`Log::write_txn_marker`]; aborts go to the segment's `.txnindex`;
+//! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
+//! aborted transactions of the range and whose record readers drop aborted records.
+//!
+//! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
+//! transaction verification guard, which needs one), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits
@@ -65,6 +73,14 @@
 //! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
 //! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 //! [`Log::set_high_watermark_policy`].
+//!
+//! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
+//! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable
+//! checkpoints; ERROR: poisoning; nothing above TRACE per append), and with the `metrics` cargo
+//! feature reports Kafka's log metrics (`LogEndOffset`, `LogStartOffset`, `Size`,
+//! `NumLogSegments`, `LogFlushRateAndTimeMs`, ...) through the `metrics` facade, named in
+//! [`metric_names`] and labelled by topic and partition. Install the recorder before opening
+//! logs. `docs/observability.md` lists every event and metric.
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
@@ -114,10 +130,14 @@ mod lock;
 mod log;
 mod log_dir;
 mod log_epochs;
+mod log_producers;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod observe;
+mod producer_files;
 mod producer_snapshot;
+mod producer_state;
 mod read;
 mod read_request;
 mod retention;
@@ -158,10 +178,15 @@ pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
+pub use log_producers::{AbortedTransaction, TxnResult};
+/// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
+pub use observe::names as metric_names;
+pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,
 };
+pub use producer_state::{BatchMetadata, NUM_BATCHES_TO_RETAIN, ProducerStateEntry};
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
@@ -184,8 +209,8 @@ pub use seglog_segment::CorruptKind as SegmentCorruptKind;
 /// The segment layer's error, wrapped by [`Error::Segment`].
 pub use seglog_segment::Error as SegmentError;
 pub use seglog_segment::{
-    FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets,
-    TimestampAndOffset, TruncationReason,
+    AbortedTxn, FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache,
+    SliceOffsets, TimestampAndOffset, TruncationReason, decode_txn_index,
 };
 pub use split::SegmentSplit;
 pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};

@@ -58,6 +58,15 @@ pub struct LogOpenOptions {
     /// rule (cut at the first bad batch, delete every later segment) always applies to the
     /// unflushed tail a crash can tear. Default: false.
     pub repair_destructively: bool,
+    /// Let every recovery also decode each batch's records and check their offsets, as a
+    /// consumer (and `seglog verify`) does: a batch whose CRC is valid but whose records do
+    /// not decode (a lowered record count with the CRC recomputed, garbage inside a
+    /// compressed batch) is then damage like a CRC failure, under the same policy (cut in the
+    /// unflushed tail, kept and reported in flushed data unless `repair_destructively`).
+    /// Kafka's recovery checks sizes and CRCs only, so such a batch survives it and fails
+    /// every reader; this option costs a decode (and decompression) of everything recovered.
+    /// `seglog recover` sets it. Default: false (Kafka's recovery cost).
+    pub decode_records: bool,
     /// The segment layer's I/O seam: every `.log` write and fsync, segment rename and unlink,
     /// index flush and directory fsync (segments, checkpoints, the clean-shutdown marker) of
     /// the log goes through it. Default: [`Io::direct`], the system calls; tests pass a
@@ -81,6 +90,7 @@ impl Default for LogOpenOptions {
             recover_all: false,
             trust_clean_shutdown: false,
             repair_destructively: false,
+            decode_records: false,
             io: Io::direct(),
             segment_cache: None,
             high_watermark: crate::HighWatermarkPolicy::Manual,
@@ -153,10 +163,15 @@ pub struct Log {
     /// The leader-epoch cache and its checkpoint (`leader_epoch.rs`); changed under the
     /// writer lock.
     pub(crate) epochs: Mutex<EpochState>,
+    /// The producer state and its snapshots (`producer_files.rs`, `log_producers.rs`);
+    /// changed under the writer lock, read briefly by queries.
+    pub(crate) producers: Mutex<crate::producer_files::Producers>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
     pub(crate) async_commit: crate::durable_async::AsyncCommit,
+    /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
+    pub(crate) metrics: crate::observe::LogMetrics,
 }
 
 /// State only the writer touches.
@@ -237,6 +252,7 @@ impl Log {
             recover_all: options.recover_all,
             trust_clean_shutdown: options.trust_clean_shutdown,
             repair_destructively: options.repair_destructively,
+            decode_records: options.decode_records,
         };
         let cache = options
             .segment_cache
@@ -244,6 +260,7 @@ impl Log {
         let policy = options.high_watermark;
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
+            crate::observe::checkpoint_problems(&problems);
             let home = StateHome::ReadOnly;
             let io = options.io;
             let log = Self::load(
@@ -261,6 +278,7 @@ impl Log {
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state, problems) = home::open_standalone(&dir, &options.io)?;
+        crate::observe::checkpoint_problems(&problems);
         let known = state.recovery_point_known;
         let log = Self::load(
             dir,
@@ -317,9 +335,12 @@ impl Log {
         cache: SegmentCache,
     ) -> Result<Self> {
         let read_only = mode.read_only;
+        let started = std::time::Instant::now();
+        let _span = tracing::info_span!("load", dir = %dir.display()).entered();
         let segment_config = SegmentConfig {
             io,
             cache: Some(cache),
+            decode_records_on_recovery: mode.decode_records,
             ..segment_config(&config)
         };
         let Loaded {
@@ -342,6 +363,19 @@ impl Log {
             end.offset,
         )?;
         report.leader_epochs = epoch_source;
+        let (producers, producer_load) = crate::producer_files::Producers::load(
+            &dir,
+            read_only,
+            config.producer_id_expiration_ms,
+            &segments,
+            report.recovered().collect(),
+            report.had_clean_shutdown,
+            log_start_offset,
+            end.offset,
+            clock.now_ms(),
+        )?;
+        report.producers = producer_load;
+        let txns = Arc::new(producers.unstable_txns());
         let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
@@ -357,8 +391,10 @@ impl Log {
             } else {
                 high_watermark
             },
+            txns,
         };
         let durability = DurabilityState::new(recovery_point, now, segment_config.io.clone());
+        let metrics = crate::observe::LogMetrics::new(&dir);
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
@@ -380,8 +416,10 @@ impl Log {
             load_report: report,
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
+            producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
             async_commit: crate::durable_async::AsyncCommit::default(),
+            metrics,
         };
         let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
@@ -395,6 +433,12 @@ impl Log {
         if let Some(high_watermark) = restored_high_watermark {
             log.set_high_watermark(high_watermark)?;
         }
+        let offsets = (log_start_offset, end.offset, log.recovery_point());
+        let took = started.elapsed();
+        crate::observe::loaded(&log.dir, &log.load_report, offsets, read_only, took);
+        log.metrics
+            .recovered(crate::observe::recovery_bytes_scanned(&log.load_report));
+        log.observe_shape();
         Ok(log)
     }
 
@@ -569,6 +613,8 @@ impl Log {
             // Keep the published map pointing at the sealed read side (same Arc).
             drop(sealed);
         }
+        // Kafka's close: a producer snapshot at the log end, so the next open need not replay.
+        self.producers_closed(self.log_end_offset())?;
         drop(writer);
         self.flush_to(i64::MAX, true)?;
         let mut failed = Vec::new();
@@ -588,6 +634,10 @@ impl Log {
         }
         self.home.write_clean_marker()?;
         self.lock_writer().close_done = true;
+        tracing::info!(
+            dir = %self.dir.display(), log_end_offset = self.log_end_offset(),
+            "log closed cleanly"
+        );
         Ok(())
     }
 
@@ -628,7 +678,26 @@ impl Log {
     /// Records a failed write/fsync: the log refuses writes until reopened. Returns the
     /// error for `?`.
     pub(crate) fn poisoned_by(&self, op: &'static str, error: seglog_segment::Error) -> Error {
+        if !error.is_corruption() {
+            crate::observe::poisoned(&self.dir, op, &error);
+        }
         self.durability.poisoned_by(op, error)
+    }
+
+    /// Sets the metric gauges from the published view (after a change of the segment map or
+    /// the log start; nothing without the `metrics` feature).
+    pub(crate) fn observe_shape(&self) {
+        #[cfg(feature = "metrics")]
+        {
+            let view = self.published.load();
+            let size = view.segments.iter().map(|(_, s)| s.size()).sum();
+            self.metrics.shape(
+                view.log_start_offset,
+                view.end.offset,
+                view.segments.len(),
+                size,
+            );
+        }
     }
 
     /// Renames a segment removed from the map to `.deleted` and queues its unlink at `due_ms`

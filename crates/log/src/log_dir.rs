@@ -142,6 +142,7 @@ impl LogDir {
             .chain(log_start_problem)
             .chain(high_watermark_problem)
             .collect();
+        crate::observe::checkpoint_problems(&checkpoint_problems);
         let now = options.clock.now_ms();
         // One cache bounds the open segment files of every partition.
         let cache = options
@@ -200,6 +201,7 @@ impl LogDir {
                     recover_all: options.recover_all,
                     trust_clean_shutdown: options.trust_clean_shutdown,
                     repair_destructively: options.repair_destructively,
+                    decode_records: options.decode_records,
                 },
                 shared.as_ref(),
                 cache.clone(),

@@ -73,6 +73,10 @@ impl Log {
             }
         }
         report.log_start_offset = self.published.load().log_start_offset;
+        crate::observe::retention(&self.dir, &report);
+        if !report.deleted.is_empty() {
+            self.observe_shape();
+        }
         Ok(report)
     }
 
@@ -142,6 +146,8 @@ impl Log {
         self.published
             .publish(view.trimmed(Arc::new(segments), log_start_offset, high_watermark));
         self.epochs_truncate_from_start(log_start_offset)?;
+        let bases: Vec<i64> = doomed.iter().map(|(b, _)| *b).collect();
+        self.producers_segments_deleted(&bases, log_start_offset)?;
         let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {
@@ -184,6 +190,12 @@ impl Log {
                 ..(*view).clone()
             });
             self.epochs_truncate_from_start(offset)?;
+            self.producers_log_start_moved(offset);
+            tracing::info!(
+                dir = %self.dir.display(), log_start_offset = offset,
+                previous_log_start_offset = view.log_start_offset, "log start offset raised"
+            );
+            self.observe_shape();
         }
         Ok(self.published.load().log_start_offset)
     }
@@ -192,6 +204,14 @@ impl Log {
     /// granularity: the whole batch holding `offset` goes). A no-op at or above the log end.
     /// Below the first segment it is [`Log::truncate_fully_and_start_at`]. The log end becomes
     /// `offset`; the recovery point, high watermark and log start are lowered to it if needed.
+    ///
+    /// **Inside a batch** (`offset` above the first offset of the batch holding it) the
+    /// batch's records *below* `offset` go too, as in Kafka: a reader then sees the records
+    /// before that batch and nothing at the offsets between the batch's start and `offset`
+    /// (they stay in range — a gap, as in a compacted log, not an error; a read from inside
+    /// it returns nothing until more is appended, then starts at `offset`). The next append
+    /// takes `offset`. A caller that must keep those records (a consensus log truncating at an
+    /// entry inside a batch) re-appends them after the truncation, as `seglog-raft` does.
     ///
     /// # Errors
     /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`]; segment I/O errors (which
@@ -256,8 +276,17 @@ impl Log {
             .sync_log_data()
             .map_err(|e| self.poisoned_by("fsync", e))?;
         self.lower_after_truncation(&view, segments, offset, floor_base, position);
+        // Kafka's `rebuildProducerState(offset)`: snapshots above it go, the state is reloaded
+        // and replayed to it.
+        let txns = self.producers_truncated(offset)?;
+        self.publish_txns(txns);
         self.epochs_truncate_from_end(offset)?;
         drop(writer);
+        tracing::info!(
+            dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
+            removed_segments = later.len(), "truncated"
+        );
+        self.observe_shape();
         // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
         // a batch leaves a gap between the segment's last batch and `offset` (the log end
         // offset, as in Kafka), and a gap above the recovery point would look to the loader
@@ -314,8 +343,15 @@ impl Log {
             log_start_offset: offset,
             end,
             high_watermark: end,
+            txns: Default::default(),
         });
         drop(flusher);
+        self.producers_truncated_fully(offset)?;
+        tracing::info!(
+            dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
+            removed_segments = view.segments.len(), "truncated fully: empty log started"
+        );
+        self.observe_shape();
         self.epochs_clear()
     }
 
@@ -347,6 +383,7 @@ impl Log {
             log_start_offset: view.log_start_offset.min(offset),
             end,
             high_watermark,
+            txns: Arc::clone(&view.txns),
         });
         drop(flusher);
     }
