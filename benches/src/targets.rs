@@ -172,11 +172,12 @@ const CHECKS: &[(&str, Check)] = &[
     ),
 ];
 
-/// Checks every target against `workloads`.
+/// Checks every target against `workloads`, then the goals against Kafka (when its rows ran).
 pub fn evaluate(workloads: &[WorkloadResult]) -> Vec<TargetOutcome> {
     CHECKS
         .iter()
         .map(|(name, check)| outcome(name, check, workloads))
+        .chain(crate::kafka_contender::targets(workloads))
         .collect()
 }
 
@@ -196,7 +197,7 @@ fn outcome(name: &str, check: &Check, workloads: &[WorkloadResult]) -> TargetOut
             let measured = seglog(workload).and_then(|result| match against {
                 Role::Ceiling => result.ratio_to_ceiling,
                 Role::Commitlog => result.ratio_to_commitlog,
-                Role::Seglog | Role::Reference => Some(1.0),
+                Role::Seglog | Role::Reference | Role::Kafka => Some(1.0),
             });
             (measured, *bound, true)
         }

@@ -35,7 +35,7 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
              no contender pays for the VM's free-page reporting",
             recycle_bytes >> 20
         ));
-        let contenders = vec![
+        let mut contenders = vec![
             Contender::new(
                 Role::Ceiling,
                 "ceiling (std::fs)",
@@ -78,6 +78,7 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 ),
             ),
         ];
+        contenders.extend(crate::kafka_contender::append(context, &data, &root)?);
         results.push(measure(name, &about, context.plan.rounds, contenders)?);
     }
     Ok(results)

@@ -46,7 +46,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     partition_point.run()?;
     index_bytes.run()?;
     seglog_index.run()?;
-    let contenders = vec![
+    let mut contenders = vec![
         Contender::new(
             Role::Ceiling,
             "ceiling (Vec::partition_point)",
@@ -59,6 +59,11 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             index_bytes,
         ),
     ];
+    contenders.extend(crate::kafka_contender::floor_lookup(
+        context,
+        &index_path,
+        &targets,
+    )?);
     Ok(vec![measure(
         names::FLOOR,
         &about,

@@ -169,6 +169,8 @@ pub struct Context {
     pub only: Vec<String>,
     /// How a workload departs from the obvious reading, for the report.
     pub notes: Vec<String>,
+    /// Kafka 4.4's rows (or why they are skipped).
+    pub kafka: crate::kafka_contender::Kafka,
 }
 
 impl Context {
