@@ -142,6 +142,9 @@ pub fn java_classpath(root: &Path) -> Result<PathBuf, String> {
         return Ok(cached);
     }
     let dependencies_file = target.join("classpath.txt");
+    // The cache is stamped with the time Maven started, so that a source saved while it ran
+    // makes the next call build again.
+    let started = std::time::SystemTime::now();
     let mut mvn = Command::new("mvn");
     mvn.current_dir(&project).args([
         "--batch-mode",
@@ -158,7 +161,10 @@ pub fn java_classpath(root: &Path) -> Result<PathBuf, String> {
         target.join("classes").display(),
         dependencies.trim()
     );
-    std::fs::write(&cached, classpath).map_err(|e| format!("write {}: {e}", cached.display()))?;
+    std::fs::write(&cached, classpath)
+        .and_then(|()| std::fs::File::options().write(true).open(&cached))
+        .and_then(|file| file.set_modified(started))
+        .map_err(|e| format!("write {}: {e}", cached.display()))?;
     Ok(cached)
 }
 

@@ -161,6 +161,9 @@ impl Plan {
 pub struct Context {
     /// Sizes.
     pub plan: Plan,
+    /// Kafka 4.4's rows (or why they are skipped). Before `scratch`, so that the JVM has
+    /// closed its logs when the scratch directory is deleted (fields drop in this order).
+    pub kafka: crate::kafka_contender::Kafka,
     /// Where logs go.
     pub scratch: Scratch,
     /// Drop the page cache before every timed read (root only).
@@ -169,8 +172,6 @@ pub struct Context {
     pub only: Vec<String>,
     /// How a workload departs from the obvious reading, for the report.
     pub notes: Vec<String>,
-    /// Kafka 4.4's rows (or why they are skipped).
-    pub kafka: crate::kafka_contender::Kafka,
 }
 
 impl Context {

@@ -100,11 +100,21 @@ public final class KafkaBench {
                 r.put("id", id);
                 var warmups = r.putArray("warmup_ns");
                 int runs = request.path("warmup").asInt(2);
-                for (int i = 0; i < runs; i++) {
-                    trial.prepare();
-                    long[] t = timed(trial);
-                    trial.cleanup();
-                    warmups.add(t[0]);
+                try {
+                    for (int i = 0; i < runs; i++) {
+                        trial.prepare();
+                        long[] t = timed(trial);
+                        trial.cleanup();
+                        warmups.add(t[0]);
+                    }
+                } catch (Exception | AssertionError e) {
+                    trials.remove(id);
+                    try {
+                        trial.close();
+                    } catch (Exception closing) {
+                        e.addSuppressed(closing);
+                    }
+                    throw e;
                 }
                 yield r;
             }

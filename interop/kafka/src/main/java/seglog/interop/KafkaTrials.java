@@ -92,6 +92,36 @@ final class KafkaTrials {
         return out;
     }
 
+    /**
+     * The header fields LogValidator rewrites in place when it accepts a batch (base offset and
+     * partition leader epoch, neither covered by the CRC), saved so that every run appends the
+     * producer's bytes: a leader refuses a client batch whose base offset is not 0.
+     */
+    static final class Headers {
+        private final List<MemoryRecords> batches;
+        private final long[] baseOffsets;
+        private final int[] leaderEpochs;
+
+        Headers(List<MemoryRecords> batches) {
+            this.batches = batches;
+            baseOffsets = new long[batches.size()];
+            leaderEpochs = new int[batches.size()];
+            for (int i = 0; i < baseOffsets.length; i++) {
+                ByteBuffer b = batches.get(i).buffer();
+                baseOffsets[i] = b.getLong(0);
+                leaderEpochs[i] = b.getInt(12);
+            }
+        }
+
+        void restore() {
+            for (int i = 0; i < baseOffsets.length; i++) {
+                ByteBuffer b = batches.get(i).buffer();
+                b.putLong(0, baseOffsets[i]);
+                b.putInt(12, leaderEpochs[i]);
+            }
+        }
+    }
+
     /** Appends every batch as the leader (epoch 0), then checks the log end offset. */
     static void appendAll(UnifiedLog log, List<MemoryRecords> batches, long records) throws IOException {
         for (MemoryRecords batch : batches) log.appendAsLeader(batch, 0);
@@ -157,6 +187,7 @@ final class KafkaTrials {
     static final class Append implements Trial {
         private final Path dir;
         private final List<MemoryRecords> batches;
+        private final Headers headers;
         private final long records;
         private final long payloadBytes;
         private final Scheduler scheduler;
@@ -166,9 +197,8 @@ final class KafkaTrials {
         Append(Path dir, Path image, long records, long payloadBytes, Scheduler scheduler, BrokerTopicStats stats)
                 throws IOException {
             this.dir = dir;
-            // LogValidator rewrites each batch's base offset and leader epoch in place (bytes the
-            // CRC does not cover): every run writes the same bytes.
             this.batches = batches(image);
+            this.headers = new Headers(batches);
             this.records = records;
             this.payloadBytes = payloadBytes;
             this.scheduler = scheduler;
@@ -178,6 +208,7 @@ final class KafkaTrials {
         @Override
         public void prepare() throws IOException {
             Fs.deleteTree(dir);
+            headers.restore();
             log = open(dir, 0, true, scheduler, stats);
             System.gc();
         }
