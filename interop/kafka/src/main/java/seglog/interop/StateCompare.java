@@ -83,13 +83,15 @@ final class StateCompare {
         JsonNode info = seglog.info(dir);
         List<List<Long>> ours = new ArrayList<>();
         for (JsonNode pair : info.path("leader_epochs")) ours.add(List.of(pair.path(0).asLong(), pair.path(1).asLong()));
-        report.equal(entries, ours, where + " ([epoch, start offset], the broker's file vs `seglog info --json` leader_epochs)");
+        boolean same = report.equal(entries, ours,
+                where + " ([epoch, start offset], the broker's file vs `seglog info --json` leader_epochs)");
         if (rebuild) {
             Path rebuilt = copy.resolve("leader-epoch-checkpoint");
             byte[] mine = Files.exists(rebuilt) ? Files.readAllBytes(rebuilt) : new byte[0];
-            report.check(Arrays.equals(kafka, mine), where + " rebuilt by `seglog recover` from the batches differs: Kafka "
-                    + show(kafka) + ", seglog " + (Files.exists(rebuilt) ? show(mine) : "wrote none"));
+            same &= report.check(Arrays.equals(kafka, mine), where + " rebuilt by `seglog recover` from the batches differs:"
+                    + " Kafka " + show(kafka) + ", seglog " + (Files.exists(rebuilt) ? show(mine) : "wrote none"));
         }
+        if (same) Log.info(where + " " + entries + ": seglog reads it" + (rebuild ? " and rebuilds its bytes" : ""));
         return entries;
     }
 
