@@ -125,9 +125,8 @@ final class BrokerScenario {
             writeReadCommitted(work.resolve("s1-clean/read_committed.jsonl"), committed);
             report.scope("broker->seglog, the broker's state beside the log");
             if (!seglog.hasTransactions()) {
-                report.note("this seglog has no transactions (`seglog read --help` offers no --isolation): the .txnindex,"
-                        + " .snapshot and read_committed comparisons are not made; read_committed records are in "
-                        + work.resolve("s1-clean/read_committed.jsonl"));
+                report.note("this seglog's read has no --isolation: the read_committed comparison is not made; Kafka's"
+                        + " read_committed records are in " + work.resolve("s1-clean/read_committed.jsonl"));
             }
             StateCompare state = new StateCompare(report, seglog, work.resolve("s1-clean/state"));
             for (Topic t : topics) {

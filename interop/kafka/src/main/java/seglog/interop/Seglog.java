@@ -30,7 +30,7 @@ final class Seglog {
     }
 
     /**
-     * Whether this seglog has transactions (issue #16): {@code seglog read --help} offers
+     * Whether this seglog reads transactionally (issue #16): {@code seglog read --help} offers
      * {@code --isolation}. Asked once.
      */
     boolean hasTransactions() throws IOException {

@@ -125,18 +125,23 @@ final class StateCompare {
      * non-empty files, the same bytes.
      */
     void transactionIndexes(String where, Path dir, Path copy) throws IOException {
-        if (!seglog.hasTransactions()) return;
         List<String> kafka = nonEmpty(dir, ".txnindex");
         List<String> ours = nonEmpty(copy, ".txnindex");
         if (!report.check(kafka.equals(ours), where + ": non-empty .txnindex files: Kafka " + kafka
                 + ", seglog recover rebuilt " + ours)) {
             return;
         }
+        boolean same = true;
+        long entries = 0;
         for (String n : kafka) {
             byte[] k = Files.readAllBytes(dir.resolve(n));
             byte[] o = Files.readAllBytes(copy.resolve(n));
-            report.check(Arrays.equals(k, o), where + ": " + n + " rebuilt by `seglog recover` differs: Kafka " + k.length
-                    + " bytes (" + k.length / 34 + " entries), seglog " + o.length + " bytes");
+            entries += k.length / 34;
+            same &= report.check(Arrays.equals(k, o), where + ": " + n + " rebuilt by `seglog recover` differs: Kafka "
+                    + k.length + " bytes (" + k.length / 34 + " entries), seglog " + o.length + " bytes");
+        }
+        if (same && !kafka.isEmpty()) {
+            Log.info(where + ": " + kafka.size() + " .txnindex files (" + entries + " aborted transactions) rebuilt byte for byte");
         }
     }
 
@@ -146,7 +151,6 @@ final class StateCompare {
      * read with Kafka's {@code ProducerStateManager.readSnapshot}).
      */
     void snapshots(String where, Path dir, Path copy) throws IOException {
-        if (!seglog.hasTransactions()) return;
         List<String> kafka = files(dir, ".snapshot");
         List<String> ours = files(copy, ".snapshot");
         if (!report.check(!kafka.isEmpty(), where + ": the broker's clean shutdown left no .snapshot")) return;
@@ -161,9 +165,11 @@ final class StateCompare {
         missing.removeAll(o);
         Set<String> extra = new TreeSet<>(o);
         extra.removeAll(k);
-        report.check(missing.isEmpty() && extra.isEmpty(), where + ": " + latest + " entries (producer id/epoch/last seq/"
-                + "last offset/offset delta/timestamp/coordinator epoch/txn first offset): only Kafka's " + missing
-                + ", only seglog's " + extra);
+        if (report.check(missing.isEmpty() && extra.isEmpty(), where + ": " + latest + " entries (producer id/epoch/last"
+                + " seq/last offset/offset delta/timestamp/coordinator epoch/txn first offset): only Kafka's " + missing
+                + ", only seglog's " + extra)) {
+            Log.info(where + ": " + latest + ": the same " + k.size() + " producer entries");
+        }
     }
 
     private static Set<String> entries(Path snapshot) throws IOException {
@@ -184,7 +190,8 @@ final class StateCompare {
 
     /**
      * {@code seglog read DIR --isolation read-committed} against what Kafka's consumer read in
-     * read_committed mode: the same records (offsets, keys, values, headers, timestamps).
+     * read_committed mode: the same records (offsets, keys, values, headers, timestamps). Made
+     * only when this seglog's {@code read} has {@code --isolation}.
      */
     void readCommitted(String where, Path dir, List<Rec> kafka) throws Exception {
         if (!seglog.hasTransactions() || kafka == null) return;
