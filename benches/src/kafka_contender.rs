@@ -13,7 +13,8 @@
 //!
 //! Kafka's rows need a Java class path (`--kafka-classpath FILE`, which `cargo xtask bench`
 //! passes when `java` and `mvn` are on `PATH`); without one they are skipped with one note.
-//! [`targets`] checks the goals of #19 as same-round ratios of seglog's rate over Kafka's.
+//! The workloads put these trials in rows (role [`crate::harness::Role::Kafka`]), and
+//! `targets.rs` checks the goals of #19 as same-round ratios of seglog's rate over Kafka's.
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
@@ -26,9 +27,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::data::Dataset;
-use crate::harness::{Contender, Role, Trial, Work, WorkloadResult, median};
-use crate::targets::TargetOutcome;
-use crate::workloads::{Context, names, recycled};
+use crate::harness::{Trial, Work};
 use crate::{Result, io_error};
 
 /// Untimed runs before the first timed one, so that the JIT has compiled the hot paths (each
@@ -51,7 +50,10 @@ const JVM_OPTIONS: &[&str] = &[
 ];
 
 /// The table label of every Kafka row.
-const LABEL: &str = "Kafka 4.4 (kafka-storage, JVM)";
+pub const LABEL: &str = "Kafka 4.4 (kafka-storage, JVM)";
+
+/// The table label of the Kafka floor-lookup row.
+pub const INDEX_LABEL: &str = "Kafka 4.4 (OffsetIndex.lookup)";
 
 /// Kafka's side of the suite: where its class path is, or why it does not run.
 pub struct Kafka {
@@ -103,35 +105,112 @@ impl Kafka {
     }
 }
 
-/// `UnifiedLog.appendAsLeader` of `data`'s batches, one call per batch, into a fresh log in
-/// `root` every run (with the same page-cache recycling as the other writers).
-///
-/// # Errors
-///
-/// If the JVM cannot be started or the trial cannot be set up.
-pub fn append<'a>(context: &Context, data: &Dataset, root: &Path) -> Result<Option<Contender<'a>>> {
-    let Some(jvm) = context.kafka.jvm()? else {
-        return Ok(None);
-    };
-    let image = write_image(data, root)?;
-    let spec = data.spec;
-    let trial = KafkaTrial::setup(
-        &jvm,
-        json!({
-            "kind": "append",
-            "dir": root.join("kafka-append-0"),
+impl Kafka {
+    /// `UnifiedLog.appendAsLeader` of `data`'s batches, one call per batch, into a fresh log
+    /// in `root` every run; `None` when Kafka rows are skipped.
+    ///
+    /// # Errors
+    ///
+    /// If the JVM cannot be started or the trial cannot be set up.
+    pub fn append(&self, data: &Dataset, root: &Path) -> Result<Option<KafkaTrial>> {
+        let Some(jvm) = self.jvm()? else {
+            return Ok(None);
+        };
+        let image = write_image(data, root)?;
+        let spec = data.spec;
+        let trial = KafkaTrial::setup(
+            &jvm,
+            json!({
+                "kind": "append",
+                "dir": root.join("kafka-append-0"),
+                "image": image,
+                "records": spec.records,
+                "payload_bytes": spec.payload_bytes(),
+            }),
+        );
+        remove_file(&image)?;
+        trial.map(Some)
+    }
+
+    /// Kafka appends `data` as the leader into a log under `root` (untimed), for the read
+    /// workloads; `None` when Kafka rows are skipped.
+    ///
+    /// # Errors
+    ///
+    /// If the JVM cannot be started or the log cannot be built.
+    pub fn log(&self, data: &Dataset, root: &Path) -> Result<Option<KafkaLog>> {
+        let Some(jvm) = self.jvm()? else {
+            return Ok(None);
+        };
+        let image = write_image(data, root)?;
+        let reply = jvm.request(json!({
+            "cmd": "log",
+            "dir": root.join("kafka-0"),
             "image": image,
-            "records": spec.records,
-            "payload_bytes": spec.payload_bytes(),
-        }),
-    );
-    remove_file(&image)?;
-    let bytes = data.image.len() as u64;
-    Ok(Some(Contender::new(
-        Role::Kafka,
-        LABEL,
-        recycled(root, bytes, trial?),
-    )))
+            "records": data.spec.records,
+        }));
+        remove_file(&image)?;
+        let id = id_of(&reply?)?;
+        Ok(Some(KafkaLog {
+            jvm,
+            id,
+            root: root.to_path_buf(),
+            record_bytes: data.spec.record_bytes,
+            payload_bytes: data.spec.payload_bytes(),
+        }))
+    }
+
+    /// LogLoader recovery (`UnifiedLog.create`, recovery point 0, no clean shutdown) of a fresh
+    /// copy of `pristine` (the `.log`, `.index` and `.timeindex` files a killed seglog writer
+    /// left) in `root` every run, holding `records` records; `None` when Kafka rows are
+    /// skipped.
+    ///
+    /// # Errors
+    ///
+    /// If the JVM cannot be started or the trial cannot be set up.
+    pub fn recovery(
+        &self,
+        pristine: &Path,
+        root: &Path,
+        records: u64,
+        payload_bytes: u64,
+    ) -> Result<Option<KafkaTrial>> {
+        let Some(jvm) = self.jvm()? else {
+            return Ok(None);
+        };
+        KafkaTrial::setup(
+            &jvm,
+            json!({
+                "kind": "recovery",
+                "pristine": pristine,
+                "dir": root.join("kafka-recovery-0"),
+                "records": records,
+                "payload_bytes": payload_bytes,
+            }),
+        )
+        .map(Some)
+    }
+
+    /// `OffsetIndex.lookup` at each of `targets` on the `.index` file at `index` (the one
+    /// seglog's row looks up in), mapped read-only; `None` when Kafka rows are skipped.
+    ///
+    /// # Errors
+    ///
+    /// If the JVM cannot be started, the targets cannot be written or the trial cannot be set
+    /// up.
+    pub fn floor_lookup(&self, index: &Path, targets: &[u32]) -> Result<Option<KafkaTrial>> {
+        let Some(jvm) = self.jvm()? else {
+            return Ok(None);
+        };
+        let root = index.parent().unwrap_or(Path::new("."));
+        let file = write_numbers(root, "kafka-floor-targets.txt", targets)?;
+        let trial = KafkaTrial::setup(
+            &jvm,
+            json!({ "kind": "floor", "index": index, "targets": file }),
+        );
+        remove_file(&file)?;
+        trial.map(Some)
+    }
 }
 
 /// A log Kafka built from a dataset (untimed), shared by the read workloads; closed (and its
@@ -139,217 +218,65 @@ pub fn append<'a>(context: &Context, data: &Dataset, root: &Path) -> Result<Opti
 pub struct KafkaLog {
     jvm: Rc<Jvm>,
     id: u64,
+    root: PathBuf,
+    record_bytes: usize,
+    payload_bytes: u64,
+}
+
+impl KafkaLog {
+    /// The whole log in offset order: `UnifiedLog.read` of 1 MiB from the next offset into
+    /// one reused buffer, every batch's CRC checked and every record decoded.
+    ///
+    /// # Errors
+    ///
+    /// If the trial cannot be set up.
+    pub fn scan(&self) -> Result<KafkaTrial> {
+        KafkaTrial::setup(
+            &self.jvm,
+            json!({ "kind": "scan", "log": self.id, "payload_bytes": self.payload_bytes }),
+        )
+    }
+
+    /// One record at each of `targets`: `UnifiedLog.read(offset, 1, LOG_END, minOneMessage)`,
+    /// the batch's CRC checked, records decoded up to the target.
+    ///
+    /// # Errors
+    ///
+    /// If the targets cannot be written or the trial cannot be set up.
+    pub fn point_read(&self, targets: &[u64]) -> Result<KafkaTrial> {
+        self.reads("point", targets)
+    }
+
+    /// For each of `targets`, `UnifiedLog.fetchOffsetByTimestamp` (ListOffsets), then the read
+    /// of that record as in [`KafkaLog::point_read`].
+    ///
+    /// # Errors
+    ///
+    /// If the targets cannot be written or the trial cannot be set up.
+    pub fn timestamp_read(&self, targets: &[i64]) -> Result<KafkaTrial> {
+        self.reads("timestamp", targets)
+    }
+
+    fn reads<T: std::fmt::Display>(&self, kind: &str, targets: &[T]) -> Result<KafkaTrial> {
+        let file = write_numbers(&self.root, &format!("kafka-{kind}-targets.txt"), targets)?;
+        let trial = KafkaTrial::setup(
+            &self.jvm,
+            json!({
+                "kind": kind,
+                "log": self.id,
+                "targets": file,
+                "record_bytes": self.record_bytes,
+            }),
+        );
+        remove_file(&file)?;
+        trial
+    }
 }
 
 impl Drop for KafkaLog {
     fn drop(&mut self) {
         self.jvm.close(self.id);
     }
-}
-
-/// Kafka appends `data` as the leader into a log under `root`, for the read workloads;
-/// `None` when Kafka rows are skipped.
-///
-/// # Errors
-///
-/// If the JVM cannot be started or the log cannot be built.
-pub fn log(context: &Context, data: &Dataset, root: &Path) -> Result<Option<KafkaLog>> {
-    let Some(jvm) = context.kafka.jvm()? else {
-        return Ok(None);
-    };
-    let image = write_image(data, root)?;
-    let reply = jvm.request(json!({
-        "cmd": "log",
-        "dir": root.join("kafka-0"),
-        "image": image,
-        "records": data.spec.records,
-    }));
-    remove_file(&image)?;
-    let id = id_of(&reply?)?;
-    Ok(Some(KafkaLog { jvm, id }))
-}
-
-/// The whole log in offset order: `UnifiedLog.read` of 1 MiB from the next offset into one
-/// reused buffer, every batch's CRC checked and every record decoded.
-///
-/// # Errors
-///
-/// If the trial cannot be set up.
-pub fn scan<'a>(
-    context: &Context,
-    log: Option<&KafkaLog>,
-    data: &Dataset,
-) -> Result<Option<Contender<'a>>> {
-    let Some(log) = log else { return Ok(None) };
-    let trial = KafkaTrial::setup(
-        &log.jvm,
-        json!({ "kind": "scan", "log": log.id, "payload_bytes": data.spec.payload_bytes() }),
-    )?;
-    Ok(Some(Contender::new(
-        Role::Kafka,
-        LABEL,
-        context.cold(trial),
-    )))
-}
-
-/// One record at each of `targets`: `UnifiedLog.read(offset, 1, LOG_END, minOneMessage)`, the
-/// batch's CRC checked, records decoded up to the target. `root` holds the targets file.
-///
-/// # Errors
-///
-/// If the targets cannot be written or the trial cannot be set up.
-pub fn point_read<'a>(
-    context: &Context,
-    log: Option<&KafkaLog>,
-    data: &Dataset,
-    targets: &[u64],
-    root: &Path,
-) -> Result<Option<Contender<'a>>> {
-    let Some(log) = log else { return Ok(None) };
-    reads(context, log, data, "point", targets, root)
-}
-
-/// For each of `targets`, `UnifiedLog.fetchOffsetByTimestamp` (ListOffsets), then the read of
-/// that record as in [`point_read`].
-///
-/// # Errors
-///
-/// If the targets cannot be written or the trial cannot be set up.
-pub fn timestamp_read<'a>(
-    context: &Context,
-    log: Option<&KafkaLog>,
-    data: &Dataset,
-    targets: &[i64],
-    root: &Path,
-) -> Result<Option<Contender<'a>>> {
-    let Some(log) = log else { return Ok(None) };
-    reads(context, log, data, "timestamp", targets, root)
-}
-
-fn reads<'a, T: std::fmt::Display>(
-    context: &Context,
-    log: &KafkaLog,
-    data: &Dataset,
-    kind: &str,
-    targets: &[T],
-    root: &Path,
-) -> Result<Option<Contender<'a>>> {
-    let file = write_numbers(root, &format!("kafka-{kind}-targets.txt"), targets)?;
-    let trial = KafkaTrial::setup(
-        &log.jvm,
-        json!({
-            "kind": kind,
-            "log": log.id,
-            "targets": file,
-            "record_bytes": data.spec.record_bytes,
-        }),
-    );
-    remove_file(&file)?;
-    Ok(Some(Contender::new(
-        Role::Kafka,
-        LABEL,
-        context.cold(trial?),
-    )))
-}
-
-/// LogLoader recovery (`UnifiedLog.create`, recovery point 0, no clean shutdown) of a fresh copy
-/// of `pristine` (the `.log`, `.index` and `.timeindex` files a killed seglog writer left) in
-/// `root` every run, holding `data`'s records.
-///
-/// # Errors
-///
-/// If the JVM cannot be started or the trial cannot be set up.
-pub fn recovery<'a>(
-    context: &Context,
-    pristine: &Path,
-    root: &Path,
-    records: u64,
-    payload_bytes: u64,
-) -> Result<Option<Contender<'a>>> {
-    let Some(jvm) = context.kafka.jvm()? else {
-        return Ok(None);
-    };
-    let trial = KafkaTrial::setup(
-        &jvm,
-        json!({
-            "kind": "recovery",
-            "pristine": pristine,
-            "dir": root.join("kafka-recovery-0"),
-            "records": records,
-            "payload_bytes": payload_bytes,
-        }),
-    )?;
-    Ok(Some(Contender::new(
-        Role::Kafka,
-        LABEL,
-        context.cold(trial),
-    )))
-}
-
-/// `OffsetIndex.lookup` at each of `targets` on the `.index` file at `index` (the one seglog's
-/// row looks up in), mapped read-only.
-///
-/// # Errors
-///
-/// If the JVM cannot be started, the targets cannot be written or the trial cannot be set up.
-pub fn floor_lookup<'a>(
-    context: &Context,
-    index: &Path,
-    targets: &[u32],
-) -> Result<Option<Contender<'a>>> {
-    let Some(jvm) = context.kafka.jvm()? else {
-        return Ok(None);
-    };
-    let root = index.parent().unwrap_or(Path::new("."));
-    let file = write_numbers(root, "kafka-floor-targets.txt", targets)?;
-    let trial = KafkaTrial::setup(
-        &jvm,
-        json!({ "kind": "floor", "index": index, "targets": file }),
-    );
-    remove_file(&file)?;
-    Ok(Some(Contender::new(
-        Role::Kafka,
-        "Kafka 4.4 (OffsetIndex.lookup)",
-        trial?,
-    )))
-}
-
-/// The goals of #19: seglog's rate over Kafka's, paired by round.
-const GOALS: &[(&str, f64)] = &[
-    (names::APPEND_SMALL, 1.5),
-    (names::APPEND_LARGE, 1.5),
-    (names::SCAN_SMALL, 2.0),
-    (names::SCAN_LARGE, 2.0),
-    (names::RECOVERY, 2.0),
-    (names::POINT_READ, 2.0),
-    (names::TIMESTAMP_READ, 2.0),
-];
-
-/// The goals against Kafka, for every goal workload that ran (none when Kafka rows did not).
-pub fn targets(workloads: &[WorkloadResult]) -> Vec<TargetOutcome> {
-    GOALS
-        .iter()
-        .filter_map(|&(name, bound)| {
-            let workload = workloads.iter().find(|result| result.name == name)?;
-            let kafka = workload.get(Role::Kafka)?;
-            let measured = workload.get(Role::Seglog).and_then(|seglog| {
-                median(
-                    seglog
-                        .samples
-                        .iter()
-                        .zip(&kafka.samples)
-                        .map(|(ours, theirs)| ours.records_per_s() / theirs.records_per_s())
-                        .collect(),
-                )
-            });
-            Some(TargetOutcome {
-                name: format!("{name}: seglog / Kafka 4.4"),
-                target: format!(">= {bound}"),
-                measured,
-                pass: measured.map(|value| value >= bound),
-            })
-        })
-        .collect()
 }
 
 /// Writes `data`'s batches back to back (as the producer sends them, base offset 0 each) to a
@@ -484,8 +411,8 @@ impl Drop for Jvm {
 }
 
 /// One Kafka trial set up in the JVM; each step is a request, and the JVM's own timing of `run`
-/// is the sample.
-struct KafkaTrial {
+/// is the sample. Freed in the JVM when dropped.
+pub struct KafkaTrial {
     jvm: Rc<Jvm>,
     id: u64,
     warmup_runs: usize,

@@ -78,7 +78,13 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 ),
             ),
         ];
-        contenders.extend(crate::kafka_contender::append(context, &data, &root)?);
+        if let Some(kafka) = context.kafka.append(&data, &root)? {
+            contenders.push(Contender::new(
+                Role::Kafka,
+                crate::kafka_contender::LABEL,
+                recycled(&root, recycle_bytes, kafka),
+            ));
+        }
         results.push(measure(name, &about, context.plan.rounds, contenders)?);
     }
     Ok(results)

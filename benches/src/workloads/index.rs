@@ -59,11 +59,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             index_bytes,
         ),
     ];
-    contenders.extend(crate::kafka_contender::floor_lookup(
-        context,
-        &index_path,
-        &targets,
-    )?);
+    if let Some(kafka) = context.kafka.floor_lookup(&index_path, &targets)? {
+        contenders.push(Contender::new(
+            Role::Kafka,
+            crate::kafka_contender::INDEX_LABEL,
+            kafka,
+        ));
+    }
     Ok(vec![measure(
         names::FLOOR,
         &about,

@@ -87,13 +87,17 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             )),
         ),
     ];
-    contenders.extend(crate::kafka_contender::recovery(
-        context,
-        &seglog_pristine,
-        &root,
-        spec.records,
-        spec.payload_bytes(),
-    )?);
+    if let Some(kafka) =
+        context
+            .kafka
+            .recovery(&seglog_pristine, &root, spec.records, spec.payload_bytes())?
+    {
+        contenders.push(Contender::new(
+            Role::Kafka,
+            crate::kafka_contender::LABEL,
+            context.cold(kafka),
+        ));
+    }
     Ok(vec![measure(
         names::RECOVERY,
         &about,

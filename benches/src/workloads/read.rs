@@ -64,13 +64,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 )?),
             ),
         ];
-        contenders.extend(kafka_contender::point_read(
-            context,
-            small_logs.kafka.as_ref(),
-            &small,
-            &targets,
-            &small_logs.root,
-        )?);
+        if let Some(kafka) = &small_logs.kafka {
+            contenders.push(Contender::new(
+                Role::Kafka,
+                kafka_contender::LABEL,
+                context.cold(kafka.point_read(&targets)?),
+            ));
+        }
         results.push(measure(
             names::POINT_READ,
             &about,
@@ -110,13 +110,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 )),
             ),
         ];
-        contenders.extend(kafka_contender::timestamp_read(
-            context,
-            small_logs.kafka.as_ref(),
-            &small,
-            &targets,
-            &small_logs.root,
-        )?);
+        if let Some(kafka) = &small_logs.kafka {
+            contenders.push(Contender::new(
+                Role::Kafka,
+                kafka_contender::LABEL,
+                context.cold(kafka.timestamp_read(&targets)?),
+            ));
+        }
         results.push(measure(
             names::TIMESTAMP_READ,
             &about,
@@ -186,7 +186,13 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
             context.cold(commitlog_contender::Scan::new(data, &logs.commitlog)?),
         ),
     ];
-    contenders.extend(kafka_contender::scan(context, logs.kafka.as_ref(), data)?);
+    if let Some(kafka) = &logs.kafka {
+        contenders.push(Contender::new(
+            Role::Kafka,
+            kafka_contender::LABEL,
+            context.cold(kafka.scan()?),
+        ));
+    }
     measure(name, &about, context.plan.rounds, contenders)
 }
 
@@ -202,8 +208,6 @@ struct Logs {
     seglog: seglog::Log,
     /// The same batches appended by Kafka 4.4 (when its rows run).
     kafka: Option<kafka_contender::KafkaLog>,
-    /// Where the logs are (and the Kafka rows' target files).
-    root: std::path::PathBuf,
 }
 
 impl Logs {
@@ -222,14 +226,13 @@ impl Logs {
         let seglog = seglog_contender::open(&root.join("seglog"), seglog::LogConfig::default())?;
         seglog_contender::append_all(&seglog, data)?;
         let ceiling = seglog_contender::only_segment_file(&seglog)?;
-        let kafka = kafka_contender::log(context, data, &root)?;
+        let kafka = context.kafka.log(data, &root)?;
         Ok(Self {
             ceiling,
             ceiling_one_write,
             commitlog,
             seglog,
             kafka,
-            root,
         })
     }
 
