@@ -147,7 +147,9 @@ pub fn main(args: &[String]) -> Result<()> {
             crate::seglog_contender::close(&log)?;
             scanned
         }
-        Role::Reference => return Err("no rss-scan for a reference".into()),
+        Role::Reference | Role::Kafka => {
+            return Err(format!("no rss-scan for {}", role_name(job.role)).into());
+        }
     };
     let elapsed_ns = match elapsed_ns {
         Some(elapsed_ns) => elapsed_ns,
@@ -230,6 +232,7 @@ pub fn role_name(role: Role) -> &'static str {
         Role::Commitlog => "commitlog",
         Role::Seglog => "seglog",
         Role::Reference => "reference",
+        Role::Kafka => "kafka",
     }
 }
 

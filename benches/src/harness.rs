@@ -23,6 +23,8 @@ pub enum Role {
     Commitlog,
     /// seglog.
     Seglog,
+    /// Kafka 4.4's own storage code, on the JVM (`kafka_contender`).
+    Kafka,
     /// A reference point that is none of the three (e.g. raw writes of one batch per system
     /// call): shown with its ratios, never a denominator.
     Reference,

@@ -4,6 +4,8 @@
 //! - (a) the physical ceiling: plain `std::fs` on the same bytes (`ceiling`);
 //! - (b) seglog (`seglog_contender`);
 //! - (c) the `commitlog` crate 0.2 (`commitlog_contender`);
+//! - (d) Kafka 4.4's own storage code on the JVM (`kafka_contender`), when a Java class path
+//!   for `interop/kafka` is given;
 //! - and, in their own rows, seglog-raft (a one-node openraft cluster; one request per entry,
 //!   and through its batching `Proposer`) beside seglog's `append_durable` (`raft_contender`).
 //!
@@ -15,6 +17,7 @@
 //!
 //! ```text
 //! seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] [--drop-caches]
+//!                [--kafka-classpath FILE | --kafka-skipped REASON]
 //! ```
 
 #![forbid(unsafe_code)]
@@ -25,6 +28,7 @@ mod commitlog_contender;
 mod data;
 mod fsx;
 mod harness;
+mod kafka_contender;
 mod raft_contender;
 mod report;
 mod seglog_contender;
@@ -52,6 +56,7 @@ pub fn io_error(operation: &str, path: &Path, error: std::io::Error) -> Error {
 
 const USAGE: &str = "\
 usage: seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] [--drop-caches]
+                      [--kafka-classpath FILE | --kafka-skipped REASON]
 
   --quick          short sizes (under ~2 minutes on 2 cores); default is the full suite
   --rounds N       measured rounds per workload (default 3 quick, 5 full)
@@ -59,6 +64,11 @@ usage: seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] 
                    floor, recovery, open, rss
   --out-dir DIR    where the JSON goes (default <workspace>/target/bench); logs go to DIR/tmp
   --drop-caches    drop the page cache before every timed read (needs root; off by default)
+  --kafka-classpath FILE
+                   add Kafka 4.4 rows, run on the JVM from the Java class path in FILE
+                   (interop/kafka's classes and jars; `cargo xtask bench` passes it)
+  --kafka-skipped REASON
+                   no Kafka rows, and the report says why (default: no class path given)
 ";
 
 struct Options {
@@ -66,6 +76,7 @@ struct Options {
     only: Vec<String>,
     out_dir: PathBuf,
     drop_caches: bool,
+    kafka: kafka_contender::Kafka,
 }
 
 fn main() -> ExitCode {
@@ -97,6 +108,10 @@ fn parse(args: &[String]) -> Result<Option<Options>> {
     let mut only = Vec::new();
     let mut out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench");
     let mut drop_caches = false;
+    let mut kafka = kafka_contender::Kafka::skipped(
+        "no --kafka-classpath given (`cargo xtask bench` passes one when java and mvn are on PATH)"
+            .to_owned(),
+    );
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let mut value = || {
@@ -116,6 +131,10 @@ fn parse(args: &[String]) -> Result<Option<Options>> {
             }
             "--out-dir" => out_dir = PathBuf::from(value()?),
             "--drop-caches" => drop_caches = true,
+            "--kafka-classpath" => {
+                kafka = kafka_contender::Kafka::from_classpath_file(PathBuf::from(value()?));
+            }
+            "--kafka-skipped" => kafka = kafka_contender::Kafka::skipped(value()?.clone()),
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown option `{other}`\n{USAGE}").into()),
         }
@@ -129,6 +148,7 @@ fn parse(args: &[String]) -> Result<Option<Options>> {
         only,
         out_dir,
         drop_caches,
+        kafka,
     }))
 }
 
@@ -161,7 +181,8 @@ fn run(options: Options) -> Result<()> {
         scratch,
         drop_caches: options.drop_caches,
         only: options.only,
-        notes: Vec::new(),
+        notes: options.kafka.skip_note().into_iter().collect(),
+        kafka: options.kafka,
     };
     let workloads = workloads::run_all(&mut context)?;
     let targets = targets::evaluate(&workloads);

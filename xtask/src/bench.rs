@@ -1,9 +1,12 @@
 //! `cargo xtask bench`: the macro benchmark suite (`benches/`, package `seglog-benches`) in
 //! release mode, or the per-crate criterion benches.
 //!
-//! - `cargo xtask bench [--quick] [--rounds N] [--only GROUP,...] [--drop-caches]` builds and
-//!   runs the suite: one table on stdout, the raw samples as JSON in `target/bench/`
-//!   (`$CARGO_TARGET_DIR/bench` when that is set).
+//! - `cargo xtask bench [--quick] [--rounds N] [--only GROUP,...] [--drop-caches] [--no-kafka]`
+//!   builds and runs the suite: one table on stdout, the raw samples as JSON in `target/bench/`
+//!   (`$CARGO_TARGET_DIR/bench` when that is set). With `java` and `mvn` on `PATH` it also
+//!   compiles `interop/kafka` (cached, see `kafka::java_classpath`) and hands the suite its
+//!   class path for the Kafka 4.4 rows; without them (or with `--no-kafka`) those rows are
+//!   skipped and the report says why in one line.
 //! - `cargo xtask bench --criterion [ARGS]` (or `cargo xtask bench -- [ARGS]`) runs every
 //!   crate's criterion benches instead: `cargo bench --workspace --bench '*' -- ARGS`, e.g.
 //!   `--save-baseline main` then `--baseline main`.
@@ -11,6 +14,7 @@
 use std::path::PathBuf;
 
 use crate::cmd::{cargo, run as run_command, workspace_root};
+use crate::kafka;
 
 /// Options the suite binary understands; anything else is refused here, before a release build.
 const SUITE_FLAGS: &[&str] = &["--quick", "--drop-caches"];
@@ -31,9 +35,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return criterion(&args[split + 1..]);
     }
     let mut suite_args = Vec::new();
+    let mut with_kafka = true;
     let mut rest = args.iter();
     while let Some(arg) = rest.next() {
-        if SUITE_FLAGS.contains(&arg.as_str()) {
+        if arg == "--no-kafka" {
+            with_kafka = false;
+        } else if SUITE_FLAGS.contains(&arg.as_str()) {
             suite_args.push(arg.clone());
         } else if SUITE_OPTIONS.contains(&arg.as_str()) {
             let value = rest.next().ok_or_else(|| format!("{arg} needs a value"))?;
@@ -41,10 +48,23 @@ pub fn run(args: &[String]) -> Result<(), String> {
         } else {
             return Err(format!(
                 "`bench` does not know `{arg}` (options: --quick, --rounds N, --only GROUP,..., \
-                 --drop-caches, --criterion [ARGS])"
+                 --drop-caches, --no-kafka, --criterion [ARGS])"
             ));
         }
     }
+    let kafka_args: [String; 2] = if !with_kafka {
+        ["--kafka-skipped".into(), "--no-kafka was given".into()]
+    } else if let Some(missing) = kafka::missing_tool() {
+        [
+            "--kafka-skipped".into(),
+            format!("`{missing}` is not on PATH (Java 17 and Maven are needed)"),
+        ]
+    } else {
+        match kafka::java_classpath(&workspace_root()) {
+            Ok(file) => ["--kafka-classpath".into(), file.display().to_string()],
+            Err(error) => ["--kafka-skipped".into(), format!("interop/kafka: {error}")],
+        }
+    };
     let mut command = cargo();
     command
         .args([
@@ -56,7 +76,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "--out-dir",
         ])
         .arg(out_dir())
-        .args(suite_args);
+        .args(suite_args)
+        .args(kafka_args);
     run_command(command)
 }
 

@@ -59,24 +59,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .join(if release { "release" } else { "debug" })
         .join("seglog");
 
-    let project = root.join("interop").join("kafka");
-    let classpath_file = project.join("target").join("classpath.txt");
-    let mut mvn = Command::new("mvn");
-    mvn.current_dir(&project).args([
-        "--batch-mode",
-        "--quiet",
-        "compile",
-        "dependency:build-classpath",
-        &format!("-Dmdep.outputFile={}", classpath_file.display()),
-    ]);
-    run_command(mvn)?;
-    let dependencies = std::fs::read_to_string(&classpath_file)
+    let classpath_file = java_classpath(&root)?;
+    let classpath = std::fs::read_to_string(&classpath_file)
         .map_err(|e| format!("read {}: {e}", classpath_file.display()))?;
-    let classpath = format!(
-        "{}:{}",
-        project.join("target").join("classes").display(),
-        dependencies.trim()
-    );
+    let classpath = classpath.trim();
 
     let work = root.join("target").join("kafka-interop");
     let mut java = Command::new("java");
@@ -87,7 +73,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             "-cp",
-            &classpath,
+            classpath,
             "seglog.interop.Main",
             scenario,
             "--seglog",
@@ -139,8 +125,69 @@ fn fixtures_dir(root: &Path) -> PathBuf {
     root.join("tests").join("fixtures").join("kafka-4.4")
 }
 
+/// Compiles `interop/kafka` and returns the file holding its Java class path (its classes, then
+/// every Maven dependency, `:`-separated): `interop/kafka/target/java-classpath.txt`.
+///
+/// Cached: Maven runs only when that file or the classes are missing, or the file is older than
+/// `pom.xml` or any file under `src/` (a Maven run costs 10-50 s on a loaded machine even with
+/// every jar cached).
+pub fn java_classpath(root: &Path) -> Result<PathBuf, String> {
+    let project = root.join("interop").join("kafka");
+    let target = project.join("target");
+    let cached = target.join("java-classpath.txt");
+    if let Ok(built) = std::fs::metadata(&cached).and_then(|m| m.modified())
+        && newest_input(&project).is_ok_and(|newest| newest <= built)
+        && target.join("classes").join("seglog").is_dir()
+    {
+        return Ok(cached);
+    }
+    let dependencies_file = target.join("classpath.txt");
+    // The cache is stamped with the time Maven started, so that a source saved while it ran
+    // makes the next call build again.
+    let started = std::time::SystemTime::now();
+    let mut mvn = Command::new("mvn");
+    mvn.current_dir(&project).args([
+        "--batch-mode",
+        "--quiet",
+        "compile",
+        "dependency:build-classpath",
+        &format!("-Dmdep.outputFile={}", dependencies_file.display()),
+    ]);
+    run_command(mvn)?;
+    let dependencies = std::fs::read_to_string(&dependencies_file)
+        .map_err(|e| format!("read {}: {e}", dependencies_file.display()))?;
+    let classpath = format!(
+        "{}:{}",
+        target.join("classes").display(),
+        dependencies.trim()
+    );
+    std::fs::write(&cached, classpath)
+        .and_then(|()| std::fs::File::options().write(true).open(&cached))
+        .and_then(|file| file.set_modified(started))
+        .map_err(|e| format!("write {}: {e}", cached.display()))?;
+    Ok(cached)
+}
+
+/// The latest modification time of `pom.xml` and every file under `src/`.
+fn newest_input(project: &Path) -> std::io::Result<std::time::SystemTime> {
+    let mut newest = std::fs::metadata(project.join("pom.xml"))?.modified()?;
+    let mut dirs = vec![project.join("src")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let meta = entry.metadata()?;
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                newest = newest.max(meta.modified()?);
+            }
+        }
+    }
+    Ok(newest)
+}
+
 /// The first of `java`, `mvn` that cannot be run, if any.
-fn missing_tool() -> Option<&'static str> {
+pub fn missing_tool() -> Option<&'static str> {
     for (tool, flag) in [("java", "-version"), ("mvn", "--version")] {
         let ran = Command::new(tool)
             .arg(flag)

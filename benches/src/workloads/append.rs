@@ -35,7 +35,7 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
              no contender pays for the VM's free-page reporting",
             recycle_bytes >> 20
         ));
-        let contenders = vec![
+        let mut contenders = vec![
             Contender::new(
                 Role::Ceiling,
                 "ceiling (std::fs)",
@@ -78,6 +78,13 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 ),
             ),
         ];
+        if let Some(kafka) = context.kafka.append(&data, &root)? {
+            contenders.push(Contender::new(
+                Role::Kafka,
+                crate::kafka_contender::LABEL,
+                recycled(&root, recycle_bytes, kafka),
+            ));
+        }
         results.push(measure(name, &about, context.plan.rounds, contenders)?);
     }
     Ok(results)

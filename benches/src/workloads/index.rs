@@ -46,7 +46,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     partition_point.run()?;
     index_bytes.run()?;
     seglog_index.run()?;
-    let contenders = vec![
+    let mut contenders = vec![
         Contender::new(
             Role::Ceiling,
             "ceiling (Vec::partition_point)",
@@ -59,6 +59,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             index_bytes,
         ),
     ];
+    if let Some(kafka) = context.kafka.floor_lookup(&index_path, &targets)? {
+        contenders.push(Contender::new(
+            Role::Kafka,
+            crate::kafka_contender::INDEX_LABEL,
+            kafka,
+        ));
+    }
     Ok(vec![measure(
         names::FLOOR,
         &about,

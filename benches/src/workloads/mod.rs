@@ -164,6 +164,9 @@ impl Plan {
 pub struct Context {
     /// Sizes.
     pub plan: Plan,
+    /// Kafka 4.4's rows (or why they are skipped). Before `scratch`, so that the JVM has
+    /// closed its logs when the scratch directory is deleted (fields drop in this order).
+    pub kafka: crate::kafka_contender::Kafka,
     /// Where logs go.
     pub scratch: Scratch,
     /// Drop the page cache before every timed read (root only).

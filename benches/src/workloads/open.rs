@@ -54,7 +54,7 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
          checkpoint); the ceiling reads the same bytes once",
         spec.records, spec.record_bytes
     );
-    let contenders = vec![
+    let mut contenders = vec![
         Contender::new(
             Role::Ceiling,
             "ceiling (std::fs read)",
@@ -69,7 +69,7 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             "seglog",
             context.cold(seglog_contender::Open::new(
                 root.join("seglog-open"),
-                Some(seglog_pristine),
+                Some(seglog_pristine.clone()),
                 seglog::LogConfig::default(),
                 spec.records,
                 spec.payload_bytes(),
@@ -87,6 +87,17 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             )),
         ),
     ];
+    if let Some(kafka) =
+        context
+            .kafka
+            .recovery(&seglog_pristine, &root, spec.records, spec.payload_bytes())?
+    {
+        contenders.push(Contender::new(
+            Role::Kafka,
+            crate::kafka_contender::LABEL,
+            context.cold(kafka),
+        ));
+    }
     Ok(vec![measure(
         names::RECOVERY,
         &about,

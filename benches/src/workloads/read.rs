@@ -8,6 +8,7 @@ use crate::ceiling;
 use crate::commitlog_contender;
 use crate::data::Dataset;
 use crate::harness::{Contender, Role, WorkloadResult, measure};
+use crate::kafka_contender;
 use crate::seglog_contender;
 use crate::workloads::{Context, names};
 
@@ -34,7 +35,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             targets.len(),
             small.spec.records
         );
-        let contenders = vec![
+        let mut contenders = vec![
             Contender::new(
                 Role::Ceiling,
                 "ceiling (pread)",
@@ -63,6 +64,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 )?),
             ),
         ];
+        if let Some(kafka) = &small_logs.kafka {
+            contenders.push(Contender::new(
+                Role::Kafka,
+                kafka_contender::LABEL,
+                context.cold(kafka.point_read(&targets)?),
+            ));
+        }
         results.push(measure(
             names::POINT_READ,
             &about,
@@ -82,7 +90,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
              has no timestamps)",
             targets.len()
         );
-        let contenders = vec![
+        let mut contenders = vec![
             Contender::new(
                 Role::Ceiling,
                 "ceiling (partition_point + pread)",
@@ -102,6 +110,13 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                 )),
             ),
         ];
+        if let Some(kafka) = &small_logs.kafka {
+            contenders.push(Contender::new(
+                Role::Kafka,
+                kafka_contender::LABEL,
+                context.cold(kafka.timestamp_read(&targets)?),
+            ));
+        }
         results.push(measure(
             names::TIMESTAMP_READ,
             &about,
@@ -128,7 +143,7 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
          file",
         spec.records, spec.record_bytes
     );
-    let contenders = vec![
+    let mut contenders = vec![
         Contender::new(
             Role::Ceiling,
             "ceiling (std::fs)",
@@ -171,6 +186,13 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
             context.cold(commitlog_contender::Scan::new(data, &logs.commitlog)?),
         ),
     ];
+    if let Some(kafka) = &logs.kafka {
+        contenders.push(Contender::new(
+            Role::Kafka,
+            kafka_contender::LABEL,
+            context.cold(kafka.scan()?),
+        ));
+    }
     measure(name, &about, context.plan.rounds, contenders)
 }
 
@@ -184,6 +206,8 @@ struct Logs {
     ceiling_one_write: std::path::PathBuf,
     commitlog: std::path::PathBuf,
     seglog: seglog::Log,
+    /// The same batches appended by Kafka 4.4 (when its rows run).
+    kafka: Option<kafka_contender::KafkaLog>,
 }
 
 impl Logs {
@@ -202,11 +226,13 @@ impl Logs {
         let seglog = seglog_contender::open(&root.join("seglog"), seglog::LogConfig::default())?;
         seglog_contender::append_all(&seglog, data)?;
         let ceiling = seglog_contender::only_segment_file(&seglog)?;
+        let kafka = context.kafka.log(data, &root)?;
         Ok(Self {
             ceiling,
             ceiling_one_write,
             commitlog,
             seglog,
+            kafka,
         })
     }
 

@@ -123,6 +123,17 @@ final class BrokerScenario {
             // The cleaner leaves offset gaps on purpose.
             Compare.dump(report, seglog, broker, dirs, java.util.Set.of(broker.logDir.resolve("compacted-0").toAbsolutePath()));
             writeReadCommitted(work.resolve("s1-clean/read_committed.jsonl"), committed);
+            report.scope("broker->seglog, the broker's state beside the log");
+            if (!seglog.hasTransactions()) {
+                report.note("this seglog's read has no --isolation: the read_committed comparison is not made; Kafka's"
+                        + " read_committed records are in " + work.resolve("s1-clean/read_committed.jsonl"));
+            }
+            StateCompare state = new StateCompare(report, seglog, work.resolve("s1-clean/state"));
+            for (Topic t : topics) {
+                // The cleaner can remove an epoch's first batch: only the broker's file knows its start.
+                boolean compacted = t.kind().equals("compacted") || t.kind().equals("internal");
+                state.partition(broker.logDir.resolve(t.name() + "-0"), committed.get(t.name()), !compacted);
+            }
             if (fixtures != null) writeFixtures(broker.logDir, fixtures, topics, expected);
         }
     }
@@ -136,13 +147,18 @@ final class BrokerScenario {
         List<Topic> topics = List.of(
                 new Topic("kill-none", config, Map.of(), "plain"),
                 new Topic("kill-zstd", config, Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "zstd"), "plain"));
+        // Written before the kill and after the restart (a new leader epoch): not written during the kill.
+        Topic epochs = new Topic("epochs", base("16384"), Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, "lz4"), "plain");
+        Gen epochsGen = new Gen(epochs.name(), 99, System.currentTimeMillis() - 600_000);
         try (Broker broker = Broker.format(work.resolve("s1-kill"))) {
             broker.start();
             try (Admin admin = broker.admin()) {
                 List<NewTopic> news = new ArrayList<>();
                 for (Topic t : topics) news.add(new NewTopic(t.name(), 1, (short) 1).configs(t.config()));
+                news.add(new NewTopic(epochs.name(), 1, (short) 1).configs(epochs.config()));
                 admin.createTopics(news).all().get(60, TimeUnit.SECONDS);
             }
+            producePlain(broker, epochs, epochsGen, 400);
             AtomicBoolean stop = new AtomicBoolean();
             Map<String, ConcurrentSkipListSet<Long>> acked = new HashMap<>();
             List<Thread> threads = new ArrayList<>();
@@ -196,10 +212,22 @@ final class BrokerScenario {
             }
             broker.start();
             Map<String, Expect> expected = new LinkedHashMap<>();
+            List<Rec> epochsCommitted;
             try (Admin admin = broker.admin()) {
                 for (Topic t : topics) expected.put(t.name(), expect(broker, admin, new TopicPartition(t.name(), 0)));
+                producePlain(broker, epochs, epochsGen, 400);
+                TopicPartition tp = new TopicPartition(epochs.name(), 0);
+                expected.put(epochs.name(), expect(broker, admin, tp));
+                epochsCommitted = Clients.consumeAll(broker.bootstrap(), tp, "read_committed");
             }
             broker.stopClean();
+            // Leader epochs across the restart: the broker's checkpoint, seglog's reading and rebuild of it.
+            Path epochsDir = broker.logDir.resolve(epochs.name() + "-0");
+            Compare.partition(report, seglog, epochsDir, expected.get(epochs.name()), true);
+            StateCompare state = new StateCompare(report, seglog, work.resolve("s1-kill/state"));
+            List<List<Long>> kafkaEpochs = state.partition(epochsDir, epochsCommitted, true);
+            report.check(kafkaEpochs.size() >= 2, epochsDir + ": the restart after SIGKILL started no new leader epoch in"
+                    + " the broker's checkpoint " + kafkaEpochs + "; the epoch comparison needs two");
             for (Topic t : topics) {
                 Expect e = expected.get(t.name());
                 Path dir = copy.resolve(t.name() + "-0");
@@ -227,9 +255,13 @@ final class BrokerScenario {
     }
 
     private static void producePlain(Broker broker, Topic t, Gen gen) throws Exception {
+        producePlain(broker, t, gen, RECORDS);
+    }
+
+    private static void producePlain(Broker broker, Topic t, Gen gen, long records) throws Exception {
         try (KafkaProducer<byte[], byte[]> p = Clients.producer(broker.bootstrap(), t.producer())) {
             List<Future<RecordMetadata>> fs = new ArrayList<>();
-            for (int i = 0; i < RECORDS; i++) {
+            for (int i = 0; i < records; i++) {
                 fs.add(p.send(gen.next()));
                 if (i % 100 == 99) p.flush();
             }
@@ -238,20 +270,36 @@ final class BrokerScenario {
         }
     }
 
-    /** Committed and aborted transactions, with a plain idempotent producer writing between them. */
+    /**
+     * Committed and aborted transactions of two transactional producers, with a plain idempotent
+     * producer writing between them. Producer A runs one transaction per round (every third
+     * aborted); producer B's transactions span two of A's (begun in even rounds, ended in odd
+     * ones, every second one aborted), so they overlap A's, other producers' data and markers,
+     * and segment rolls (16 KiB segments).
+     */
     private static void produceTransactional(Broker broker, Topic t, Gen gen) throws Exception {
-        Map<String, Object> tc = new HashMap<>(t.producer());
-        tc.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "seglog-interop-txn");
-        try (KafkaProducer<byte[], byte[]> txn = Clients.producer(broker.bootstrap(), tc);
+        Map<String, Object> ta = new HashMap<>(t.producer());
+        ta.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "seglog-interop-txn");
+        Map<String, Object> tb = new HashMap<>(t.producer());
+        tb.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "seglog-interop-txn-b");
+        try (KafkaProducer<byte[], byte[]> a = Clients.producer(broker.bootstrap(), ta);
+                KafkaProducer<byte[], byte[]> b = Clients.producer(broker.bootstrap(), tb);
                 KafkaProducer<byte[], byte[]> plain = Clients.producer(broker.bootstrap(), t.producer())) {
-            txn.initTransactions();
+            a.initTransactions();
+            b.initTransactions();
             for (int round = 0; round < 12; round++) {
-                txn.beginTransaction();
-                for (int i = 0; i < 60; i++) txn.send(gen.next());
-                txn.flush();
+                a.beginTransaction();
+                if (round % 2 == 0) b.beginTransaction();
+                for (int i = 0; i < 50; i++) a.send(gen.next());
+                a.flush();
+                for (int i = 0; i < 25; i++) b.send(gen.next());
+                b.flush();
                 for (int i = 0; i < 20; i++) plain.send(gen.next());
                 plain.flush();
-                if (round % 3 == 1) txn.abortTransaction(); else txn.commitTransaction();
+                if (round % 3 == 1) a.abortTransaction(); else a.commitTransaction();
+                if (round % 2 == 1) {
+                    if (round % 4 == 3) b.abortTransaction(); else b.commitTransaction();
+                }
             }
         }
     }
