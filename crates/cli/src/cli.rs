@@ -165,6 +165,11 @@ pub struct DumpArgs {
     /// One JSON object per batch or index entry.
     #[arg(long)]
     pub json: bool,
+    /// The largest batch accepted, in bytes: a length field above it is reported as
+    /// corruption at its position (files are streamed; memory stays bounded by this).
+    #[arg(long, value_name = "B", default_value_t = crate::log_stream::DEFAULT_MAX_BATCH_BYTES,
+          value_parser = clap::value_parser!(u32).range(61..))]
+    pub max_batch_bytes: u32,
 }
 
 /// `seglog verify`.
@@ -175,6 +180,11 @@ pub struct VerifyArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// The largest batch accepted, in bytes: a length field above it is reported as
+    /// corruption at its position (files are streamed; memory stays bounded by this).
+    #[arg(long, value_name = "B", default_value_t = crate::log_stream::DEFAULT_MAX_BATCH_BYTES,
+          value_parser = clap::value_parser!(u32).range(61..))]
+    pub max_batch_bytes: u32,
 }
 
 /// `seglog recover`.

@@ -109,7 +109,7 @@ pub fn start(options: Options) -> Result<Exporter, BoxError> {
             Ok(ControlFlow::Continue(()))
         })?;
         if read < options.records {
-            reader.wait(std::time::Duration::from_millis(100));
+            reader.wait(std::time::Duration::from_millis(100))?;
         }
     }
     appender.join().map_err(|_| "the appender panicked")??;

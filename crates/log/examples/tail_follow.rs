@@ -46,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut count, mut sum) = (0i64, 0i64);
     while count < RECORDS {
         // Sleeps until an append moves the visible end past where the last poll stopped.
-        if !reader.wait(Duration::from_secs(10)) {
+        if !reader.wait(Duration::from_secs(10))? {
             return Err("no new records for 10 s".into());
         }
         // Records borrow the reader's buffer: no copy, no allocation per record.

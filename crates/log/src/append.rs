@@ -6,6 +6,7 @@ use crate::TimestampType;
 use crate::log::{Log, Writer};
 use std::sync::Arc;
 
+use crate::log_producers::ProducerCheck;
 use crate::validate::{self, Origin};
 use crate::view::{LogView, OffsetMetadata, Snapshot};
 use crate::{AppendErrorKind, Error, Result};
@@ -54,6 +55,10 @@ pub struct AppendInfo {
     pub rolled: bool,
     /// The log start offset at the time of the append.
     pub log_start_offset: i64,
+    /// The append was a retry of one of its producer's last 5 batches (same epoch and
+    /// sequence range): nothing was written, and the offsets are those of the original
+    /// batch (Kafka's duplicate answer).
+    pub duplicate: bool,
 }
 
 impl Log {
@@ -137,6 +142,16 @@ impl Log {
         self.append_inner(batches, Origin::Follower, None, durability)
     }
 
+    /// A coordinator's marker batch (from [`Log::write_txn_marker`]).
+    pub(crate) fn append_marker(
+        &self,
+        batch: &[u8],
+        leader_epoch: Option<i32>,
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        self.append_inner(batch, Origin::Coordinator, leader_epoch, durability)
+    }
+
     fn append_inner(
         &self,
         batches: &[u8],
@@ -153,9 +168,10 @@ impl Log {
             (durability == Durability::Fsync).then(|| self.durability.enter_durable_append());
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
-        let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
-        let log_append_time_ms = (origin == Origin::Leader
-            && self.config.message_timestamp_type == TimestampType::LogAppendTime)
+        let settings = self.settings();
+        let mut analysis = validate::analyze(batches, origin, &settings.config, now)?;
+        let log_append_time_ms = (origin != Origin::Follower
+            && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
         // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
@@ -169,11 +185,11 @@ impl Log {
         };
         let bytes = stamped.as_deref().unwrap_or(batches);
         let size = analysis.valid_bytes as u64;
-        if size > self.segment_config.segment_bytes.into() {
+        if size > settings.segment.segment_bytes.into() {
             return Err(Error::InvalidAppend {
                 kind: AppendErrorKind::AppendTooLarge {
                     size,
-                    max: self.config.segment_bytes.into(),
+                    max: settings.config.segment_bytes.into(),
                 },
             });
         }
@@ -182,7 +198,9 @@ impl Log {
         let mut view = self.published.load();
         let log_end_offset = view.end.offset;
         let bases = match origin {
-            Origin::Leader => validate::assign_offsets(&mut analysis, log_end_offset)?,
+            Origin::Leader | Origin::Coordinator => {
+                validate::assign_offsets(&mut analysis, log_end_offset)?
+            }
             Origin::Follower => {
                 if analysis.first_offset() < log_end_offset {
                     return Err(Error::InvalidAppend {
@@ -195,11 +213,28 @@ impl Log {
                 Vec::new()
             }
         };
+        let pending = match self.check_producers(&analysis, bytes, origin)? {
+            ProducerCheck::Pending(pending) => pending,
+            ProducerCheck::Duplicate(original) => {
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset(),
+                    last_offset: original.last_offset,
+                    max_timestamp_ms: (original.timestamp_ms >= 0).then_some(original.timestamp_ms),
+                    max_timestamp_offset: original.last_offset,
+                    log_append_time_ms: log_append_time_ms.map(|_| original.timestamp_ms),
+                    batch_count: 0,
+                    size_bytes: 0,
+                    rolled: false,
+                    log_start_offset: view.log_start_offset,
+                    duplicate: true,
+                });
+            }
+        };
         let last_offset = analysis.last_offset();
         let (max_timestamp_ms, offset_of_max_timestamp) = analysis.max_timestamp();
         let params = RollParams {
-            max_segment_ms: self.config.segment_ms,
-            max_segment_bytes: self.segment_config.segment_bytes,
+            max_segment_ms: settings.config.segment_ms,
+            max_segment_bytes: settings.segment.segment_bytes,
             max_timestamp_in_messages: max_timestamp_ms,
             max_offset_in_messages: last_offset,
             messages_size: size,
@@ -229,17 +264,25 @@ impl Log {
                 &parts,
             )
             .map_err(|e| self.poisoned_by("append", e))?;
-        let segment = active.segment();
+        let segment = Arc::clone(active.segment());
         let end = OffsetMetadata {
             offset: last_offset + 1,
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
+        // Before the batches are published (log_producers.rs): the aborts' `.txnindex`
+        // entries, then the producer state, so no reader sees a last stable offset past a
+        // marker whose entry is missing.
+        let txns = self.apply_producers(pending, &segment, end.offset)?;
         // Before the batches are published: no flush can move the recovery point over them
         // before their epochs are in the checkpoint (a crash then recovers them).
         self.epochs_after_append(&analysis.batches)?;
+        let mut appended = view.appended(end);
+        if let Some(txns) = txns {
+            appended.txns = txns;
+        }
         self.published
-            .publish(self.with_high_watermark_policy(view.appended(end)));
+            .publish(self.with_high_watermark_policy(appended));
         drop(writer);
         let records = last_offset
             .saturating_add(1)
@@ -263,6 +306,7 @@ impl Log {
             size_bytes: size,
             rolled,
             log_start_offset: view.log_start_offset,
+            duplicate: false,
         };
         let unflushed = end.offset.saturating_sub(self.recovery_point());
         match durability {
@@ -280,7 +324,7 @@ impl Log {
                     });
                 }
             }
-            Durability::PageCache if unflushed >= self.config.flush_messages => {
+            Durability::PageCache if unflushed >= settings.config.flush_messages => {
                 self.flush_to(end.offset, false)?;
             }
             Durability::PageCache => {}
@@ -315,7 +359,8 @@ impl Log {
         if new_base == active_base && active.segment().is_empty() {
             // KAFKA-6388: the empty active segment is replaced, not duplicated.
             let old = active.seal().map_err(|e| self.poisoned_by("seal", e))?;
-            self.doom(old, now_ms.saturating_add(self.config.file_delete_delay_ms))?;
+            let delay_ms = self.settings().config.file_delete_delay_ms;
+            self.doom(old, now_ms.saturating_add(delay_ms))?;
             segments.remove(active_base);
         } else if new_base <= active_base {
             writer.active = Some(active);
@@ -334,12 +379,15 @@ impl Log {
             // for a tail the crash erased (docs/durability.md, section 4).
             self.flush_across_gap(log_end_offset, new_base)?;
         }
-        let mut created = ActiveSegment::create(&self.dir, new_base, &self.segment_config)
+        let mut created = ActiveSegment::create(&self.dir, new_base, &self.settings().segment)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(now_ms);
         segments.insert(new_base, Arc::clone(created.segment()));
         writer.active = Some(created);
         self.durability.mark_dir_dirty();
+        // Kafka's roll: a producer snapshot named by the new segment's base (synced by the
+        // next flush).
+        self.producers_rolled(new_base)?;
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
         tracing::info!(

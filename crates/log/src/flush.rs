@@ -16,6 +16,8 @@ pub struct TickReport {
     pub retention: RetentionReport,
     /// The recovery point after the tick, when a flush ran.
     pub flushed_to: Option<i64>,
+    /// Producer ids removed by `producer.id.expiration.ms`.
+    pub expired_producers: usize,
 }
 
 impl Log {
@@ -67,6 +69,8 @@ impl Log {
         for (_, segment) in view.segments.range(recovery_point, range_end) {
             segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
         }
+        // The snapshots taken at rolls without an fsync (Kafka syncs them with the flush).
+        self.sync_producer_snapshots()?;
         if dir_dirty {
             flusher.sync_dir(&self.dir)?;
         }
@@ -172,12 +176,14 @@ impl Log {
             return Err(e);
         }
         report.retention = self.delete_old_segments_at(now_ms)?;
+        // Kafka's PeriodicProducerExpirationCheck, at every tick.
+        report.expired_producers = self.remove_expired_producers(now_ms);
         let active_base = self.published.load().segments.last().map_or(0, |(b, _)| b);
         if self.recovery_point() < active_base {
             report.flushed_to = Some(self.flush_to(active_base, false)?);
         }
         let last_flush_ms = self.durability.last_flush_ms();
-        if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
+        if now_ms.saturating_sub(last_flush_ms) >= self.settings().config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }
         self.follow_durable_end()?;

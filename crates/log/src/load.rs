@@ -109,6 +109,9 @@ pub struct LoadReport {
     pub checkpoint_problems: Vec<CheckpointProblem>,
     /// Where the leader-epoch cache came from (`leader_epoch.rs`).
     pub leader_epochs: crate::LeaderEpochSource,
+    /// Where the producer state came from (snapshot, replay, Kafka's clean-shutdown
+    /// shortcut), corrupt snapshots skipped and `.txnindex` files rebuilt.
+    pub producers: crate::ProducerLoad,
 }
 
 /// A recovered segment whose end does not meet the next segment's base, found after an
@@ -203,6 +206,8 @@ pub(crate) struct LoadMode {
     pub(crate) trust_clean_shutdown: bool,
     /// Cut damaged flushed data as Kafka does ([`crate::LogOpenOptions::repair_destructively`]).
     pub(crate) repair_destructively: bool,
+    /// Recoveries decode every batch's records ([`crate::LogOpenOptions::decode_records`]).
+    pub(crate) decode_records: bool,
 }
 
 struct Loader<'a> {
@@ -633,6 +638,20 @@ impl Loader<'_> {
         Ok((segments, dropped))
     }
 
+    /// A segment error as the load returns it. A read-only load cannot split an overflowed
+    /// segment, but it plans the split (reading headers only), so a segment no split can fix
+    /// fails a read-only load as it would fail a read-write one
+    /// ([`Error::UnsplittableSegment`]): a check before a repair then finds it.
+    fn read_only_overflow(&self, base: i64, e: seglog_segment::Error) -> Error {
+        if self.read_only
+            && matches!(e, seglog_segment::Error::OffsetOverflow { .. })
+            && let Err(unsplittable) = SplitPlan::new(self.dir, base, &self.config.io)
+        {
+            return unsplittable;
+        }
+        e.into()
+    }
+
     /// Opens segment `base`, recovering it when asked (after the index checks, so the report
     /// names an index problem). `None` when its offsets overflow its base and it must be
     /// split (read-write only: read-only returns the overflow error).
@@ -671,7 +690,7 @@ impl Loader<'_> {
         let (segment, report) = match Segment::open(self.dir, base, self.config, options) {
             Ok(opened) => opened,
             Err(e) if overflow(&e) => return Ok(None),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(self.read_only_overflow(base, e)),
         };
         let mut load = SegmentLoad {
             base_offset: base,
@@ -682,7 +701,7 @@ impl Loader<'_> {
             match segment.recover_protecting(self.protect_below) {
                 Ok(recovery) => load.recovery = Some(recovery),
                 Err(e) if overflow(&e) => return Ok(None),
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(self.read_only_overflow(base, e)),
             }
             load.rebuilt = Some(RebuildReason::Requested);
         }

@@ -18,7 +18,8 @@ use crate::leader_epoch::{self, EpochState};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::settings::Settings;
+use crate::sync::{Mutex, MutexGuard, RwLock, lock};
 use crate::view::{LogView, OffsetMetadata, Published, SegmentSize};
 use crate::{Error, Result, TopicPartition};
 
@@ -57,6 +58,15 @@ pub struct LogOpenOptions {
     /// rule (cut at the first bad batch, delete every later segment) always applies to the
     /// unflushed tail a crash can tear. Default: false.
     pub repair_destructively: bool,
+    /// Let every recovery also decode each batch's records and check their offsets, as a
+    /// consumer (and `seglog verify`) does: a batch whose CRC is valid but whose records do
+    /// not decode (a lowered record count with the CRC recomputed, garbage inside a
+    /// compressed batch) is then damage like a CRC failure, under the same policy (cut in the
+    /// unflushed tail, kept and reported in flushed data unless `repair_destructively`).
+    /// Kafka's recovery checks sizes and CRCs only, so such a batch survives it and fails
+    /// every reader; this option costs a decode (and decompression) of everything recovered.
+    /// `seglog recover` sets it. Default: false (Kafka's recovery cost).
+    pub decode_records: bool,
     /// The segment layer's I/O seam: every `.log` write and fsync, segment rename and unlink,
     /// index flush and directory fsync (segments, checkpoints, the clean-shutdown marker) of
     /// the log goes through it. Default: [`Io::direct`], the system calls; tests pass a
@@ -80,6 +90,7 @@ impl Default for LogOpenOptions {
             recover_all: false,
             trust_clean_shutdown: false,
             repair_destructively: false,
+            decode_records: false,
             io: Io::direct(),
             segment_cache: None,
             high_watermark: crate::HighWatermarkPolicy::Manual,
@@ -134,8 +145,9 @@ pub struct SegmentInfo {
 pub struct Log {
     pub(crate) dir: PathBuf,
     pub(crate) topic_partition: TopicPartition,
-    pub(crate) config: LogConfig,
-    pub(crate) segment_config: SegmentConfig,
+    /// The config and its segment-layer view, swapped whole by [`Log::set_config`]; every
+    /// operation reads one snapshot (`settings.rs`).
+    pub(crate) settings: RwLock<Arc<Settings>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
     pub(crate) published: Published<LogView<Arc<Segment>>>,
@@ -151,8 +163,13 @@ pub struct Log {
     /// The leader-epoch cache and its checkpoint (`leader_epoch.rs`); changed under the
     /// writer lock.
     pub(crate) epochs: Mutex<EpochState>,
+    /// The producer state and its snapshots (`producer_files.rs`, `log_producers.rs`);
+    /// changed under the writer lock, read briefly by queries.
+    pub(crate) producers: Mutex<crate::producer_files::Producers>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
+    /// The async durability waiters and the sync thread (`durable_async.rs`).
+    pub(crate) async_commit: crate::durable_async::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
     pub(crate) metrics: crate::observe::LogMetrics,
 }
@@ -235,6 +252,7 @@ impl Log {
             recover_all: options.recover_all,
             trust_clean_shutdown: options.trust_clean_shutdown,
             repair_destructively: options.repair_destructively,
+            decode_records: options.decode_records,
         };
         let cache = options
             .segment_cache
@@ -322,6 +340,7 @@ impl Log {
         let segment_config = SegmentConfig {
             io,
             cache: Some(cache),
+            decode_records_on_recovery: mode.decode_records,
             ..segment_config(&config)
         };
         let Loaded {
@@ -344,6 +363,19 @@ impl Log {
             end.offset,
         )?;
         report.leader_epochs = epoch_source;
+        let (producers, producer_load) = crate::producer_files::Producers::load(
+            &dir,
+            read_only,
+            config.producer_id_expiration_ms,
+            &segments,
+            report.recovered().collect(),
+            report.had_clean_shutdown,
+            log_start_offset,
+            end.offset,
+            clock.now_ms(),
+        )?;
+        report.producers = producer_load;
+        let txns = Arc::new(producers.unstable_txns());
         let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
@@ -359,14 +391,17 @@ impl Log {
             } else {
                 high_watermark
             },
+            txns,
         };
         let durability = DurabilityState::new(recovery_point, now, segment_config.io.clone());
         let metrics = crate::observe::LogMetrics::new(&dir);
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
-            config,
-            segment_config,
+            settings: RwLock::new(Arc::new(Settings {
+                config,
+                segment: segment_config,
+            })),
             clock,
             read_only,
             published: Published::new(view),
@@ -381,10 +416,12 @@ impl Log {
             load_report: report,
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
+            producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
+            async_commit: crate::durable_async::AsyncCommit::default(),
             metrics,
         };
-        let due = now.saturating_add(log.config.file_delete_delay_ms);
+        let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
             log.deletions.push(due, segment);
         }
@@ -413,11 +450,6 @@ impl Log {
     /// The topic-partition parsed from the directory name (`seglog-0` when it does not parse).
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.topic_partition
-    }
-
-    /// The configuration the log was opened with.
-    pub fn config(&self) -> &LogConfig {
-        &self.config
     }
 
     /// Whether the log was opened read-only.
@@ -569,6 +601,8 @@ impl Log {
         // Writes stop now, whatever happens next; `close_done` is set only at the end, so a
         // retried close after a failure runs (and fails) again instead of returning `Ok`.
         writer.closed = true;
+        // Tail-follow waiters stop waiting: nothing will be appended any more.
+        self.published.close();
         if self.read_only {
             writer.close_done = true;
             return Ok(());
@@ -579,6 +613,8 @@ impl Log {
             // Keep the published map pointing at the sealed read side (same Arc).
             drop(sealed);
         }
+        // Kafka's close: a producer snapshot at the log end, so the next open need not replay.
+        self.producers_closed(self.log_end_offset())?;
         drop(writer);
         self.flush_to(i64::MAX, true)?;
         let mut failed = Vec::new();

@@ -79,6 +79,8 @@ pub struct Segment {
     pub(crate) writer: AtomicBool,
     /// A write or fsync failed: no more writes until reopened.
     pub(crate) poisoned: AtomicBool,
+    /// The `.txnindex` entries once read (`None` before the first use), see `txn_index.rs`.
+    pub(crate) txns: Mutex<Option<Vec<crate::AbortedTxn>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +154,7 @@ impl Segment {
             max_timestamp: MaxTimestampCell::new(max),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            txns: Mutex::new(None),
         })
     }
 
@@ -298,6 +301,7 @@ impl Segment {
             max_timestamp: MaxTimestampCell::new(UNKNOWN_MAX),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            txns: Mutex::new(None),
         })
     }
 
@@ -641,7 +645,8 @@ impl Segment {
             .check_index_flush(FileType::Index)
             .and_then(|()| Ok(indexes.offset.flush()?))
             .and_then(|()| self.check_index_flush(FileType::TimeIndex))
-            .and_then(|()| Ok(indexes.time.flush()?));
+            .and_then(|()| Ok(indexes.time.flush()?))
+            .and_then(|()| self.flush_txn_index());
         if flushed.is_err() {
             // An index whose dirty pages failed to reach the disk may have lost them: as a
             // failed `.log` fsync, the segment is unusable until reopened.

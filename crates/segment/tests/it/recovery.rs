@@ -281,6 +281,55 @@ fn read_only_recovery_changes_nothing_on_disk() {
     }
 }
 
+#[test]
+fn decoding_records_on_recovery_cuts_a_valid_crc_batch_that_does_not_decode() {
+    let config = small_config();
+    let (dir, sizes) = closed_segment(&config);
+    let mut log = read(&path(dir.path(), 0, FileKind::LOG));
+    // Batch 3 (uncompressed): record count lowered by one, CRC recomputed.
+    let at = sizes[..3].iter().sum::<usize>();
+    let batch = &mut log[at..at + sizes[3]];
+    let count = i32::from_be_bytes(batch[57..61].try_into().unwrap());
+    batch[57..61].copy_from_slice(&(count - 1).to_be_bytes());
+    let crc = seglog_records::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    write_log(dir.path(), &log);
+    let recover = SegmentOpenOptions {
+        recover: true,
+        ..SegmentOpenOptions::default()
+    };
+
+    // Kafka's cost (CRCs only): the batch is kept, in memory as on disk.
+    let (_, report) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::read_only()).unwrap();
+    assert!(report.recovery.is_none_or(|r| r.truncated_bytes == 0));
+    let kept = copy_dir(dir.path());
+    let (_, report) = Segment::open(kept.path(), 0, &config, recover).unwrap();
+    assert_eq!(report.recovery.unwrap().truncated_bytes, 0);
+
+    // Decoding: corrupt at the batch's own position, the intact batches before it kept.
+    let decoding = SegmentConfig {
+        decode_records_on_recovery: true,
+        ..config.clone()
+    };
+    let (segment, report) = Segment::open(dir.path(), 0, &decoding, recover).unwrap();
+    let recovery = report.recovery.unwrap();
+    assert_eq!(recovery.valid_bytes, at as u64);
+    assert_eq!(recovery.batches, 3);
+    assert!(
+        matches!(
+            recovery.reason,
+            Some(TruncationReason::Corrupt {
+                position,
+                kind: CorruptKind::Batch(RecordsCorrupt::TrailingBytes { .. })
+            }) if position == at as u64
+        ),
+        "{:?}",
+        recovery.reason
+    );
+    assert_eq!(segment.read_next_offset().unwrap(), 9);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
