@@ -6,8 +6,8 @@
 //! - (c) the `commitlog` crate 0.2 (`commitlog_contender`);
 //! - (d) Kafka 4.4's own storage code on the JVM (`kafka_contender`), when a Java class path
 //!   for `interop/kafka` is given;
-//! - and, in its own row, seglog-raft (a one-node openraft cluster) beside seglog's
-//!   `append_durable` (`raft_contender`).
+//! - and, in their own rows, seglog-raft (a one-node openraft cluster; one request per entry,
+//!   and through its batching `Proposer`) beside seglog's `append_durable` (`raft_contender`).
 //!
 //! Run it with `cargo xtask bench [--quick]`, which builds in release mode. It prints one table
 //! and the target checks, and writes the raw samples as JSON under `target/bench/`. Logs are

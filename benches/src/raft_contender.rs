@@ -1,12 +1,18 @@
 //! seglog-raft as a contender: a one-node openraft cluster whose log is a `seglog_raft::LogStore`
 //! (the crate's example key-value state machine applies the entries), written by concurrent
-//! proposers through `Raft::client_write`. A write returns once its entry is committed, which on
-//! one node means durable in the log (the store's flush callback, after seglog's group commit)
-//! and applied.
+//! proposers, each request either as an entry of its own (`Raft::client_write` of a one-request
+//! `Batch`) or through the crate's batching `Proposer` (the requests that queue while one entry
+//! is in flight share the next). A request returns once its entry is committed, which on one
+//! node means durable in the log (the store's flush callback, after seglog's group commit) and
+//! applied.
+//!
+//! `Work::records` counts requests; the `entries_per_s` and `req_per_entry` metrics say how
+//! many entries carried them.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use openraft::error::{InstallSnapshotError, RPCError, RaftError, Unreachable};
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
@@ -15,27 +21,53 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, Config, Raft, ServerState, SnapshotPolicy};
-use seglog_raft::{KvConfig, KvRequest, KvStateMachine, LogStore};
+use seglog_raft::{
+    Batch, KvConfig, KvProposer, KvRequest, KvStateMachine, LogStore, ProposerConfig,
+};
 
 use crate::harness::{Trial, Work};
 use crate::{Result, io_error};
 
-/// `entries` writes of `value_bytes` each from `proposers` concurrent tasks, on a fresh
+/// How requests become entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Proposal {
+    /// Each request is one entry: `Raft::client_write(Batch::one(request))`.
+    OnePerEntry,
+    /// Through a `seglog_raft::Proposer` with its default bounds.
+    Batched,
+}
+
+/// `requests` writes of `value_bytes` each from `proposers` concurrent tasks, on a fresh
 /// one-node cluster in `dir` (set up and torn down untimed).
 pub struct RaftDurable {
-    entries: usize,
+    requests: usize,
     proposers: usize,
+    proposal: Proposal,
     value: String,
     dir: PathBuf,
-    node: Option<(tokio::runtime::Runtime, Raft<KvConfig>)>,
+    node: Option<Node>,
+}
+
+/// A running one-node cluster and its proposer.
+struct Node {
+    runtime: tokio::runtime::Runtime,
+    raft: Raft<KvConfig>,
+    proposer: KvProposer,
 }
 
 impl RaftDurable {
     /// See the type.
-    pub fn new(entries: usize, proposers: usize, value_bytes: usize, dir: PathBuf) -> Self {
+    pub fn new(
+        requests: usize,
+        proposers: usize,
+        proposal: Proposal,
+        value_bytes: usize,
+        dir: PathBuf,
+    ) -> Self {
         Self {
-            entries,
+            requests,
             proposers,
+            proposal,
             value: "v".repeat(value_bytes),
             dir,
             node: None,
@@ -73,26 +105,43 @@ impl Trial for RaftDurable {
             raft.wait(Some(std::time::Duration::from_secs(10)))
                 .state(ServerState::Leader, "one-node leader")
                 .await?;
-            Ok::<_, crate::Error>(raft)
+            let proposer = KvProposer::new(raft.clone(), ProposerConfig::default())?;
+            Ok::<_, crate::Error>((raft, proposer))
         })?;
-        self.node = Some((runtime, raft));
+        let (raft, proposer) = raft;
+        self.node = Some(Node {
+            runtime,
+            raft,
+            proposer,
+        });
         Ok(())
     }
 
     fn run(&mut self) -> Result<Work> {
-        let (runtime, raft) = self.node.as_ref().ok_or("not prepared")?;
-        let (entries, proposers) = (self.entries, self.proposers);
-        runtime.block_on(async {
+        let node = self.node.as_ref().ok_or("not prepared")?;
+        let (requests, proposers, proposal) = (self.requests, self.proposers, self.proposal);
+        let first_index = node.raft.metrics().borrow().last_log_index.unwrap_or(0);
+        let start = Instant::now();
+        node.runtime.block_on(async {
             let tasks: Vec<_> = (0..proposers)
-                .map(|proposer| {
-                    let (raft, value) = (raft.clone(), self.value.clone());
+                .map(|task| {
+                    let (raft, proposer) = (node.raft.clone(), node.proposer.clone());
+                    let value = self.value.clone();
                     tokio::spawn(async move {
-                        for i in (proposer..entries).step_by(proposers) {
+                        for i in (task..requests).step_by(proposers) {
                             let write = KvRequest {
                                 key: format!("k{i}"),
                                 value: value.clone(),
                             };
-                            raft.client_write(write).await.map_err(|e| e.to_string())?;
+                            match proposal {
+                                Proposal::OnePerEntry => {
+                                    let batch = Batch::one(write);
+                                    raft.client_write(batch).await.map_err(|e| e.to_string())?;
+                                }
+                                Proposal::Batched => {
+                                    proposer.propose(write).await.map_err(|e| e.to_string())?;
+                                }
+                            }
                         }
                         Ok::<(), String>(())
                     })
@@ -103,16 +152,25 @@ impl Trial for RaftDurable {
             }
             Ok::<(), crate::Error>(())
         })?;
-        Ok(Work::new(
-            entries as u64,
-            (entries * self.value.len()) as u64,
-        ))
+        let elapsed = start.elapsed().as_secs_f64();
+        // On one node every entry is a client write of this run (no elections, no blanks).
+        let last_index = node.raft.metrics().borrow().last_log_index.unwrap_or(0);
+        let entries = last_index.saturating_sub(first_index).max(1);
+        Ok(
+            Work::new(requests as u64, (requests * self.value.len()) as u64)
+                .with_metric(
+                    "entries_per_s",
+                    entries as f64 / elapsed.max(f64::MIN_POSITIVE),
+                )
+                .with_metric("req_per_entry", requests as f64 / entries as f64),
+        )
     }
 
     fn cleanup(&mut self) -> Result<()> {
-        if let Some((runtime, raft)) = self.node.take() {
-            runtime
-                .block_on(raft.shutdown())
+        if let Some(node) = self.node.take() {
+            drop(node.proposer);
+            node.runtime
+                .block_on(node.raft.shutdown())
                 .map_err(|e| e.to_string())?;
         }
         match std::fs::remove_dir_all(&self.dir) {

@@ -1,13 +1,15 @@
 //! Contender (b): seglog, through its public API (`seglog::Log`, `seglog_index_core`), as an
-//! application would use it: leader appends of producer batches, `Log::read_into` fetches
-//! (copied into one reused buffer, usually with one `pread`) decoded with `seglog_records`,
-//! ListOffsets by timestamp, open and close.
+//! application would use it: leader appends of producer batches, a scan through the borrowed
+//! record reader (`Log::reader`: fetches copied into one reused buffer, usually with one
+//! `pread`, records decoded in place), `Log::read_into` point reads decoded with
+//! `seglog_records`, ListOffsets by timestamp, open and close.
 
 use std::fs;
 use std::hint::black_box;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use seglog::{Isolation, ListOffsets, Log, LogConfig};
+use seglog::{Isolation, ListOffsets, Log, LogConfig, PollEnd, ReaderOptions};
 use seglog_index_core::OffsetIndex;
 use seglog_records::{Batches, Record, RecordRef};
 
@@ -226,13 +228,42 @@ pub enum Decode {
 }
 
 /// Reads every batch of `log` in offset order, checking every batch's CRC and decoding the
-/// records if asked; returns (records, value bytes decoded).
+/// records if asked; returns (records, value bytes decoded). Decoding goes through
+/// [`seglog::RecordReader`], the borrowed record reader an embedded consumer uses (one reused
+/// buffer; records of uncompressed v2 batches are views into it).
 ///
 /// # Errors
 ///
 /// On a read error, a CRC mismatch or a malformed record.
 pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
-    let (mut offset, mut records, mut payload_bytes) = (log.log_start_offset(), 0u64, 0u64);
+    match decode {
+        Decode::Records => scan_records(log),
+        Decode::BatchesOnly => scan_batches(log),
+    }
+}
+
+/// Every record from the log start through `RecordReader::poll`.
+fn scan_records(log: &Log) -> Result<(u64, u64)> {
+    let (mut records, mut payload_bytes) = (0u64, 0u64);
+    let mut reader = ReaderOptions::new(log.log_start_offset(), Isolation::LogEnd)
+        .fetch_bytes(READ_BYTES)
+        .reader(log);
+    let end = reader.poll(|_, record| {
+        payload_bytes += black_box(record.value()).map_or(0, <[u8]>::len) as u64;
+        records += 1;
+        Ok::<_, seglog::Error>(ControlFlow::Continue(()))
+    });
+    match end {
+        Ok(PollEnd::CaughtUp) => Ok((records, payload_bytes)),
+        Ok(PollEnd::Stopped) => Err("the seglog scan stopped early".into()),
+        Err(error) => Err(format!("seglog scan at {}: {error}", reader.position()).into()),
+    }
+}
+
+/// Every batch from the log start, CRC checked, records counted from the headers (batches
+/// never start below the fetch offset in a scan from the log start).
+fn scan_batches(log: &Log) -> Result<(u64, u64)> {
+    let (mut offset, mut records) = (log.log_start_offset(), 0u64);
     let end = log.log_end_offset();
     let mut buffer = Vec::new();
     while offset < end {
@@ -241,28 +272,9 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
         for batch in Batches::new(&buffer, position).validated() {
             let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
             let header = batch.header();
-            match decode {
-                // Uncompressed v2 batches decode without a reference count per field;
-                // anything else (codecs, legacy formats) through the owned decoder.
-                Decode::Records => match batch.records_borrowed() {
-                    Some(borrowed) => {
-                        consume_from(borrowed, offset, &mut records, &mut payload_bytes)?;
-                    }
-                    None => consume_from(
-                        batch.records(usize::MAX),
-                        offset,
-                        &mut records,
-                        &mut payload_bytes,
-                    )?,
-                },
-                // Batches never start below the fetch offset in a scan from the log start.
-                Decode::BatchesOnly => {
-                    let count = black_box(header.record_count).ok_or_else(|| {
-                        format!("batch at {} has no record count", header.position)
-                    })?;
-                    records += u64::try_from(count)?;
-                }
-            }
+            let count = black_box(header.record_count)
+                .ok_or_else(|| format!("batch at {} has no record count", header.position))?;
+            records += u64::try_from(count)?;
             next = header.last_offset + 1;
         }
         if next == offset {
@@ -270,7 +282,7 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
         }
         offset = next;
     }
-    Ok((records, payload_bytes))
+    Ok((records, 0))
 }
 
 /// One `Log::read_into` per target offset (the batch holding it, `min_one_message`), its CRC
@@ -361,24 +373,6 @@ impl ConsumedRecord for Record {
     fn value_len(self) -> usize {
         black_box(self.value).map_or(0, |value| value.len())
     }
-}
-
-/// Decodes every record of one batch, adding those at or above `from` to `records` and their
-/// value bytes to `payload_bytes`.
-fn consume_from<R: ConsumedRecord>(
-    batch_records: impl Iterator<Item = std::result::Result<R, seglog_records::Error>>,
-    from: i64,
-    records: &mut u64,
-    payload_bytes: &mut u64,
-) -> Result<()> {
-    for record in batch_records {
-        let record = record.map_err(|error| format!("seglog record: {error}"))?;
-        if record.offset() >= from {
-            *payload_bytes += record.value_len() as u64;
-            *records += 1;
-        }
-    }
-    Ok(())
 }
 
 /// Decodes the records of one batch up to the one at `offset`; its value length, or `None`
@@ -586,4 +580,26 @@ fn check_end(log: &Log, records: u64) -> Result<()> {
 
 fn remove_dir(dir: &Path) -> Result<()> {
     fs::remove_dir_all(dir).map_err(|e| io_error("remove", dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_scans_count_every_record_and_the_reader_every_value_byte() -> Result<()> {
+        let dir = tempfile::tempdir()?;
+        let log = open(&dir.path().join("bench-0"), LogConfig::default())?;
+        let mut builder = seglog::BatchBuilder::new(0);
+        for i in 0..10u8 {
+            builder.append(1_700_000_000_000, None, Some(&[i; 5]), &[]);
+        }
+        let batch = builder.build()?;
+        for _ in 0..3 {
+            log.append(&batch)?;
+        }
+        assert_eq!(scan(&log, Decode::Records)?, (30, 150));
+        assert_eq!(scan(&log, Decode::BatchesOnly)?, (30, 0));
+        Ok(())
+    }
 }

@@ -99,6 +99,14 @@ const CHECKS: &[(&str, Check)] = &[
         },
     ),
     (
+        "raft batched: Proposer / seglog append_durable (8 proposers)",
+        Check::RateAtLeast {
+            workload: names::RAFT_BATCHED,
+            against: Role::Ceiling,
+            bound: 0.8,
+        },
+    ),
+    (
         "scan 100B: seglog / raw read",
         Check::RateAtLeast {
             workload: names::SCAN_SMALL,

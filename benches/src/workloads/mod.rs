@@ -26,8 +26,10 @@ pub mod names {
     pub const DURABLE_ONE: &str = "durable append 1 writer";
     /// fsync per batch, eight writers (group commit).
     pub const DURABLE_EIGHT: &str = "durable append 8 writers";
-    /// seglog-raft: durable entries through openraft, eight proposers.
+    /// seglog-raft: durable requests through openraft, one entry each, eight proposers.
     pub const RAFT_DURABLE: &str = "raft durable 8 proposers";
+    /// seglog-raft: durable requests through its batching `Proposer`, eight proposers.
+    pub const RAFT_BATCHED: &str = "raft batched 8 proposers";
     /// Full scan of the 100 B log with CRC checks.
     pub const SCAN_SMALL: &str = "scan 100B";
     /// Full scan of the 1 KiB log with CRC checks.
@@ -75,8 +77,9 @@ pub struct Plan {
     pub large: DataSpec,
     /// Batches per durable-append run (split across the writers).
     pub durable_batches: usize,
-    /// Entries per seglog-raft run (split across the proposers).
-    pub raft_entries: usize,
+    /// Requests per seglog-raft run (split across the proposers; one entry each in the
+    /// one-request-per-entry row).
+    pub raft_requests: usize,
     /// Reads per point-read and timestamp-read run.
     pub point_reads: usize,
     /// Entries in the floor-lookup index.
@@ -110,7 +113,7 @@ impl Plan {
                 batch_records: 100,
             },
             durable_batches: 2_000,
-            raft_entries: 8_000,
+            raft_requests: 8_000,
             point_reads: 100_000,
             floor_entries: 1_000_000,
             floor_lookups: 1_000_000,
@@ -141,7 +144,7 @@ impl Plan {
                 batch_records: 100,
             },
             durable_batches: 400,
-            raft_entries: 2_000,
+            raft_requests: 2_000,
             point_reads: 10_000,
             floor_entries: 1_000_000,
             floor_lookups: 1_000_000,

@@ -45,7 +45,11 @@ pub enum Command {
     Retain(RetainArgs),
     /// Remove every offset at and above OFFSET (Kafka's truncateTo, at batch granularity).
     Truncate(TruncateArgs),
-    /// Show the engine at work: produce, roll, read, retain, crash, recover, verify.
+    /// Write a transaction marker (COMMIT or ABORT) for a producer, as a broker does for
+    /// its transaction coordinator (WriteTxnMarkers).
+    Marker(MarkerArgs),
+    /// Show the engine at work: produce, roll, read, retain, crash, recover, verify, then an
+    /// idempotent retry, an aborted and a committed transaction and a read_committed scan.
     Demo(DemoArgs),
 }
 
@@ -74,6 +78,16 @@ pub enum CompressionArg {
     Lz4,
     /// zstd (codec 4).
     Zstd,
+}
+
+/// How far `read` goes and what it shows (a Kafka consumer's `isolation.level`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum IsolationArg {
+    /// Every record up to the log end offset, aborted transactions included.
+    #[default]
+    ReadUncommitted,
+    /// Up to the last stable offset, without the records of aborted transactions.
+    ReadCommitted,
 }
 
 /// `seglog produce`.
@@ -107,7 +121,50 @@ pub struct ProduceArgs {
     /// Topic configuration override, Kafka names (e.g. `segment.bytes=1048576`). Repeatable.
     #[arg(long = "config", value_name = "KEY=VALUE")]
     pub config: Vec<String>,
-    /// Print one JSON line per appended batch: `{"base_offset": N, "last_offset": N}`.
+    /// Write as the idempotent producer P (batches carry its id, epoch and sequences; a
+    /// retry of one of its last 5 batches is answered from the log's deduplication cache).
+    #[arg(long, value_name = "P", requires = "producer_epoch",
+          value_parser = clap::value_parser!(i64).range(0..))]
+    pub producer_id: Option<i64>,
+    /// The producer's epoch (with `--producer-id`).
+    #[arg(long, value_name = "E", requires = "producer_id",
+          value_parser = clap::value_parser!(i16).range(0..))]
+    pub producer_epoch: Option<i16>,
+    /// Sequence of the first record (with `--producer-id`); later batches follow on.
+    #[arg(long, value_name = "S", default_value_t = 0, requires = "producer_id",
+          value_parser = clap::value_parser!(i32).range(0..))]
+    pub base_sequence: i32,
+    /// Write the batches as part of the producer's transaction (end it with `seglog marker`).
+    #[arg(long, requires = "producer_id")]
+    pub transactional: bool,
+    /// Print one JSON line per appended batch: `{"base_offset": N, "last_offset": N}` (and
+    /// `"duplicate": true` for a retry the log answered from its cache).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog marker`.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("result").required(true).args(["commit", "abort"])))]
+pub struct MarkerArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// The producer whose transaction ends.
+    #[arg(long, value_name = "P", value_parser = clap::value_parser!(i64).range(0..))]
+    pub producer_id: i64,
+    /// The producer's epoch.
+    #[arg(long, value_name = "E", value_parser = clap::value_parser!(i16).range(0..))]
+    pub producer_epoch: i16,
+    /// Commit the transaction.
+    #[arg(long)]
+    pub commit: bool,
+    /// Abort the transaction.
+    #[arg(long)]
+    pub abort: bool,
+    /// The transaction coordinator's epoch.
+    #[arg(long, value_name = "C", default_value_t = 0)]
+    pub coordinator_epoch: i32,
+    /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
 }
@@ -136,6 +193,10 @@ pub struct ReadArgs {
     /// Also print control records (transaction markers, KRaft control records).
     #[arg(long)]
     pub include_control: bool,
+    /// `read-uncommitted` (every record to the log end) or `read-committed` (stop at the last
+    /// stable offset and drop the records of aborted transactions, as a Kafka consumer does).
+    #[arg(long, value_enum, default_value_t = IsolationArg::ReadUncommitted)]
+    pub isolation: IsolationArg,
     /// One JSON object per record.
     #[arg(long)]
     pub json: bool,

@@ -52,7 +52,7 @@ pub use input::{InputRecord, JsonLines};
 pub use log_stream::DEFAULT_MAX_BATCH_BYTES;
 pub use output::{AppendedLine, Out, RecordLine, TimestampTypeName};
 pub use progress::Progress;
-pub use scan::for_each_record;
+pub use scan::{for_each_record, for_each_record_with};
 
 /// Result with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -80,6 +80,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Recover(args) => cmd::recover::run(args, cli.quiet),
         Command::Retain(args) => cmd::retain::run(args),
         Command::Truncate(args) => cmd::truncate::run(args),
+        Command::Marker(args) => cmd::marker::run(args),
         Command::Demo(args) => cmd::demo::run(args, cli.quiet),
     }
 }

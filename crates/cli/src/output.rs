@@ -73,6 +73,10 @@ pub struct AppendedLine {
     pub base_offset: i64,
     /// Offset of the batch's last record.
     pub last_offset: i64,
+    /// The batch was a retry of one of its producer's last 5 batches: the offsets are the
+    /// original's and nothing was written (written only when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
 }
 
 /// How Kafka labels a record's timestamp.
@@ -144,6 +148,7 @@ mod tests {
         let line = AppendedLine {
             base_offset: 0,
             last_offset: 99,
+            duplicate: false,
         };
         assert_eq!(
             serde_json::to_string(&line).unwrap(),

@@ -33,9 +33,24 @@ pub struct ScanEnd {
 pub fn for_each_record(
     log: &Log,
     start_offset: i64,
+    f: impl FnMut(&BatchHeader, Record) -> Result<ControlFlow<()>, Error>,
+) -> Result<ScanEnd, Error> {
+    for_each_record_with(log, start_offset, Isolation::LogEnd, f)
+}
+
+/// [`for_each_record`] up to the visible end of `isolation`: with
+/// [`Isolation::ReadCommitted`], to the last stable offset and without the records of aborted
+/// transactions.
+///
+/// # Errors
+/// As [`for_each_record`].
+pub fn for_each_record_with(
+    log: &Log,
+    start_offset: i64,
+    isolation: Isolation,
     mut f: impl FnMut(&BatchHeader, Record) -> Result<ControlFlow<()>, Error>,
 ) -> Result<ScanEnd, Error> {
-    let mut reader = ReaderOptions::new(start_offset, Isolation::LogEnd)
+    let mut reader = ReaderOptions::new(start_offset, isolation)
         .fetch_bytes(FETCH_BYTES)
         .max_decompressed_bytes(MAX_DECOMPRESSED_BYTES)
         .check_crcs(true)

@@ -1,6 +1,7 @@
 //! `LogConfig`: Kafka's topic-level storage settings, their defaults, parsing and validation.
 
 use seglog_records::TimestampType;
+use seglog_segment::SegmentConfig;
 
 use crate::{Error, Result};
 
@@ -470,5 +471,25 @@ mod tests {
             };
             c.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
         }
+    }
+}
+
+/// A log's [`LogConfig`] and the segment layer's view of it, always changed together.
+#[derive(Debug)]
+pub(crate) struct Settings {
+    pub(crate) config: LogConfig,
+    pub(crate) segment: SegmentConfig,
+}
+
+/// The segment layer's view of a [`LogConfig`] (without a cache).
+pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
+    SegmentConfig {
+        segment_bytes: config.segment_bytes.max(14) as u32,
+        index_interval_bytes: config.index_interval_bytes.max(0) as u32,
+        max_index_bytes: config.segment_index_bytes.max(12) as u32,
+        preallocate: config.preallocate,
+        segment_ms: config.segment_ms,
+        segment_jitter_ms: config.segment_jitter_ms,
+        ..SegmentConfig::default()
     }
 }

@@ -18,32 +18,8 @@ use std::task::{Context, Poll, Waker};
 
 use crate::append::{AppendInfo, Durability};
 use crate::log::Log;
-use crate::sync::{Mutex, lock};
+use crate::sync::lock;
 use crate::{Error, Result};
-
-/// The async waiters of one log and whether its sync thread runs.
-#[derive(Debug)]
-pub(crate) struct AsyncCommit {
-    state: Mutex<AsyncState>,
-}
-
-impl Default for AsyncCommit {
-    fn default() -> Self {
-        Self {
-            state: Mutex::new(AsyncState::default()),
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct AsyncState {
-    /// The sync thread is running (or starting).
-    running: bool,
-    /// The highest end offset a pending waiter needs durable.
-    wanted: i64,
-    /// The pending waiters, woken after every sync round.
-    wakers: Vec<Waker>,
-}
 
 impl Log {
     /// The async form of [`Log::sync_to`]: a future that completes once every offset below

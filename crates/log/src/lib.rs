@@ -107,6 +107,7 @@
 #![forbid(unsafe_code)]
 
 mod append;
+mod async_commit;
 mod background;
 mod checkpoint;
 mod clean_shutdown;

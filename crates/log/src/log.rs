@@ -18,7 +18,8 @@ use crate::leader_epoch::{self, EpochState};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
-use crate::settings::Settings;
+use crate::config::Settings;
+pub(crate) use crate::config::segment_config;
 use crate::sync::{Mutex, MutexGuard, RwLock, lock};
 use crate::view::{LogView, OffsetMetadata, Published, SegmentSize};
 use crate::{Error, Result, TopicPartition};
@@ -169,7 +170,7 @@ pub struct Log {
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
-    pub(crate) async_commit: crate::durable_async::AsyncCommit,
+    pub(crate) async_commit: crate::async_commit::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
     pub(crate) metrics: crate::observe::LogMetrics,
 }
@@ -418,7 +419,7 @@ impl Log {
             epochs: Mutex::new(epochs),
             producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
-            async_commit: crate::durable_async::AsyncCommit::default(),
+            async_commit: crate::async_commit::AsyncCommit::default(),
             metrics,
         };
         let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
@@ -732,17 +733,4 @@ impl Log {
 /// A segment cache of `config.segment_cache_capacity` (a log's own, or a `LogDir`'s).
 pub(crate) fn segment_cache_for(config: &LogConfig) -> SegmentCache {
     SegmentCache::new(usize::try_from(config.segment_cache_capacity).unwrap_or(1))
-}
-
-/// The segment layer's view of a [`LogConfig`] (without a cache).
-pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
-    SegmentConfig {
-        segment_bytes: config.segment_bytes.max(14) as u32,
-        index_interval_bytes: config.index_interval_bytes.max(0) as u32,
-        max_index_bytes: config.segment_index_bytes.max(12) as u32,
-        preallocate: config.preallocate,
-        segment_ms: config.segment_ms,
-        segment_jitter_ms: config.segment_jitter_ms,
-        ..SegmentConfig::default()
-    }
 }

@@ -75,7 +75,8 @@ pub struct LogDirTickReport {
 }
 
 impl LogDir {
-    /// Opens (creating it if needed) the root `root`; every partition uses `config`.
+    /// Opens (creating it if needed) the root `root`; every partition uses `config` (no topic
+    /// overrides: see [`LogDir::open_with_topic_configs`]).
     ///
     /// # Errors
     /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root,

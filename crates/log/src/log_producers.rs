@@ -140,7 +140,15 @@ impl Log {
             }
         }
         producers.state.map_end_offset = next_offset;
-        Ok(touched.then(|| Arc::new(producers.unstable_txns())))
+        if !touched {
+            return Ok(None);
+        }
+        // Kafka's onHighWatermarkUpdated: completed transactions whose marker lies below the
+        // high watermark are stable (they no longer count for the LSO), so they are dropped
+        // here rather than kept forever.
+        let high_watermark = self.published.load().high_watermark.offset;
+        producers.state.remove_unreplicated_below(high_watermark);
+        Ok(Some(Arc::new(producers.unstable_txns())))
     }
 
     /// Writes a transaction marker (Kafka's `WriteTxnMarkers` path, `appendAsLeader` with
@@ -238,6 +246,24 @@ impl Log {
     /// The offsets of the producer snapshots on disk (`<offset>.snapshot`), oldest first.
     pub fn producer_snapshot_offsets(&self) -> Vec<i64> {
         lock(&self.producers).snapshot_offsets()
+    }
+
+    /// The `.txnindex` entries of every segment as the log holds them (after a recovery: as
+    /// rebuilt from the markers; a read-only log keeps a rebuilt index in memory), oldest
+    /// segment first; segments without entries are left out.
+    ///
+    /// # Errors
+    /// `.txnindex` read errors.
+    pub fn txn_index_entries(&self) -> Result<Vec<(i64, Vec<AbortedTxn>)>> {
+        let view = self.published.load();
+        let mut out = Vec::new();
+        for (base, segment) in view.segments.iter() {
+            let entries = segment.aborted_txns()?;
+            if !entries.is_empty() {
+                out.push((base, entries));
+            }
+        }
+        Ok(out)
     }
 
     /// Kafka's `collectAbortedTransactions(startOffset, upperBoundOffset)`: the aborted

@@ -3,18 +3,12 @@
 use seglog_segment::SegmentConfig;
 
 use crate::config::LogConfig;
-use crate::log::{Log, segment_config};
+use crate::config::{Settings, segment_config};
+use crate::log::Log;
 use std::sync::Arc;
 
 use crate::sync::{read, write};
 use crate::{Error, Result};
-
-/// A log's [`LogConfig`] and the segment layer's view of it, always changed together.
-#[derive(Debug)]
-pub(crate) struct Settings {
-    pub(crate) config: LogConfig,
-    pub(crate) segment: SegmentConfig,
-}
 
 impl Log {
     /// The log's current configuration (the one it was opened with, or the last one given to

@@ -13,8 +13,11 @@
 //! echo '"Status"' | nc 127.0.0.1 21002
 //! ```
 //!
-//! Client requests: `{"Write":{"key":..,"value":..}}` (answered by the leader once the entry is
-//! committed and applied; other nodes answer `{"Forward":{"leader":ID}}`), `"Status"`,
+//! Client requests: `{"Write":{"key":..,"value":..}}` (answered by the leader once the entry
+//! carrying it is committed and applied; other nodes answer `{"Forward":{"leader":ID}}`).
+//! Writes go through the crate's batching `KvProposer`: writes of concurrent connections share
+//! one entry (`{"Written":{"index":I,"position":P}}`: request P of the entry at index I).
+//! Also `"Status"`,
 //! `"Dump"` (this node's applied map). Each node keeps its store in `DIR/log` (the seglog log
 //! in `DIR/log/raft-0`: check it with `seglog verify`) and its snapshots in `DIR/sm`.
 //! Only loopback addresses are accepted: this is a demonstration, not a server.
@@ -26,8 +29,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use openraft::error::{
-    ClientWriteError, InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError,
-    Unreachable,
+    InstallSnapshotError, NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
@@ -35,7 +37,9 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, Config, LogId, Raft, SnapshotPolicy};
-use seglog_raft::{KvConfig, KvRequest, KvStateMachine, LogStore};
+use seglog_raft::{
+    KvConfig, KvProposer, KvRequest, KvStateMachine, LogStore, ProposeError, ProposerConfig,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -94,9 +98,11 @@ enum Request {
 /// A node's answer to a client request.
 #[derive(Debug, Serialize, Deserialize)]
 enum ClientResponse {
-    /// The write is committed and applied on the leader at this log index.
+    /// The write is committed and applied on the leader: request `position` of the entry at
+    /// log index `index`.
     Written {
         index: u64,
+        position: usize,
     },
     /// Not the leader: ask this one (when known).
     Forward {
@@ -152,15 +158,17 @@ async fn main() -> Result<(), BoxError> {
         }
         raft.initialize(members).await?;
     }
+    let proposer = KvProposer::new(raft.clone(), ProposerConfig::default())?;
     println!("node {} listening on {}", args.id, args.addr);
     let stop = Arc::new(tokio::sync::Notify::new());
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let (stream, _) = accepted?;
-                let (raft, sm, stop) = (raft.clone(), sm.clone(), Arc::clone(&stop));
+                let (raft, proposer, sm, stop) =
+                    (raft.clone(), proposer.clone(), sm.clone(), Arc::clone(&stop));
                 tokio::spawn(async move {
-                    if let Err(e) = serve(stream, raft, sm, &stop).await {
+                    if let Err(e) = serve(stream, raft, proposer, sm, &stop).await {
                         eprintln!("connection: {e}");
                     }
                 });
@@ -179,6 +187,7 @@ async fn main() -> Result<(), BoxError> {
 async fn serve(
     stream: TcpStream,
     raft: KvRaft,
+    proposer: KvProposer,
     sm: KvStateMachine,
     stop: &tokio::sync::Notify,
 ) -> Result<(), BoxError> {
@@ -190,7 +199,7 @@ async fn serve(
             Request::AppendEntries(rpc) => serde_json::to_vec(&raft.append_entries(rpc).await)?,
             Request::Vote(rpc) => serde_json::to_vec(&raft.vote(rpc).await)?,
             Request::InstallSnapshot(rpc) => serde_json::to_vec(&raft.install_snapshot(rpc).await)?,
-            Request::Write(write) => serde_json::to_vec(&client_write(&raft, write).await)?,
+            Request::Write(write) => serde_json::to_vec(&client_write(&proposer, write).await)?,
             Request::Status => {
                 let m = raft.metrics().borrow().clone();
                 serde_json::to_vec(&ClientResponse::Status(Status {
@@ -219,16 +228,15 @@ async fn serve(
     Ok(())
 }
 
-async fn client_write(raft: &KvRaft, write: KvRequest) -> ClientResponse {
-    match raft.client_write(write).await {
-        Ok(response) => ClientResponse::Written {
-            index: response.log_id.index,
+async fn client_write(proposer: &KvProposer, write: KvRequest) -> ClientResponse {
+    match proposer.propose(write).await {
+        Ok(proposed) => ClientResponse::Written {
+            index: proposed.log_id.index,
+            position: proposed.position,
         },
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(forward))) => {
-            ClientResponse::Forward {
-                leader: forward.leader_id,
-            }
-        }
+        Err(ProposeError::ForwardToLeader(forward)) => ClientResponse::Forward {
+            leader: forward.leader_id,
+        },
         Err(e) => ClientResponse::Error(e.to_string()),
     }
 }

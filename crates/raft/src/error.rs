@@ -81,6 +81,12 @@ pub enum Error {
         /// The flush error, as the flush thread reported it.
         reason: String,
     },
+    /// A [`crate::ProposerConfig`] that cannot work.
+    #[error("invalid proposer config: {reason}")]
+    InvalidProposerConfig {
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// The flusher thread is gone (the store is being dropped, or it could not be started).
     #[error("the flush thread of {dir} is not running")]
     FlusherGone {

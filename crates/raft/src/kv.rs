@@ -2,6 +2,11 @@
 //! and the `kv` example. It is not part of the storage: a real application brings its own
 //! `RaftStateMachine`.
 //!
+//! Its writes are batch entries: the app data is a [`Batch`] of [`KvRequest`]s, applied in
+//! order as one step (no reader of the map sees part of an entry), answered by one
+//! [`KvResponse`] per request. Write through a [`KvProposer`] to batch concurrent writes, or
+//! propose `Batch::one(request)` with `Raft::client_write` for one request per entry.
+//!
 //! State lives in memory; with a directory, each snapshot (built or installed) is also written
 //! to `snapshot` there atomically and loaded again at open, so a restarted node starts from its
 //! last snapshot and openraft re-applies the log after it.
@@ -19,6 +24,8 @@ use openraft::{
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::batch::{Batch, BatchResponse};
+use crate::proposer::Proposer;
 use crate::side_file;
 
 /// The example's snapshot file.
@@ -36,17 +43,21 @@ pub struct KvRequest {
 /// What applying a [`KvRequest`] returns: the key's previous value.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KvResponse {
-    /// The value the key had before (`None`: new key, or a blank/membership entry).
+    /// The value the key had before (`None`: a new key).
     pub previous: Option<String>,
 }
 
 openraft::declare_raft_types!(
-    /// The example's openraft type config: [`KvRequest`] in, [`KvResponse`] out, `u64` node
-    /// ids, `BasicNode` addresses, in-memory snapshot data.
+    /// The example's openraft type config: a [`Batch`] of [`KvRequest`]s in, a
+    /// [`BatchResponse`] of [`KvResponse`]s out (empty for blank and membership entries),
+    /// `u64` node ids, `BasicNode` addresses, in-memory snapshot data.
     pub KvConfig:
-        D = KvRequest,
-        R = KvResponse,
+        D = Batch<KvRequest>,
+        R = BatchResponse<KvResponse>,
 );
+
+/// The example's batching client: concurrent writes share entries (see [`Proposer`]).
+pub type KvProposer = Proposer<KvConfig, KvRequest, KvResponse>;
 
 /// The example's snapshot as stored: its metadata and the whole map.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -171,7 +182,12 @@ impl RaftStateMachine<KvConfig> for KvStateMachine {
         Ok((state.last_applied, state.last_membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<KvResponse>, StorageError<u64>>
+    /// Applies each entry's requests in order, under one lock of the map: a reader (`get`, a
+    /// snapshot) sees all of an entry or none of it.
+    async fn apply<I>(
+        &mut self,
+        entries: I,
+    ) -> Result<Vec<BatchResponse<KvResponse>>, StorageError<u64>>
     where
         I: IntoIterator<Item = Entry<KvConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -180,15 +196,21 @@ impl RaftStateMachine<KvConfig> for KvStateMachine {
         let mut replies = Vec::new();
         for entry in entries {
             state.last_applied = Some(entry.log_id);
-            let previous = match entry.payload {
-                EntryPayload::Blank => None,
-                EntryPayload::Normal(request) => state.map.insert(request.key, request.value),
+            let responses = match entry.payload {
+                EntryPayload::Blank => Vec::new(),
+                EntryPayload::Normal(batch) => batch
+                    .requests
+                    .into_iter()
+                    .map(|request| KvResponse {
+                        previous: state.map.insert(request.key, request.value),
+                    })
+                    .collect(),
                 EntryPayload::Membership(membership) => {
                     state.last_membership = StoredMembership::new(Some(entry.log_id), membership);
-                    None
+                    Vec::new()
                 }
             };
-            replies.push(KvResponse { previous });
+            replies.push(BatchResponse { responses });
         }
         Ok(replies)
     }

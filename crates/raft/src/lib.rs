@@ -39,9 +39,15 @@
 //! open; openraft finds the first log id of each term by its own binary search over reads).
 //! seglog's leader-epoch cache does not exist yet; once it does, term starts can come from it.
 //!
+//! **Batching proposals.** openraft 0.9.25's core waits for each append's flush callback before
+//! it takes the next client write, so on one node every `client_write` pays one fsync of its
+//! own. [`Proposer`] batches before openraft: while one entry is in flight, the requests of
+//! concurrent callers queue, and go out together as one entry (a [`Batch`]); each caller gets
+//! its own response once that entry is committed and applied, or the entry's error.
+//!
 //! The seglog calls are blocking file I/O made on the calling task, as a RocksDB-backed store
 //! makes them. [`KvStateMachine`] is an **example** state machine for the tests and the `kv`
-//! example, not part of the storage.
+//! example, not part of the storage; its [`KvConfig`] writes [`Batch`] entries.
 //!
 //! ```
 //! use openraft::storage::RaftLogStorage;
@@ -59,16 +65,20 @@
 
 #![forbid(unsafe_code)]
 
+mod batch;
 mod codec;
 mod error;
 mod flusher;
 mod kv;
+mod proposer;
 mod side_file;
 mod store;
 
+pub use batch::{Batch, BatchResponse};
 pub use error::Error;
 pub use flusher::OnDurable;
-pub use kv::{KvConfig, KvRequest, KvResponse, KvStateMachine};
+pub use kv::{KvConfig, KvProposer, KvRequest, KvResponse, KvStateMachine};
+pub use proposer::{ProposeError, Proposed, Proposer, ProposerConfig, ProposerStats};
 pub use side_file::{COMMITTED_FILE, PURGED_FILE, TRUNCATION_FILE, VOTE_FILE};
 pub use store::{COMMITTED_CHECKPOINT_INTERVAL, LOG_DIR, LogReader, LogStore, raft_log_config};
 

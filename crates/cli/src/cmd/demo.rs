@@ -7,7 +7,11 @@
 //!    leaves: no clean-shutdown marker, untrimmed preallocated indexes), then the active
 //!    segment's tail is torn, one byte in the middle of it is flipped and an older segment's
 //!    `.index` is deleted; 7. reopen (recovery), then check every surviving record against what
-//!    was produced and run `verify` on the files. The summary table closes the run.
+//!    was produced and run `verify` on the files; 8. producers and transactions on the recovered
+//!    log: an idempotent producer's retry answered from the deduplication cache (same offsets,
+//!    nothing written), an aborted and a committed transaction (the last stable offset held at
+//!    the first open one, a `.txnindex` entry for the abort), and a read_committed scan that
+//!    skips the aborted records. The summary table closes the run.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -15,7 +19,10 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use seglog::{BatchBuilder, Batches, Isolation, ListOffsets, Log, LogConfig};
+use seglog::{
+    BatchBuilder, Batches, Durability, HighWatermarkPolicy, Isolation, ListOffsets, Log, LogConfig,
+    TxnResult,
+};
 
 use crate::Outcome;
 use crate::cli::DemoArgs;
@@ -24,7 +31,7 @@ use crate::cmd::verify::verify_dir;
 use crate::error::Error;
 use crate::output::Out;
 use crate::progress::Progress;
-use crate::scan::for_each_record;
+use crate::scan::{for_each_record, for_each_record_with};
 use crate::view::MAX_DECOMPRESSED_BYTES;
 
 /// Largest segment size of the demo log (small, so that it rolls many times).
@@ -42,6 +49,10 @@ const RECORDS_PER_MS: u64 = 100;
 /// Random lookups by offset and by timestamp.
 const OFFSET_LOOKUPS: usize = 2000;
 const TIMESTAMP_LOOKUPS: usize = 500;
+/// The producer ids of the transactions step.
+const IDEMPOTENT_PID: i64 = 1000;
+const ABORTED_PID: i64 = 2000;
+const COMMITTED_PID: i64 = 2001;
 
 /// The records the demo writes: record `i` (at offset `i`) is a pure function of `i`.
 #[derive(Debug, Clone, Copy)]
@@ -231,6 +242,165 @@ impl Demo {
         let log = self.retention(out)?;
         let crash = self.crash(out, log)?;
         self.recover(out, &crash)?;
+        self.transactions(out)?;
+        Ok(())
+    }
+
+    /// Idempotent and transactional producers on the recovered log: a retry answered from
+    /// the deduplication cache, an aborted and a committed transaction, a read_committed scan
+    /// that skips the aborted records.
+    fn transactions(&mut self, out: &mut Out) -> Result<(), Error> {
+        const BATCHES: i32 = 10;
+        const PER_BATCH: i32 = 100;
+        let log = Log::open(&self.dir, self.config())?;
+        log.set_high_watermark_policy(HighWatermarkPolicy::LogEnd)?;
+        let start = log.log_end_offset();
+        let now = now_ms();
+        let dir = self.dir.clone();
+        let batch = |pid: i64, sequence: i32, transactional: bool, tag: &str| {
+            let mut builder = BatchBuilder::new(0)
+                .producer(pid, 0, sequence)
+                .transactional(transactional);
+            for i in 0..PER_BATCH {
+                let value = format!("{tag}-{}", sequence + i);
+                builder.append(now, None, Some(value.as_bytes()), &[]);
+            }
+            builder.build().map_err(|source| Error::Records {
+                path: dir.clone(),
+                source,
+            })
+        };
+        // An idempotent producer, then a retry of one of its last 5 batches.
+        let mut originals = Vec::new();
+        for b in 0..BATCHES {
+            originals.push(log.append(&batch(IDEMPOTENT_PID, b * PER_BATCH, false, "idem")?)?);
+        }
+        let end_before_retry = log.log_end_offset();
+        let retried = BATCHES - 2;
+        let retry_batch = batch(IDEMPOTENT_PID, retried * PER_BATCH, false, "idem")?;
+        let started = Instant::now();
+        let retry = log.append(&retry_batch)?;
+        let retry_us = started.elapsed().as_secs_f64() * 1e6;
+        let original = &originals[retried as usize];
+        self.check(
+            retry.duplicate
+                && retry.first_offset == original.first_offset
+                && log.log_end_offset() == end_before_retry,
+            || {
+                format!(
+                    "the retry of batch {retried} was not answered from the cache (duplicate {}, offset {} vs {}, log end {} vs {end_before_retry})",
+                    retry.duplicate,
+                    retry.first_offset,
+                    original.first_offset,
+                    log.log_end_offset()
+                )
+            },
+        );
+        self.row(
+            out,
+            "dedup",
+            format!(
+                "retry of batch {retried} (offsets {}..={}) answered from the producer's cache in {retry_us:.0} µs: same offsets, nothing written",
+                original.first_offset, original.last_offset
+            ),
+        )?;
+        // A transaction that aborts and one that commits, interleaved.
+        let mut aborted_first = None;
+        for b in 0..BATCHES / 2 {
+            let a = log.append(&batch(ABORTED_PID, b * PER_BATCH, true, "aborted")?)?;
+            aborted_first.get_or_insert(a.first_offset);
+            log.append(&batch(COMMITTED_PID, b * PER_BATCH, true, "committed")?)?;
+        }
+        let aborted_first = aborted_first.unwrap_or(start);
+        let open_lso = log.last_stable_offset();
+        self.check(open_lso == aborted_first, || {
+            format!("with both transactions open the LSO is {open_lso}, not {aborted_first}")
+        });
+        let abort = log.write_txn_marker(
+            ABORTED_PID,
+            0,
+            0,
+            TxnResult::Abort,
+            None,
+            Durability::PageCache,
+        )?;
+        log.write_txn_marker(
+            COMMITTED_PID,
+            0,
+            0,
+            TxnResult::Commit,
+            None,
+            Durability::PageCache,
+        )?;
+        let entries: usize = log
+            .txn_index_entries()?
+            .iter()
+            .map(|(_, e)| e.iter().filter(|t| t.producer_id == ABORTED_PID).count())
+            .sum();
+        self.check(entries == 1, || {
+            format!("{entries} .txnindex entries for the aborted transaction, expected 1")
+        });
+        let txn_records = i64::from(BATCHES / 2 * PER_BATCH);
+        self.row(
+            out,
+            "transactions",
+            format!(
+                "{txn_records} records aborted (marker at {}), {txn_records} committed; the LSO stayed at {open_lso} while they were open and is {} now; one .txnindex entry",
+                abort.first_offset,
+                log.last_stable_offset()
+            ),
+        )?;
+        // read_committed against read_uncommitted over what this step wrote.
+        let count = |isolation| -> Result<(u64, u64, Duration), Error> {
+            let started = Instant::now();
+            let (mut kept, mut aborted) = (0u64, 0u64);
+            for_each_record_with(&log, start, isolation, |header, record| {
+                if !header.is_control {
+                    kept += 1;
+                    if record
+                        .value
+                        .as_deref()
+                        .is_some_and(|v| v.starts_with(b"aborted"))
+                    {
+                        aborted += 1;
+                    }
+                }
+                Ok(ControlFlow::Continue(()))
+            })?;
+            Ok((kept, aborted, started.elapsed()))
+        };
+        let (all, aborted_seen, _) = count(Isolation::LogEnd)?;
+        let (committed, aborted_committed, elapsed) = count(Isolation::ReadCommitted)?;
+        let idem_records = u64::from((BATCHES * PER_BATCH).unsigned_abs());
+        let txn = txn_records.unsigned_abs();
+        self.check(
+            all == idem_records + 2 * txn
+                && aborted_seen == txn
+                && committed == idem_records + txn
+                && aborted_committed == 0,
+            || {
+                format!(
+                    "read_uncommitted saw {all} records ({aborted_seen} aborted), read_committed {committed} ({aborted_committed} aborted)"
+                )
+            },
+        );
+        self.row(
+            out,
+            "read_committed",
+            format!(
+                "{committed} records in {:.1} ms, {} aborted records skipped (read_uncommitted: {all})",
+                elapsed.as_secs_f64() * 1e3,
+                all - committed
+            ),
+        )?;
+        self.summary(
+            "transactions",
+            format!(
+                "retry deduplicated in {retry_us:.0} µs; {} aborted records skipped by read_committed",
+                all - committed
+            ),
+        );
+        log.close()?;
         Ok(())
     }
 

@@ -38,6 +38,14 @@ pub struct LogInfo {
     /// `leader-epoch-checkpoint` and brought up to date as a load does; rebuilt from the
     /// batches when the file is missing).
     pub leader_epochs: Vec<(i32, i64)>,
+    /// The last stable offset with the high watermark at the log end (a stopped log): the
+    /// first offset of the earliest open transaction, else the log end offset.
+    pub last_stable_offset: i64,
+    /// Producer ids in the producer state (loaded from the latest `.snapshot` and the
+    /// batches after it, as a load does).
+    pub producers: usize,
+    /// Open transactions, `[producer_id, first_offset]` pairs by first offset.
+    pub ongoing_transactions: Vec<(i64, i64)>,
     /// Segments, oldest first.
     pub segments: Vec<SegmentLine>,
     /// Sums over the segments.
@@ -144,6 +152,11 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
         log_end_offset: log.log_end_offset(),
         clean_shutdown: log.load_report().had_clean_shutdown,
         leader_epochs: log.leader_epochs(),
+        last_stable_offset: log
+            .set_high_watermark(log.log_end_offset())
+            .map(|_| log.last_stable_offset())?,
+        producers: log.producer_count(),
+        ongoing_transactions: log.ongoing_transactions(),
         segments,
         totals,
     })
@@ -230,6 +243,12 @@ pub fn print_info(out: &mut Out, info: &LogInfo) -> Result<(), Error> {
         } else {
             "not shut down cleanly (recovered in memory)"
         }
+    ))?;
+    out.line(format_args!(
+        "  last stable offset {}, {} producer ids, {} open transactions",
+        info.last_stable_offset,
+        info.producers,
+        info.ongoing_transactions.len()
     ))?;
     if !info.leader_epochs.is_empty() {
         let epochs: Vec<String> = info

@@ -3,6 +3,7 @@
 pub mod demo;
 pub mod dump;
 pub mod info;
+pub mod marker;
 pub mod produce;
 pub mod read;
 pub mod recover;

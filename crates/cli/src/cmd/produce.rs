@@ -36,6 +36,8 @@ pub struct ProduceSummary {
     pub first_offset: Option<i64>,
     /// Last offset appended, if any.
     pub last_offset: Option<i64>,
+    /// Batches the log answered as retries of its producer's last 5 (nothing written).
+    pub duplicates: u64,
 }
 
 impl CompressionArg {
@@ -126,6 +128,12 @@ pub fn run(args: &ProduceArgs, quiet: bool) -> Result<Outcome, Error> {
             summary.records as f64 / secs,
             summary.bytes as f64 / secs / 1e6,
         ))?;
+        if summary.duplicates > 0 {
+            out.line(format_args!(
+                "{} batches were retries of batches already in the log (answered from the producer's deduplication cache, nothing written)",
+                summary.duplicates
+            ))?;
+        }
     }
     out.flush()?;
     Ok(Outcome::Ok)
@@ -166,6 +174,8 @@ struct Producer<'a> {
     /// Uncompressed bytes a batch may hold before it is cut (below `max.message.bytes`).
     max_batch_bytes: usize,
     summary: ProduceSummary,
+    /// The sequence of the next batch's first record (`--producer-id`).
+    next_sequence: i32,
 }
 
 impl<'a> Producer<'a> {
@@ -177,6 +187,7 @@ impl<'a> Producer<'a> {
             builder: None,
             max_batch_bytes: max_record_bytes(&log.config()),
             summary: ProduceSummary::default(),
+            next_sequence: args.base_sequence,
         }
     }
 
@@ -259,9 +270,16 @@ impl<'a> Producer<'a> {
             self.flush_batch().map_err(PushError::Other)?;
         }
         let compression = self.args.compression.codec();
-        let builder = self
-            .builder
-            .get_or_insert_with(|| BatchBuilder::new(0).compression(compression));
+        let (args, next_sequence) = (self.args, &self.next_sequence);
+        let builder = self.builder.get_or_insert_with(|| {
+            let builder = BatchBuilder::new(0).compression(compression);
+            match (args.producer_id, args.producer_epoch) {
+                (Some(id), Some(epoch)) => builder
+                    .producer(id, epoch, *next_sequence)
+                    .transactional(args.transactional),
+                _ => builder,
+            }
+        });
         let headers: Vec<(&str, Option<&[u8]>)> = record
             .headers
             .iter()
@@ -280,6 +298,7 @@ impl<'a> Producer<'a> {
         let Some(builder) = self.builder.take() else {
             return Ok(());
         };
+        let builder_count = builder.record_count();
         let bytes = builder.build().map_err(|source| Error::Records {
             path: self.args.dir.clone(),
             source,
@@ -289,9 +308,20 @@ impl<'a> Producer<'a> {
         } else {
             self.log.append(&bytes)?
         };
+        // Kafka's DefaultRecordBatch.incrementSequence: sequences wrap past i32::MAX.
+        let count = builder_count;
+        self.next_sequence = if self.next_sequence > i32::MAX - count {
+            count - (i32::MAX - self.next_sequence) - 1
+        } else {
+            self.next_sequence + count
+        };
         let s = &mut self.summary;
-        s.records += (info.last_offset - info.first_offset + 1) as u64;
-        s.batches += 1;
+        if info.duplicate {
+            s.duplicates += 1;
+        } else {
+            s.records += (info.last_offset - info.first_offset + 1) as u64;
+            s.batches += 1;
+        }
         s.bytes += info.size_bytes;
         s.first_offset.get_or_insert(info.first_offset);
         s.last_offset = Some(info.last_offset);
@@ -299,6 +329,7 @@ impl<'a> Producer<'a> {
             self.out.json(&AppendedLine {
                 base_offset: info.first_offset,
                 last_offset: info.last_offset,
+                duplicate: info.duplicate,
             })?;
             self.out.flush()?;
         }

@@ -2,15 +2,15 @@
 
 use std::ops::ControlFlow;
 
-use seglog::{ListOffsets, Log, LogConfig};
+use seglog::{Isolation, ListOffsets, Log, LogConfig};
 use seglog_segment::{FileKind, file_path};
 
 use crate::Outcome;
-use crate::cli::ReadArgs;
+use crate::cli::{IsolationArg, ReadArgs};
 use crate::error::Error;
 use crate::output::Out;
 use crate::progress::Progress;
-use crate::scan::for_each_record;
+use crate::scan::for_each_record_with;
 use crate::view;
 
 /// Runs `seglog read`.
@@ -20,6 +20,15 @@ use crate::view;
 pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     crate::dir::DirListing::partition(&args.dir)?;
     let log = Log::open_read_only(&args.dir, LogConfig::default())?;
+    let isolation = match args.isolation {
+        IsolationArg::ReadUncommitted => Isolation::LogEnd,
+        IsolationArg::ReadCommitted => {
+            // A stopped log: everything written counts as replicated, so the last stable
+            // offset is bounded by the log end only.
+            log.set_high_watermark(log.log_end_offset())?;
+            Isolation::ReadCommitted
+        }
+    };
     let start = match (args.from, args.from_timestamp) {
         (Some(offset), _) => Some(offset),
         (None, Some(ts)) => {
@@ -44,7 +53,7 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     let max = args.max_records.unwrap_or(u64::MAX);
     if max > 0 {
         let damage = unreadable_tails(&log);
-        let scanned = for_each_record(&log, start, |header, record| {
+        let scanned = for_each_record_with(&log, start, isolation, |header, record| {
             progress.set(u64::try_from(record.offset - start).unwrap_or(0));
             let control = header.is_control.then(|| view::control_marker(&record));
             if control.is_some() && !args.include_control {

@@ -124,6 +124,15 @@ pub struct RecoverReport {
     pub log_start_offset: i64,
     /// Log end offset after recovery.
     pub log_end_offset: i64,
+    /// Producer ids in the rebuilt producer state.
+    pub producers: usize,
+    /// Base offsets of the segments whose `.txnindex` was rebuilt from their ABORT markers
+    /// (as Kafka's `LogSegment.recover` does).
+    pub rebuilt_txn_indexes: Vec<i64>,
+    /// Corrupt producer snapshots that were skipped and deleted.
+    pub corrupt_snapshots: Vec<PathBuf>,
+    /// The producer snapshot the clean close leaves, named by the log end offset.
+    pub producer_snapshot: Option<i64>,
 }
 
 /// Runs `seglog recover`.
@@ -184,7 +193,13 @@ pub fn recover_dir_with(
     let remaining: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
     let (log_start_offset, log_end_offset) = (log.log_start_offset(), log.log_end_offset());
     let leader_epochs = log.leader_epochs();
+    let producers = log.producer_count();
     log.close()?;
+    let producer_snapshot = log
+        .producer_snapshot_offsets()
+        .last()
+        .copied()
+        .filter(|o| *o == log_end_offset);
     let (leader_epoch_source, epoch_problem) = match &load.leader_epochs {
         LeaderEpochSource::Rebuilt => ("rebuilt", None),
         LeaderEpochSource::RebuiltAfterProblem(problem) => {
@@ -228,6 +243,15 @@ pub fn recover_dir_with(
         leader_epochs,
         log_start_offset,
         log_end_offset,
+        producers,
+        rebuilt_txn_indexes: load.producers.rebuilt_txn_indexes.clone(),
+        corrupt_snapshots: load
+            .producers
+            .corrupt_snapshots
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect(),
+        producer_snapshot,
     })
 }
 
@@ -386,6 +410,22 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
         } else {
             format!("epoch@start offset {}", epochs.join(" "))
         }
+    ))?;
+    out.line(format_args!(
+        "  producer state: {} producer ids, {} .txnindex files rebuilt{}{}",
+        report.producers,
+        report.rebuilt_txn_indexes.len(),
+        if report.corrupt_snapshots.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", {} corrupt snapshots skipped",
+                report.corrupt_snapshots.len()
+            )
+        },
+        report
+            .producer_snapshot
+            .map_or(String::new(), |o| format!(", snapshot at {o}"))
     ))?;
     for s in &report.segments {
         let mut text = format!(

@@ -71,6 +71,9 @@ pub enum ProblemKind {
     /// A file named like a segment file that is not a regular file (a directory, FIFO,
     /// device, or a symlink to one or to nowhere): nothing reads it, and the log cannot load.
     NotAFile,
+    /// A `.txnindex` whose entries differ from the aborted transactions its segment's ABORT
+    /// markers give (as Kafka's recovery rebuilds them; `seglog recover` rewrites it).
+    TxnIndexMismatch,
 }
 
 /// One finding: the file, the byte position in it (when there is one) and what is wrong.
@@ -294,8 +297,76 @@ pub fn verify_dir_with(
             ),
         );
     }
+    if listing.irregular.is_empty() {
+        check_txn_indexes(&mut v, dir);
+    }
     v.report.ok = v.report.problems.is_empty();
     Ok(v.report)
+}
+
+/// Every `.txnindex` against the entries a full recovery rebuilds from the markers (in
+/// memory: read-only).
+fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
+    let options = seglog::LogOpenOptions {
+        read_only: true,
+        recover_all: true,
+        ..seglog::LogOpenOptions::default()
+    };
+    let Ok(log) = seglog::Log::open_with(dir, seglog::LogConfig::default(), options) else {
+        return;
+    };
+    let Ok(expected) = log.txn_index_entries() else {
+        return;
+    };
+    let expected: std::collections::BTreeMap<i64, Vec<seglog::AbortedTxn>> =
+        expected.into_iter().collect();
+    for segment in log.segments() {
+        let path = seglog_segment::file_path(
+            dir,
+            segment.base_offset,
+            seglog_segment::FileKind::TXN_INDEX,
+        );
+        let on_disk = match std::fs::read(&path) {
+            Ok(bytes) => match seglog::decode_txn_index(&bytes) {
+                Ok(entries) => entries,
+                Err((position, version)) => {
+                    v.problem(
+                        &path,
+                        Some(position),
+                        ProblemKind::TxnIndexMismatch,
+                        format!("entry of unknown version {version}"),
+                    );
+                    continue;
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => {
+                v.problem(&path, None, ProblemKind::TxnIndexMismatch, e.to_string());
+                continue;
+            }
+        };
+        let want = expected
+            .get(&segment.base_offset)
+            .cloned()
+            .unwrap_or_default();
+        if on_disk != want {
+            let at = on_disk
+                .iter()
+                .zip(&want)
+                .position(|(a, b)| a != b)
+                .unwrap_or(on_disk.len().min(want.len()));
+            v.problem(
+                &path,
+                Some((at * seglog::AbortedTxn::SIZE) as u64),
+                ProblemKind::TxnIndexMismatch,
+                format!(
+                    "{} aborted transactions, the segment's ABORT markers give {} (first difference at entry {at}); `seglog recover` rewrites it",
+                    on_disk.len(),
+                    want.len()
+                ),
+            );
+        }
+    }
 }
 
 /// A batch as the index checks need it.

@@ -16,6 +16,7 @@ mod recover_agrees;
 mod repair;
 mod repair_policy;
 mod support;
+mod transactions;
 mod usage;
 mod verbose;
 mod verify;

@@ -1,7 +1,7 @@
 //! Helpers shared by the tests: entries, appends that wait for the flush callback.
 
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
-use seglog_raft::{KvConfig, KvRequest, LogStore};
+use seglog_raft::{Batch, KvConfig, KvRequest, LogStore};
 
 pub fn log_id(term: u64, node: u64, index: u64) -> LogId<u64> {
     LogId {
@@ -14,10 +14,10 @@ pub fn log_id(term: u64, node: u64, index: u64) -> LogId<u64> {
 pub fn entry(term: u64, index: u64) -> Entry<KvConfig> {
     Entry {
         log_id: log_id(term, 1, index),
-        payload: EntryPayload::Normal(KvRequest {
+        payload: EntryPayload::Normal(Batch::one(KvRequest {
             key: format!("k{index}"),
             value: format!("v{index}-t{term}"),
-        }),
+        })),
     }
 }
 

@@ -18,7 +18,7 @@ use openraft::raft::{
 use openraft::{BasicNode, Config, Raft, ServerState, SnapshotPolicy};
 use seglog::{Batches, LogOpenOptions};
 use seglog_faults::FaultInjector;
-use seglog_raft::{KvConfig, KvRequest, KvStateMachine, LOG_DIR, LogStore, raft_log_config};
+use seglog_raft::{Batch, KvConfig, KvRequest, KvStateMachine, LOG_DIR, LogStore, raft_log_config};
 
 struct NoPeers;
 
@@ -106,7 +106,12 @@ fn acknowledged_client_writes_are_durable_and_cost_at_most_one_fsync_each() {
                             key: format!("p{p}-{i}"),
                             value: "v".repeat(100),
                         };
-                        let index = raft.client_write(write).await.unwrap().log_id.index;
+                        let index = raft
+                            .client_write(Batch::one(write))
+                            .await
+                            .unwrap()
+                            .log_id
+                            .index;
                         let image = injector.durable_image(&segment).unwrap_or_default();
                         let durable = Batches::new(&image, 0)
                             .map_while(Result::ok)

@@ -7,7 +7,7 @@
 //! `truncated I`, `purged I`, `vote TERM` (each after the call returned).
 
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId};
-use seglog_raft::{KvConfig, KvRequest};
+use seglog_raft::{Batch, KvConfig, KvRequest};
 
 /// The node id the child proposes as.
 pub const NODE: u64 = 1;
@@ -24,10 +24,10 @@ pub fn log_id(term: u64, index: u64) -> LogId<u64> {
 pub fn entry(term: u64, index: u64) -> Entry<KvConfig> {
     Entry {
         log_id: log_id(term, index),
-        payload: EntryPayload::Normal(KvRequest {
+        payload: EntryPayload::Normal(Batch::one(KvRequest {
             key: format!("k{index}"),
             value: format!("v{index}-t{term}"),
-        }),
+        })),
     }
 }
 

@@ -1,0 +1,205 @@
+//! Idempotent and transactional producers from the command line: `produce --producer-id`,
+//! `marker`, `read --isolation`, `info --json` (`last_stable_offset`, `producers`), `dump` of
+//! a `.txnindex`, `verify` of it and `recover` rebuilding it.
+
+use std::path::{Path, PathBuf};
+
+use crate::support::{copy_dir, seglog};
+
+fn run<const N: usize>(args: [&str; N], dir: &Path) -> crate::support::Run {
+    let mut all: Vec<std::ffi::OsString> = vec![args[0].into(), dir.as_os_str().to_owned()];
+    all.extend(args[1..].iter().map(|a| a.into()));
+    seglog(all)
+}
+
+fn values(dir: &Path, isolation: &str) -> Vec<String> {
+    let out = run(["read", "--json", "--isolation", isolation], dir);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json_lines()
+        .iter()
+        .map(|l| l["value"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn info(dir: &Path) -> serde_json::Value {
+    let out = run(["info", "--json"], dir);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json_lines().remove(0)
+}
+
+fn produce(dir: &Path, extra: &[&str], values: &[&str]) -> crate::support::Run {
+    let input = values
+        .iter()
+        .map(|v| format!("{{\"value\":\"{v}\"}}\n"))
+        .collect::<String>();
+    let mut args: Vec<String> = vec!["produce".into(), dir.display().to_string()];
+    args.extend(["--input".into(), "-".into(), "--json".into()]);
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    crate::support::seglog_stdin(args, &input)
+}
+
+#[test]
+fn an_idempotent_retry_is_answered_from_the_cache() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("idem-0");
+    let p = [
+        "--producer-id",
+        "7",
+        "--producer-epoch",
+        "0",
+        "--batch-records",
+        "2",
+    ];
+    let first = produce(&dir, &p, &["a", "b", "c", "d"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(first.json_lines().len(), 2);
+    // The second batch again (sequence 2): the log answers with its offsets, writes nothing.
+    let retry_args = [&p[..], &["--base-sequence", "2"]].concat();
+    let retry = produce(&dir, &retry_args, &["c", "d"]);
+    assert_eq!(retry.code, 0, "{}", retry.stderr);
+    let line = &retry.json_lines()[0];
+    assert_eq!(line["base_offset"], 2);
+    assert_eq!(line["duplicate"], true);
+    assert_eq!(info(&dir)["log_end_offset"], 4);
+    assert_eq!(info(&dir)["producers"], 1);
+    // A gap in the sequence is refused.
+    let gap = produce(&dir, &[&p[..], &["--base-sequence", "9"]].concat(), &["x"]);
+    assert_ne!(gap.code, 0);
+    assert!(
+        gap.stderr.contains("out of order sequence"),
+        "{}",
+        gap.stderr
+    );
+}
+
+#[test]
+fn transactions_markers_read_committed_dump_verify_and_recover() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("txn-0");
+    assert_eq!(produce(&dir, &[], &["plain-1"]).code, 0);
+    let txn = [
+        "--producer-id",
+        "8",
+        "--producer-epoch",
+        "0",
+        "--transactional",
+    ];
+    assert_eq!(produce(&dir, &txn, &["aborted-1", "aborted-2"]).code, 0);
+    let i = info(&dir);
+    assert_eq!(i["last_stable_offset"], 1);
+    assert_eq!(i["producers"], 1);
+    assert_eq!(values(&dir, "read-committed"), vec!["plain-1"]);
+    let abort = run(
+        [
+            "marker",
+            "--producer-id",
+            "8",
+            "--producer-epoch",
+            "0",
+            "--abort",
+            "--json",
+        ],
+        &dir,
+    );
+    assert_eq!(abort.code, 0, "{}", abort.stderr);
+    assert_eq!(abort.json_lines()[0]["offset"], 3);
+    assert_eq!(abort.json_lines()[0]["last_stable_offset"], 4);
+    let committed = [&txn[..], &["--base-sequence", "2"]].concat();
+    assert_eq!(produce(&dir, &committed, &["committed-1"]).code, 0);
+    let commit = run(
+        [
+            "marker",
+            "--producer-id",
+            "8",
+            "--producer-epoch",
+            "0",
+            "--commit",
+            "--coordinator-epoch",
+            "3",
+        ],
+        &dir,
+    );
+    assert_eq!(commit.code, 0, "{}", commit.stderr);
+    assert!(commit.stdout.contains("commit marker"), "{}", commit.stdout);
+    assert_eq!(
+        values(&dir, "read-committed"),
+        vec!["plain-1", "committed-1"]
+    );
+    assert_eq!(values(&dir, "read-uncommitted").len(), 4);
+    assert_eq!(
+        info(&dir)["last_stable_offset"],
+        info(&dir)["log_end_offset"]
+    );
+    // A fenced coordinator epoch is refused, naming it.
+    let fenced = run(
+        [
+            "marker",
+            "--producer-id",
+            "8",
+            "--producer-epoch",
+            "0",
+            "--abort",
+            "--coordinator-epoch",
+            "1",
+        ],
+        &dir,
+    );
+    assert_ne!(fenced.code, 0);
+    assert!(
+        fenced.stderr.contains("coordinator epoch"),
+        "{}",
+        fenced.stderr
+    );
+
+    // dump decodes the `.txnindex` as Kafka's DumpLogSegments.
+    let index = dir.join("00000000000000000000.txnindex");
+    let text = seglog(["dump".as_ref(), index.as_os_str()]).ok();
+    assert!(
+        text.contains("version: 0 producerId: 8 firstOffset: 1 lastOffset: 3 lastStableOffset: 4"),
+        "{text}"
+    );
+    let json = seglog(["dump".as_ref(), index.as_os_str(), "--json".as_ref()]);
+    assert_eq!(json.json_lines()[0]["last_stable_offset"], 4);
+
+    // verify checks it against the markers; recover rebuilds it.
+    assert_eq!(run(["verify"], &dir).code, 0);
+    let bytes = std::fs::read(&index).unwrap();
+    std::fs::write(&index, []).unwrap();
+    let bad = run(["verify", "--json"], &dir);
+    assert_eq!(bad.code, 1, "{}", bad.stdout);
+    assert!(bad.stdout.contains("txn_index_mismatch"), "{}", bad.stdout);
+    let recovered = run(["recover", "--json"], &dir);
+    assert_eq!(recovered.code, 0, "{}", recovered.stderr);
+    let report = &recovered.json_lines()[0];
+    assert_eq!(report["rebuilt_txn_indexes"], serde_json::json!([0]));
+    assert_eq!(report["producers"], 1);
+    assert_eq!(report["producer_snapshot"], 6);
+    assert_eq!(std::fs::read(&index).unwrap(), bytes);
+    assert!(dir.join("00000000000000000006.snapshot").exists());
+    assert_eq!(run(["verify"], &dir).code, 0);
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/fixtures/kafka-4.4"
+    ))
+    .join(name)
+}
+
+#[test]
+fn the_brokers_transactional_fixture_reads_committed_and_verifies() {
+    let (_tmp, dir) = copy_dir(&fixture("txn-0"));
+    let all = values(&dir, "read-uncommitted");
+    let committed = values(&dir, "read-committed");
+    assert!(
+        !committed.is_empty() && committed.len() < all.len(),
+        "{} {}",
+        committed.len(),
+        all.len()
+    );
+    let i = info(&dir);
+    assert_eq!(i["last_stable_offset"], i["log_end_offset"]);
+    assert!(i["producers"].as_u64().unwrap() >= 1);
+    assert_eq!(run(["verify"], &dir).code, 0);
+}
