@@ -124,10 +124,6 @@ final class BrokerScenario {
             Compare.dump(report, seglog, broker, dirs, java.util.Set.of(broker.logDir.resolve("compacted-0").toAbsolutePath()));
             writeReadCommitted(work.resolve("s1-clean/read_committed.jsonl"), committed);
             report.scope("broker->seglog, the broker's state beside the log");
-            if (!seglog.hasTransactions()) {
-                report.note("this seglog's read has no --isolation: the read_committed comparison is not made; Kafka's"
-                        + " read_committed records are in " + work.resolve("s1-clean/read_committed.jsonl"));
-            }
             StateCompare state = new StateCompare(report, seglog, work.resolve("s1-clean/state"));
             for (Topic t : topics) {
                 // The cleaner can remove an epoch's first batch: only the broker's file knows its start.
