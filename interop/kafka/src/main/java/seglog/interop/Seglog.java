@@ -23,26 +23,9 @@ final class Seglog {
     }
 
     private final Path binary;
-    private Boolean transactions;
 
     Seglog(Path binary) {
         this.binary = binary;
-    }
-
-    /**
-     * Whether this seglog reads transactionally (issue #16): {@code seglog read --help} offers
-     * {@code --isolation}. Asked once.
-     */
-    boolean hasTransactions() throws IOException {
-        if (transactions == null) {
-            try {
-                transactions = text(List.of("read", "--help")).contains("--isolation");
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted running `seglog read --help`", e);
-            }
-        }
-        return transactions;
     }
 
     Run run(List<String> args) throws IOException, InterruptedException {
