@@ -7,7 +7,7 @@ use std::fs;
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
-use seglog::{Isolation, ListOffsets, Log, LogConfig};
+use seglog::{Durability, Isolation, ListOffsets, Log, LogConfig};
 use seglog_index_core::OffsetIndex;
 use seglog_records::{Batches, Record, RecordRef};
 
@@ -117,6 +117,87 @@ impl Trial for Append<'_> {
         // Dropped, not closed: a close fsyncs everything, and deleting fsynced blocks makes
         // ext4 issue discards, I/O that would then stall the next contender's timed run.
         // The ceiling and commitlog leave their files unsynced too.
+        self.log = None;
+        remove_dir(&self.dir)
+    }
+}
+
+/// Bulk appends of the whole dataset, about 1 MiB of batches per call: as the leader with
+/// `Log::append_vectored` (each batch its own chunk, as a producer's batches arrive in
+/// separate buffers), or as a follower with `Log::append_as_follower_vectored` of the fetched
+/// bytes (the leader's log image, one chunk per call).
+pub struct BulkAppend<'a> {
+    data: &'a Dataset,
+    /// For a follower: the leader's image (assigned base offsets).
+    replicated: Option<&'a [u8]>,
+    groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    dir: PathBuf,
+    log: Option<Log>,
+}
+
+impl<'a> BulkAppend<'a> {
+    /// Leader appends of `data` in groups of at most `group_bytes` into `dir`.
+    pub fn leader(data: &'a Dataset, group_bytes: usize, dir: PathBuf) -> Self {
+        Self {
+            data,
+            replicated: None,
+            groups: data.groups(group_bytes),
+            dir,
+            log: None,
+        }
+    }
+
+    /// Follower appends of `replicated` (`data` with its offsets assigned) in groups of at
+    /// most `group_bytes` into `dir`.
+    pub fn follower(
+        data: &'a Dataset,
+        replicated: &'a [u8],
+        group_bytes: usize,
+        dir: PathBuf,
+    ) -> Self {
+        Self {
+            data,
+            replicated: Some(replicated),
+            groups: data.groups(group_bytes),
+            dir,
+            log: None,
+        }
+    }
+}
+
+impl Trial for BulkAppend<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.log = Some(open(&self.dir, LogConfig::default())?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let log = self.log.as_ref().ok_or("not prepared")?;
+        let mut chunks: Vec<&[u8]> = Vec::new();
+        for (bytes, batches) in &self.groups {
+            let appended = match self.replicated {
+                Some(image) => {
+                    log.append_as_follower_vectored(&[&image[bytes.clone()]], Durability::PageCache)
+                }
+                None => {
+                    chunks.clear();
+                    chunks.extend(
+                        self.data.batch_ranges[batches.clone()]
+                            .iter()
+                            .map(|range| &self.data.image[range.clone()]),
+                    );
+                    log.append_vectored(&chunks, Durability::PageCache)
+                }
+            };
+            appended.map_err(|error| seglog_error("bulk append", log.dir(), error))?;
+        }
+        let spec = self.data.spec;
+        check_end(log, spec.records)?;
+        Ok(Work::new(spec.records, spec.payload_bytes()))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        // Dropped, not closed, as in `Append`.
         self.log = None;
         remove_dir(&self.dir)
     }

@@ -51,6 +51,22 @@ enum Check {
 
 const CHECKS: &[(&str, Check)] = &[
     (
+        "bulk append 1 MiB/call, leader: seglog / raw 1 MiB writes",
+        Check::RateAtLeast {
+            workload: names::BULK_LEADER,
+            against: Role::Ceiling,
+            bound: 0.85,
+        },
+    ),
+    (
+        "bulk append 1 MiB/call, follower: seglog / raw 1 MiB writes",
+        Check::RateAtLeast {
+            workload: names::BULK_FOLLOWER,
+            against: Role::Ceiling,
+            bound: 0.85,
+        },
+    ),
+    (
         "append 100B: seglog / raw write",
         Check::RateAtLeast {
             workload: names::APPEND_SMALL,

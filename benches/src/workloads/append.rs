@@ -83,6 +83,88 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     Ok(results)
 }
 
+/// `bulk append 1MiB leader` and `bulk append 1MiB follower`: the 100 B dataset appended
+/// about 1 MiB of batches per call, measured in the same rounds, each against the 1 MiB-write
+/// ceiling.
+///
+/// # Errors
+///
+/// The first failing trial.
+pub fn run_bulk(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let spec = context.plan.small;
+    let data = Dataset::generate(spec)?;
+    let replicated = data.replicated_image();
+    let root = context.scratch.dir("bulk")?;
+    let recycle_bytes = data.image.len() as u64;
+    let group = ceiling::CHUNK_BYTES;
+    let mut contenders = Vec::new();
+    for workload in [0, 1] {
+        contenders.push((
+            workload,
+            Contender::new(
+                Role::Ceiling,
+                "ceiling (std::fs)",
+                recycled(&root, recycle_bytes, ceiling::Append::new(&data, &root)),
+            ),
+        ));
+    }
+    contenders.push((
+        0,
+        Contender::new(
+            Role::Seglog,
+            "seglog (append_vectored)",
+            recycled(
+                &root,
+                recycle_bytes,
+                seglog_contender::BulkAppend::leader(&data, group, root.join("leader")),
+            ),
+        ),
+    ));
+    contenders.push((
+        1,
+        Contender::new(
+            Role::Seglog,
+            "seglog (append_as_follower_vectored)",
+            recycled(
+                &root,
+                recycle_bytes,
+                seglog_contender::BulkAppend::follower(
+                    &data,
+                    &replicated,
+                    group,
+                    root.join("follower"),
+                ),
+            ),
+        ),
+    ));
+    contenders.push((
+        0,
+        Contender::new(
+            Role::Reference,
+            "reference: CRC + 1 MiB writes",
+            recycled(
+                &root,
+                recycle_bytes,
+                ceiling::AppendChunksCrc::new(&data, &root),
+            ),
+        ),
+    ));
+    let about = |who: &str| {
+        format!(
+            "{} records of {} B in batches of {}, at most 1 MiB of batches per call, as {who},              no fsync",
+            spec.records, spec.record_bytes, spec.batch_records
+        )
+    };
+    measure_together(
+        &[
+            (names::BULK_LEADER, &about("the leader")),
+            (names::BULK_FOLLOWER, &about("a follower")),
+        ],
+        context.plan.rounds,
+        contenders,
+    )
+}
+
 /// `durable append 1 writer` and `durable append 8 writers`, measured in the same rounds so
 /// their ratio is paired.
 ///

@@ -6,6 +6,7 @@
 mod support;
 
 mod appends;
+mod bulk_append;
 mod by_timestamp;
 mod concurrency;
 mod consumer;
