@@ -313,8 +313,16 @@ pub enum Decode {
 ///
 /// On a read error, a CRC mismatch or a malformed record.
 pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
-    let (mut offset, mut records, mut payload_bytes) = (log.log_start_offset(), 0u64, 0u64);
-    let end = log.log_end_offset();
+    scan_range(log, log.log_start_offset(), log.log_end_offset(), decode)
+}
+
+/// [`scan`] of the batches from `start` (a batch's base offset) until `end` is reached.
+///
+/// # Errors
+///
+/// As [`scan`].
+pub fn scan_range(log: &Log, start: i64, end: i64, decode: Decode) -> Result<(u64, u64)> {
+    let (mut offset, mut records, mut payload_bytes) = (start, 0u64, 0u64);
     let mut buffer = Vec::new();
     while offset < end {
         let position = fetch(log, offset, READ_BYTES, &mut buffer)?;
@@ -354,6 +362,118 @@ pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
     Ok((records, payload_bytes))
 }
 
+/// Which side of the mixed workload a trial reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MixedSide {
+    /// The appender's rate.
+    Appender,
+    /// The readers' aggregate rate.
+    Readers,
+}
+
+/// Reader threads scanning a log (CRC and full record decode, from offset 0 to the end the
+/// log had when the run started) while one appender appends a dataset to it; or either side
+/// alone. Reports one side's rate, timed from the common start to that side's last thread.
+pub struct Mixed<'a> {
+    prefill: &'a Dataset,
+    append: &'a Dataset,
+    dir: PathBuf,
+    readers: usize,
+    side: MixedSide,
+    together: bool,
+    log: Option<Log>,
+}
+
+impl<'a> Mixed<'a> {
+    /// `readers` readers of `prefill` (written before each run, untimed) and/or an appender
+    /// of `append`, in `dir`; `together`: both sides run, else only `side`.
+    pub fn new(
+        prefill: &'a Dataset,
+        append: &'a Dataset,
+        dir: PathBuf,
+        readers: usize,
+        side: MixedSide,
+        together: bool,
+    ) -> Self {
+        Self {
+            prefill,
+            append,
+            dir,
+            readers,
+            side,
+            together,
+            log: None,
+        }
+    }
+}
+
+impl Trial for Mixed<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        let log = open(&self.dir, LogConfig::default())?;
+        append_all(&log, self.prefill)?;
+        self.log = Some(log);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let log = self.log.as_ref().ok_or("not prepared")?;
+        let end = log.log_end_offset();
+        let read = self.together || self.side == MixedSide::Readers;
+        let write = self.together || self.side == MixedSide::Appender;
+        let (append, readers) = (self.append, self.readers);
+        let started = std::time::Instant::now();
+        let (readers_done, appender_done) = std::thread::scope(|scope| -> Result<_> {
+            let readers: Vec<_> = (0..if read { readers } else { 0 })
+                .map(|_| {
+                    scope.spawn(move || -> Result<std::time::Duration> {
+                        let (records, _) = scan_range(log, 0, end, Decode::Records)?;
+                        if i64::try_from(records)? != end {
+                            return Err(format!("reader saw {records} records of {end}").into());
+                        }
+                        Ok(started.elapsed())
+                    })
+                })
+                .collect();
+            let appender = write.then(|| {
+                scope.spawn(move || -> Result<std::time::Duration> {
+                    append_all(log, append)?;
+                    Ok(started.elapsed())
+                })
+            });
+            let mut readers_done = std::time::Duration::ZERO;
+            for reader in readers {
+                readers_done = readers_done.max(reader.join().map_err(|_| "reader panicked")??);
+            }
+            let appender_done = match appender {
+                Some(appender) => appender.join().map_err(|_| "appender panicked")??,
+                None => std::time::Duration::ZERO,
+            };
+            Ok((readers_done, appender_done))
+        })?;
+        let (records, payload, elapsed) = match self.side {
+            MixedSide::Readers => {
+                let records = self.prefill.spec.records * self.readers as u64;
+                let payload = self.prefill.spec.payload_bytes() * self.readers as u64;
+                (records, payload, readers_done)
+            }
+            MixedSide::Appender => (
+                self.append.spec.records,
+                self.append.spec.payload_bytes(),
+                appender_done,
+            ),
+        };
+        let mut work = Work::new(records, payload);
+        work.elapsed = Some(elapsed);
+        Ok(work)
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        // Dropped, not closed, as in `Append`.
+        self.log = None;
+        remove_dir(&self.dir)
+    }
+}
+
 /// One `Log::read_into` per target offset (the batch holding it, `min_one_message`), its CRC
 /// checked, records decoded up to the target.
 pub struct PointRead<'a> {
@@ -390,8 +510,14 @@ impl Trial for PointRead<'_> {
 /// the CRC, decode up to it.
 fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
     let position = fetch(log, offset, 1, buffer)?;
+    record_in(buffer, position, offset)
+}
+
+/// The value length of the record at `offset` in the batches of `bytes` (file position
+/// `position`), each batch's CRC checked.
+fn record_in(bytes: &[u8], position: u64, offset: i64) -> Result<usize> {
     let mut found = None;
-    for batch in Batches::new(buffer, position).validated() {
+    for batch in Batches::new(bytes, position).validated() {
         let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
         found = match batch.records_borrowed() {
             Some(borrowed) => value_len_at(borrowed, offset)?,
@@ -477,23 +603,27 @@ fn value_len_at<R: ConsumedRecord>(
     Ok(None)
 }
 
-/// For each target timestamp, ListOffsets (`offset_for_timestamp`) then the read of that
-/// record.
+/// For each target timestamp, the record found there: with `Log::read_by_timestamp_into`
+/// (the lookup's read hands over the batch), or as ListOffsets (`offset_for_timestamp`) then a
+/// fetch of that offset (two reads of the batch).
 pub struct TimestampRead<'a> {
     log: &'a Log,
     targets: &'a [i64],
     record_bytes: usize,
     buffer: Vec<u8>,
+    combined: bool,
 }
 
 impl<'a> TimestampRead<'a> {
-    /// Reads by timestamp from `log`, which holds `data`.
-    pub fn new(data: &Dataset, log: &'a Log, targets: &'a [i64]) -> Self {
+    /// Reads by timestamp from `log`, which holds `data`; `combined`: one call
+    /// (`read_by_timestamp_into`), else the lookup then the fetch.
+    pub fn new(data: &Dataset, log: &'a Log, targets: &'a [i64], combined: bool) -> Self {
         Self {
             log,
             targets,
             record_bytes: data.spec.record_bytes,
             buffer: Vec::new(),
+            combined,
         }
     }
 }
@@ -501,6 +631,17 @@ impl<'a> TimestampRead<'a> {
 impl Trial for TimestampRead<'_> {
     fn run(&mut self) -> Result<Work> {
         for &target in self.targets {
+            if self.combined {
+                let fetched = self
+                    .log
+                    .read_by_timestamp_into(target, Isolation::LogEnd, &mut self.buffer)
+                    .map_err(|error| seglog_error("read_by_timestamp_into", self.log.dir(), error))?
+                    .ok_or_else(|| format!("no record at or after timestamp {target}"))?;
+                let bytes = &self.buffer[fetched.batch.clone()];
+                let offset = fetched.found.offset;
+                black_box(record_in(bytes, fetched.position, offset)?);
+                continue;
+            }
             let found = self
                 .log
                 .offset_for_timestamp(ListOffsets::Timestamp(target))

@@ -165,6 +165,75 @@ pub fn run_bulk(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     )
 }
 
+/// `mixed: appender` and `mixed: 8 readers`: one appender appending 200,000 records of 100 B
+/// while eight threads scan (CRC, full decode) the 200,000 records the log already holds; each
+/// side's rate against its rate alone, in the same rounds.
+///
+/// # Errors
+///
+/// The first failing trial.
+pub fn run_mixed(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let spec = DataSpec {
+        records: 200_000,
+        ..context.plan.small
+    };
+    let data = Dataset::generate(spec)?;
+    let root = context.scratch.dir("mixed")?;
+    let readers = 8;
+    let trial = |side, together, name: &str| {
+        seglog_contender::Mixed::new(&data, &data, root.join(name), readers, side, together)
+    };
+    use seglog_contender::MixedSide::{Appender, Readers};
+    let contenders = vec![
+        (
+            0,
+            Contender::new(
+                Role::Ceiling,
+                "seglog appender alone",
+                trial(Appender, false, "a"),
+            ),
+        ),
+        (
+            0,
+            Contender::new(
+                Role::Seglog,
+                "seglog appender, 8 readers running",
+                trial(Appender, true, "b"),
+            ),
+        ),
+        (
+            1,
+            Contender::new(
+                Role::Ceiling,
+                "seglog 8 readers alone",
+                trial(Readers, false, "c"),
+            ),
+        ),
+        (
+            1,
+            Contender::new(
+                Role::Seglog,
+                "seglog 8 readers, appender running",
+                trial(Readers, true, "d"),
+            ),
+        ),
+    ];
+    let about = format!(
+        "{} records of {} B in batches of {}: one appender appends them while {readers} readers \
+         scan (CRC + decode) the {} records written before the run; wall-clock from the common \
+         start to the side's last thread",
+        spec.records, spec.record_bytes, spec.batch_records, spec.records
+    );
+    measure_together(
+        &[
+            (names::MIXED_APPENDER, &about),
+            (names::MIXED_READERS, &about),
+        ],
+        context.plan.rounds,
+        contenders,
+    )
+}
+
 /// `durable append 1 writer` and `durable append 8 writers`, measured in the same rounds so
 /// their ratio is paired.
 ///

@@ -26,6 +26,10 @@ pub mod names {
     pub const BULK_LEADER: &str = "bulk append 1MiB leader";
     /// Bulk follower appends, ~1 MiB of 100 B-record batches per call.
     pub const BULK_FOLLOWER: &str = "bulk append 1MiB follower";
+    /// The appender's side of 8 readers scanning while one appender appends.
+    pub const MIXED_APPENDER: &str = "mixed: appender";
+    /// The readers' side of 8 readers scanning while one appender appends.
+    pub const MIXED_READERS: &str = "mixed: 8 readers";
     /// fsync per batch, one writer.
     pub const DURABLE_ONE: &str = "durable append 1 writer";
     /// fsync per batch, eight writers (group commit).
@@ -56,6 +60,7 @@ pub mod names {
 pub const GROUPS: &[&str] = &[
     "append",
     "bulk",
+    "mixed",
     "durable",
     "raft",
     "scan",
@@ -252,6 +257,9 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     }
     if context.wants("bulk") {
         results.extend(append::run_bulk(context)?);
+    }
+    if context.wants("mixed") {
+        results.extend(append::run_mixed(context)?);
     }
     if context.wants("durable") {
         results.extend(append::run_durable(context)?);

@@ -145,7 +145,7 @@ pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,
 };
-pub use read::{CopiedFetch, FetchData, ListOffsets};
+pub use read::{CopiedFetch, FetchData, ListOffsets, TimestampFetch};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 /// The error of the record layer (batch building, parsing and record decoding); `?` turns it
