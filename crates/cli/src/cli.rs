@@ -15,6 +15,12 @@ pub struct Cli {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
+    /// Print the log's events on stderr: `-v` what an operator wants (opens, rolls,
+    /// recoveries, retention, truncations), `-vv` developer detail, `-vvv` everything.
+    /// `RUST_LOG` (e.g. `RUST_LOG=seglog=debug`) overrides it.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
     /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,
@@ -159,6 +165,11 @@ pub struct DumpArgs {
     /// One JSON object per batch or index entry.
     #[arg(long)]
     pub json: bool,
+    /// The largest batch accepted, in bytes: a length field above it is reported as
+    /// corruption at its position (files are streamed; memory stays bounded by this).
+    #[arg(long, value_name = "B", default_value_t = crate::log_stream::DEFAULT_MAX_BATCH_BYTES,
+          value_parser = clap::value_parser!(u32).range(61..))]
+    pub max_batch_bytes: u32,
 }
 
 /// `seglog verify`.
@@ -169,6 +180,11 @@ pub struct VerifyArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// The largest batch accepted, in bytes: a length field above it is reported as
+    /// corruption at its position (files are streamed; memory stays bounded by this).
+    #[arg(long, value_name = "B", default_value_t = crate::log_stream::DEFAULT_MAX_BATCH_BYTES,
+          value_parser = clap::value_parser!(u32).range(61..))]
+    pub max_batch_bytes: u32,
 }
 
 /// `seglog recover`.

@@ -117,6 +117,16 @@ pub enum Error {
     /// A log operation failed.
     #[error(transparent)]
     Log(#[from] seglog::Error),
+    /// `recover` found, before changing anything, that the recovery cannot succeed: the
+    /// directory was left exactly as it was (exit 2).
+    #[error("{}: recovery cannot run; nothing was changed", dir.display())]
+    RecoverRefused {
+        /// The partition directory.
+        dir: PathBuf,
+        /// Why.
+        #[source]
+        source: Box<Error>,
+    },
     /// A log operation failed with an error that does not name the log (e.g. an offset out
     /// of range): this adds the directory.
     #[error("{}", dir.display())]

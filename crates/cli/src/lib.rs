@@ -28,6 +28,8 @@ mod dir;
 mod encoding;
 mod error;
 mod input;
+mod log_stream;
+pub mod logging;
 mod output;
 mod progress;
 mod scan;
@@ -43,10 +45,11 @@ pub use cmd::recover::{
     CheckpointLine, RecoverReport, SegmentRecovery, SplitLine, recover_dir, recover_dir_with,
 };
 pub use cmd::retain::{DeletedLine, RetainReport};
-pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir};
+pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir, verify_dir_with};
 pub use dir::{DirListing, SegmentFiles};
 pub use error::{Error, InputErrorKind, OneLine};
 pub use input::{InputRecord, JsonLines};
+pub use log_stream::DEFAULT_MAX_BATCH_BYTES;
 pub use output::{AppendedLine, Out, RecordLine, TimestampTypeName};
 pub use progress::Progress;
 pub use scan::for_each_record;

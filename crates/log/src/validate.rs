@@ -1,9 +1,10 @@
 //! Validating appended batches and assigning offsets in place (Kafka's
 //! `analyzeAndValidateRecords` + `LogValidator`, spec §5.4), as pure functions over a buffer.
 
-use seglog_records::{BatchHeader, Batches, MAGIC_V2, TimestampType as RecordTimestampType};
+use seglog_records::{BatchHeader, Batches, MAGIC_V2};
 
-use crate::config::{LogConfig, TimestampType};
+use crate::TimestampType;
+use crate::config::LogConfig;
 use crate::{AppendErrorKind, Error, Result};
 
 /// Who is appending.
@@ -11,6 +12,9 @@ use crate::{AppendErrorKind, Error, Result};
 pub(crate) enum Origin {
     /// The leader: offsets are assigned, batches fully validated.
     Leader,
+    /// The leader writing a transaction coordinator's marker: as `Leader`, but control
+    /// batches are allowed (Kafka's `AppendOrigin.COORDINATOR`).
+    Coordinator,
     /// A follower: offsets are kept and must increase; a partial trailing batch (a fetch cut
     /// mid-batch) is dropped as Kafka does.
     Follower,
@@ -32,11 +36,13 @@ impl BatchSpan {
         self.at..self.at + self.header.total_size as usize
     }
 
+    /// Number of offsets the batch spans (`lastOffsetDelta + 1` for v2).
     fn offset_span(&self) -> i64 {
         self.header.last_offset - self.header.base_offset.unwrap_or(self.header.last_offset) + 1
     }
 }
 
+/// What an append buffer holds, after validation (and, for the leader, offset assignment).
 #[derive(Debug, Clone)]
 pub(crate) struct Analysis {
     pub(crate) batches: Vec<BatchSpan>,
@@ -89,15 +95,14 @@ impl Analysis {
     }
 }
 
-/// Checks every batch of `buffer` for `origin`: framing, CRC, and for the leader magic v2,
-/// `max.message.bytes`, record counts, no control batches and the CreateTime window.
+/// Checks every batch of the concatenation of `chunks` (each holding whole batches; empty
+/// chunks are allowed) for `origin`, as one append: framing, CRC, and for the leader magic v2,
+/// `max.message.bytes`, record counts, no control batches and the CreateTime window. Batch positions in errors count from the start of the first chunk.
+/// A follower's partial trailing batch is dropped only at the end of the last chunk: one inside
+/// the concatenation is [`AppendErrorKind::TrailingBytes`] for leader and follower alike.
 ///
 /// # Errors
 /// [`Error::InvalidAppend`] or [`Error::Records`] (a corrupt batch); nothing is written.
-/// Validates the concatenation of `chunks` (each holding whole batches; empty chunks are
-/// allowed) as one append. Batch positions in errors count from the start of the first chunk.
-/// A follower's partial trailing batch is dropped only at the end of the last chunk: one inside
-/// the concatenation is [`AppendErrorKind::TrailingBytes`] for leader and follower alike.
 pub(crate) fn analyze(
     chunks: &[&[u8]],
     origin: Origin,
@@ -115,8 +120,8 @@ pub(crate) fn analyze(
         for batch in iter.by_ref() {
             let batch = batch.map_err(Error::Records)?;
             let header = *batch.header();
-            if origin == Origin::Leader {
-                check_leader_batch(&header, config, now_ms)?;
+            if origin != Origin::Follower {
+                check_leader_batch(&header, config, now_ms, origin)?;
             }
             batch.ensure_valid().map_err(Error::Records)?;
             if origin == Origin::Follower
@@ -136,7 +141,7 @@ pub(crate) fn analyze(
         }
         let valid = iter.valid_bytes() as usize;
         let last = chunk + 1 == chunks.len();
-        if valid < buffer.len() && (origin == Origin::Leader || !last) {
+        if valid < buffer.len() && (origin != Origin::Follower || !last) {
             return Err(invalid(AppendErrorKind::TrailingBytes {
                 trailing: (buffer.len() - valid) as u64,
             }));
@@ -154,7 +159,12 @@ pub(crate) fn analyze(
     })
 }
 
-fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> Result<()> {
+fn check_leader_batch(
+    header: &BatchHeader,
+    config: &LogConfig,
+    now_ms: i64,
+    origin: Origin,
+) -> Result<()> {
     let position = header.position;
     if header.magic != MAGIC_V2 {
         return Err(invalid(AppendErrorKind::UnsupportedMagic {
@@ -169,8 +179,15 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
             max: config.max_message_bytes.into(),
         }));
     }
-    if header.is_control {
+    if header.is_control && origin != Origin::Coordinator {
         return Err(invalid(AppendErrorKind::ControlBatch { position }));
+    }
+    if !header.is_control && header.producer_id >= 0 && header.base_sequence < 0 {
+        return Err(invalid(AppendErrorKind::InvalidSequence {
+            position,
+            producer_id: header.producer_id,
+            sequence: header.base_sequence,
+        }));
     }
     let base = header.base_offset.unwrap_or(header.last_offset);
     let last_offset_delta = (header.last_offset - base) as i32;
@@ -183,7 +200,7 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
         }));
     }
     if config.message_timestamp_type == TimestampType::CreateTime
-        && header.timestamp_type == Some(RecordTimestampType::CreateTime)
+        && header.timestamp_type == Some(TimestampType::CreateTime)
     {
         let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
         let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
@@ -200,13 +217,12 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
     Ok(())
 }
 
-/// Leader: stamps every batch with LogAppendTime `now_ms` (recomputing its CRC). Done before
-/// taking the writer lock: it does not depend on the offsets.
+/// Leader: copies the whole batches of `chunks` into one buffer and stamps every batch of the
+/// copy with LogAppendTime `now_ms` (recomputing its CRC); `analysis` then describes the copy
+/// (one chunk). Done before taking the writer lock: it does not depend on the offsets.
 ///
 /// # Errors
 /// [`Error::Records`] if a rewrite fails (it cannot for a buffer `analyze` accepted).
-/// Copies the whole batches of `chunks` into one buffer and stamps LogAppendTime on every batch
-/// of the copy; `analysis` then describes the copy (one chunk).
 pub(crate) fn stamp_log_append_time(
     chunks: &[&[u8]],
     analysis: &mut Analysis,
@@ -224,12 +240,19 @@ pub(crate) fn stamp_log_append_time(
         seglog_records::set_log_append_time(&mut copy[span.range()], now_ms)
             .map_err(Error::Records)?;
         span.header.max_timestamp_ms = now_ms;
-        span.header.timestamp_type = Some(RecordTimestampType::LogAppendTime);
+        span.header.timestamp_type = Some(TimestampType::LogAppendTime);
     }
     analysis.chunk_valid = vec![copy.len()];
     Ok(copy)
 }
 
+/// Leader: assigns offsets so the append starts at `next_offset` and returns every batch's
+/// new big-endian base offset, the 8 bytes that replace the first 8 of the batch when it is
+/// written ([`write_parts`]). The base offset is outside the CRC: no checksum work under the
+/// writer lock and no copy of the caller's bytes. Updates `analysis` to match.
+///
+/// # Errors
+/// [`Error::Records`] if an offset would overflow (it cannot below `i64::MAX` records).
 pub(crate) fn assign_offsets(analysis: &mut Analysis, next_offset: i64) -> Result<Vec<[u8; 8]>> {
     let mut next = next_offset;
     let mut bases = Vec::with_capacity(analysis.batches.len());
@@ -271,8 +294,10 @@ pub(crate) fn stamp_leader_epoch(
     prefixes
 }
 
-/// The parts of one vectored write: every chunk's whole batches, or, with `prefixes` (one per
-/// batch), each batch with its first `N` bytes replaced by its prefix.
+/// The pieces an append writes, in order: every chunk's whole batches as they are, except
+/// that each batch's first `N` bytes come from `prefixes` when the leader rewrote them (8: the
+/// base offset it assigned; 16: with the partition leader epoch, [`stamp_leader_epoch`]); an
+/// empty `prefixes` writes the chunks whole (empty ones skipped). One vectored write, no copy.
 pub(crate) fn write_parts<'a, const N: usize>(
     chunks: &[&'a [u8]],
     analysis: &Analysis,
@@ -295,6 +320,7 @@ pub(crate) fn write_parts<'a, const N: usize>(
     parts
 }
 
+/// Length of the v2 base offset field, the first field of a batch.
 const BASE_OFFSET_LEN: usize = 8;
 /// Where the v2 `partitionLeaderEpoch` field starts (after the base offset and the length).
 const PARTITION_LEADER_EPOCH_AT: usize = 12;

@@ -32,6 +32,14 @@ pub struct SegmentConfig {
     /// compressed size and is enforced by the log when appending. Recovery never uses it:
     /// like Kafka, it validates batch sizes and CRCs only. Default: 268435456 (256 MiB).
     pub max_decompressed_bytes: usize,
+    /// Whether a recovery also decodes every batch's records (decompressing them into at most
+    /// `max_decompressed_bytes`) and checks their offsets lie in order inside the batch, as a
+    /// consumer and `seglog verify` do; a batch that fails is corrupt like one whose CRC
+    /// fails. Kafka's `LogSegment.recover` checks sizes and CRCs only, so a batch with a valid
+    /// CRC whose records do not decode survives it and fails every reader; this catches it at
+    /// the cost of decoding (and decompressing) everything recovered. Default: false (Kafka's
+    /// cost).
+    pub decode_records_on_recovery: bool,
     /// The I/O seam every `.log` write and fsync, rename, unlink and index flush of segments
     /// opened or created with this config goes through (see [`crate::seam`]). Default:
     /// [`Io::direct`], the system calls and nothing else.
@@ -53,6 +61,7 @@ impl Default for SegmentConfig {
             segment_ms: 7 * 24 * 60 * 60 * 1000,
             segment_jitter_ms: 0,
             max_decompressed_bytes: 256 * 1024 * 1024,
+            decode_records_on_recovery: false,
             io: Io::direct(),
             cache: None,
         }

@@ -88,6 +88,17 @@ pub enum Error {
         /// The `.log` file.
         path: PathBuf,
     },
+    /// An aborted transaction appended to a `.txnindex` whose last entry's marker is not
+    /// below its own (Kafka's `TransactionIndex.append` refuses it). Nothing was written.
+    #[error("aborted transaction at {appended} appended to {} after one at {last_offset}", path.display())]
+    TxnIndexOrder {
+        /// The `.txnindex` file.
+        path: PathBuf,
+        /// The last entry's marker offset.
+        last_offset: i64,
+        /// The appended entry's marker offset.
+        appended: i64,
+    },
     /// A [`crate::SegmentConfig`] field is out of range.
     #[error("invalid segment config: {field} {reason}")]
     InvalidConfig {
@@ -124,12 +135,29 @@ pub enum CorruptKind {
         /// The first offset of the batch after it.
         next_first_offset: i64,
     },
+    /// A record's offset lies outside its batch's offset range, or does not increase within
+    /// the batch (found when a recovery decodes records,
+    /// [`crate::SegmentConfig::decode_records_on_recovery`]; no checksum covers a legacy
+    /// wrapper's inner offsets).
+    RecordOffset {
+        /// The record's offset.
+        offset: i64,
+        /// The batch's first offset.
+        first_offset: i64,
+        /// The batch's last offset.
+        last_offset: i64,
+    },
     /// A read found bytes that are not a whole batch before the segment's published end
     /// (a damaged length field, or a tail no recovery has cut): every batch below the end
     /// of a segment is whole, so this is damage, never the end of the data.
     IncompleteBatch {
         /// The bytes from this position to the segment's end.
         remaining: u64,
+    },
+    /// A `.txnindex` entry of a version above 0 (Kafka refuses to read it).
+    TxnIndexVersion {
+        /// The entry's version.
+        version: i16,
     },
 }
 
@@ -152,9 +180,21 @@ impl fmt::Display for CorruptKind {
                 "batch claims offsets up to {last_offset}, above the next batch's first offset \
                  {next_first_offset}, which follows on from the batch before it"
             ),
+            CorruptKind::RecordOffset {
+                offset,
+                first_offset,
+                last_offset,
+            } => write!(
+                f,
+                "record offset {offset} is out of order or outside its batch's {first_offset}..={last_offset}"
+            ),
             CorruptKind::IncompleteBatch { remaining } => write!(
                 f,
                 "not a whole batch, {remaining} bytes before the segment's end (a damaged length field?)"
+            ),
+            CorruptKind::TxnIndexVersion { version } => write!(
+                f,
+                "aborted transaction entry of unknown version {version} (expected 0)"
             ),
         }
     }

@@ -1,7 +1,10 @@
 //! Recovery (spec §3.5): rebuild both indexes from the `.log` with Kafka's rule, validating
 //! every batch, and cut the `.log` after the last valid batch.
 
+use std::path::Path;
+
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset};
+use seglog_records::BatchRef;
 
 use crate::error::{CorruptKind, Error};
 use crate::segment::{Indexes, OpenMode, Segment, UNKNOWN_MAX};
@@ -11,6 +14,7 @@ use crate::{FileType, Result};
 
 /// What a recovery found and did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecoveryReport {
     /// Bytes of whole, valid batches kept.
     pub valid_bytes: u64,
@@ -179,8 +183,15 @@ fn rebuild(
     // when it turns out to be the damaged one).
     let mut previous: Option<Previous> = None;
     let log = segment.log()?;
+    let decode = segment
+        .config
+        .decode_records_on_recovery
+        .then_some(segment.config.max_decompressed_bytes);
     let outcome = scan_batches(log.handle(), &path, end, SCAN_CHUNK, true, |batch| {
         let header = batch.header();
+        if let Some(limit) = decode {
+            check_records(batch, limit, &path)?;
+        }
         // Stricter than Kafka (see `CorruptKind::OffsetsNotIncreasing`): no checksum covers
         // the offset fields, so a batch whose offsets do not increase is damage.
         let first_offset = header.base_offset.unwrap_or(header.last_offset);
@@ -262,6 +273,38 @@ fn rebuild(
         on_disk: false,
         damaged_tail_kept: false,
     })
+}
+
+/// Decodes every record of `batch` (as a consumer does) and checks that their offsets
+/// increase inside the batch's range: a batch that fails is corrupt at its position.
+fn check_records(batch: &BatchRef<'_>, max_decompressed_bytes: usize, path: &Path) -> Result<()> {
+    let header = batch.header();
+    let corrupt = |kind| Error::Corrupt {
+        path: path.to_path_buf(),
+        position: header.position,
+        kind,
+    };
+    let mut first = header.base_offset;
+    let mut previous = None;
+    for record in batch.records(max_decompressed_bytes) {
+        let record = record.map_err(|e| match e.corrupt_kind() {
+            Some(kind) => corrupt(CorruptKind::Batch(kind.clone())),
+            None => corrupt(CorruptKind::Batch(seglog_records::CorruptKind::Truncated)),
+        })?;
+        let first_offset = *first.get_or_insert(record.offset);
+        if record.offset < first_offset
+            || record.offset > header.last_offset
+            || previous.is_some_and(|p| record.offset <= p)
+        {
+            return Err(corrupt(CorruptKind::RecordOffset {
+                offset: record.offset,
+                first_offset,
+                last_offset: header.last_offset,
+            }));
+        }
+        previous = Some(record.offset);
+    }
+    Ok(())
 }
 
 /// The last batch `rebuild` accepted, with what it changed, so it can be taken back.

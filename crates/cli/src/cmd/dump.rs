@@ -9,7 +9,7 @@
 use std::path::Path;
 
 use seglog_index_core::{OffsetIndex, TimeIndex};
-use seglog_records::{BatchRef, Batches, Record};
+use seglog_records::{BatchRef, Record};
 use seglog_segment::{FileType, parse_file_name};
 use serde::Serialize;
 
@@ -17,6 +17,7 @@ use crate::Outcome;
 use crate::cli::{DumpArgs, Encoding};
 use crate::dir::DirListing;
 use crate::error::Error;
+use crate::log_stream::{End, LogStream, Step};
 use crate::output::{Out, TimestampTypeName};
 use crate::view::{self, MAX_DECOMPRESSED_BYTES};
 
@@ -280,47 +281,50 @@ impl Dumper<'_> {
         }
     }
 
+    /// Streams the `.log` (one batch in memory at a time, whatever the file's size).
     fn log(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
-        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+        let mut stream = LogStream::open(path, self.args.max_batch_bytes)?;
         let file = path.display().to_string();
         if !self.args.json {
             let start = parse_file_name(path).map_or(0, |p| p.base_offset);
             self.out
                 .line(format_args!("Log starting offset: {start}"))?;
         }
-        let mut batches = Batches::new(&bytes, 0);
-        for batch in batches.by_ref() {
-            match batch {
-                Ok(batch) => self.batch(&file, &batch)?,
-                Err(e) => {
-                    let position = e.position().unwrap_or(0);
-                    let rest = bytes.get(position as usize..).unwrap_or(&[]);
-                    let problem = if rest.iter().all(|b| *b == 0) {
-                        format!(
-                            "{} zero bytes to the end of the file (preallocated or never written)",
-                            rest.len()
-                        )
-                    } else {
-                        format!(
-                            "{e}; the rest of the file ({} bytes) cannot be read as batches",
-                            rest.len()
-                        )
-                    };
-                    self.problem(&file, position, problem)?;
+        loop {
+            let end = match stream.next_step()? {
+                Step::Batch(batch) => {
+                    self.batch(&file, &batch)?;
+                    continue;
                 }
-            }
+                Step::End(end) => end,
+            };
+            return match end {
+                End::Clean => Ok(()),
+                End::ZeroTail { position, bytes } => self.problem(
+                    &file,
+                    position,
+                    format!(
+                        "{bytes} zero bytes to the end of the file (preallocated or never written)"
+                    ),
+                ),
+                End::TornTail { position, bytes } => self.problem(
+                    &file,
+                    position,
+                    format!("{bytes} bytes of an incomplete batch at the end (a torn write)"),
+                ),
+                End::Oversized { position, rest, .. } | End::Corrupt { position, rest, .. } => {
+                    let message = end.corruption_text().unwrap_or_default();
+                    self.problem(
+                        &file,
+                        position,
+                        format!(
+                            "{message}; the rest of the file ({rest} bytes) cannot be read as batches"
+                        ),
+                    )
+                }
+            };
         }
-        let tail = batches.partial_tail_bytes();
-        if tail > 0 {
-            let position = batches.position();
-            self.problem(
-                &file,
-                position,
-                format!("{tail} bytes of an incomplete batch at the end (a torn write)"),
-            )?;
-        }
-        Ok(())
     }
 
     fn batch(&mut self, file: &str, batch: &BatchRef<'_>) -> Result<(), Error> {

@@ -1,6 +1,6 @@
 //! `seglog recover DIR`: treat the log as after a crash, recover every segment, close cleanly.
 //!
-//! One open with `seglog::OpenOptions::recover_all`, inside the directory lock: the loader
+//! One open with `seglog::LogOpenOptions::recover_all`, inside the directory lock: the loader
 //! finishes or removes interrupted deletes, cleans and swaps (and splits a segment whose
 //! offsets overflow its base), checks each segment's indexes and then recovers **every**
 //! segment whatever the shutdown state: validate every batch, cut a torn or corrupt tail,
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use seglog::{
-    LeaderEpochSource, Log, LogConfig, OpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
+    LeaderEpochSource, Log, LogConfig, LogOpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
     TruncationReason,
 };
 use seglog_segment::CorruptKind;
@@ -161,7 +161,7 @@ pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
 }
 
 /// [`recover_dir`], cutting damaged flushed data too when `truncate_damaged`
-/// ([`OpenOptions::repair_destructively`]).
+/// ([`LogOpenOptions::repair_destructively`]).
 ///
 /// # Errors
 /// As [`recover_dir`].
@@ -171,10 +171,13 @@ pub fn recover_dir_with(
     truncate_damaged: bool,
 ) -> Result<RecoverReport, Error> {
     DirListing::existing_log(dir)?;
-    let options = OpenOptions {
+    check_before_changing(dir, truncate_damaged)?;
+    let options = LogOpenOptions {
         recover_all: true,
         repair_destructively: truncate_damaged,
-        ..OpenOptions::default()
+        // What `verify` checks: a batch whose records do not decode is damage too.
+        decode_records: true,
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;
     let load = log.load_report().clone();
@@ -226,6 +229,49 @@ pub fn recover_dir_with(
         log_start_offset,
         log_end_offset,
     })
+}
+
+/// Runs the whole recovery read-only first (in memory, writing nothing: the same validation,
+/// decoding and split planning), and checks that every file a recovery may rewrite can be
+/// opened for writing, so a recovery that cannot succeed fails before it changes anything
+/// (the clean-shutdown marker included). A failure of the write itself (a full disk, an I/O
+/// error) can still stop the real run part-way; what it leaves is then what an interrupted
+/// recovery leaves (rebuilt indexes, no marker): the next open recovers again, nothing lost.
+///
+/// # Errors
+/// [`Error::RecoverRefused`] naming the directory, with the reason.
+fn check_before_changing(dir: &Path, truncate_damaged: bool) -> Result<(), Error> {
+    let refused = |source: Error| Error::RecoverRefused {
+        dir: dir.to_owned(),
+        source: Box::new(source),
+    };
+    let dry_run = LogOpenOptions {
+        read_only: true,
+        recover_all: true,
+        repair_destructively: truncate_damaged,
+        decode_records: true,
+        ..LogOpenOptions::default()
+    };
+    match Log::open_with(dir, LogConfig::default(), dry_run) {
+        Ok(log) => drop(log),
+        // A read-only open does not split; it has planned the split (an unsplittable segment
+        // fails it), and the read-write open splits before anything else changes.
+        Err(seglog::Error::Segment(seglog_segment::Error::OffsetOverflow { .. })) => {}
+        Err(e) => return Err(refused(Error::Log(e))),
+    }
+    let entries = std::fs::read_dir(dir).map_err(Error::io("list directory", dir))?;
+    for entry in entries {
+        let entry = entry.map_err(Error::io("list directory", dir))?;
+        let path = entry.path();
+        if !path.is_file() {
+            continue;
+        }
+        // Opening for writing changes neither the bytes nor the modification time.
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&path) {
+            return Err(refused(Error::io("open for writing", &path)(e)));
+        }
+    }
+    Ok(())
 }
 
 fn split_line(split: &SegmentSplit) -> SplitLine {

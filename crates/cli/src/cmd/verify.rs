@@ -7,16 +7,17 @@
 //! when the segment is loaded. Producer `.snapshot` files must decode (version, length,
 //! CRC-32C) and `leader-epoch-checkpoint` must parse.
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use seglog_index_core::{OffsetIndex, TimeIndex};
-use seglog_records::Batches;
+use seglog_index_core::{OffsetEntry, OffsetPosition, TimeEntry, TimestampOffset};
 use serde::Serialize;
 
 use crate::Outcome;
 use crate::cli::VerifyArgs;
 use crate::dir::{DirListing, SegmentFiles};
 use crate::error::Error;
+use crate::log_stream::{DEFAULT_MAX_BATCH_BYTES, End, EntryStream, LogStream, Step};
 use crate::output::{Out, emit_report};
 use crate::progress::Progress;
 use crate::view::MAX_DECOMPRESSED_BYTES;
@@ -122,7 +123,7 @@ pub struct VerifyReport {
 /// # Errors
 /// A missing or unreadable directory; stdout errors. Problems in the log are not errors.
 pub fn run(args: &VerifyArgs, quiet: bool) -> Result<Outcome, Error> {
-    let report = verify_dir(&args.dir, quiet)?;
+    let report = verify_dir_with(&args.dir, quiet, args.max_batch_bytes)?;
     emit_report(args.json, &report, print_report)?;
     Ok(if report.ok {
         Outcome::Ok
@@ -165,11 +166,26 @@ pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
     ))
 }
 
-/// Verifies the log in `dir` without writing anything.
+/// Verifies the log in `dir` without writing anything, with the default bound on one batch's
+/// size ([`verify_dir_with`]).
 ///
 /// # Errors
 /// [`Error::NotFound`] / [`Error::WrongKind`] for a bad `dir`; I/O errors reading files.
 pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
+    verify_dir_with(dir, quiet, DEFAULT_MAX_BATCH_BYTES)
+}
+
+/// Verifies the log in `dir` without writing anything. Files are streamed (memory stays
+/// bounded by `max_batch_bytes` and a read chunk, whatever their size); a batch longer than
+/// `max_batch_bytes` is reported as a corrupt batch at its position.
+///
+/// # Errors
+/// [`Error::NotFound`] / [`Error::WrongKind`] for a bad `dir`; I/O errors reading files.
+pub fn verify_dir_with(
+    dir: &Path,
+    quiet: bool,
+    max_batch_bytes: u32,
+) -> Result<VerifyReport, Error> {
     let listing = DirListing::partition_lenient(dir)?;
     let mut v = Verifier {
         report: VerifyReport {
@@ -177,6 +193,8 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
             ..Default::default()
         },
         last_offset: None,
+        max_batch_bytes,
+        oversized_batch: false,
     };
     let total: u64 = listing
         .segments
@@ -250,8 +268,11 @@ pub fn verify_dir(dir: &Path, quiet: bool) -> Result<VerifyReport, Error> {
         });
     }
     // What the loader would make of the directory's state files (read-only: nothing is
-    // written). A log that does not load is already reported by the checks above.
+    // written). A log that does not load is already reported by the checks above; nor is one
+    // loaded whose batch exceeded the bound: the loader would read that batch whole (as
+    // Kafka's recovery does), and the bound is what keeps `verify`'s memory small.
     if listing.irregular.is_empty()
+        && !v.oversized_batch
         && let Ok(log) = seglog::Log::open_read_only(dir, seglog::LogConfig::default())
         && let Some(start) = log.load_report().log_start_beyond_end
     {
@@ -292,6 +313,391 @@ struct Verifier {
     report: VerifyReport,
     /// Last offset of the previous batch, across segments.
     last_offset: Option<i64>,
+    /// The bound on one batch's size.
+    max_batch_bytes: u32,
+    /// Whether a `.log` held a batch above the bound.
+    oversized_batch: bool,
+}
+
+/// What an index check found, kept apart from the `.log`'s findings until the walk ends so
+/// the report lists problems file by file.
+#[derive(Default)]
+struct Findings {
+    problems: Vec<Problem>,
+    notes: Vec<Note>,
+    /// Entries checked (zero padding excluded).
+    entries: u64,
+}
+
+impl Findings {
+    fn problem(&mut self, file: &Path, position: Option<u64>, kind: ProblemKind, message: String) {
+        self.problems.push(Problem {
+            file: file.to_owned(),
+            position,
+            kind,
+            message,
+        });
+    }
+}
+
+/// An index's entries in slot order, read a chunk at a time, holding back a run of
+/// zero-padding entries until it is known whether the run ends the file (an untrimmed,
+/// preallocated index) or real entries follow it (then the run's entries are yielded too).
+struct IndexEntries<E, const N: usize> {
+    stream: EntryStream<N>,
+    decode: fn(&[u8; N], i64) -> E,
+    is_padding: fn(&E, i64) -> bool,
+    base: i64,
+    /// The run of padding entries seen and not yet yielded: its first slot, length, entry.
+    run: Option<(u64, u64, E)>,
+    /// Run entries still to yield before `held`.
+    run_left: u64,
+    /// The entry that ended a run, yielded after it.
+    held: Option<(u64, E)>,
+    /// The entry `peek` returned, not consumed yet.
+    peeked: Option<(u64, E)>,
+    /// After the end: the trailing padding run (first slot, length).
+    trailing_padding: Option<(u64, u64)>,
+}
+
+impl<E: Copy, const N: usize> IndexEntries<E, N> {
+    fn new(
+        stream: EntryStream<N>,
+        base: i64,
+        decode: fn(&[u8; N], i64) -> E,
+        is_padding: fn(&E, i64) -> bool,
+    ) -> Self {
+        IndexEntries {
+            stream,
+            decode,
+            is_padding,
+            base,
+            run: None,
+            run_left: 0,
+            held: None,
+            peeked: None,
+            trailing_padding: None,
+        }
+    }
+
+    fn peek(&mut self) -> Result<Option<(u64, E)>, Error> {
+        if self.peeked.is_none() {
+            self.peeked = self.read_next()?;
+        }
+        Ok(self.peeked)
+    }
+
+    fn take(&mut self) {
+        self.peeked = None;
+    }
+
+    fn read_next(&mut self) -> Result<Option<(u64, E)>, Error> {
+        if self.run_left > 0
+            && let Some((first, len, entry)) = self.run
+        {
+            let slot = first + (len - self.run_left);
+            self.run_left -= 1;
+            if self.run_left == 0 {
+                self.run = None;
+            }
+            return Ok(Some((slot, entry)));
+        }
+        if let Some(held) = self.held.take() {
+            return Ok(Some(held));
+        }
+        while let Some((slot, raw)) = self.stream.next_entry()? {
+            let entry = (self.decode)(&raw, self.base);
+            if (self.is_padding)(&entry, self.base) {
+                match &mut self.run {
+                    Some((_, len, _)) => *len += 1,
+                    None => self.run = Some((slot, 1, entry)),
+                }
+                continue;
+            }
+            let Some((first, len, run_entry)) = self.run else {
+                return Ok(Some((slot, entry)));
+            };
+            // Real entries follow the run: it was no padding.
+            self.held = Some((slot, entry));
+            self.run_left = len - 1;
+            if self.run_left == 0 {
+                self.run = None;
+            }
+            return Ok(Some((first, run_entry)));
+        }
+        if let Some((first, len, _)) = self.run.take() {
+            self.trailing_padding = Some((first, len));
+        }
+        Ok(None)
+    }
+}
+
+fn decode_offset_entry(raw: &[u8; 8], base: i64) -> OffsetPosition {
+    let e = OffsetEntry::decode(raw);
+    OffsetPosition {
+        offset: base.saturating_add(i64::from(e.relative_offset)),
+        // A negative position only exists in a corrupt file; kept bit for bit.
+        position: e.position as u32,
+    }
+}
+
+fn decode_time_entry(raw: &[u8; 12], base: i64) -> TimestampOffset {
+    let e = TimeEntry::decode(raw);
+    TimestampOffset {
+        timestamp_ms: e.timestamp_ms,
+        offset: base.saturating_add(i64::from(e.relative_offset)),
+    }
+}
+
+/// The `.index` checked against the batches as the `.log` walk meets them.
+struct OffsetIndexCheck {
+    path: PathBuf,
+    entries: IndexEntries<OffsetPosition, 8>,
+    previous: Option<(i64, u32)>,
+    /// Entries whose offset lies above the batch at their position: a follower's multi-batch
+    /// append when a later batch ends exactly at that offset (slot, entry, that batch).
+    awaiting: VecDeque<(u64, OffsetPosition, BatchInfo)>,
+    found: Findings,
+}
+
+impl OffsetIndexCheck {
+    fn open(path: &Path, base: i64) -> Result<Self, Error> {
+        let stream = EntryStream::<8>::open(path)?;
+        let mut found = Findings::default();
+        index_length(&mut found, path, stream.len_bytes(), 8);
+        Ok(OffsetIndexCheck {
+            path: path.to_owned(),
+            entries: IndexEntries::new(stream, base, decode_offset_entry, |e, base| {
+                e.offset == base && e.position == 0
+            }),
+            previous: None,
+            awaiting: VecDeque::new(),
+            found,
+        })
+    }
+
+    /// Consumes one entry: the order check. Returns whether it was in order.
+    fn in_order(&mut self, slot: u64, e: OffsetPosition) -> bool {
+        self.found.entries += 1;
+        let ok = !self
+            .previous
+            .is_some_and(|(o, p)| e.offset <= o || e.position <= p);
+        if !ok {
+            let msg = format!(
+                "entry {slot} (offset {}, position {}) does not increase",
+                e.offset, e.position
+            );
+            self.found
+                .problem(&self.path, Some(slot * 8), ProblemKind::IndexOrder, msg);
+        }
+        self.previous = Some((e.offset, e.position));
+        ok
+    }
+
+    fn mismatch(&mut self, slot: u64, e: OffsetPosition, batch: BatchInfo) {
+        let msg = format!(
+            "entry {slot}: offset {} at position {}, but the batch there holds offsets {}..={}",
+            e.offset, e.position, batch.first_offset, batch.last_offset
+        );
+        self.found
+            .problem(&self.path, Some(slot * 8), ProblemKind::IndexOffset, msg);
+    }
+
+    fn not_a_batch_start(&mut self, slot: u64, e: OffsetPosition) {
+        let msg = format!(
+            "entry {slot}: position {} is not the start of a batch",
+            e.position
+        );
+        self.found
+            .problem(&self.path, Some(slot * 8), ProblemKind::IndexPosition, msg);
+    }
+
+    fn batch(&mut self, batch: BatchInfo) -> Result<(), Error> {
+        while let Some(&(slot, e, at)) = self.awaiting.front() {
+            if batch.last_offset < e.offset {
+                break;
+            }
+            self.awaiting.pop_front();
+            if batch.last_offset == e.offset {
+                let msg = format!(
+                    "entry {slot} (offset {}, position {}) points at a batch ending at offset {} \
+                     (a multi-batch append, as a follower writes; lookups are still correct)",
+                    e.offset, e.position, at.last_offset
+                );
+                self.found.notes.push(Note {
+                    file: self.path.clone(),
+                    message: msg,
+                });
+            } else {
+                self.mismatch(slot, e, at);
+            }
+        }
+        while let Some((slot, e)) = self.entries.peek()? {
+            if u64::from(e.position) > batch.position {
+                break;
+            }
+            self.entries.take();
+            let in_order = self.in_order(slot, e);
+            if u64::from(e.position) < batch.position {
+                // Out of order entries are reported once, by the order check.
+                if in_order {
+                    self.not_a_batch_start(slot, e);
+                }
+            } else if e.offset > batch.last_offset {
+                self.awaiting.push_back((slot, e, batch));
+            } else if e.offset != batch.last_offset {
+                self.mismatch(slot, e, batch);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Findings, Error> {
+        while let Some((slot, e, at)) = self.awaiting.pop_front() {
+            self.mismatch(slot, e, at);
+        }
+        while let Some((slot, e)) = self.entries.peek()? {
+            self.entries.take();
+            if self.in_order(slot, e) {
+                self.not_a_batch_start(slot, e);
+            }
+        }
+        let total = self.entries.stream.entries();
+        zero_padding(
+            &mut self.found,
+            &self.path,
+            self.entries.trailing_padding,
+            total,
+            8,
+        );
+        self.found.problems.sort_by_key(|p| p.position);
+        Ok(self.found)
+    }
+}
+
+/// The `.timeindex` checked against the batches as the `.log` walk meets them.
+struct TimeIndexCheck {
+    path: PathBuf,
+    entries: IndexEntries<TimestampOffset, 12>,
+    previous: Option<(i64, i64)>,
+    found: Findings,
+}
+
+impl TimeIndexCheck {
+    fn open(path: &Path, base: i64) -> Result<Self, Error> {
+        let stream = EntryStream::<12>::open(path)?;
+        let mut found = Findings::default();
+        index_length(&mut found, path, stream.len_bytes(), 12);
+        Ok(TimeIndexCheck {
+            path: path.to_owned(),
+            entries: IndexEntries::new(stream, base, decode_time_entry, |e, base| {
+                e.timestamp_ms == 0 && e.offset == base
+            }),
+            previous: None,
+            found,
+        })
+    }
+
+    fn consume(&mut self, slot: u64, e: TimestampOffset) {
+        self.found.entries += 1;
+        if self
+            .previous
+            .is_some_and(|(t, o)| e.timestamp_ms <= t || e.offset < o)
+        {
+            let msg = format!(
+                "entry {slot} (timestamp {}, offset {}) does not increase",
+                e.timestamp_ms, e.offset
+            );
+            self.found
+                .problem(&self.path, Some(slot * 12), ProblemKind::IndexOrder, msg);
+        }
+        self.previous = Some((e.timestamp_ms, e.offset));
+    }
+
+    fn in_no_batch(&mut self, slot: u64, e: TimestampOffset) {
+        let msg = format!(
+            "entry {slot}: offset {} is in no batch of this segment",
+            e.offset
+        );
+        self.found
+            .problem(&self.path, Some(slot * 12), ProblemKind::IndexOffset, msg);
+    }
+
+    fn batch(&mut self, batch: BatchInfo) -> Result<(), Error> {
+        while let Some((slot, e)) = self.entries.peek()? {
+            if e.offset > batch.last_offset {
+                break;
+            }
+            self.entries.take();
+            self.consume(slot, e);
+            if e.offset < batch.first_offset {
+                self.in_no_batch(slot, e);
+            } else if e.timestamp_ms != batch.running_max_timestamp {
+                let msg = format!(
+                    "entry {slot}: timestamp {} at offset {}, but the largest timestamp up to that batch is {}",
+                    e.timestamp_ms, e.offset, batch.running_max_timestamp
+                );
+                self.found.problem(
+                    &self.path,
+                    Some(slot * 12),
+                    ProblemKind::IndexTimestamp,
+                    msg,
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Findings, Error> {
+        while let Some((slot, e)) = self.entries.peek()? {
+            self.entries.take();
+            self.consume(slot, e);
+            self.in_no_batch(slot, e);
+        }
+        let total = self.entries.stream.entries();
+        zero_padding(
+            &mut self.found,
+            &self.path,
+            self.entries.trailing_padding,
+            total,
+            12,
+        );
+        self.found.problems.sort_by_key(|p| p.position);
+        Ok(self.found)
+    }
+}
+
+/// Reports an index file whose length is not a whole number of `entry_size`-byte entries.
+fn index_length(found: &mut Findings, path: &Path, len: u64, entry_size: u64) {
+    if !len.is_multiple_of(entry_size) {
+        found.problem(
+            path,
+            Some(len - len % entry_size),
+            ProblemKind::IndexLength,
+            format!("length {len} is not a multiple of {entry_size}"),
+        );
+    }
+}
+
+/// Reports the run of zero-padding entries at the end of an index, as an untrimmed
+/// preallocated index has.
+fn zero_padding(
+    found: &mut Findings,
+    path: &Path,
+    trailing: Option<(u64, u64)>,
+    total: u64,
+    entry_size: u64,
+) {
+    if let Some((first, len)) = trailing {
+        let msg =
+            format!("{len} of {total} entries are zero padding (an untrimmed, preallocated index)");
+        found.problem(
+            path,
+            Some(first * entry_size),
+            ProblemKind::IndexZeroPadding,
+            msg,
+        );
+    }
 }
 
 impl Verifier {
@@ -332,54 +738,70 @@ impl Verifier {
             return Ok(());
         };
         self.report.segments += 1;
-        let batches = self.log(log, base, next_base)?;
-        match &files.index {
-            Some(index) => self.offset_index(index, base, &batches)?,
-            None => self.note(
-                log,
-                "no .index file; it is rebuilt when the segment is recovered",
-            ),
-        }
-        match &files.time_index {
-            Some(index) => self.time_index(index, base, &batches)?,
-            None => self.note(
-                log,
-                "no .timeindex file; it is rebuilt when the segment is recovered",
-            ),
+        let mut offset_index = match &files.index {
+            Some(index) => Some(OffsetIndexCheck::open(index, base)?),
+            None => {
+                self.note(
+                    log,
+                    "no .index file; it is rebuilt when the segment is recovered",
+                );
+                None
+            }
+        };
+        let mut time_index = match &files.time_index {
+            Some(index) => Some(TimeIndexCheck::open(index, base)?),
+            None => {
+                self.note(
+                    log,
+                    "no .timeindex file; it is rebuilt when the segment is recovered",
+                );
+                None
+            }
+        };
+        self.log(log, base, next_base, |batch| {
+            if let Some(check) = offset_index.as_mut() {
+                check.batch(batch)?;
+            }
+            if let Some(check) = time_index.as_mut() {
+                check.batch(batch)?;
+            }
+            Ok(())
+        })?;
+        for check in [
+            offset_index.map(OffsetIndexCheck::finish),
+            time_index.map(TimeIndexCheck::finish),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let found = check?;
+            self.report.index_entries += found.entries;
+            self.report.problems.extend(found.problems);
+            self.report.notes.extend(found.notes);
         }
         Ok(())
     }
 
+    /// Walks the `.log` (streamed: one batch in memory at a time), calling `on_batch` with
+    /// every batch in file order.
     fn log(
         &mut self,
         path: &Path,
         base: i64,
         next_base: Option<i64>,
-    ) -> Result<Vec<BatchInfo>, Error> {
-        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
-        self.report.bytes += bytes.len() as u64;
-        let mut infos = Vec::new();
+        mut on_batch: impl FnMut(BatchInfo) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut stream = LogStream::open(path, self.max_batch_bytes)?;
+        self.report.bytes += stream.len();
         let mut running_max = -1i64;
         // Batches outside the segment's range are one problem (the first), not one per batch.
         let mut outside_reported = false;
-        let mut iter = Batches::new(&bytes, 0);
-        for batch in iter.by_ref() {
-            let batch = match batch {
-                Ok(b) => b,
-                Err(e) => {
-                    let position = e.position().unwrap_or(0);
-                    let rest = bytes.get(position as usize..).unwrap_or(&[]);
-                    if rest.iter().all(|b| *b == 0) {
-                        let msg = format!(
-                            "{} zero bytes to the end of the file (preallocated or never written)",
-                            rest.len()
-                        );
-                        self.problem(path, Some(position), ProblemKind::ZeroTail, msg);
-                    } else {
-                        let msg = format!("{e}; the remaining {} bytes cannot be read", rest.len());
-                        self.problem(path, Some(position), ProblemKind::CorruptBatch, msg);
-                    }
-                    break;
+        loop {
+            let batch = match stream.next_step()? {
+                Step::Batch(batch) => batch,
+                Step::End(end) => {
+                    self.log_end(path, end);
+                    return Ok(());
                 }
             };
             let h = *batch.header();
@@ -395,11 +817,27 @@ impl Verifier {
             // Records are decoded only when the CRC holds. A legacy compressed wrapper names
             // only its last offset: its first is its first inner message's, resolved as a
             // reader resolves it (v1 inner offsets relative to the wrapper, v0 absolute).
-            let mut offsets = Vec::new();
+            let mut first_record = None;
+            let mut records = 0u64;
+            let mut out_of_order = None;
+            let mut previous_record = None;
             if crc_ok {
                 for record in batch.records(MAX_DECOMPRESSED_BYTES) {
                     match record {
-                        Ok(r) => offsets.push(r.offset),
+                        Ok(r) => {
+                            records += 1;
+                            let lower = h
+                                .base_offset
+                                .unwrap_or(*first_record.get_or_insert(r.offset));
+                            if out_of_order.is_none()
+                                && (r.offset < lower
+                                    || r.offset > h.last_offset
+                                    || previous_record.is_some_and(|p| r.offset <= p))
+                            {
+                                out_of_order = Some(r.offset);
+                            }
+                            previous_record = Some(r.offset);
+                        }
                         Err(e) => {
                             let at = e.position().or(position);
                             self.problem(path, at, ProblemKind::InvalidRecords, e.to_string());
@@ -407,9 +845,9 @@ impl Verifier {
                     }
                 }
             }
-            self.report.records += offsets.len() as u64;
-            let first_offset = h.base_offset.unwrap_or_else(|| match offsets.first() {
-                Some(first) => *first,
+            self.report.records += records;
+            let first_offset = h.base_offset.unwrap_or_else(|| match first_record {
+                Some(first) => first,
                 None => self.last_offset.map_or(h.last_offset, |l| l + 1),
             });
             if let Some(prev) = self.last_offset
@@ -432,12 +870,7 @@ impl Verifier {
                 );
                 self.problem(path, position, ProblemKind::OffsetOutOfSegment, msg);
             }
-            let out_of_order = offsets.iter().enumerate().find(|&(i, &offset)| {
-                offset < first_offset
-                    || offset > h.last_offset
-                    || (i > 0 && offset <= offsets[i - 1])
-            });
-            if let Some((_, offset)) = out_of_order {
+            if let Some(offset) = out_of_order {
                 let msg = format!(
                     "record offset {offset} is out of order or outside its batch's {first_offset}..={}",
                     h.last_offset
@@ -445,154 +878,39 @@ impl Verifier {
                 self.problem(path, position, ProblemKind::InvalidRecords, msg);
             }
             running_max = running_max.max(h.max_timestamp_ms);
-            infos.push(BatchInfo {
-                position: h.position,
-                first_offset,
-                last_offset: h.last_offset,
-                running_max_timestamp: running_max,
-            });
             self.last_offset = Some(
                 self.last_offset
                     .map_or(h.last_offset, |l| l.max(h.last_offset)),
             );
-        }
-        let tail = iter.partial_tail_bytes();
-        if tail > 0 {
-            let msg = format!("{tail} bytes of an incomplete batch at the end (a torn write)");
-            self.problem(path, Some(iter.position()), ProblemKind::TornTail, msg);
-        }
-        Ok(infos)
-    }
-
-    fn offset_index(&mut self, path: &Path, base: i64, batches: &[BatchInfo]) -> Result<(), Error> {
-        let index = OffsetIndex::open_read_only(path, base)?;
-        self.index_length(path, index.file_len(), 8);
-        let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
-        let valid =
-            self.index_zero_padding(path, &entries, 8, |e| e.offset == base && e.position == 0);
-        self.report.index_entries += valid as u64;
-        let mut previous: Option<(i64, u32)> = None;
-        for (slot, e) in entries[..valid].iter().enumerate() {
-            let at = Some(slot as u64 * 8);
-            if previous.is_some_and(|(o, p)| e.offset <= o || e.position <= p) {
-                let msg = format!(
-                    "entry {slot} (offset {}, position {}) does not increase",
-                    e.offset, e.position
-                );
-                self.problem(path, at, ProblemKind::IndexOrder, msg);
-            }
-            previous = Some((e.offset, e.position));
-            let Ok(i) = batches.binary_search_by_key(&u64::from(e.position), |b| b.position) else {
-                let msg = format!(
-                    "entry {slot}: position {} is not the start of a batch",
-                    e.position
-                );
-                self.problem(path, at, ProblemKind::IndexPosition, msg);
-                continue;
-            };
-            let batch = batches[i];
-            if e.offset == batch.last_offset {
-                continue;
-            }
-            // A follower appends several batches at once and indexes the last offset of the
-            // chunk at the chunk's first position: not what a leader writes, but lookups stay
-            // correct as long as that offset ends a later batch.
-            if e.offset > batch.last_offset
-                && batches[i..].iter().any(|b| b.last_offset == e.offset)
-            {
-                let msg = format!(
-                    "entry {slot} (offset {}, position {}) points at a batch ending at offset {} \
-                     (a multi-batch append, as a follower writes; lookups are still correct)",
-                    e.offset, e.position, batch.last_offset
-                );
-                self.note(path, &msg);
-                continue;
-            }
-            let msg = format!(
-                "entry {slot}: offset {} at position {}, but the batch there holds offsets {}..={}",
-                e.offset, e.position, batch.first_offset, batch.last_offset
-            );
-            self.problem(path, at, ProblemKind::IndexOffset, msg);
-        }
-        Ok(())
-    }
-
-    /// Reports an index file whose length is not a whole number of `entry_size`-byte entries.
-    fn index_length(&mut self, path: &Path, len: u64, entry_size: u64) {
-        if !len.is_multiple_of(entry_size) {
-            self.problem(
-                path,
-                Some(len - len % entry_size),
-                ProblemKind::IndexLength,
-                format!("length {len} is not a multiple of {entry_size}"),
-            );
+            on_batch(BatchInfo {
+                position: h.position,
+                first_offset,
+                last_offset: h.last_offset,
+                running_max_timestamp: running_max,
+            })?;
         }
     }
 
-    /// Reports the run of zero-padding entries (`is_padding`) at the end of an index, as an
-    /// untrimmed preallocated index has, and returns how many entries precede it.
-    fn index_zero_padding<E>(
-        &mut self,
-        path: &Path,
-        entries: &[E],
-        entry_size: u64,
-        is_padding: impl Fn(&E) -> bool,
-    ) -> usize {
-        let zero_tail = entries.iter().rev().take_while(|e| is_padding(e)).count();
-        let valid = entries.len() - zero_tail;
-        if zero_tail > 0 {
-            let msg = format!(
-                "{zero_tail} of {} entries are zero padding (an untrimmed, preallocated index)",
-                entries.len()
-            );
-            self.problem(
-                path,
-                Some(valid as u64 * entry_size),
-                ProblemKind::IndexZeroPadding,
-                msg,
-            );
-        }
-        valid
-    }
-
-    fn time_index(&mut self, path: &Path, base: i64, batches: &[BatchInfo]) -> Result<(), Error> {
-        let index = TimeIndex::open_read_only(path, base)?;
-        self.index_length(path, index.file_len(), 12);
-        let entries: Vec<_> = (0..index.entries()).map_while(|n| index.entry(n)).collect();
-        let valid = self.index_zero_padding(path, &entries, 12, |e| {
-            e.timestamp_ms == 0 && e.offset == base
-        });
-        self.report.index_entries += valid as u64;
-        let mut previous: Option<(i64, i64)> = None;
-        for (slot, e) in entries[..valid].iter().enumerate() {
-            let at = Some(slot as u64 * 12);
-            if previous.is_some_and(|(t, o)| e.timestamp_ms <= t || e.offset < o) {
+    /// Reports how a `.log` walk ended, unless it ended exactly at the end of the file.
+    fn log_end(&mut self, path: &Path, end: End) {
+        match end {
+            End::Clean => {}
+            End::ZeroTail { position, bytes } => {
                 let msg = format!(
-                    "entry {slot} (timestamp {}, offset {}) does not increase",
-                    e.timestamp_ms, e.offset
+                    "{bytes} zero bytes to the end of the file (preallocated or never written)"
                 );
-                self.problem(path, at, ProblemKind::IndexOrder, msg);
+                self.problem(path, Some(position), ProblemKind::ZeroTail, msg);
             }
-            previous = Some((e.timestamp_ms, e.offset));
-            let holder = batches
-                .iter()
-                .find(|b| b.first_offset <= e.offset && e.offset <= b.last_offset);
-            let Some(batch) = holder else {
-                let msg = format!(
-                    "entry {slot}: offset {} is in no batch of this segment",
-                    e.offset
-                );
-                self.problem(path, at, ProblemKind::IndexOffset, msg);
-                continue;
-            };
-            if e.timestamp_ms != batch.running_max_timestamp {
-                let msg = format!(
-                    "entry {slot}: timestamp {} at offset {}, but the largest timestamp up to that batch is {}",
-                    e.timestamp_ms, e.offset, batch.running_max_timestamp
-                );
-                self.problem(path, at, ProblemKind::IndexTimestamp, msg);
+            End::TornTail { position, bytes } => {
+                let msg = format!("{bytes} bytes of an incomplete batch at the end (a torn write)");
+                self.problem(path, Some(position), ProblemKind::TornTail, msg);
+            }
+            End::Oversized { position, rest, .. } | End::Corrupt { position, rest, .. } => {
+                self.oversized_batch |= matches!(end, End::Oversized { .. });
+                let message = end.corruption_text().unwrap_or_default();
+                let msg = format!("{message}; the remaining {rest} bytes cannot be read");
+                self.problem(path, Some(position), ProblemKind::CorruptBatch, msg);
             }
         }
-        Ok(())
     }
 }

@@ -3,6 +3,7 @@
 // Test helpers outside `#[test]` functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bounded_memory;
 mod corpus;
 mod corpus_read;
 mod full_disk;
@@ -11,10 +12,12 @@ mod kafka_fixtures;
 mod leader_epochs;
 mod live_writer;
 mod produce_read;
+mod recover_agrees;
 mod repair;
 mod repair_policy;
 mod support;
 mod usage;
+mod verbose;
 mod verify;
 mod verify_legacy;
 mod walker;

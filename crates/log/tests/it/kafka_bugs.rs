@@ -304,6 +304,29 @@ fn kafka_6264_read_only_open_does_not_split() {
     assert_eq!(names.len(), 1);
 }
 
+/// A read-only open plans the split it cannot make: a segment no split can fix (its first
+/// batch lies below its base offset) fails it as it fails a read-write open, so a check
+/// before a repair (`seglog recover`) finds it without changing anything.
+#[test]
+fn kafka_6264_read_only_open_reports_an_unsplittable_segment() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut low = seglog::BatchBuilder::new(0);
+    low.append(T0, None, Some(b"v"), &[]);
+    let path = dir.path().join("00000000000000000100.log");
+    std::fs::write(&path, low.build().unwrap()).unwrap();
+    for read_only in [true, false] {
+        let options = seglog::LogOpenOptions {
+            read_only,
+            ..seglog::LogOpenOptions::default()
+        };
+        let err = Log::open_with(dir.path(), LogConfig::default(), options).unwrap_err();
+        assert!(
+            matches!(err, seglog::Error::UnsplittableSegment { .. }),
+            "read_only {read_only}: {err}"
+        );
+    }
+}
+
 /// The name of segment `base`'s file of extension `ext`.
 fn segment_file(base: i64, ext: &str) -> String {
     format!("{base:020}.{ext}")
@@ -436,9 +459,9 @@ fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
     let log_dir = seglog::LogDir::open_with(
         root.path(),
         config,
-        seglog::OpenOptions {
+        seglog::LogOpenOptions {
             io: faults.io(),
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         },
     )
     .unwrap();

@@ -84,3 +84,51 @@ fn delete_records_needs_an_offset_at_or_below_the_hw() {
     let log = open(dir.path(), small_config(1 << 20), &clock());
     assert_eq!(log.log_start_offset(), 8);
 }
+
+/// Kafka's `truncateTo` inside a batch (docs/durability.md, "Truncation inside a batch"): the
+/// whole batch holding the offset goes, its records below the offset too, and the log end
+/// becomes the offset. A reader then sees the records before that batch and nothing at the
+/// offsets the batch held below the target (inside the range, not an error: a gap, as a
+/// compacted log has); the next append takes the target offset, and reads from inside the
+/// gap start at it. A reopen (clean or after a crash) keeps exactly that.
+#[test]
+fn truncating_inside_a_batch_removes_the_whole_batch_and_leaves_a_gap_below_the_offset() {
+    let (dir, clock, log) = fresh(small_config(1 << 20));
+    append_numbered(&log, 3, "t", 10); // batches 0..=9, 10..=19, 20..=29
+    log.set_high_watermark(30).unwrap();
+    log.truncate_to(15).unwrap();
+    assert_eq!(log.log_end_offset(), 15);
+    assert_eq!(log.high_watermark(), 15);
+    let offsets = |log: &seglog::Log, from: i64| -> Vec<i64> {
+        log.owned_reader(from, Isolation::LogEnd)
+            .map(|f| f.unwrap().record.offset)
+            .collect()
+    };
+    // Offsets 10..=14 were in the removed batch: gone, though below the log end.
+    assert_eq!(offsets(&log, 0), (0..10).collect::<Vec<_>>());
+    assert_eq!(offsets(&log, 12), Vec::<i64>::new());
+    assert!(
+        log.read(12, 1 << 20, Isolation::LogEnd, true)
+            .unwrap()
+            .slice
+            .is_empty()
+    );
+    // An offset above the new end is out of range.
+    assert!(matches!(
+        log.owned_reader(16, Isolation::LogEnd).next(),
+        Some(Err(Error::OffsetOutOfRange { .. }))
+    ));
+    // Appends continue at the target; a read from inside the gap starts there.
+    let info = log.append(&numbered(T0, "after", 3)).unwrap();
+    assert_eq!(info.first_offset, 15);
+    let expected: Vec<i64> = (0..10).chain(15..18).collect();
+    assert_eq!(offsets(&log, 0), expected);
+    assert_eq!(offsets(&log, 11), vec![15, 16, 17]);
+    // A crash (drop without close) and a reopen keep exactly that: the gap lies below the
+    // recovery point the truncation moved, so it is not taken for a lost tail.
+    drop(log);
+    let log = open(dir.path(), small_config(1 << 20), &clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    assert_eq!(offsets(&log, 0), expected);
+    assert_eq!(log.log_end_offset(), 18);
+}
