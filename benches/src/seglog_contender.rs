@@ -426,8 +426,9 @@ impl Trial for Mixed<'_> {
             let readers: Vec<_> = (0..if read { readers } else { 0 })
                 .map(|_| {
                     scope.spawn(move || -> Result<std::time::Duration> {
+                        // The last fetch may reach past `end` into batches appended meanwhile.
                         let (records, _) = scan_range(log, 0, end, Decode::Records)?;
-                        if i64::try_from(records)? != end {
+                        if i64::try_from(records)? < end {
                             return Err(format!("reader saw {records} records of {end}").into());
                         }
                         Ok(started.elapsed())
