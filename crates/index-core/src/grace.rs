@@ -59,6 +59,10 @@ struct Local {
 
 impl Local {
     fn register() -> Local {
+        // Decide the barrier flavour before this thread's first read section: until a writer
+        // decided it, readers would take the full-fence path.
+        #[cfg(not(loom))]
+        membarrier_registered();
         let reader = Arc::new(Reader {
             seq: AtomicUsize::new(0),
         });
@@ -189,9 +193,9 @@ fn observe(seq: &AtomicUsize) -> usize {
     return seq.fetch_add(0, Ordering::AcqRel);
 }
 
-/// Whether `membarrier(PRIVATE_EXPEDITED)` is registered for this process (decided by the
-/// first writer; until then readers use the full fence, which is correct with either writer
-/// barrier).
+/// Whether `membarrier(PRIVATE_EXPEDITED)` is registered for this process (decided when the
+/// first thread registers as a reader or the first writer synchronizes; a reader that finds it
+/// undecided uses the full fence, which is correct with either writer barrier).
 #[cfg(not(loom))]
 static MEMBARRIER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
@@ -205,13 +209,20 @@ fn reader_barrier() {
     }
 }
 
+/// Registers `membarrier(PRIVATE_EXPEDITED)` once for the process; whether it is usable.
+#[cfg(not(loom))]
+fn membarrier_registered() -> bool {
+    use rustix::thread::{MembarrierCommand, membarrier};
+    *MEMBARRIER.get_or_init(|| {
+        membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+            && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
+    })
+}
+
 #[cfg(not(loom))]
 fn writer_barrier() {
     use rustix::thread::{MembarrierCommand, membarrier};
-    let registered = *MEMBARRIER.get_or_init(|| {
-        membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
-            && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
-    });
+    let registered = membarrier_registered();
     // A reader that loaded `MEMBARRIER` before it was set used the full fence; one that sees it
     // set relies on this call. The fence orders the caller's own stores in both cases.
     std::sync::atomic::fence(Ordering::SeqCst);
