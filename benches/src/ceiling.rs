@@ -89,6 +89,63 @@ impl<'a> AppendPerBatch<'a> {
     }
 }
 
+/// A reference, not a contender: every batch's CRC-32C checked, then the same 1 MiB
+/// `write_all` calls as the ceiling. The least a validated bulk append (leader or follower,
+/// both check every batch's CRC) must do.
+pub struct AppendChunksCrc<'a> {
+    data: &'a Dataset,
+    path: PathBuf,
+    file: Option<File>,
+}
+
+impl<'a> AppendChunksCrc<'a> {
+    /// Appends `data` to a fresh file in `dir` on every run.
+    pub fn new(data: &'a Dataset, dir: &Path) -> Self {
+        Self {
+            data,
+            path: dir.join("ceiling-chunks-crc.log"),
+            file: None,
+        }
+    }
+}
+
+impl Trial for AppendChunksCrc<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.file = Some(create_scratch(&self.path)?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let file = self.file.as_mut().ok_or("not prepared")?;
+        for (bytes, batches) in self.data.groups(CHUNK_BYTES) {
+            for range in &self.data.batch_ranges[batches] {
+                check_crc(&self.data.image[range.clone()], range.start)?;
+            }
+            file.write_all(&self.data.image[bytes])
+                .map_err(|e| io_error("write", &self.path, e))?;
+        }
+        Ok(Work::new(
+            self.data.spec.records,
+            self.data.spec.payload_bytes(),
+        ))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        remove_scratch(&mut self.file, &self.path)
+    }
+}
+
+fn check_crc(batch: &[u8], position: usize) -> Result<()> {
+    let stored = batch
+        .get(CRC_FIELD..CRC_FIELD + 4)
+        .and_then(|field| field.try_into().ok())
+        .map(u32::from_be_bytes);
+    if stored != Some(seglog_records::crc32c(&batch[CRC_FIELD + 4..])) {
+        return Err(format!("batch at {position} fails its CRC").into());
+    }
+    Ok(())
+}
+
 /// Offset of a v2 batch's CRC-32C field; the checksum covers everything after it.
 const CRC_FIELD: usize = 17;
 

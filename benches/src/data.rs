@@ -117,6 +117,34 @@ impl Dataset {
         self.image.slice(self.batch_ranges[batch].clone())
     }
 
+    /// Consecutive batches grouped so that each group holds at most `bytes` (at least one
+    /// batch): the byte range of each group in `image` and its batch indices.
+    pub fn groups(&self, bytes: usize) -> Vec<(Range<usize>, Range<usize>)> {
+        let mut groups = Vec::new();
+        let mut first = 0;
+        while first < self.batch_ranges.len() {
+            let start = self.batch_ranges[first].start;
+            let mut end = first + 1;
+            while end < self.batch_ranges.len() && self.batch_ranges[end].end - start <= bytes {
+                end += 1;
+            }
+            groups.push((start..self.batch_ranges[end - 1].end, first..end));
+            first = end;
+        }
+        groups
+    }
+
+    /// `image` as a leader's log holds it (and a follower fetches it): each batch's base
+    /// offset is its first record's offset. The base offset is outside the CRC.
+    pub fn replicated_image(&self) -> Bytes {
+        let mut image = self.image.to_vec();
+        for (batch, range) in self.batch_ranges.iter().enumerate() {
+            let base = self.spec.batch_offsets(batch).start as i64;
+            image[range.start..range.start + 8].copy_from_slice(&base.to_be_bytes());
+        }
+        Bytes::from(image)
+    }
+
     /// commitlog message sets with the same values, one per batch.
     ///
     /// # Errors

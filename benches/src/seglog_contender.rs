@@ -9,7 +9,7 @@ use std::hint::black_box;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-use seglog::{Isolation, ListOffsets, Log, LogConfig, PollEnd, ReaderOptions};
+use seglog::{Durability, Isolation, ListOffsets, Log, LogConfig, PollEnd, ReaderOptions};
 use seglog_index_core::OffsetIndex;
 use seglog_records::{Batches, Record, RecordRef};
 
@@ -119,6 +119,87 @@ impl Trial for Append<'_> {
         // Dropped, not closed: a close fsyncs everything, and deleting fsynced blocks makes
         // ext4 issue discards, I/O that would then stall the next contender's timed run.
         // The ceiling and commitlog leave their files unsynced too.
+        self.log = None;
+        remove_dir(&self.dir)
+    }
+}
+
+/// Bulk appends of the whole dataset, about 1 MiB of batches per call: as the leader with
+/// `Log::append_vectored` (each batch its own chunk, as a producer's batches arrive in
+/// separate buffers), or as a follower with `Log::append_as_follower_vectored` of the fetched
+/// bytes (the leader's log image, one chunk per call).
+pub struct BulkAppend<'a> {
+    data: &'a Dataset,
+    /// For a follower: the leader's image (assigned base offsets).
+    replicated: Option<&'a [u8]>,
+    groups: Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    dir: PathBuf,
+    log: Option<Log>,
+}
+
+impl<'a> BulkAppend<'a> {
+    /// Leader appends of `data` in groups of at most `group_bytes` into `dir`.
+    pub fn leader(data: &'a Dataset, group_bytes: usize, dir: PathBuf) -> Self {
+        Self {
+            data,
+            replicated: None,
+            groups: data.groups(group_bytes),
+            dir,
+            log: None,
+        }
+    }
+
+    /// Follower appends of `replicated` (`data` with its offsets assigned) in groups of at
+    /// most `group_bytes` into `dir`.
+    pub fn follower(
+        data: &'a Dataset,
+        replicated: &'a [u8],
+        group_bytes: usize,
+        dir: PathBuf,
+    ) -> Self {
+        Self {
+            data,
+            replicated: Some(replicated),
+            groups: data.groups(group_bytes),
+            dir,
+            log: None,
+        }
+    }
+}
+
+impl Trial for BulkAppend<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        self.log = Some(open(&self.dir, LogConfig::default())?);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let log = self.log.as_ref().ok_or("not prepared")?;
+        let mut chunks: Vec<&[u8]> = Vec::new();
+        for (bytes, batches) in &self.groups {
+            let appended = match self.replicated {
+                Some(image) => {
+                    log.append_as_follower_vectored(&[&image[bytes.clone()]], Durability::PageCache)
+                }
+                None => {
+                    chunks.clear();
+                    chunks.extend(
+                        self.data.batch_ranges[batches.clone()]
+                            .iter()
+                            .map(|range| &self.data.image[range.clone()]),
+                    );
+                    log.append_vectored(&chunks, Durability::PageCache)
+                }
+            };
+            appended.map_err(|error| seglog_error("bulk append", log.dir(), error))?;
+        }
+        let spec = self.data.spec;
+        check_end(log, spec.records)?;
+        Ok(Work::new(spec.records, spec.payload_bytes()))
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        // Dropped, not closed, as in `Append`.
         self.log = None;
         remove_dir(&self.dir)
     }
@@ -236,35 +317,46 @@ pub enum Decode {
 ///
 /// On a read error, a CRC mismatch or a malformed record.
 pub fn scan(log: &Log, decode: Decode) -> Result<(u64, u64)> {
+    scan_range(log, log.log_start_offset(), log.log_end_offset(), decode)
+}
+
+/// [`scan`] of the records from `start` (a batch's base offset) until `end` is reached.
+///
+/// # Errors
+///
+/// As [`scan`].
+pub fn scan_range(log: &Log, start: i64, end: i64, decode: Decode) -> Result<(u64, u64)> {
     match decode {
-        Decode::Records => scan_records(log),
-        Decode::BatchesOnly => scan_batches(log),
+        Decode::Records => scan_records(log, start, end),
+        Decode::BatchesOnly => scan_batches(log, start, end),
     }
 }
 
-/// Every record from the log start through `RecordReader::poll`.
-fn scan_records(log: &Log) -> Result<(u64, u64)> {
+/// Every record in `start..end` through `RecordReader::poll`.
+fn scan_records(log: &Log, start: i64, end: i64) -> Result<(u64, u64)> {
     let (mut records, mut payload_bytes) = (0u64, 0u64);
-    let mut reader = ReaderOptions::new(log.log_start_offset(), Isolation::LogEnd)
+    let mut reader = ReaderOptions::new(start, Isolation::LogEnd)
         .fetch_bytes(READ_BYTES)
         .reader(log);
-    let end = reader.poll(|_, record| {
+    let polled = reader.poll(|_, record| {
+        if record.offset() >= end {
+            return Ok::<_, seglog::Error>(ControlFlow::Break(()));
+        }
         payload_bytes += black_box(record.value()).map_or(0, <[u8]>::len) as u64;
         records += 1;
-        Ok::<_, seglog::Error>(ControlFlow::Continue(()))
+        Ok(ControlFlow::Continue(()))
     });
-    match end {
-        Ok(PollEnd::CaughtUp) => Ok((records, payload_bytes)),
-        Ok(PollEnd::Stopped) => Err("the seglog scan stopped early".into()),
+    match polled {
+        // Stopped: the scan reached `end` while the log grew past it (the mixed workload).
+        Ok(PollEnd::CaughtUp | PollEnd::Stopped) => Ok((records, payload_bytes)),
         Err(error) => Err(format!("seglog scan at {}: {error}", reader.position()).into()),
     }
 }
 
-/// Every batch from the log start, CRC checked, records counted from the headers (batches
-/// never start below the fetch offset in a scan from the log start).
-fn scan_batches(log: &Log) -> Result<(u64, u64)> {
-    let (mut offset, mut records) = (log.log_start_offset(), 0u64);
-    let end = log.log_end_offset();
+/// Every batch in `start..end`, CRC checked, records counted from the headers (batches
+/// never start below the fetch offset in a scan from a batch's base offset).
+fn scan_batches(log: &Log, start: i64, end: i64) -> Result<(u64, u64)> {
+    let (mut offset, mut records) = (start, 0u64);
     let mut buffer = Vec::new();
     while offset < end {
         let position = fetch(log, offset, READ_BYTES, &mut buffer)?;
@@ -283,6 +375,119 @@ fn scan_batches(log: &Log) -> Result<(u64, u64)> {
         offset = next;
     }
     Ok((records, 0))
+}
+
+/// Which side of the mixed workload a trial reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MixedSide {
+    /// The appender's rate.
+    Appender,
+    /// The readers' aggregate rate.
+    Readers,
+}
+
+/// Reader threads scanning a log (CRC and full record decode, from offset 0 to the end the
+/// log had when the run started) while one appender appends a dataset to it; or either side
+/// alone. Reports one side's rate, timed from the common start to that side's last thread.
+pub struct Mixed<'a> {
+    prefill: &'a Dataset,
+    append: &'a Dataset,
+    dir: PathBuf,
+    readers: usize,
+    side: MixedSide,
+    together: bool,
+    log: Option<Log>,
+}
+
+impl<'a> Mixed<'a> {
+    /// `readers` readers of `prefill` (written before each run, untimed) and/or an appender
+    /// of `append`, in `dir`; `together`: both sides run, else only `side`.
+    pub fn new(
+        prefill: &'a Dataset,
+        append: &'a Dataset,
+        dir: PathBuf,
+        readers: usize,
+        side: MixedSide,
+        together: bool,
+    ) -> Self {
+        Self {
+            prefill,
+            append,
+            dir,
+            readers,
+            side,
+            together,
+            log: None,
+        }
+    }
+}
+
+impl Trial for Mixed<'_> {
+    fn prepare(&mut self) -> Result<()> {
+        let log = open(&self.dir, LogConfig::default())?;
+        append_all(&log, self.prefill)?;
+        self.log = Some(log);
+        Ok(())
+    }
+
+    fn run(&mut self) -> Result<Work> {
+        let log = self.log.as_ref().ok_or("not prepared")?;
+        let end = log.log_end_offset();
+        let read = self.together || self.side == MixedSide::Readers;
+        let write = self.together || self.side == MixedSide::Appender;
+        let (append, readers) = (self.append, self.readers);
+        let started = std::time::Instant::now();
+        let (readers_done, appender_done) = std::thread::scope(|scope| -> Result<_> {
+            let readers: Vec<_> = (0..if read { readers } else { 0 })
+                .map(|_| {
+                    scope.spawn(move || -> Result<std::time::Duration> {
+                        // The last fetch may reach past `end` into batches appended meanwhile.
+                        let (records, _) = scan_range(log, 0, end, Decode::Records)?;
+                        if i64::try_from(records)? < end {
+                            return Err(format!("reader saw {records} records of {end}").into());
+                        }
+                        Ok(started.elapsed())
+                    })
+                })
+                .collect();
+            let appender = write.then(|| {
+                scope.spawn(move || -> Result<std::time::Duration> {
+                    append_all(log, append)?;
+                    Ok(started.elapsed())
+                })
+            });
+            let mut readers_done = std::time::Duration::ZERO;
+            for reader in readers {
+                readers_done = readers_done.max(reader.join().map_err(|_| "reader panicked")??);
+            }
+            let appender_done = match appender {
+                Some(appender) => appender.join().map_err(|_| "appender panicked")??,
+                None => std::time::Duration::ZERO,
+            };
+            Ok((readers_done, appender_done))
+        })?;
+        let (records, payload, elapsed) = match self.side {
+            MixedSide::Readers => {
+                let records = self.prefill.spec.records * self.readers as u64;
+                let payload = self.prefill.spec.payload_bytes() * self.readers as u64;
+                (records, payload, readers_done)
+            }
+            MixedSide::Appender => (
+                self.append.spec.records,
+                self.append.spec.payload_bytes(),
+                appender_done,
+            ),
+        };
+        let mut work = Work::new(records, payload);
+        work.elapsed = Some(elapsed);
+        Ok(work)
+    }
+
+    fn cleanup(&mut self) -> Result<()> {
+        // Dropped, not closed, as in `Append`.
+        self.log = None;
+        remove_dir(&self.dir)
+    }
 }
 
 /// One `Log::read_into` per target offset (the batch holding it, `min_one_message`), its CRC
@@ -321,8 +526,14 @@ impl Trial for PointRead<'_> {
 /// the CRC, decode up to it.
 fn read_record(log: &Log, offset: i64, buffer: &mut Vec<u8>) -> Result<usize> {
     let position = fetch(log, offset, 1, buffer)?;
+    record_in(buffer, position, offset)
+}
+
+/// The value length of the record at `offset` in the batches of `bytes` (file position
+/// `position`), each batch's CRC checked.
+fn record_in(bytes: &[u8], position: u64, offset: i64) -> Result<usize> {
     let mut found = None;
-    for batch in Batches::new(buffer, position).validated() {
+    for batch in Batches::new(bytes, position).validated() {
         let batch = batch.map_err(|error| format!("seglog batch at {offset}: {error}"))?;
         found = match batch.records_borrowed() {
             Some(borrowed) => value_len_at(borrowed, offset)?,
@@ -390,23 +601,27 @@ fn value_len_at<R: ConsumedRecord>(
     Ok(None)
 }
 
-/// For each target timestamp, ListOffsets (`offset_for_timestamp`) then the read of that
-/// record.
+/// For each target timestamp, the record found there: with `Log::read_by_timestamp_into`
+/// (the lookup's read hands over the batch), or as ListOffsets (`offset_for_timestamp`) then a
+/// fetch of that offset (two reads of the batch).
 pub struct TimestampRead<'a> {
     log: &'a Log,
     targets: &'a [i64],
     record_bytes: usize,
     buffer: Vec<u8>,
+    combined: bool,
 }
 
 impl<'a> TimestampRead<'a> {
-    /// Reads by timestamp from `log`, which holds `data`.
-    pub fn new(data: &Dataset, log: &'a Log, targets: &'a [i64]) -> Self {
+    /// Reads by timestamp from `log`, which holds `data`; `combined`: one call
+    /// (`read_by_timestamp_into`), else the lookup then the fetch.
+    pub fn new(data: &Dataset, log: &'a Log, targets: &'a [i64], combined: bool) -> Self {
         Self {
             log,
             targets,
             record_bytes: data.spec.record_bytes,
             buffer: Vec::new(),
+            combined,
         }
     }
 }
@@ -414,6 +629,17 @@ impl<'a> TimestampRead<'a> {
 impl Trial for TimestampRead<'_> {
     fn run(&mut self) -> Result<Work> {
         for &target in self.targets {
+            if self.combined {
+                let fetched = self
+                    .log
+                    .read_by_timestamp_into(target, Isolation::LogEnd, &mut self.buffer)
+                    .map_err(|error| seglog_error("read_by_timestamp_into", self.log.dir(), error))?
+                    .ok_or_else(|| format!("no record at or after timestamp {target}"))?;
+                let bytes = &self.buffer[fetched.batch.clone()];
+                let offset = fetched.found.offset;
+                black_box(record_in(bytes, fetched.position, offset)?);
+                continue;
+            }
             let found = self
                 .log
                 .offset_for_timestamp(ListOffsets::Timestamp(target))

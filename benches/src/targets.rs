@@ -26,6 +26,13 @@ enum Check {
         against: Role,
         bound: f64,
     },
+    /// seglog's rate over the rate of the contender labelled `label` (a reference row) in the
+    /// same workload, paired by round, at least this.
+    RateOverLabelAtLeast {
+        workload: &'static str,
+        label: &'static str,
+        bound: f64,
+    },
     /// seglog's time per operation over the ceiling's, at most this.
     TimeAtMost { workload: &'static str, bound: f64 },
     /// seglog's rate in `numerator` over its rate in `denominator`, paired by round.
@@ -51,6 +58,22 @@ enum Check {
 
 const CHECKS: &[(&str, Check)] = &[
     (
+        "bulk append 1 MiB/call, leader: seglog / raw 1 MiB writes",
+        Check::RateAtLeast {
+            workload: names::BULK_LEADER,
+            against: Role::Ceiling,
+            bound: 0.85,
+        },
+    ),
+    (
+        "bulk append 1 MiB/call, follower: seglog / raw 1 MiB writes",
+        Check::RateAtLeast {
+            workload: names::BULK_FOLLOWER,
+            against: Role::Ceiling,
+            bound: 0.85,
+        },
+    ),
+    (
         "append 100B: seglog / raw write",
         Check::RateAtLeast {
             workload: names::APPEND_SMALL,
@@ -67,6 +90,14 @@ const CHECKS: &[(&str, Check)] = &[
         },
     ),
     (
+        "append 100B: seglog / CRC + write per batch",
+        Check::RateOverLabelAtLeast {
+            workload: names::APPEND_SMALL,
+            label: "reference: CRC + write per batch",
+            bound: 0.95,
+        },
+    ),
+    (
         "append 1KiB: seglog / raw write",
         Check::RateAtLeast {
             workload: names::APPEND_LARGE,
@@ -80,6 +111,30 @@ const CHECKS: &[(&str, Check)] = &[
             workload: names::APPEND_LARGE,
             against: Role::Commitlog,
             bound: 3.0,
+        },
+    ),
+    (
+        "append 1KiB: seglog / CRC + write per batch",
+        Check::RateOverLabelAtLeast {
+            workload: names::APPEND_LARGE,
+            label: "reference: CRC + write per batch",
+            bound: 0.95,
+        },
+    ),
+    (
+        "mixed: appender with 8 readers / appender alone",
+        Check::RateAtLeast {
+            workload: names::MIXED_APPENDER,
+            against: Role::Ceiling,
+            bound: 0.8,
+        },
+    ),
+    (
+        "mixed: 8 readers with an appender / 8 readers alone",
+        Check::RateAtLeast {
+            workload: names::MIXED_READERS,
+            against: Role::Ceiling,
+            bound: 0.8,
         },
     ),
     (
@@ -111,7 +166,7 @@ const CHECKS: &[(&str, Check)] = &[
         Check::RateAtLeast {
             workload: names::SCAN_SMALL,
             against: Role::Ceiling,
-            bound: 0.6,
+            bound: 0.8,
         },
     ),
     (
@@ -127,7 +182,7 @@ const CHECKS: &[(&str, Check)] = &[
         Check::RateAtLeast {
             workload: names::SCAN_LARGE,
             against: Role::Ceiling,
-            bound: 0.6,
+            bound: 0.9,
         },
     ),
     (
@@ -139,18 +194,26 @@ const CHECKS: &[(&str, Check)] = &[
         },
     ),
     (
-        "point read: seglog / commitlog",
+        "point read: seglog / one pread",
         Check::RateAtLeast {
             workload: names::POINT_READ,
-            against: Role::Commitlog,
-            bound: 3.0,
+            against: Role::Ceiling,
+            bound: 0.9,
+        },
+    ),
+    (
+        "read by timestamp: seglog / partition_point + one pread",
+        Check::RateAtLeast {
+            workload: names::TIMESTAMP_READ,
+            against: Role::Ceiling,
+            bound: 0.8,
         },
     ),
     (
         "floor lookup: seglog time / partition_point time",
         Check::TimeAtMost {
             workload: names::FLOOR,
-            bound: 1.2,
+            bound: 1.05,
         },
     ),
     (
@@ -158,7 +221,7 @@ const CHECKS: &[(&str, Check)] = &[
         Check::RateAtLeast {
             workload: names::RECOVERY,
             against: Role::Ceiling,
-            bound: 0.5,
+            bound: 0.8,
         },
     ),
     (
@@ -285,6 +348,20 @@ fn outcome(name: &str, check: &Check, workloads: &[WorkloadResult]) -> TargetOut
                         paired(&result.samples, &kafka.samples, Sample::records_per_s)
                     }),
                 Role::Seglog | Role::Reference => Some(1.0),
+            });
+            (measured, *bound, true)
+        }
+        Check::RateOverLabelAtLeast {
+            workload,
+            label,
+            bound,
+        } => {
+            let reference = workloads
+                .iter()
+                .find(|result| result.name == *workload)
+                .and_then(|result| result.contenders.iter().find(|c| c.label == *label));
+            let measured = seglog(workload).zip(reference).and_then(|(top, bottom)| {
+                paired(&top.samples, &bottom.samples, Sample::records_per_s)
             });
             (measured, *bound, true)
         }

@@ -90,6 +90,157 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     Ok(results)
 }
 
+/// `bulk append 1MiB leader` and `bulk append 1MiB follower`: the 100 B dataset appended
+/// about 1 MiB of batches per call, measured in the same rounds, each against the 1 MiB-write
+/// ceiling.
+///
+/// # Errors
+///
+/// The first failing trial.
+pub fn run_bulk(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let spec = context.plan.small;
+    let data = Dataset::generate(spec)?;
+    let replicated = data.replicated_image();
+    let root = context.scratch.dir("bulk")?;
+    let recycle_bytes = data.image.len() as u64;
+    let group = ceiling::CHUNK_BYTES;
+    let mut contenders = Vec::new();
+    for workload in [0, 1] {
+        contenders.push((
+            workload,
+            Contender::new(
+                Role::Ceiling,
+                "ceiling (std::fs)",
+                recycled(&root, recycle_bytes, ceiling::Append::new(&data, &root)),
+            ),
+        ));
+    }
+    contenders.push((
+        0,
+        Contender::new(
+            Role::Seglog,
+            "seglog (append_vectored)",
+            recycled(
+                &root,
+                recycle_bytes,
+                seglog_contender::BulkAppend::leader(&data, group, root.join("leader")),
+            ),
+        ),
+    ));
+    contenders.push((
+        1,
+        Contender::new(
+            Role::Seglog,
+            "seglog (append_as_follower_vectored)",
+            recycled(
+                &root,
+                recycle_bytes,
+                seglog_contender::BulkAppend::follower(
+                    &data,
+                    &replicated,
+                    group,
+                    root.join("follower"),
+                ),
+            ),
+        ),
+    ));
+    contenders.push((
+        0,
+        Contender::new(
+            Role::Reference,
+            "reference: CRC + 1 MiB writes",
+            recycled(
+                &root,
+                recycle_bytes,
+                ceiling::AppendChunksCrc::new(&data, &root),
+            ),
+        ),
+    ));
+    let about = |who: &str| {
+        format!(
+            "{} records of {} B in batches of {}, at most 1 MiB of batches per call, as {who},              no fsync",
+            spec.records, spec.record_bytes, spec.batch_records
+        )
+    };
+    measure_together(
+        &[
+            (names::BULK_LEADER, &about("the leader")),
+            (names::BULK_FOLLOWER, &about("a follower")),
+        ],
+        context.plan.rounds,
+        contenders,
+    )
+}
+
+/// `mixed: appender` and `mixed: 8 readers`: one appender appending 200,000 records of 100 B
+/// while eight threads scan (CRC, full decode) the 200,000 records the log already holds; each
+/// side's rate against its rate alone, in the same rounds.
+///
+/// # Errors
+///
+/// The first failing trial.
+pub fn run_mixed(context: &mut Context) -> Result<Vec<WorkloadResult>> {
+    let spec = DataSpec {
+        records: 200_000,
+        ..context.plan.small
+    };
+    let data = Dataset::generate(spec)?;
+    let root = context.scratch.dir("mixed")?;
+    let readers = 8;
+    let trial = |side, together, name: &str| {
+        seglog_contender::Mixed::new(&data, &data, root.join(name), readers, side, together)
+    };
+    use seglog_contender::MixedSide::{Appender, Readers};
+    let contenders = vec![
+        (
+            0,
+            Contender::new(
+                Role::Ceiling,
+                "seglog appender alone",
+                trial(Appender, false, "a"),
+            ),
+        ),
+        (
+            0,
+            Contender::new(
+                Role::Seglog,
+                "seglog appender, 8 readers running",
+                trial(Appender, true, "b"),
+            ),
+        ),
+        (
+            1,
+            Contender::new(
+                Role::Ceiling,
+                "seglog 8 readers alone",
+                trial(Readers, false, "c"),
+            ),
+        ),
+        (
+            1,
+            Contender::new(
+                Role::Seglog,
+                "seglog 8 readers, appender running",
+                trial(Readers, true, "d"),
+            ),
+        ),
+    ];
+    let about = format!(
+        "{} records of {} B in batches of {}: one appender appends them while {readers} readers \
+         scan (CRC + decode) the {} records written before the run; wall-clock from the common \
+         start to the side's last thread",
+        spec.records, spec.record_bytes, spec.batch_records, spec.records
+    );
+    measure_together(
+        &[
+            (names::MIXED_APPENDER, &about),
+            (names::MIXED_READERS, &about),
+        ],
+        context.plan.rounds,
+        contenders,
+    )
+}
+
 /// `durable append 1 writer` and `durable append 8 writers`, measured in the same rounds so
 /// their ratio is paired.
 ///

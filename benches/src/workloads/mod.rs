@@ -22,6 +22,14 @@ pub mod names {
     pub const APPEND_SMALL: &str = "append 100B";
     /// 1 KiB records, page cache.
     pub const APPEND_LARGE: &str = "append 1KiB";
+    /// Bulk leader appends, ~1 MiB of 100 B-record batches per call.
+    pub const BULK_LEADER: &str = "bulk append 1MiB leader";
+    /// Bulk follower appends, ~1 MiB of 100 B-record batches per call.
+    pub const BULK_FOLLOWER: &str = "bulk append 1MiB follower";
+    /// The appender's side of 8 readers scanning while one appender appends.
+    pub const MIXED_APPENDER: &str = "mixed: appender";
+    /// The readers' side of 8 readers scanning while one appender appends.
+    pub const MIXED_READERS: &str = "mixed: 8 readers";
     /// fsync per batch, one writer.
     pub const DURABLE_ONE: &str = "durable append 1 writer";
     /// fsync per batch, eight writers (group commit).
@@ -53,6 +61,8 @@ pub mod names {
 /// Workload groups, as `--only` names them.
 pub const GROUPS: &[&str] = &[
     "append",
+    "bulk",
+    "mixed",
     "durable",
     "raft",
     "scan",
@@ -250,6 +260,12 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     let mut results = Vec::new();
     if context.wants("append") {
         results.extend(append::run_page_cache(context)?);
+    }
+    if context.wants("bulk") {
+        results.extend(append::run_bulk(context)?);
+    }
+    if context.wants("mixed") {
+        results.extend(append::run_mixed(context)?);
     }
     if context.wants("durable") {
         results.extend(append::run_durable(context)?);

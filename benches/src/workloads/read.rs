@@ -102,11 +102,22 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             ),
             Contender::new(
                 Role::Seglog,
-                "seglog",
+                "seglog (read_by_timestamp_into)",
                 context.cold(seglog_contender::TimestampRead::new(
                     &small,
                     &small_logs.seglog,
                     &targets,
+                    true,
+                )),
+            ),
+            Contender::new(
+                Role::Reference,
+                "reference: offset_for_timestamp + read_into",
+                context.cold(seglog_contender::TimestampRead::new(
+                    &small,
+                    &small_logs.seglog,
+                    &targets,
+                    false,
                 )),
             ),
         ];

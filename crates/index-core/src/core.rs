@@ -1,13 +1,14 @@
 //! The lifecycle both indexes share (Kafka's `AbstractIndex`): open or create and preallocate,
 //! map, trim, resize, truncate, flush, rename, close, delete.
 //!
-//! Locks, in acquisition order:
-//! * `slots` (`RwLock`, Kafka's remap lock): readers and appenders hold it shared while they
-//!   touch the buffer; truncate, resize and trim hold it exclusively. Appends never wait for
-//!   readers and readers never wait for appends.
-//! * the append mutex inside [`Slots`], taken under a shared `slots` lock.
-//! * `path`, only ever held for a clone, a rename, or (by a mapped file's resize and flush,
-//!   under `slots`) to reopen the file by its current name.
+//! Readers take no lock (Kafka's remap lock, KAFKA-19390, is replaced by grace periods: see
+//! [`crate::grace`] and [`Slots`]). Locks, in acquisition order:
+//! * the writer mutex inside [`Slots`]: appends, truncations, resizes and trims, one at a
+//!   time. Truncations and resizes wait for a grace period under it (for the readers that
+//!   began before them, which are short); appends never wait for readers and readers never
+//!   wait for anything.
+//! * `path`, only ever held for a clone, a rename, or (by a mapped file's resize and flush)
+//!   to reopen the file by its current name.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
@@ -20,7 +21,7 @@ use crate::error::Error;
 use crate::mmap::{Backing, FileBuffer, HeapBuffer, Push, Slots};
 use crate::sanity::Finding;
 use crate::search::{Column, ceiling_slot, floor_slot};
-use crate::sync::{Mutex, RwLock, lock, read, write};
+use crate::sync::{Mutex, lock};
 
 /// How the index was opened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub(crate) struct IndexCore<E> {
     base_offset: i64,
     max_index_bytes: u32,
     mode: Mode,
-    slots: RwLock<Slots>,
+    slots: Slots,
     entry: PhantomData<fn() -> E>,
 }
 
@@ -145,7 +146,7 @@ impl<E: IndexEntry> IndexCore<E> {
             base_offset,
             max_index_bytes,
             mode,
-            slots: RwLock::new(Slots::new(backing, E::SIZE, published)),
+            slots: Slots::new(backing, E::SIZE, published),
             entry: PhantomData,
         }
     }
@@ -159,28 +160,28 @@ impl<E: IndexEntry> IndexCore<E> {
     }
 
     pub(crate) fn entries(&self) -> usize {
-        read(&self.slots).published()
+        self.slots.published()
     }
 
     pub(crate) fn max_entries(&self) -> usize {
-        read(&self.slots).capacity()
+        self.slots.capacity()
     }
 
     pub(crate) fn file_len(&self) -> u64 {
-        read(&self.slots).byte_len() as u64
+        self.slots.byte_len() as u64
     }
 
-    /// Calls `f` with the published entries' bytes, under the shared remap lock.
+    /// Calls `f` with the published entries' bytes (no lock: see [`Slots::read`]).
     #[inline]
     pub(crate) fn read<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        read(&self.slots).read(f)
+        self.slots.read(f)
     }
 
-    /// Calls `f` with the published entries' bytes and the file length in bytes.
+    /// Calls `f` with the published entries' bytes and the file length in bytes (read
+    /// separately: a resize in between may change the length).
     pub(crate) fn read_with_len<R>(&self, f: impl FnOnce(&[u8], u64) -> R) -> R {
-        let slots = read(&self.slots);
-        let len = slots.byte_len() as u64;
-        slots.read(|bytes| f(bytes, len))
+        let len = self.slots.byte_len() as u64;
+        self.slots.read(|bytes| f(bytes, len))
     }
 
     /// Published entry `n` (0-based), or `None` past the end.
@@ -229,7 +230,7 @@ impl<E: IndexEntry> IndexCore<E> {
         decide: impl FnOnce(&[u8], usize) -> Result<Option<B>, Error>,
     ) -> Result<(), Error> {
         self.ensure_writable()?;
-        let slots = read(&self.slots);
+        let slots = &self.slots;
         match slots.push_with(decide)? {
             Push::Appended | Push::Skipped => Ok(()),
             Push::NoRoom => Err(Error::IndexFull {
@@ -243,7 +244,7 @@ impl<E: IndexEntry> IndexCore<E> {
     /// Keeps the first `keep(published bytes)` entries.
     pub(crate) fn truncate_with(&self, keep: impl FnOnce(&[u8]) -> usize) -> Result<(), Error> {
         self.ensure_writable()?;
-        write(&self.slots).truncate_with(keep);
+        self.slots.truncate_with(keep);
         Ok(())
     }
 
@@ -266,40 +267,39 @@ impl<E: IndexEntry> IndexCore<E> {
             .map(drop)
     }
 
-    /// Kafka's `reset`: drop every entry, then `resize(max_index_bytes)`.
+    /// Kafka's `reset`: drop every entry, then `resize(max_index_bytes)` (two steps: a reader
+    /// in between sees no entries in the old buffer).
     pub(crate) fn reset(&self) -> Result<(), Error> {
         self.ensure_writable()?;
-        let mut slots = write(&self.slots);
-        slots.truncate_with(|_| 0);
-        self.resize_locked(&mut slots, u64::from(self.max_index_bytes))
+        self.slots.truncate_with(|_| 0);
+        self.resize_with(|_| u64::from(self.max_index_bytes))
             .map(drop)
     }
 
+    /// Resizes to `new_len(published entries)`, decided and done under the writer mutex (no
+    /// append in between).
     fn resize_with(&self, new_len: impl FnOnce(usize) -> u64) -> Result<bool, Error> {
         self.ensure_writable()?;
-        let mut slots = write(&self.slots);
-        let new_len = new_len(slots.published());
-        self.resize_locked(&mut slots, new_len)
-    }
-
-    fn resize_locked(&self, slots: &mut Slots, new_len: u64) -> Result<bool, Error> {
-        let rounded = whole_entries::<E>(new_len);
-        let invalid = || Error::InvalidSize {
-            path: self.path(),
-            size: new_len,
-            entry_size: E::SIZE,
-        };
-        let rounded = usize::try_from(rounded).map_err(|_| invalid())?;
-        if rounded == slots.byte_len() {
-            return Ok(false);
-        }
-        if rounded < slots.published() * E::SIZE {
-            return Err(invalid());
-        }
-        slots
-            .resize(rounded)
-            .map_err(|source| io_error(&self.path(), "resize", source))?;
-        Ok(true)
+        self.slots.resize(
+            |published, byte_len| {
+                let new_len = new_len(published);
+                let invalid = || Error::InvalidSize {
+                    path: self.path(),
+                    size: new_len,
+                    entry_size: E::SIZE,
+                };
+                let rounded =
+                    usize::try_from(whole_entries::<E>(new_len)).map_err(|_| invalid())?;
+                if rounded == byte_len {
+                    return Ok(None);
+                }
+                if rounded < published * E::SIZE {
+                    return Err(invalid());
+                }
+                Ok(Some(rounded))
+            },
+            |source| io_error(&self.path(), "resize", source),
+        )
     }
 
     /// msync (a no-op in memory and read-only).
@@ -307,7 +307,7 @@ impl<E: IndexEntry> IndexCore<E> {
         if self.mode != Mode::File {
             return Ok(());
         }
-        read(&self.slots)
+        self.slots
             .flush()
             .map_err(|source| io_error(&self.path(), "flush", source))
     }

@@ -37,6 +37,7 @@
 mod core;
 mod entry;
 mod error;
+mod grace;
 mod lifecycle;
 #[cfg(all(test, loom))]
 mod loom_models;

@@ -3,10 +3,19 @@
 //! per slot), so loom reports any read of a slot that is not ordered after its write, and the
 //! locks and the entry count are loom's.
 //!
+//! Readers take no lock: they run in grace-period read sections (`crate::grace`), and a
+//! replaced buffer is *retired* (under loom: marked with a loom-tracked write instead of being
+//! freed, see `LoomBuffer::retire`), so loom reports any reader access that the grace period
+//! does not order before the free.
+//!
 //! Checked sensitivity: publishing the entry count with a `Relaxed` store fails
 //! `loom_append_publishes_entry_after_its_bytes`, `loom_time_index_roll_entry_vs_lookup` and
-//! `loom_slots_publish_without_the_remap_lock`; truncating under the shared remap lock instead
-//! of the exclusive one fails `loom_truncate_then_append_never_tears_a_reader`.
+//! `loom_slots_publish_without_a_lock`; a truncation that does not wait for a grace
+//! period fails `loom_truncate_then_append_never_tears_a_reader`; a resize that frees the old
+//! buffer without one fails `loom_trim_and_resize_under_a_reader`,
+//! `loom_grace_period_keeps_a_replaced_buffer_alive` and
+//! `loom_truncate_then_trim_under_two_readers` (each a loom causality violation on the retired
+//! buffer).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 cargo test -p seglog-index-core
 //! --release --lib loom`.
@@ -133,11 +142,11 @@ fn loom_concurrent_appenders_are_serialized() {
     });
 }
 
-/// The publish/observe protocol of `Slots` on its own: without the remap lock (whose
-/// acquire/release would also order the accesses) only the `Release` store / `Acquire` load
-/// of the entry count orders the entry bytes. Turning the store `Relaxed` fails this model.
+/// The publish/observe protocol of `Slots` on its own: only the `Release` store / `Acquire`
+/// load of the entry count orders the entry bytes. Turning the store `Relaxed` fails this
+/// model.
 #[test]
-fn loom_slots_publish_without_the_remap_lock() {
+fn loom_slots_publish_without_a_lock() {
     use crate::mmap::{Backing, LoomBuffer, Slots};
     loom::model(|| {
         let slots = Arc::new(Slots::new(Backing::Loom(LoomBuffer::zeroed(16, 8)), 8, 0));
@@ -148,5 +157,55 @@ fn loom_slots_publish_without_the_remap_lock() {
         let got = slots.read(|b| b.to_vec());
         assert!(got.is_empty() || got == vec![1u8; 8]);
         t.join().unwrap();
+    });
+}
+
+/// A resize swaps in a new buffer while a reader and an appender run: the reader reads the old
+/// or the new buffer, never a retired one, and an entry appended after the resize is only ever
+/// read from the buffer that holds it.
+#[test]
+fn loom_grace_period_keeps_a_replaced_buffer_alive() {
+    use crate::mmap::{Backing, LoomBuffer, Slots};
+    loom::model(|| {
+        let slots = Arc::new(Slots::new(Backing::Loom(LoomBuffer::zeroed(16, 8)), 8, 0));
+        slots.push_with(|_, _| Ok::<_, ()>(Some([1u8; 8]))).unwrap();
+        let w = slots.clone();
+        let t = thread::spawn(move || {
+            let grown = w.resize(|_, _| Ok::<_, std::io::Error>(Some(24)), |e| e);
+            assert!(matches!(grown, Ok(true)));
+            w.push_with(|_, _| Ok::<_, ()>(Some([2u8; 8]))).unwrap();
+        });
+        let got = slots.read(|b| b.to_vec());
+        assert!(
+            got == [1u8; 8] || got == [[1u8; 8], [2u8; 8]].concat(),
+            "{got:?}"
+        );
+        t.join().unwrap();
+        assert_eq!(slots.capacity(), 3);
+    });
+}
+
+/// Truncation, then a trim that shrinks the buffer, under two readers: each sees the entries
+/// before or after the truncation, and neither touches the retired buffer.
+#[test]
+fn loom_truncate_then_trim_under_two_readers() {
+    loom::model(|| {
+        let index = Arc::new(OffsetIndex::in_memory("loom.index", 0, 24));
+        index.append(1, 10).unwrap();
+        index.append(2, 20).unwrap();
+        let writer = index.clone();
+        let t = thread::spawn(move || {
+            writer.truncate_to(2).unwrap();
+            writer.trim_to_valid_size().unwrap();
+        });
+        let other = index.clone();
+        let r = thread::spawn(move || other.lookup(9));
+        let here = index.lookup(9);
+        let there = r.join().unwrap();
+        for found in [here, there] {
+            assert!([op(1, 10), op(2, 20)].contains(&found), "{found:?}");
+        }
+        t.join().unwrap();
+        assert_eq!((index.entries(), index.max_entries()), (1, 1));
     });
 }

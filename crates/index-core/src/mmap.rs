@@ -4,32 +4,43 @@
 //! loom-tracked buffer; see [`Buffer`]) and the count of *published* entries. Its safe API
 //! upholds one invariant that every `unsafe` block below relies on:
 //!
-//! **Invariant:** bytes below `published * slot_size` are never written while a `&Slots`
-//! exists, and `published * slot_size <= buffer.len()` at all times.
-//! * [`Slots::push_with`] writes only the slot at `published` (under the `append` mutex, so one
+//! **Invariant:** bytes below `published * slot_size` of the current buffer are never written
+//! while a reader may read them, `published * slot_size <= buffer.len()` once a reader has
+//! loaded both, and a buffer (or a file length) a reader may still be using is not freed,
+//! unmapped or shrunk below what that reader may read.
+//! * [`Slots::push_with`] writes only the slot at `published` (under the `writer` mutex, so one
 //!   writer at a time), then publishes it with a `Release` store.
-//! * Readers load `published` with `Acquire` and only read below it, so they see fully written
-//!   entries and never an unwritten or half-written one.
-//! * Lowering `published` (truncation) and replacing the buffer (resize, trim) need
-//!   `&mut Slots`, i.e. no reader or appender holds a `&Slots` (the caller keeps `Slots` in a
-//!   `RwLock`: Kafka's "remap lock", KAFKA-19390). That is also what makes a shrink safe: a
-//!   reader never touches a mapped page beyond the end of the file (SIGBUS).
+//! * Readers take no lock: inside a read section ([`crate::grace`]) they load `published`
+//!   with `Acquire`, then the current buffer, and only read below `published * slot_size`
+//!   (clamped to the buffer's length), so they see fully written entries and never an
+//!   unwritten or half-written one.
+//! * Lowering `published` (truncation) waits for a grace period before returning, with the
+//!   writer mutex held: no later append can overwrite a slot an earlier reader still reads, and
+//!   no reader holds an entry count above the new one afterwards.
+//! * Resizing never changes a buffer in place: it sets the file length, maps (or allocates) a
+//!   new buffer holding the published entries, swaps it in, waits for a grace period, and only
+//!   then unmaps or frees the old one. The file may be shorter than an old mapping during the
+//!   grace period; that is safe because no reader touches a byte at or above
+//!   `published * slot_size`, which the new length holds (a mapped page past the end of the
+//!   file raises `SIGBUS` only when touched).
 //!
 //! A mapped file can change under us if another process writes or truncates it, and touching
 //! a mapped page past the file's new end raises `SIGBUS`, which kills the process. So only
 //! files this process owns exclusively are ever mapped: [`FileBuffer`] is created only by the
 //! writable open (`OffsetIndex::open` / `TimeIndex::open`), whose documented precondition is
 //! exclusive ownership of the file (the log layer holds the directory lock for as long as any
-//! such index lives), and we only shrink a file after unmapping it. Read-only opens, which
-//! exist precisely for directories another process owns (a broker, a live seglog writer), never
-//! map: they copy the file into a read-only [`HeapBuffer`] with `read(2)`, which cannot fault.
+//! such index lives), and we only shrink a file below bytes some reader may touch after that
+//! reader is done. Read-only opens, which exist precisely for directories another process owns
+//! (a broker, a live seglog writer), never map: they copy the file into a read-only
+//! [`HeapBuffer`] with `read(2)`, which cannot fault.
 
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::PathBuf;
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 
-use crate::sync::{AtomicUsize, Mutex, Ordering, lock};
+use crate::grace;
+use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering, lock};
 
 /// Raw memory that holds entry bytes. Implemented by the mapped file, the heap buffer and the
 /// loom buffer; [`Backing`] dispatches to them.
@@ -55,9 +66,13 @@ pub(crate) trait Buffer: Send + Sync {
     /// (or belong to entries no longer published), so they need no sync.
     fn flush(&self, used: usize) -> io::Result<()>;
 
-    /// Changes the length to `new_len`, keeping the bytes below `keep` (which is `<=` both the old
-    /// and the new length). New bytes are zero.
-    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()>;
+    /// A new buffer of `new_len` bytes holding this one's bytes below `keep` (which is `<=` both
+    /// the old and the new length); new bytes are zero. For a mapped file, the file's length
+    /// changes and the new buffer maps it again; this one stays mapped (and valid below `keep`)
+    /// until it is dropped.
+    fn resized(&self, new_len: usize, keep: usize) -> io::Result<Self>
+    where
+        Self: Sized;
 
     /// Whether [`Buffer::write`] is allowed.
     fn writable(&self) -> bool;
@@ -76,8 +91,7 @@ pub(crate) trait Buffer: Send + Sync {
 /// then costs one descriptor (its `.log`), not three.
 pub(crate) struct FileBuffer {
     path: Arc<Mutex<PathBuf>>,
-    /// `None` only between unmapping and remapping in `set_len`, or after a failed remap.
-    map: Option<memmap2::MmapRaw>,
+    map: memmap2::MmapRaw,
 }
 
 impl FileBuffer {
@@ -92,10 +106,7 @@ impl FileBuffer {
         written: usize,
     ) -> io::Result<FileBuffer> {
         let map = Self::map_raw(&file, len, written)?;
-        Ok(FileBuffer {
-            path,
-            map: Some(map),
-        })
+        Ok(FileBuffer { path, map })
     }
 
     fn map_raw(file: &File, len: usize, written: usize) -> io::Result<memmap2::MmapRaw> {
@@ -130,62 +141,61 @@ fn advise_random_from(map: &memmap2::MmapRaw, from: usize) {
 
 impl Buffer for FileBuffer {
     fn len(&self) -> usize {
-        self.map.as_ref().map_or(0, memmap2::MmapRaw::len)
+        self.map.len()
     }
 
     unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
-        match &self.map {
-            Some(map) if len > 0 => {
-                // SAFETY: `len <= map.len()` (caller contract), so the range is inside one live
-                // mapping of a file at least that long: we shrink the file only after
-                // unmapping it (`set_len`), and no other process truncates it, because only
-                // the writable open maps a file and its caller owns the file exclusively (the
-                // directory lock; see the module docs). Nothing writes to it while `f` runs
-                // (caller contract), so a shared slice is sound.
-                f(unsafe { std::slice::from_raw_parts(map.as_ptr(), len) })
-            }
-            _ => f(&[]),
+        if len == 0 {
+            return f(&[]);
         }
+        // SAFETY: `len <= map.len()` (caller contract), so the range is inside one live
+        // mapping. The file is at least `len` long: a resize shortens it only to a length that
+        // holds every published entry and waits for a grace period before any reader could
+        // see a larger count again (module invariant), and no other process truncates it,
+        // because only the writable open maps a file and its caller owns the file exclusively
+        // (the directory lock; see the module docs). Nothing writes to it while `f` runs
+        // (caller contract), so a shared slice is sound.
+        f(unsafe { std::slice::from_raw_parts(self.map.as_ptr(), len) })
     }
 
     unsafe fn write(&self, at: usize, bytes: &[u8]) {
-        if let Some(map) = &self.map {
-            debug_assert!(at + bytes.len() <= map.len());
-            // SAFETY: the destination is inside a live read-write mapping of a file no one
-            // else truncates (as in `with_prefix`), and nobody else
-            // accesses it meanwhile (caller contract); `bytes` cannot overlap the mapping's
-            // unpublished tail because no slice over that range exists.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    bytes.as_ptr(),
-                    map.as_mut_ptr().add(at),
-                    bytes.len(),
-                );
-            }
+        debug_assert!(at + bytes.len() <= self.map.len());
+        // SAFETY: the destination is inside a live read-write mapping of a file at least that
+        // long (as in `with_prefix`: the writer mutex excludes resizes), and nobody else
+        // accesses it meanwhile (caller contract); `bytes` cannot overlap the mapping's
+        // unpublished tail because no slice over that range exists.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                bytes.as_ptr(),
+                self.map.as_mut_ptr().add(at),
+                bytes.len(),
+            );
         }
     }
 
     fn flush(&self, used: usize) -> io::Result<()> {
-        match &self.map {
+        if used > 0 {
             // `msync(MS_SYNC)` of the used prefix only (memmap2 rounds the start down to a
             // page; the length covers the last partly used page). On Linux it ends in
             // `vfs_fsync_range(.., datasync)`, which also makes the file length durable. The
             // rest of a preallocated map was never written: syncing it is wasted work.
-            Some(map) if used > 0 => map.flush_range(0, used.min(map.len())),
+            self.map.flush_range(0, used.min(self.map.len()))
+        } else {
             // Nothing written: still make the length (a resize or trim) durable.
-            _ => self.reopen()?.sync_data(),
+            self.reopen()?.sync_data()
         }
     }
 
-    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
-        // Unmap before changing the length (KAFKA-19390): no mapping may ever cover bytes
-        // past the end of the file.
+    fn resized(&self, new_len: usize, keep: usize) -> io::Result<FileBuffer> {
+        // This mapping stays until the caller drops it after a grace period; meanwhile it may
+        // cover bytes past the new end of the file, which no reader touches (module docs).
         let file = self.reopen()?;
-        self.map = None;
         file.set_len(new_len as u64)?;
         allocate(&file, new_len)?;
-        self.map = Some(Self::map_raw(&file, new_len, keep)?);
-        Ok(())
+        Ok(FileBuffer {
+            path: Arc::clone(&self.path),
+            map: Self::map_raw(&file, new_len, keep)?,
+        })
     }
 
     fn writable(&self) -> bool {
@@ -193,9 +203,7 @@ impl Buffer for FileBuffer {
     }
 
     fn advise_unwritten(&self, from: usize) {
-        if let Some(map) = &self.map {
-            advise_random_from(map, from);
-        }
+        advise_random_from(&self.map, from);
     }
 }
 
@@ -264,16 +272,16 @@ impl Buffer for HeapBuffer {
         Ok(())
     }
 
-    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
+    fn resized(&self, new_len: usize, keep: usize) -> io::Result<HeapBuffer> {
         if !self.writable {
             return Err(io::Error::from(io::ErrorKind::PermissionDenied));
         }
         let next = HeapBuffer::zeroed(new_len);
         let keep = keep.min(new_len).min(self.len);
-        // SAFETY: `&mut self` excludes every other access; both ranges are in bounds.
+        // SAFETY: both ranges are in bounds; `next` is fresh, and the bytes below `keep` of
+        // this buffer are published, so only read meanwhile (the caller holds the writer mutex).
         unsafe { std::ptr::copy_nonoverlapping(self.ptr, next.ptr, keep) };
-        *self = next;
-        Ok(())
+        Ok(next)
     }
 
     fn writable(&self) -> bool {
@@ -290,6 +298,10 @@ pub(crate) struct LoomBuffer {
     /// Touched (a `Relaxed` RMW, which orders nothing) before every slot access, so that loom
     /// may switch threads between the accesses of one read, like real parallel threads.
     schedule_point: loom::sync::atomic::AtomicUsize,
+    /// Set (a write) when the buffer is retired after a resize: loom fails the model if any
+    /// access of the buffer is not ordered before it, i.e. if the grace period let a reader
+    /// still use a buffer the real code would have freed or unmapped.
+    retired: loom::cell::UnsafeCell<bool>,
 }
 
 // SAFETY: every access to a slot goes through loom's `UnsafeCell::with`/`with_mut`, and loom
@@ -307,7 +319,19 @@ impl LoomBuffer {
             slots,
             slot_size,
             schedule_point: loom::sync::atomic::AtomicUsize::new(0),
+            retired: loom::cell::UnsafeCell::new(false),
         }
+    }
+
+    fn check_live(&self) {
+        // SAFETY: loom checks the access: it panics if this read races `retire`'s write.
+        self.retired
+            .with(|retired| assert!(!unsafe { *retired }, "access to a retired index buffer"));
+    }
+
+    fn retire(&self) {
+        // SAFETY: loom checks the access: it panics if it races any `check_live`.
+        self.retired.with_mut(|retired| unsafe { *retired = true });
     }
 }
 
@@ -318,6 +342,7 @@ impl Buffer for LoomBuffer {
     }
 
     unsafe fn with_prefix<R>(&self, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
+        self.check_live();
         let mut copy = Vec::with_capacity(len);
         for cell in &self.slots[..len / self.slot_size] {
             self.schedule_point.fetch_add(1, Ordering::Relaxed);
@@ -328,6 +353,7 @@ impl Buffer for LoomBuffer {
     }
 
     unsafe fn write(&self, at: usize, bytes: &[u8]) {
+        self.check_live();
         let cell = &self.slots[at / self.slot_size];
         self.schedule_point.fetch_add(1, Ordering::Relaxed);
         // SAFETY: loom checks the contract: it panics if this write races any access.
@@ -338,7 +364,8 @@ impl Buffer for LoomBuffer {
         Ok(())
     }
 
-    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
+    fn resized(&self, new_len: usize, keep: usize) -> io::Result<LoomBuffer> {
+        self.check_live();
         let next = LoomBuffer::zeroed(new_len, self.slot_size);
         for (from, to) in self
             .slots
@@ -346,11 +373,11 @@ impl Buffer for LoomBuffer {
             .zip(&next.slots)
             .take(keep / self.slot_size)
         {
-            // SAFETY: `&mut self` and a fresh buffer: no other access exists.
+            // SAFETY: loom checks the read of `from` (published, so only read meanwhile);
+            // `to` is fresh.
             from.with(|src| to.with_mut(|dst| unsafe { (*dst).copy_from_slice(&*src) }));
         }
-        *self = next;
-        Ok(())
+        Ok(next)
     }
 
     fn writable(&self) -> bool {
@@ -392,8 +419,13 @@ impl Buffer for Backing {
     fn flush(&self, used: usize) -> io::Result<()> {
         dispatch!(self, b => b.flush(used))
     }
-    fn set_len(&mut self, new_len: usize, keep: usize) -> io::Result<()> {
-        dispatch!(self, b => b.set_len(new_len, keep))
+    fn resized(&self, new_len: usize, keep: usize) -> io::Result<Backing> {
+        match self {
+            Backing::File(b) => b.resized(new_len, keep).map(Backing::File),
+            Backing::Heap(b) => b.resized(new_len, keep).map(Backing::Heap),
+            #[cfg(loom)]
+            Backing::Loom(b) => b.resized(new_len, keep).map(Backing::Loom),
+        }
     }
     fn writable(&self) -> bool {
         dispatch!(self, b => b.writable())
@@ -418,26 +450,58 @@ pub(crate) enum Push {
 
 /// Fixed-size slots over a [`Backing`], with the entry count published atomically.
 pub(crate) struct Slots {
-    backing: Backing,
     slot_size: usize,
-    /// Entries readers may read. See the module docs for the invariant. Written only by the
-    /// appender (under `append`) and by `&mut self` methods; loaded by readers.
+    /// The buffer in use, from `Box::into_raw`. Never changed in place: `resize` swaps in a new
+    /// one and frees the old one after a grace period; `Drop` frees the last.
+    current: AtomicPtr<Backing>,
+    /// Entries readers may read. See the module docs for the invariant. Written only under
+    /// `writer`; loaded by readers.
     published: AtomicUsize,
-    /// Serializes `push_with` and holds the appender's own copy of the entry count, so the
-    /// appender never reads `published` back (it is the only writer of it).
-    append: Mutex<usize>,
+    /// Serializes appends, truncations and resizes, and holds the writer's own copy of the
+    /// entry count (it never reads `published` back: it is the only writer of it).
+    writer: Mutex<WriterState>,
 }
+
+struct WriterState {
+    count: usize,
+    /// Under loom, retired buffers are marked (see `LoomBuffer::retire`) and kept until the
+    /// `Slots` is dropped, so that a late access is reported by loom rather than being a
+    /// use-after-free.
+    #[cfg(loom)]
+    graveyard: Vec<Retired>,
+}
+
+#[cfg(loom)]
+struct Retired(*mut Backing);
+
+// SAFETY: a retired buffer is only freed in `Slots::drop` (exclusive access); `Backing` is
+// `Send`.
+#[cfg(loom)]
+unsafe impl Send for Retired {}
 
 impl Slots {
     /// Wraps `backing`, publishing its first `published` slots (clamped to whole slots).
     pub(crate) fn new(backing: Backing, slot_size: usize, published: usize) -> Slots {
         let published = published.min(backing.len() / slot_size);
         Slots {
-            backing,
             slot_size,
+            current: AtomicPtr::new(Box::into_raw(Box::new(backing))),
             published: AtomicUsize::new(published),
-            append: Mutex::new(published),
+            writer: Mutex::new(WriterState {
+                count: published,
+                #[cfg(loom)]
+                graveyard: Vec::new(),
+            }),
         }
+    }
+
+    /// The current buffer. Valid while the caller is inside a read section or holds `writer`
+    /// (a replaced buffer is freed only after both have ended).
+    fn current(&self) -> &Backing {
+        // SAFETY: the pointer came from `Box::into_raw` and is freed only after it was replaced
+        // and a grace period passed (`resize`) or in `drop` (exclusive access); every caller
+        // is inside a read section or holds `writer` for as long as it uses the reference.
+        unsafe { &*self.current.load(Ordering::Acquire) }
     }
 
     /// Published entries (`Acquire`: the entries below it are fully written).
@@ -447,21 +511,29 @@ impl Slots {
 
     /// Whole slots the buffer can hold.
     pub(crate) fn capacity(&self) -> usize {
-        self.backing.len() / self.slot_size
+        self.byte_len() / self.slot_size
     }
 
     /// Buffer length in bytes (the file length for a mapped file).
     pub(crate) fn byte_len(&self) -> usize {
-        self.backing.len()
+        grace::read_section(|| self.current().len())
     }
 
-    /// Calls `f` with the published entries' bytes.
+    /// Calls `f` with the published entries' bytes. Takes no lock: a read section keeps the
+    /// buffer alive (see the module docs).
+    #[inline]
     pub(crate) fn read<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        let published = self.published.load(Ordering::Acquire);
-        // SAFETY: `published * slot_size <= len` and those bytes are never written while
-        // `&self` lives (module invariant); the `Acquire` load pairs with the `Release` store in
-        // `push_with`, so all of them are fully written and visible.
-        unsafe { self.backing.with_prefix(published * self.slot_size, f) }
+        grace::read_section(|| {
+            // `published` first: a count published after a resize is only loaded together with
+            // the buffer that holds it (the swap happens before that count's `Release` store).
+            let published = self.published.load(Ordering::Acquire);
+            let backing = self.current();
+            let len = (published * self.slot_size).min(backing.len());
+            // SAFETY: `len <= backing.len()`, and those bytes are fully written (the `Acquire`
+            // load pairs with the `Release` store in `push_with`) and not written again while
+            // this read section lasts (module invariant).
+            unsafe { backing.with_prefix(len, f) }
+        })
     }
 
     /// Appends one entry if `decide` says so. `decide` gets the published bytes and the
@@ -474,67 +546,122 @@ impl Slots {
     where
         B: AsRef<[u8]>,
     {
-        if !self.backing.writable() {
+        let mut writer = lock(&self.writer);
+        let backing = self.current();
+        if !backing.writable() {
             return Ok(Push::ReadOnly);
         }
-        let mut count = lock(&self.append);
-        let published = *count;
+        let published = writer.count;
         let at = published * self.slot_size;
-        // SAFETY: bytes below `at` are never written while `&self` lives (module invariant).
-        let decision = unsafe {
-            self.backing
-                .with_prefix(at, |bytes| decide(bytes, self.capacity()))
-        }?;
+        let capacity = backing.len() / self.slot_size;
+        // SAFETY: `at <= backing.len()` and bytes below `at` are never written while readers
+        // may read them (module invariant); this thread is the only writer.
+        let decision = unsafe { backing.with_prefix(at, |bytes| decide(bytes, capacity)) }?;
         let Some(entry) = decision else {
             return Ok(Push::Skipped);
         };
         let entry = entry.as_ref();
-        if entry.len() != self.slot_size || at + self.slot_size > self.backing.len() {
+        if entry.len() != self.slot_size || at + self.slot_size > backing.len() {
             return Ok(Push::NoRoom);
         }
         // SAFETY: `at..at + slot_size` is inside the buffer, which is writable. Readers only
-        // read below `published * slot_size = at`, other appenders are excluded by `append`,
-        // and remaps need `&mut self`.
-        unsafe { self.backing.write(at, entry) };
-        *count = published + 1;
+        // read below `published * slot_size = at` (a truncation waited for every reader of a
+        // higher count before it returned), and other writers are excluded by `writer`.
+        unsafe { backing.write(at, entry) };
+        writer.count = published + 1;
         self.published.store(published + 1, Ordering::Release);
         Ok(Push::Appended)
     }
 
-    /// Keeps `keep(published bytes)` entries (never more than now). Exclusive access means no
-    /// reader can be reading a slot that a later append overwrites.
-    pub(crate) fn truncate_with(&mut self, keep: impl FnOnce(&[u8]) -> usize) {
-        let keep = self.read(keep).min(self.published());
-        self.set_published(keep);
-        self.backing.advise_unwritten(keep * self.slot_size);
-    }
-
-    /// Resizes the buffer to `new_len` bytes, keeping the published entries (the caller has
-    /// checked that `new_len` holds them).
-    pub(crate) fn resize(&mut self, new_len: usize) -> io::Result<()> {
-        let keep = self.published() * self.slot_size;
-        let result = self.backing.set_len(new_len, keep.min(new_len));
-        // Even after a failed remap, never publish more than the buffer holds.
-        let fits = self.backing.len() / self.slot_size;
-        if self.published() > fits {
-            self.set_published(fits);
+    /// Keeps `keep(published bytes)` entries (never more than now), then waits for a grace
+    /// period (holding the writer mutex), so that no reader of the old count remains when a
+    /// later append overwrites a dropped slot or a resize shrinks the buffer.
+    pub(crate) fn truncate_with(&self, keep: impl FnOnce(&[u8]) -> usize) {
+        let mut writer = lock(&self.writer);
+        let backing = self.current();
+        let published = writer.count;
+        // SAFETY: as in `push_with` (this thread is the only writer).
+        let keep = unsafe { backing.with_prefix(published * self.slot_size, keep) }.min(published);
+        if keep == published {
+            return;
         }
-        result
+        writer.count = keep;
+        self.published.store(keep, Ordering::Release);
+        grace::synchronize();
+        backing.advise_unwritten(keep * self.slot_size);
     }
 
-    fn set_published(&mut self, entries: usize) {
-        *self
-            .append
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner) = entries;
-        self.published.store(entries, Ordering::Release);
+    /// Replaces the buffer by one of `new_len(published entries, byte length)` bytes keeping
+    /// the published entries (`None`: unchanged; the closure checks that the new length holds
+    /// them). The old buffer is freed (unmapped) after a grace period. `Ok(false)` when
+    /// unchanged. On a failed resize the old buffer stays in use.
+    pub(crate) fn resize<E>(
+        &self,
+        new_len: impl FnOnce(usize, usize) -> Result<Option<usize>, E>,
+        io_error: impl FnOnce(io::Error) -> E,
+    ) -> Result<bool, E> {
+        let mut writer = lock(&self.writer);
+        let old = self.current.load(Ordering::Acquire);
+        let backing = self.current();
+        let Some(new_len) = new_len(writer.count, backing.len())? else {
+            return Ok(false);
+        };
+        let keep = (writer.count * self.slot_size).min(new_len);
+        let next = backing.resized(new_len, keep).map_err(io_error)?;
+        // Never publish more than the new buffer holds (the closure's check makes this a no-op;
+        // readers clamp to the buffer length in any case).
+        let fits = next.len() / self.slot_size;
+        if writer.count > fits {
+            writer.count = fits;
+            self.published.store(fits, Ordering::Release);
+        }
+        self.current
+            .store(Box::into_raw(Box::new(next)), Ordering::Release);
+        grace::synchronize();
+        self.retire(&mut writer, old);
+        Ok(true)
+    }
+
+    /// Frees a buffer that was replaced and whose grace period has passed.
+    #[cfg_attr(not(loom), allow(clippy::unused_self))]
+    fn retire(&self, writer: &mut WriterState, old: *mut Backing) {
+        #[cfg(not(loom))]
+        {
+            let _ = writer;
+            // SAFETY: `old` came from `Box::into_raw`, is no longer `current`, and the grace
+            // period has passed: no reader or writer holds a reference to it.
+            drop(unsafe { Box::from_raw(old) });
+        }
+        #[cfg(loom)]
+        {
+            // SAFETY: as above; under loom it is marked retired instead and freed in `drop`.
+            if let Backing::Loom(buffer) = unsafe { &*old } {
+                buffer.retire();
+            }
+            writer.graveyard.push(Retired(old));
+        }
     }
 
     /// Flushes the published entries' bytes and the buffer length (msync of the used range
-    /// for a mapped file).
+    /// for a mapped file). Inside a read section: a resize meanwhile waits for it.
     pub(crate) fn flush(&self) -> io::Result<()> {
-        let used = self.published() * self.slot_size;
-        self.backing.flush(used)
+        grace::read_section(|| {
+            let used = self.published() * self.slot_size;
+            self.current().flush(used)
+        })
+    }
+}
+
+impl Drop for Slots {
+    fn drop(&mut self) {
+        // SAFETY: `&mut self`: no reader or writer remains; the pointer came from
+        // `Box::into_raw` and is freed once.
+        drop(unsafe { Box::from_raw(self.current.load(Ordering::Acquire)) });
+        #[cfg(loom)]
+        for Retired(old) in std::mem::take(&mut lock(&self.writer).graveyard) {
+            // SAFETY: as above, each retired buffer once.
+            drop(unsafe { Box::from_raw(old) });
+        }
     }
 }
 
@@ -544,7 +671,7 @@ mod tests {
 
     #[test]
     fn heap_push_publish_truncate_resize() {
-        let mut slots = Slots::new(Backing::Heap(HeapBuffer::zeroed(20)), 8, 0);
+        let slots = Slots::new(Backing::Heap(HeapBuffer::zeroed(20)), 8, 0);
         assert_eq!(slots.capacity(), 2);
         let push = |s: &Slots, b: [u8; 8]| s.push_with(|_, _| Ok::<_, ()>(Some(b)));
         assert_eq!(push(&slots, [1; 8]), Ok(Push::Appended));
@@ -553,10 +680,15 @@ mod tests {
         assert_eq!(slots.read(<[u8]>::to_vec), [[1u8; 8], [2; 8]].concat());
         slots.truncate_with(|_| 1);
         assert_eq!(slots.published(), 1);
-        assert!(slots.resize(8).is_ok());
+        let to = |len: usize| move |_, _| Ok::<_, io::Error>(Some(len));
+        assert!(matches!(slots.resize(to(8), |e| e), Ok(true)));
         assert_eq!(slots.capacity(), 1);
         assert_eq!(slots.read(<[u8]>::to_vec), vec![1u8; 8]);
-        assert!(slots.resize(0).is_ok());
+        assert!(matches!(
+            slots.resize(|_, _| Ok::<_, io::Error>(None), |e| e),
+            Ok(false)
+        ));
+        assert!(matches!(slots.resize(to(0), |e| e), Ok(true)));
         assert_eq!(slots.published(), 0);
     }
 }

@@ -4,25 +4,21 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
-    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex, MutexGuard,
+    atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
+#[cfg(loom)]
+pub(crate) use loom::thread::yield_now;
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard,
-    atomic::{AtomicUsize, Ordering},
+    Arc, Mutex, MutexGuard,
+    atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
+#[cfg(not(loom))]
+pub(crate) use std::thread::yield_now;
 
 use std::sync::PoisonError;
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-pub(crate) fn read<T>(lock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-    lock.read().unwrap_or_else(PoisonError::into_inner)
-}
-
-pub(crate) fn write<T>(lock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-    lock.write().unwrap_or_else(PoisonError::into_inner)
 }

@@ -89,7 +89,22 @@ impl Log {
     /// # Errors
     /// As [`Log::append_durable`].
     pub fn append_with(&self, batches: &[u8], durability: Durability) -> Result<AppendInfo> {
-        self.append_inner(batches, Origin::Leader, None, durability)
+        self.append_inner(&[batches], Origin::Leader, None, durability)
+    }
+
+    /// Bulk append as the leader: the concatenation of `chunks` (each holding one or more
+    /// whole v2 batches, e.g. the `MemoryRecords` of several produce requests, or a producer's
+    /// batches in separate buffers) is one append, exactly as [`Log::append_with`] of the
+    /// concatenated bytes would be, written with one vectored write (`pwritev`; one per 1,024
+    /// parts) without first copying the chunks into one buffer. One append is one index step
+    /// (spec §3.2): the offset index gets at most one entry per call, as for any multi-batch
+    /// append. Empty chunks are skipped.
+    ///
+    /// # Errors
+    /// As [`Log::append_with`]; batch positions in errors count from the start of the first
+    /// chunk, and a chunk that ends inside a batch is [`AppendErrorKind::TrailingBytes`].
+    pub fn append_vectored(&self, chunks: &[&[u8]], durability: Durability) -> Result<AppendInfo> {
+        self.append_inner(chunks, Origin::Leader, None, durability)
     }
 
     /// [`Log::append_with`] as the leader of `leader_epoch` (Kafka's `appendAsLeader`): every
@@ -116,7 +131,7 @@ impl Log {
                 },
             });
         }
-        self.append_inner(batches, Origin::Leader, Some(leader_epoch), durability)
+        self.append_inner(&[batches], Origin::Leader, Some(leader_epoch), durability)
     }
 
     /// Appends batches as a follower: offsets are kept (they must increase, and the first
@@ -139,7 +154,23 @@ impl Log {
         batches: &[u8],
         durability: Durability,
     ) -> Result<AppendInfo> {
-        self.append_inner(batches, Origin::Follower, None, durability)
+        self.append_inner(&[batches], Origin::Follower, None, durability)
+    }
+
+    /// Bulk append as a follower: [`Log::append_as_follower_with`] of the concatenation of
+    /// `chunks` (e.g. the record sets of several fetch responses for this partition), written
+    /// with one vectored write without first being copied into one buffer. Only the last
+    /// chunk may end in a partial batch (dropped, as Kafka does); empty chunks are skipped.
+    ///
+    /// # Errors
+    /// As [`Log::append_as_follower`], plus [`AppendErrorKind::TrailingBytes`] for a chunk
+    /// other than the last that ends inside a batch (nothing written).
+    pub fn append_as_follower_vectored(
+        &self,
+        chunks: &[&[u8]],
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        self.append_inner(chunks, Origin::Follower, None, durability)
     }
 
     /// A coordinator's marker batch (from [`Log::write_txn_marker`]).
@@ -149,12 +180,12 @@ impl Log {
         leader_epoch: Option<i32>,
         durability: Durability,
     ) -> Result<AppendInfo> {
-        self.append_inner(batch, Origin::Coordinator, leader_epoch, durability)
+        self.append_inner(&[batch], Origin::Coordinator, leader_epoch, durability)
     }
 
     fn append_inner(
         &self,
-        batches: &[u8],
+        chunks: &[&[u8]],
         origin: Origin,
         leader_epoch: Option<i32>,
         durability: Durability,
@@ -169,21 +200,24 @@ impl Log {
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
         let settings = self.settings();
-        let mut analysis = validate::analyze(batches, origin, &settings.config, now)?;
+        let mut analysis = validate::analyze(chunks, origin, &settings.config, now)?;
         let log_append_time_ms = (origin != Origin::Follower
             && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
         // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
         let stamped = match log_append_time_ms {
-            Some(now) => {
-                let mut copy = batches[..analysis.valid_bytes].to_vec();
-                validate::stamp_log_append_time(&mut copy, &mut analysis, now)?;
-                Some(copy)
-            }
+            Some(now) => Some(validate::stamp_log_append_time(chunks, &mut analysis, now)?),
             None => None,
         };
-        let bytes = stamped.as_deref().unwrap_or(batches);
+        let stamped_chunk;
+        let bytes: &[&[u8]] = match &stamped {
+            Some(copy) => {
+                stamped_chunk = [copy.as_slice()];
+                &stamped_chunk
+            }
+            None => chunks,
+        };
         let size = analysis.valid_bytes as u64;
         if size > settings.segment.segment_bytes.into() {
             return Err(Error::InvalidAppend {

@@ -188,7 +188,7 @@ pub use producer_snapshot::{
     ProducerSnapshotEntry, SnapshotProblem,
 };
 pub use producer_state::{BatchMetadata, NUM_BATCHES_TO_RETAIN, ProducerStateEntry};
-pub use read::{CopiedFetch, FetchData, ListOffsets};
+pub use read::{CopiedFetch, FetchData, ListOffsets, TimestampFetch};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 /// What is malformed in a batch or record ([`RecordsError`]'s `Corrupt` variant).

@@ -73,7 +73,7 @@ impl Log {
     pub(crate) fn check_producers(
         &self,
         analysis: &Analysis,
-        bytes: &[u8],
+        chunks: &[&[u8]],
         origin: Origin,
     ) -> Result<ProducerCheck> {
         let origin = match origin {
@@ -88,7 +88,8 @@ impl Log {
             if h.magic < seglog_records::MAGIC_V2 || h.producer_id < 0 {
                 continue;
             }
-            let batch = BatchRef::parse(&bytes[span.position..], 0).map_err(Error::Records)?;
+            let batch =
+                BatchRef::parse(&chunks[span.chunk][span.at..], 0).map_err(Error::Records)?;
             let kind = crate::producer_files::batch_kind(&batch)?;
             let kind = with_offsets(kind, h.base_offset.unwrap_or(h.last_offset), h.last_offset);
             if origin == ProducerOrigin::Client

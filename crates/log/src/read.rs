@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use seglog_segment::{FileSlice, Segment, SliceOffsets, TimestampAndOffset};
+use seglog_segment::{FileSlice, Segment, SliceOffsets, TimestampAndOffset, TimestampBatch};
 
 use crate::log::Log;
 use crate::view::{Isolation, LogView, OffsetMetadata};
@@ -54,6 +54,21 @@ pub struct CopiedFetch {
     pub log_end_offset: i64,
     /// The last stable offset when the read was planned.
     pub last_stable_offset: i64,
+}
+
+/// The result of [`Log::read_by_timestamp_into`]: the answer of
+/// [`Log::offset_for_timestamp`] and the batch holding it, copied into the caller's buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimestampFetch {
+    /// The first record at or after the timestamp.
+    pub found: TimestampAndOffset,
+    /// Base offset of the segment the batch was read from.
+    pub segment_base_offset: i64,
+    /// Position of the batch in that segment's `.log`.
+    pub position: u64,
+    /// The batch's bytes in the caller's buffer: the whole batch, or, for a batch reaching
+    /// above the isolation bound, what [`Log::read_into`] from the found offset returns.
+    pub batch: std::ops::Range<usize>,
 }
 
 /// Which offset [`Log::offset_for_timestamp`] looks for (Kafka's ListOffsets specs).
@@ -307,5 +322,64 @@ impl Log {
                 Ok(None)
             }
         }
+    }
+
+    /// "Consume from this timestamp" in one call and, usually, one `pread`:
+    /// [`Log::offset_for_timestamp`] of `ListOffsets::Timestamp(timestamp_ms)`, then the batch
+    /// holding the found record, copied into `buf` by the same read that found it
+    /// ([`seglog_segment::Segment::find_by_timestamp_into`]) instead of a second fetch. As in
+    /// Kafka's ListOffsets, an answer at or above `isolation`'s bound (the high watermark for
+    /// consumers) is `None`. `buf` is reused as is (not cleared; it grows when needed); only
+    /// `batch` of it is meaningful on return. A batch that reaches above the bound (a bound
+    /// inside a batch) is fetched again with [`Log::read_into`]'s bounds.
+    ///
+    /// # Errors
+    /// As [`Log::offset_for_timestamp`] and [`Log::read_into`].
+    pub fn read_by_timestamp_into(
+        &self,
+        timestamp_ms: i64,
+        isolation: Isolation,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<TimestampFetch>> {
+        let view = self.published.load();
+        let bound = view.visible_end(isolation);
+        for (base, segment) in view.segments.starting_at_floor(view.log_start_offset) {
+            if segment.largest_timestamp()? < timestamp_ms {
+                continue;
+            }
+            let Some(TimestampBatch {
+                found,
+                position,
+                range,
+            }) = segment.find_by_timestamp_into(timestamp_ms, view.log_start_offset, buf)?
+            else {
+                continue;
+            };
+            if found.offset >= bound {
+                return Ok(None);
+            }
+            // The segment parsed this batch already; a failure here would be a bug, and the
+            // fetch below then decides.
+            let last_offset = buf
+                .get(range.clone())
+                .and_then(|bytes| seglog_records::BatchRef::parse(bytes, position).ok())
+                .map_or(i64::MAX, |batch| batch.header().last_offset);
+            if last_offset >= bound {
+                let fetch = self.read_into(found.offset, 1, isolation, true, buf)?;
+                return Ok(Some(TimestampFetch {
+                    found,
+                    segment_base_offset: fetch.fetch_offset.segment_base_offset,
+                    position: fetch.position,
+                    batch: 0..buf.len(),
+                }));
+            }
+            return Ok(Some(TimestampFetch {
+                found,
+                segment_base_offset: base,
+                position,
+                batch: range,
+            }));
+        }
+        Ok(None)
     }
 }

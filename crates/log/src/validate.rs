@@ -23,13 +23,17 @@ pub(crate) enum Origin {
 /// One batch of an append buffer.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BatchSpan {
-    pub(crate) position: usize,
+    /// Which of the appended buffers holds the batch.
+    pub(crate) chunk: usize,
+    /// Where the batch starts in that buffer (`header.position` counts from the start of the
+    /// first buffer, as if the buffers were one).
+    pub(crate) at: usize,
     pub(crate) header: BatchHeader,
 }
 
 impl BatchSpan {
     fn range(&self) -> std::ops::Range<usize> {
-        self.position..self.position + self.header.total_size as usize
+        self.at..self.at + self.header.total_size as usize
     }
 
     /// Number of offsets the batch spans (`lastOffsetDelta + 1` for v2).
@@ -42,8 +46,11 @@ impl BatchSpan {
 #[derive(Debug, Clone)]
 pub(crate) struct Analysis {
     pub(crate) batches: Vec<BatchSpan>,
-    /// Bytes of whole batches; the buffer is cut here before writing.
+    /// Bytes of whole batches in all chunks together: what is written.
     pub(crate) valid_bytes: usize,
+    /// Bytes of whole batches at the start of each chunk (a follower's last chunk is cut
+    /// here before writing).
+    chunk_valid: Vec<usize>,
 }
 
 impl Analysis {
@@ -88,55 +95,67 @@ impl Analysis {
     }
 }
 
-/// Checks every batch of `buffer` for `origin`: framing, CRC, and for the leader magic v2,
-/// `max.message.bytes`, record counts, no control batches and the CreateTime window.
+/// Checks every batch of the concatenation of `chunks` (each holding whole batches; empty
+/// chunks are allowed) for `origin`, as one append: framing, CRC, and for the leader magic v2,
+/// `max.message.bytes`, record counts, no control batches and the CreateTime window. Batch positions in errors count from the start of the first chunk.
+/// A follower's partial trailing batch is dropped only at the end of the last chunk: one inside
+/// the concatenation is [`AppendErrorKind::TrailingBytes`] for leader and follower alike.
 ///
 /// # Errors
 /// [`Error::InvalidAppend`] or [`Error::Records`] (a corrupt batch); nothing is written.
 pub(crate) fn analyze(
-    buffer: &[u8],
+    chunks: &[&[u8]],
     origin: Origin,
     config: &LogConfig,
     now_ms: i64,
 ) -> Result<Analysis> {
     let mut batches = Vec::new();
-    let mut iter = Batches::new(buffer, 0);
-    for batch in iter.by_ref() {
-        let batch = batch.map_err(Error::Records)?;
-        let header = *batch.header();
-        let position = header.position;
-        if origin != Origin::Follower {
-            check_leader_batch(&header, config, now_ms, origin)?;
+    let mut valid_bytes = 0usize;
+    let mut total = 0usize;
+    let mut chunk_valid = Vec::with_capacity(chunks.len());
+    for (chunk, buffer) in chunks.iter().enumerate() {
+        let start = total;
+        total += buffer.len();
+        let mut iter = Batches::new(buffer, start as u64);
+        for batch in iter.by_ref() {
+            let batch = batch.map_err(Error::Records)?;
+            let header = *batch.header();
+            if origin != Origin::Follower {
+                check_leader_batch(&header, config, now_ms, origin)?;
+            }
+            batch.ensure_valid().map_err(Error::Records)?;
+            if origin == Origin::Follower
+                && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
+                && header.last_offset <= previous
+            {
+                return Err(invalid(AppendErrorKind::OffsetsOutOfOrder {
+                    previous_last_offset: previous,
+                    last_offset: header.last_offset,
+                }));
+            }
+            batches.push(BatchSpan {
+                chunk,
+                at: header.position as usize - start,
+                header,
+            });
         }
-        batch.ensure_valid().map_err(Error::Records)?;
-        if origin == Origin::Follower
-            && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
-            && header.last_offset <= previous
-        {
-            return Err(invalid(AppendErrorKind::OffsetsOutOfOrder {
-                previous_last_offset: previous,
-                last_offset: header.last_offset,
+        let valid = iter.valid_bytes() as usize;
+        let last = chunk + 1 == chunks.len();
+        if valid < buffer.len() && (origin != Origin::Follower || !last) {
+            return Err(invalid(AppendErrorKind::TrailingBytes {
+                trailing: (buffer.len() - valid) as u64,
             }));
         }
-        batches.push(BatchSpan {
-            position: position as usize,
-            header,
-        });
+        valid_bytes += valid;
+        chunk_valid.push(valid);
     }
-    let valid_bytes = iter.valid_bytes() as usize;
     if batches.is_empty() {
-        return Err(invalid(AppendErrorKind::Empty {
-            size: buffer.len() as u64,
-        }));
-    }
-    if origin != Origin::Follower && valid_bytes < buffer.len() {
-        return Err(invalid(AppendErrorKind::TrailingBytes {
-            trailing: (buffer.len() - valid_bytes) as u64,
-        }));
+        return Err(invalid(AppendErrorKind::Empty { size: total as u64 }));
     }
     Ok(Analysis {
         batches,
         valid_bytes,
+        chunk_valid,
     })
 }
 
@@ -198,23 +217,33 @@ fn check_leader_batch(
     Ok(())
 }
 
-/// Leader: stamps every batch with LogAppendTime `now_ms` (recomputing its CRC). Done before
-/// taking the writer lock: it does not depend on the offsets.
+/// Leader: copies the whole batches of `chunks` into one buffer and stamps every batch of the
+/// copy with LogAppendTime `now_ms` (recomputing its CRC); `analysis` then describes the copy
+/// (one chunk). Done before taking the writer lock: it does not depend on the offsets.
 ///
 /// # Errors
 /// [`Error::Records`] if a rewrite fails (it cannot for a buffer `analyze` accepted).
 pub(crate) fn stamp_log_append_time(
-    buffer: &mut [u8],
+    chunks: &[&[u8]],
     analysis: &mut Analysis,
     now_ms: i64,
-) -> Result<()> {
+) -> Result<Vec<u8>> {
+    let mut copy = Vec::with_capacity(analysis.valid_bytes);
+    let mut starts = Vec::with_capacity(chunks.len());
+    for (chunk, valid) in chunks.iter().zip(&analysis.chunk_valid) {
+        starts.push(copy.len());
+        copy.extend_from_slice(&chunk[..*valid]);
+    }
     for span in &mut analysis.batches {
-        seglog_records::set_log_append_time(&mut buffer[span.range()], now_ms)
+        span.at += starts[span.chunk];
+        span.chunk = 0;
+        seglog_records::set_log_append_time(&mut copy[span.range()], now_ms)
             .map_err(Error::Records)?;
         span.header.max_timestamp_ms = now_ms;
         span.header.timestamp_type = Some(TimestampType::LogAppendTime);
     }
-    Ok(())
+    analysis.chunk_valid = vec![copy.len()];
+    Ok(copy)
 }
 
 /// Leader: assigns offsets so the append starts at `next_offset` and returns every batch's
@@ -247,7 +276,7 @@ pub(crate) fn assign_offsets(analysis: &mut Analysis, next_offset: i64) -> Resul
 /// `partitionLeaderEpoch` (Kafka's `LogValidator` stamps it). Both fields lie before the
 /// CRC-covered bytes: no checksum work, no copy of the caller's bytes. Updates `analysis`.
 pub(crate) fn stamp_leader_epoch(
-    bytes: &[u8],
+    chunks: &[&[u8]],
     analysis: &mut Analysis,
     bases: &[[u8; 8]],
     epoch: i32,
@@ -257,7 +286,7 @@ pub(crate) fn stamp_leader_epoch(
         let mut prefix = [0u8; 16];
         prefix[..BASE_OFFSET_LEN].copy_from_slice(base);
         prefix[BASE_OFFSET_LEN..PARTITION_LEADER_EPOCH_AT]
-            .copy_from_slice(&bytes[span.position + BASE_OFFSET_LEN..][..4]);
+            .copy_from_slice(&chunks[span.chunk][span.at + BASE_OFFSET_LEN..][..4]);
         prefix[PARTITION_LEADER_EPOCH_AT..].copy_from_slice(&epoch.to_be_bytes());
         span.header.partition_leader_epoch = epoch;
         prefixes.push(prefix);
@@ -265,23 +294,28 @@ pub(crate) fn stamp_leader_epoch(
     prefixes
 }
 
-/// The pieces an append writes, in order: `bytes` as they are, except that each batch's
-/// first `N` bytes come from `prefixes` when the leader rewrote them (8: the base offset it
-/// assigned; 16: with the partition leader epoch, [`stamp_leader_epoch`]); an empty
-/// `prefixes` writes `bytes` whole. One vectored write, no copy.
+/// The pieces an append writes, in order: every chunk's whole batches as they are, except
+/// that each batch's first `N` bytes come from `prefixes` when the leader rewrote them (8: the
+/// base offset it assigned; 16: with the partition leader epoch, [`stamp_leader_epoch`]); an
+/// empty `prefixes` writes the chunks whole (empty ones skipped). One vectored write, no copy.
 pub(crate) fn write_parts<'a, const N: usize>(
-    bytes: &'a [u8],
+    chunks: &[&'a [u8]],
     analysis: &Analysis,
     prefixes: &'a [[u8; N]],
 ) -> Vec<&'a [u8]> {
     if prefixes.is_empty() {
-        return vec![&bytes[..analysis.valid_bytes]];
+        return chunks
+            .iter()
+            .zip(&analysis.chunk_valid)
+            .map(|(chunk, valid)| &chunk[..*valid])
+            .filter(|part| !part.is_empty())
+            .collect();
     }
     let mut parts = Vec::with_capacity(2 * prefixes.len());
     for (span, prefix) in analysis.batches.iter().zip(prefixes) {
         let range = span.range();
         parts.push(&prefix[..]);
-        parts.push(&bytes[range.start + N..range.end]);
+        parts.push(&chunks[span.chunk][range.start + N..range.end]);
     }
     parts
 }
@@ -320,9 +354,9 @@ mod tests {
     fn leader_assigns_contiguous_offsets_and_keeps_crcs_valid() {
         let mut buf = batch(0, 3, 100);
         buf.extend(batch(0, 2, 50));
-        let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
+        let mut a = analyze(&[&buf], Origin::Leader, &config(), 0).unwrap();
         let bases = assign_offsets(&mut a, 10).unwrap();
-        let buf = write_parts(&buf, &a, &bases).concat();
+        let buf = write_parts(&[&buf], &a, &bases).concat();
         assert_eq!((a.first_offset(), a.last_offset()), (10, 14));
         assert_eq!(a.max_timestamp(), (102, 12));
         let mut next = 10;
@@ -337,11 +371,11 @@ mod tests {
 
     #[test]
     fn log_append_time_restamps() {
-        let mut buf = batch(0, 2, 100);
-        let mut a = analyze(&buf, Origin::Leader, &config(), 0).unwrap();
-        stamp_log_append_time(&mut buf, &mut a, 777).unwrap();
+        let buf = batch(0, 2, 100);
+        let mut a = analyze(&[&buf], Origin::Leader, &config(), 0).unwrap();
+        let copy = stamp_log_append_time(&[&buf], &mut a, 777).unwrap();
         let bases = assign_offsets(&mut a, 0).unwrap();
-        let buf = write_parts(&buf, &a, &bases).concat();
+        let buf = write_parts(&[&copy], &a, &bases).concat();
         let b = BatchRef::parse(&buf, 0).unwrap();
         b.ensure_valid().unwrap();
         assert_eq!(b.header().max_timestamp_ms, 777);
@@ -355,7 +389,7 @@ mod tests {
             max_message_bytes: 10,
             ..config()
         };
-        let e = analyze(&buf, Origin::Leader, &small, 0).unwrap_err();
+        let e = analyze(&[&buf], Origin::Leader, &small, 0).unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidAppend {
@@ -366,19 +400,19 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         assert!(matches!(
-            analyze(&bad, Origin::Leader, &config(), 0),
+            analyze(&[&bad], Origin::Leader, &config(), 0),
             Err(Error::Records(_))
         ));
         let mut trailing = buf.clone();
         trailing.extend([0u8; 10]);
-        let e = analyze(&trailing, Origin::Leader, &config(), 0).unwrap_err();
+        let e = analyze(&[&trailing], Origin::Leader, &config(), 0).unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidAppend {
                 kind: AppendErrorKind::TrailingBytes { .. }
             }
         ));
-        let e = analyze(&[], Origin::Leader, &config(), 0).unwrap_err();
+        let e = analyze(&[&[]], Origin::Leader, &config(), 0).unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidAppend {
@@ -389,7 +423,7 @@ mod tests {
             message_timestamp_after_max_ms: 10,
             ..config()
         };
-        let e = analyze(&buf, Origin::Leader, &window, 0).unwrap_err();
+        let e = analyze(&[&buf], Origin::Leader, &window, 0).unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidAppend {
@@ -404,16 +438,83 @@ mod tests {
         buf.extend(batch(7, 1, 100));
         let mut with_tail = buf.clone();
         with_tail.extend(&batch(8, 1, 1)[..30]);
-        let a = analyze(&with_tail, Origin::Follower, &config(), 0).unwrap();
+        let a = analyze(&[&with_tail], Origin::Follower, &config(), 0).unwrap();
         assert_eq!(a.valid_bytes, buf.len());
         assert_eq!((a.first_offset(), a.last_offset()), (5, 7));
         let mut out_of_order = batch(5, 2, 100);
         out_of_order.extend(batch(6, 1, 100));
-        let e = analyze(&out_of_order, Origin::Follower, &config(), 0).unwrap_err();
+        let e = analyze(&[&out_of_order], Origin::Follower, &config(), 0).unwrap_err();
         assert!(matches!(
             e,
             Error::InvalidAppend {
                 kind: AppendErrorKind::OffsetsOutOfOrder { .. }
+            }
+        ));
+    }
+
+    #[test]
+    fn chunks_are_one_append_as_if_concatenated() {
+        let (one, two, three) = (batch(0, 3, 100), batch(0, 2, 50), batch(0, 1, 200));
+        let whole = [one.clone(), two.clone(), three.clone()].concat();
+        let chunks: [&[u8]; 4] = [&one, &[], &[two.clone(), three.clone()].concat(), &[]];
+        let mut a = analyze(&chunks, Origin::Leader, &config(), 0).unwrap();
+        let mut w = analyze(&[&whole], Origin::Leader, &config(), 0).unwrap();
+        assert_eq!(a.valid_bytes, whole.len());
+        let positions = |a: &Analysis| {
+            a.batches
+                .iter()
+                .map(|b| b.header.position)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(positions(&a), positions(&w));
+        let (ba, bw) = (
+            assign_offsets(&mut a, 7).unwrap(),
+            assign_offsets(&mut w, 7).unwrap(),
+        );
+        assert_eq!(
+            write_parts(&chunks, &a, &ba).concat(),
+            write_parts(&[&whole], &w, &bw).concat()
+        );
+        let ea = stamp_leader_epoch(&chunks, &mut a, &ba, 4);
+        let ew = stamp_leader_epoch(&[&whole], &mut w, &bw, 4);
+        assert_eq!(
+            write_parts(&chunks, &a, &ea).concat(),
+            write_parts(&[&whole], &w, &ew).concat()
+        );
+        // LogAppendTime copies the chunks into one buffer.
+        let copy = stamp_log_append_time(&chunks, &mut a, 999).unwrap();
+        let out = write_parts(&[&copy], &a, &ba).concat();
+        let mut next = 7;
+        for b in Batches::new(&out, 0) {
+            let b = b.unwrap();
+            b.ensure_valid().unwrap();
+            assert_eq!(
+                (b.header().base_offset, b.header().max_timestamp_ms),
+                (Some(next), 999)
+            );
+            next = b.header().last_offset + 1;
+        }
+        assert_eq!(next, 13);
+        // Follower chunks keep their bytes, and empty chunks write no part.
+        let mut tail = three.clone();
+        tail.extend(&batch(9, 1, 1)[..30]);
+        let f = analyze(&[&one, &[], &tail], Origin::Follower, &config(), 0);
+        assert!(f.is_err(), "offsets 0..=2 then 0 are out of order");
+        let (f1, f2) = (batch(3, 2, 1), batch(5, 1, 1));
+        let mut f2_tail = f2.clone();
+        f2_tail.extend(&batch(6, 1, 1)[..30]);
+        let f = analyze(&[&f1, &[], &f2_tail], Origin::Follower, &config(), 0).unwrap();
+        assert_eq!(f.valid_bytes, f1.len() + f2.len());
+        assert_eq!(
+            write_parts::<8>(&[&f1, &[], &f2_tail], &f, &[]),
+            [&f1[..], &f2[..]]
+        );
+        // A partial batch inside the concatenation is an error, for a follower too.
+        let e = analyze(&[&f2_tail, &f1], Origin::Follower, &config(), 0).unwrap_err();
+        assert!(matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::TrailingBytes { trailing: 30 }
             }
         ));
     }

@@ -71,7 +71,7 @@ pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
 pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
-pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset};
+pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset, TimestampBatch};
 pub use crate::recover::RecoveryReport;
 pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};

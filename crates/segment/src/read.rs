@@ -222,8 +222,57 @@ impl Segment {
             timestamp_ms,
             starting_offset,
         };
-        // The index entries first, then the size (entries are published after the size that
-        // covers them, as in `translate_offset`).
+        let floors = self.timestamp_floors(timestamp_ms, starting_offset)?;
+        let mut buf = SCRATCH.take();
+        let result = self.find_by_timestamp_in(&mut buf, target, floors);
+        if buf.capacity() <= SCRATCH_RETAIN {
+            SCRATCH.set(buf);
+        }
+        Ok(result?.map(|(found, _)| found))
+    }
+
+    /// [`Segment::find_offset_by_timestamp`] that also hands over the batch holding the found
+    /// record, read into `buf` by the same `pread` that found it (a consumer's "read from this
+    /// timestamp" costs one read, not a lookup and then a fetch). `buf` is reused as is: it
+    /// grows when needed, is not cleared, and only `range` of it is meaningful on return. When
+    /// the region read did not hold the answer (the header walk from the file found it), the
+    /// batch is copied into `buf` from that walk's read.
+    ///
+    /// # Errors
+    /// As [`Segment::find_offset_by_timestamp`].
+    pub fn find_by_timestamp_into(
+        &self,
+        timestamp_ms: i64,
+        starting_offset: i64,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<TimestampBatch>> {
+        let target = Target {
+            timestamp_ms,
+            starting_offset,
+        };
+        let floors = self.timestamp_floors(timestamp_ms, starting_offset)?;
+        let Some((found, batch)) = self.find_by_timestamp_in(buf, target, floors)? else {
+            return Ok(None);
+        };
+        let (position, range) = match batch {
+            FoundBatch::InRegion { position, range } => (position, range),
+            FoundBatch::Read(batch) => {
+                let bytes = batch.bytes();
+                buf.clear();
+                buf.extend_from_slice(bytes);
+                (batch.header().position, 0..bytes.len())
+            }
+        };
+        Ok(Some(TimestampBatch {
+            found,
+            position,
+            range,
+        }))
+    }
+
+    /// The index floors a timestamp search starts from (index entries first, then the size:
+    /// entries are published after the size that covers them, as in `translate_offset`).
+    fn timestamp_floors(&self, timestamp_ms: i64, starting_offset: i64) -> Result<Floors> {
         let indexes = self.indexes()?;
         let time_floor = indexes.time.lookup(timestamp_ms);
         let (floor, next) = indexes
@@ -232,22 +281,13 @@ impl Segment {
         let after_next = next.and_then(|n| indexes.offset.lookup_with_next(n.offset).1);
         drop(indexes);
         let size = self.size();
-        let start = u64::from(floor.position);
-        let next = next.map(|n| u64::from(n.position));
-        let after_next = after_next.map(|n| u64::from(n.position));
-        let floors = Floors {
+        Ok(Floors {
             time_floor,
-            start,
-            next,
-            after_next,
+            start: u64::from(floor.position),
+            next: next.map(|n| u64::from(n.position)),
+            after_next: after_next.map(|n| u64::from(n.position)),
             size,
-        };
-        let mut buf = SCRATCH.take();
-        let result = self.find_by_timestamp_in(&mut buf, target, floors);
-        if buf.capacity() <= SCRATCH_RETAIN {
-            SCRATCH.set(buf);
-        }
-        result
+        })
     }
 
     /// [`Segment::find_offset_by_timestamp`] once the indexes are read: the speculative
@@ -257,7 +297,7 @@ impl Segment {
         buf: &mut Vec<u8>,
         target: Target,
         floors: Floors,
-    ) -> Result<Option<TimestampAndOffset>> {
+    ) -> Result<Option<(TimestampAndOffset, FoundBatch)>> {
         let Floors {
             time_floor,
             start,
@@ -368,7 +408,11 @@ impl Segment {
             if let Some(found) =
                 target.first_record(&batch, self.config.max_decompressed_bytes, &path)?
             {
-                return Ok(RegionWalk::Done(Some(found)));
+                let range = at..at + header.total_size as usize;
+                return Ok(RegionWalk::Done(Some((
+                    found,
+                    FoundBatch::InRegion { position, range },
+                ))));
             }
             position = header.end_position();
         }
@@ -381,7 +425,7 @@ impl Segment {
         target: Target,
         position: u64,
         end: u64,
-    ) -> Result<Option<TimestampAndOffset>> {
+    ) -> Result<Option<(TimestampAndOffset, FoundBatch)>> {
         let path = self.log_path_arc();
         let log = self.log()?;
         let walker = HeaderWalker::new(log.handle(), Arc::clone(&path), position, end);
@@ -396,7 +440,7 @@ impl Segment {
                 self.config.max_decompressed_bytes,
                 &path,
             )? {
-                return Ok(Some(found));
+                return Ok(Some((found, FoundBatch::Read(batch))));
             }
         }
         Ok(None)
@@ -661,12 +705,34 @@ impl Target {
 /// How the in-memory walk of a region ended.
 enum RegionWalk {
     /// The answer (`None`: the walk reached the end of the segment or a partial tail).
-    Done(Option<TimestampAndOffset>),
+    Done(Option<(TimestampAndOffset, FoundBatch)>),
     /// The header or batch at this position is not all in the region.
     Beyond(u64),
     /// The speculative region does not start with a batch the floor walk would reach with
     /// nothing qualifying before it.
     Rejected,
+}
+
+/// Where the batch holding a timestamp search's answer is.
+enum FoundBatch {
+    /// In the region buffer: the batch at file `position` is `buffer[range]`.
+    InRegion {
+        position: u64,
+        range: std::ops::Range<usize>,
+    },
+    /// Read on its own by the header walk.
+    Read(OwnedBatch),
+}
+
+/// What [`Segment::find_by_timestamp_into`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimestampBatch {
+    /// The first record at or after the timestamp (as [`Segment::find_offset_by_timestamp`]).
+    pub found: TimestampAndOffset,
+    /// File position of the batch holding it.
+    pub position: u64,
+    /// The batch's bytes in the caller's buffer.
+    pub range: std::ops::Range<usize>,
 }
 
 /// Iterator over batch headers; from [`Segment::batch_headers`].

@@ -40,3 +40,86 @@ fn every_target_finds_the_first_record_reaching_it() {
         );
     }
 }
+
+/// `Log::read_by_timestamp_into` answers as `offset_for_timestamp` and hands over exactly the
+/// batch a fetch at the answer returns first; above the high watermark it answers nothing for
+/// consumers, and a batch straddling a mid-batch high watermark is cut as the fetch cuts it.
+#[test]
+fn read_by_timestamp_into_is_the_lookup_and_the_fetch_in_one() {
+    let config = LogConfig {
+        segment_bytes: 96 * 1024,
+        index_interval_bytes: 4096,
+        segment_index_bytes: 64 * 1024,
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        ..LogConfig::default()
+    };
+    let (_dir, _clock, log) = fresh(config);
+    let value = [7u8; 100];
+    let mut ts = T0;
+    for i in 0..40 {
+        let count = if i < 30 { 100 } else { 3 };
+        let values: Vec<&[u8]> = (0..count).map(|_| &value[..]).collect();
+        log.append(&batch(ts, &values)).unwrap();
+        ts += count as i64;
+    }
+    assert!(log.segment_count() > 1, "several segments");
+    // A reused buffer, never cleared, starting with stale bytes.
+    let mut buf = vec![0x5Au8; 50_000];
+    let mut fetched = Vec::new();
+    for target in (T0 - 2..ts + 2).step_by(7) {
+        let want = log
+            .offset_for_timestamp(ListOffsets::Timestamp(target))
+            .unwrap();
+        let got = log
+            .read_by_timestamp_into(target, Isolation::LogEnd, &mut buf)
+            .unwrap();
+        assert_eq!(
+            got.as_ref().map(|g| g.found),
+            want,
+            "target {target}: same answer"
+        );
+        let Some(got) = got else { continue };
+        let fetch = log
+            .read_into(got.found.offset, 1, Isolation::LogEnd, true, &mut fetched)
+            .unwrap();
+        assert_eq!(
+            (got.segment_base_offset, got.position),
+            (fetch.fetch_offset.segment_base_offset, fetch.position),
+            "target {target}"
+        );
+        let first = seglog::BatchRef::parse(&fetched, fetch.position).unwrap();
+        assert_eq!(&buf[got.batch.clone()], first.as_bytes(), "target {target}");
+    }
+    // Consumers: nothing at or above the high watermark. Offsets 0..3000 are 30 batches of
+    // 100, then 3-record batches: a high watermark of 3001 lies inside batch 3000..=3002.
+    assert_eq!(log.set_high_watermark(3001).unwrap(), 3001);
+    assert_eq!(
+        log.read_by_timestamp_into(T0 + 3001, Isolation::HighWatermark, &mut buf)
+            .unwrap(),
+        None
+    );
+    let below = log
+        .read_by_timestamp_into(T0 + 2950, Isolation::HighWatermark, &mut buf)
+        .unwrap()
+        .expect("below the high watermark");
+    assert_eq!(below.found.offset, 2950);
+    log.read_into(2950, 1, Isolation::HighWatermark, true, &mut fetched)
+        .unwrap();
+    assert_eq!(&buf[below.batch.clone()], &fetched[..]);
+    // The straddling batch: what the consumer's fetch returns, no more.
+    let inside = log
+        .read_by_timestamp_into(T0 + 3000, Isolation::HighWatermark, &mut buf)
+        .unwrap()
+        .expect("below the high watermark");
+    assert_eq!(inside.found.offset, 3000);
+    let fetch = log
+        .read_into(3000, 1, Isolation::HighWatermark, true, &mut fetched)
+        .unwrap();
+    assert_eq!(
+        &buf[inside.batch.clone()],
+        &fetched[..],
+        "cut as the fetch cuts it"
+    );
+    assert_eq!(inside.position, fetch.position);
+}

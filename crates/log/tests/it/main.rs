@@ -7,6 +7,7 @@ mod support;
 
 mod appends;
 mod async_durable;
+mod bulk_append;
 mod by_timestamp;
 mod concurrency;
 mod consumer;

@@ -26,6 +26,42 @@ fn same_lookup(segment: &Segment, ts: i64, starting: i64, label: &str) {
         ),
         _ => panic!("{label}: ts {ts}, starting {starting}: walk {expected:?} vs {got:?}"),
     }
+    same_batch(segment, ts, starting, &got, label);
+}
+
+/// `find_by_timestamp_into` answers as `find_offset_by_timestamp` did, and hands over the very
+/// bytes of the batch holding the answer (into a buffer holding stale bytes, as a reused one
+/// does).
+fn same_batch(
+    segment: &Segment,
+    ts: i64,
+    starting: i64,
+    want: &seglog_segment::Result<Option<seglog_segment::TimestampAndOffset>>,
+    label: &str,
+) {
+    let mut buf = vec![0xA5u8; 333];
+    let got = segment.find_by_timestamp_into(ts, starting, &mut buf);
+    match (want, got) {
+        (Ok(None), Ok(None)) => {}
+        (Ok(Some(want)), Ok(Some(got))) => {
+            assert_eq!(&got.found, want, "{label}: ts {ts}, starting {starting}");
+            let bytes = &buf[got.range.clone()];
+            let log = std::fs::read(segment.log_path()).unwrap();
+            let at = got.position as usize;
+            assert_eq!(bytes, &log[at..at + bytes.len()], "{label}: ts {ts}");
+            let batch = seglog_records::BatchRef::parse(bytes, got.position).unwrap();
+            let header = batch.header();
+            let base = header.base_offset.unwrap_or(header.last_offset);
+            assert!(
+                (base..=header.last_offset).contains(&want.offset),
+                "{label}: ts {ts}: offset {} not in batch {base}..={}",
+                want.offset,
+                header.last_offset
+            );
+        }
+        (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{label}: ts {ts}"),
+        (want, got) => panic!("{label}: ts {ts}, starting {starting}: {want:?} vs {got:?}"),
+    }
 }
 
 /// Every record timestamp, one below and one above each, the extremes and -1, at a few
