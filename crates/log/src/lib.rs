@@ -81,6 +81,7 @@ mod append;
 mod background;
 mod checkpoint;
 mod clean_shutdown;
+mod cleaner;
 mod clock;
 mod commit_join;
 mod config;
@@ -119,12 +120,14 @@ pub use background::Ticker;
 /// The shared byte buffer keys and values of owned records live in.
 pub use bytes::Bytes;
 pub use checkpoint::{
-    CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
-    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT, CheckpointProblem, CheckpointProblemKind,
+    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
+pub use cleaner::{CleanReport, GroupReport};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
+pub use config::{CONFIG_KEYS, CleanupPolicy, DirtyRatio, LogConfig, TimestampType};
 pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
     ReaderOptions, RecordReader, RecordView, WaitFor,

@@ -152,6 +152,13 @@ pub struct Log {
     pub(crate) epochs: Mutex<EpochState>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
+    /// The log cleaner (`cleaner/`) runs one round at a time under this mutex; it holds true
+    /// once a round met damaged data (the log is then uncleanable until reopened, as Kafka
+    /// marks a partition uncleanable).
+    pub(crate) cleaning: Mutex<bool>,
+    /// Truncations so far (bumped under the writer lock): a cleaning round that sees it change
+    /// is aborted before its next swap.
+    pub(crate) truncations: crate::sync::AtomicU64,
 }
 
 /// State only the writer touches.
@@ -374,6 +381,8 @@ impl Log {
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
+            cleaning: Mutex::new(false),
+            truncations: crate::sync::AtomicU64::new(0),
         };
         let due = now.saturating_add(log.config.file_delete_delay_ms);
         for segment in deleted {
@@ -662,12 +671,19 @@ pub(crate) fn segment_cache_for(config: &LogConfig) -> SegmentCache {
 
 /// The segment layer's view of a [`LogConfig`] (without a cache).
 pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
+    // Kafka's `maxSegmentMs`: a compacted log rolls by `max.compaction.lag.ms` too, so no
+    // record waits in the (uncleanable) active segment longer than that.
+    let segment_ms = if config.cleanup_policy.compact() && config.max_compaction_lag_ms > 0 {
+        config.segment_ms.min(config.max_compaction_lag_ms)
+    } else {
+        config.segment_ms
+    };
     SegmentConfig {
         segment_bytes: config.segment_bytes.max(14) as u32,
         index_interval_bytes: config.index_interval_bytes.max(0) as u32,
         max_index_bytes: config.segment_index_bytes.max(12) as u32,
         preallocate: config.preallocate,
-        segment_ms: config.segment_ms,
+        segment_ms,
         segment_jitter_ms: config.segment_jitter_ms,
         ..SegmentConfig::default()
     }
