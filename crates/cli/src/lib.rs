@@ -77,6 +77,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Recover(args) => cmd::recover::run(args, cli.quiet),
         Command::Retain(args) => cmd::retain::run(args),
         Command::Truncate(args) => cmd::truncate::run(args),
+        Command::Compact(args) => cmd::compact::run(args),
         Command::Demo(args) => cmd::demo::run(args, cli.quiet),
     }
 }
