@@ -7,6 +7,7 @@ mod support;
 
 mod appends;
 mod by_timestamp;
+mod compaction;
 mod concurrency;
 mod consumer;
 mod corpus;
