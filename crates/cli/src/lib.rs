@@ -28,6 +28,7 @@ mod dir;
 mod encoding;
 mod error;
 mod input;
+pub mod logging;
 mod output;
 mod progress;
 mod scan;

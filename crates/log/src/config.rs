@@ -1,16 +1,8 @@
 //! `LogConfig`: Kafka's topic-level storage settings, their defaults, parsing and validation.
 
-use crate::{Error, Result};
+use seglog_records::TimestampType;
 
-/// Which timestamp a batch carries (`message.timestamp.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimestampType {
-    /// Keep the producer's timestamps (`CreateTime`). Default.
-    #[default]
-    CreateTime,
-    /// Stamp every batch with the broker's clock at append (`LogAppendTime`).
-    LogAppendTime,
-}
+use crate::{Error, Result};
 
 /// Which cleanup a log gets (`cleanup.policy`): retention, compaction, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -143,6 +135,11 @@ pub struct LogConfig {
     /// a round whose dirty section holds more distinct keys ends early, where the map filled,
     /// and the next round goes on from there. Default: 134217728 (128 MiB). Valid: >= 48.
     pub cleaner_dedupe_buffer_size: i64,
+    /// How long a producer id's state is kept after its last write, unless it has a
+    /// transaction open (`producer.id.expiration.ms`, a broker setting); expired ids are
+    /// removed by `Log::tick` and ignored when a snapshot is loaded. Default: 86400000
+    /// (1 day). Valid: >= 1.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -170,6 +167,7 @@ impl Default for LogConfig {
             max_compaction_lag_ms: i64::MAX,
             delete_retention_ms: 86_400_000,
             cleaner_dedupe_buffer_size: 128 * 1024 * 1024,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }
@@ -198,6 +196,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "min.compaction.lag.ms",
     "max.compaction.lag.ms",
     "delete.retention.ms",
+    "producer.id.expiration.ms",
     "log.segment.bytes",
     "log.roll.ms",
     "log.roll.hours",
@@ -269,6 +268,9 @@ impl LogConfig {
             "flush.ms" | "log.flush.interval.ms" => self.flush_ms = long("flush.ms", value, 0)?,
             "file.delete.delay.ms" | "log.segment.delete.delay.ms" => {
                 self.file_delete_delay_ms = long("file.delete.delay.ms", value, 0)?;
+            }
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = long("producer.id.expiration.ms", value, 1)?;
             }
             "max.message.bytes" | "message.max.bytes" => {
                 self.max_message_bytes = int("max.message.bytes", value, 0)?;
@@ -400,6 +402,11 @@ impl LogConfig {
                 "must not be below min.compaction.lag.ms",
             ));
         }
+        check(
+            "producer.id.expiration.ms",
+            self.producer_id_expiration_ms,
+            1,
+        )?;
         Ok(())
     }
 

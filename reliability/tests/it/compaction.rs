@@ -38,10 +38,10 @@ fn open(dir: &Path, faults: Option<&FaultInjector>) -> Log {
     Log::open_with(
         dir,
         config(),
-        seglog::OpenOptions {
+        seglog::LogOpenOptions {
             io: faults.map_or_else(seglog::Io::direct, FaultInjector::io),
             high_watermark: seglog::HighWatermarkPolicy::LogEnd,
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         },
     )
     .unwrap()

@@ -11,7 +11,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use seglog::{CleanReport, Log, LogConfig, ManualClock, OpenOptions};
+use seglog::{CleanReport, Log, LogConfig, LogOpenOptions, ManualClock};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -86,9 +86,9 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, Error> {
     DirListing::existing_log(&args.dir)?;
     let config = config_from_args(&args.config)?;
     let now = args.now.unwrap_or_else(now_ms);
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: Arc::new(ManualClock::new(now)),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(&args.dir, config, options)?;
     let result = log

@@ -1,6 +1,6 @@
 //! `seglog recover DIR`: treat the log as after a crash, recover every segment, close cleanly.
 //!
-//! One open with `seglog::OpenOptions::recover_all`, inside the directory lock: the loader
+//! One open with `seglog::LogOpenOptions::recover_all`, inside the directory lock: the loader
 //! finishes or removes interrupted deletes, cleans and swaps (and splits a segment whose
 //! offsets overflow its base), checks each segment's indexes and then recovers **every**
 //! segment whatever the shutdown state: validate every batch, cut a torn or corrupt tail,
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use seglog::{
-    LeaderEpochSource, Log, LogConfig, OpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
+    LeaderEpochSource, Log, LogConfig, LogOpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
     TruncationReason,
 };
 use seglog_segment::CorruptKind;
@@ -161,7 +161,7 @@ pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
 }
 
 /// [`recover_dir`], cutting damaged flushed data too when `truncate_damaged`
-/// ([`OpenOptions::repair_destructively`]).
+/// ([`LogOpenOptions::repair_destructively`]).
 ///
 /// # Errors
 /// As [`recover_dir`].
@@ -171,10 +171,10 @@ pub fn recover_dir_with(
     truncate_damaged: bool,
 ) -> Result<RecoverReport, Error> {
     DirListing::existing_log(dir)?;
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         recover_all: true,
         repair_destructively: truncate_damaged,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;
     let load = log.load_report().clone();

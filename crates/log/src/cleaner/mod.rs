@@ -130,14 +130,14 @@ impl Log {
     /// # Errors
     /// Segment I/O errors reading the segments' timestamps.
     pub fn cleaning_due(&self, now_ms: i64) -> Result<bool> {
-        if self.read_only || !self.config.cleanup_policy.compact() {
+        if self.read_only || !self.settings().config.cleanup_policy.compact() {
             return Ok(false);
         }
         let plan = self.plan_round(now_ms, false)?;
         Ok(plan::is_due(
             &plan.offsets,
             plan.compaction_delay_ms,
-            self.config.min_cleanable_dirty_ratio.0,
+            self.settings().config.min_cleanable_dirty_ratio.0,
         ))
     }
 
@@ -150,7 +150,7 @@ impl Log {
     /// The tick's round: only when due, and not after a round met damaged data. An aborted
     /// round is not an error here (the next tick starts over).
     pub(crate) fn clean_if_due(&self, now_ms: i64) -> Result<Option<CleanReport>> {
-        if !self.config.cleanup_policy.compact() || *lock(&self.cleaning) {
+        if !self.settings().config.cleanup_policy.compact() || *lock(&self.cleaning) {
             return Ok(None);
         }
         if !self.cleaning_due(now_ms)? {
@@ -176,7 +176,7 @@ impl Log {
             });
         }
         drop(self.writable()?);
-        if !self.config.cleanup_policy.compact() {
+        if !self.settings().config.cleanup_policy.compact() {
             return Ok(None);
         }
         let mut uncleanable = lock(&self.cleaning);

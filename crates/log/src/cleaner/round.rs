@@ -12,10 +12,10 @@ use super::offset_map::{OffsetMap, hash_key};
 use super::plan::{self, Bounds, SegmentStat};
 use super::txn::{self, AbortedTxn, CleanedTxns, TxnScan, damaged};
 use super::{CleanReport, GroupReport};
+use crate::Result;
 use crate::fsutil::remove_if_exists;
 use crate::log::Log;
 use crate::sync::Ordering;
-use crate::{Error, Result};
 
 /// Bytes read from a segment at once (a batch larger than this is read whole).
 const READ_CHUNK: u64 = 1 << 20;
@@ -58,18 +58,19 @@ impl Log {
             log_start_offset: view.log_start_offset,
             log_end_offset: view.end.offset,
             last_stable_offset: lso,
-            min_compaction_lag_ms: self.config.min_compaction_lag_ms,
+            min_compaction_lag_ms: self.settings().config.min_compaction_lag_ms,
             now_ms,
         };
-        let high_watermark = view.high_watermark.offset;
-        let mut offsets = plan::offsets(&stats, bounds(high_watermark));
+        let last_stable_offset = view.last_stable_offset();
+        let mut offsets = plan::offsets(&stats, bounds(last_stable_offset));
         let scan = if scan {
-            let found = txn::scan(segments.iter().map(|(_, s)| s), offsets.first_dirty)?;
-            // The last stable offset: the high watermark, or the first offset of the oldest
-            // open transaction below it.
+            let mut found = txn::scan(segments.iter().map(|(_, s)| s), offsets.first_dirty)?;
+            found.last_records = self.last_records_of_active_producers();
+            // The last stable offset, and never past the oldest open transaction the batches
+            // show.
             let lso = found
                 .first_unstable_offset
-                .map_or(high_watermark, |f| f.min(high_watermark));
+                .map_or(last_stable_offset, |f| f.min(last_stable_offset));
             offsets = plan::offsets(&stats, bounds(lso));
             Some(found)
         } else {
@@ -78,7 +79,7 @@ impl Log {
         let compaction_delay_ms = plan::max_compaction_delay_ms(
             &stats,
             offsets.first_dirty,
-            self.config.max_compaction_lag_ms,
+            self.settings().config.max_compaction_lag_ms,
             now_ms,
         );
         Ok(Plan {
@@ -87,6 +88,24 @@ impl Log {
             compaction_delay_ms,
             scan,
         })
+    }
+
+    /// Kafka's `lastRecordsOfActiveProducers`: every producer in the state with the last
+    /// offset of its last data batch (if one is retained) and its epoch.
+    fn last_records_of_active_producers(&self) -> std::collections::HashMap<i64, txn::LastRecord> {
+        self.producer_states()
+            .into_iter()
+            .map(|entry| {
+                let last = entry.last_data_offset();
+                (
+                    entry.producer_id,
+                    txn::LastRecord {
+                        last_data_offset: (last >= 0).then_some(last),
+                        producer_epoch: entry.producer_epoch,
+                    },
+                )
+            })
+            .collect()
     }
 
     /// One round (see the crate docs); `force` runs it whatever the dirty ratio. `None` when
@@ -114,7 +133,7 @@ impl Log {
             || plan::is_due(
                 &offsets,
                 compaction_delay_ms,
-                self.config.min_cleanable_dirty_ratio.0,
+                self.settings().config.min_cleanable_dirty_ratio.0,
             );
         if !due || offsets.cleanable_bytes == 0 || offsets.first_dirty >= offsets.first_uncleanable
         {
@@ -137,7 +156,7 @@ impl Log {
             Some(i) => segments[i]
                 .1
                 .last_modified_ms()?
-                .saturating_sub(self.config.delete_retention_ms),
+                .saturating_sub(self.settings().config.delete_retention_ms),
             None => 0,
         };
         let map = self.build_offset_map(&segments, &stats, &offsets, &scan, &mut report)?;
@@ -149,14 +168,14 @@ impl Log {
             .count();
         let groups = plan::group(
             &stats[..below_end],
-            self.segment_config.segment_bytes.into(),
-            self.segment_config.max_index_bytes.into(),
+            self.settings().segment.segment_bytes.into(),
+            self.settings().segment.max_index_bytes.into(),
             offsets.first_uncleanable,
         );
         let rules = Rules {
             map: &map,
             now_ms,
-            delete_retention_ms: self.config.delete_retention_ms,
+            delete_retention_ms: self.settings().config.delete_retention_ms,
             last_records: &scan.last_records,
             upper_bound: offsets.first_uncleanable,
             max_decompressed_bytes: crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES,
@@ -214,7 +233,10 @@ impl Log {
         report: &mut CleanReport,
     ) -> Result<OffsetMap> {
         let (start, end) = (offsets.first_dirty, offsets.first_uncleanable);
-        let mut map = OffsetMap::new(self.config.cleaner_dedupe_buffer_size, scan.records_from);
+        let mut map = OffsetMap::new(
+            self.settings().config.cleaner_dedupe_buffer_size,
+            scan.records_from,
+        );
         let dirty = plan::range(stats, start, end);
         let first = dirty.first().map_or(stats.len(), |d| {
             stats
@@ -323,7 +345,7 @@ impl Log {
         let mut active = ActiveSegment::create_with_suffix(
             &self.dir,
             base,
-            &self.segment_config,
+            &self.settings().segment,
             Some(TempSuffix::Cleaned),
         )?;
         let mut out = Output::default();
@@ -370,14 +392,14 @@ impl Log {
             })?;
         }
         out.flush_into(&mut active)?;
+        // Kafka's `cleanedIndex`: the aborted transactions whose markers stay.
+        for txn in std::mem::take(&mut txns.retained) {
+            active.segment().append_aborted_txn(txn)?;
+        }
         let cleaned = active.seal()?;
         cleaned.flush()?;
         if let Some((_, last)) = group.last() {
             cleaned.set_last_modified_ms(last.last_modified_ms()?)?;
-        }
-        let retained = std::mem::take(&mut txns.retained);
-        if !retained.is_empty() {
-            write_txn_index(&self.dir, base, &retained)?;
         }
         Ok(cleaned)
     }
@@ -493,19 +515,4 @@ fn remove_cleaned_files(dir: &Path, base: i64) -> Result<()> {
         remove_if_exists(&file_path(dir, base, kind))?;
     }
     Ok(())
-}
-
-/// Writes `<base>.txnindex.cleaned` (Kafka's `TransactionIndex` entries) and fsyncs it.
-fn write_txn_index(dir: &Path, base: i64, entries: &[AbortedTxn]) -> Result<()> {
-    use std::io::Write;
-    let kind = FileKind::TXN_INDEX.with_suffix(Some(TempSuffix::Cleaned));
-    let path = file_path(dir, base, kind);
-    let mut bytes = Vec::with_capacity(entries.len() * txn::TXN_ENTRY_BYTES);
-    for entry in entries {
-        bytes.extend_from_slice(&entry.encode());
-    }
-    let mut file = std::fs::File::create(&path).map_err(|e| Error::io("create", &path, e))?;
-    file.write_all(&bytes)
-        .map_err(|e| Error::io("write", &path, e))?;
-    file.sync_all().map_err(|e| Error::io("fsync", &path, e))
 }

@@ -96,7 +96,7 @@ impl Log {
         if !present {
             return abort(ABORTED_BY_CHANGE);
         }
-        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         for step in steps(old.len()).into_iter().take(step_limit) {
             match step {
                 Step::CleanedToSwap => cleaned

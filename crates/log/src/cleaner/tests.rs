@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use seglog_records::{BatchBuilder, Batches, ControlRecordType, EndTransactionMarker};
 
-use crate::{CleanupPolicy, Error, Isolation, Log, LogConfig, ManualClock, OpenOptions};
+use crate::{
+    CleanupPolicy, Error, Isolation, Log, LogConfig, LogOpenOptions as OpenOptions, ManualClock,
+};
 
 const T0: i64 = 1_700_000_000_000;
 const DAY: i64 = 86_400_000;
@@ -236,8 +238,8 @@ fn a_crash_after_every_swap_step_recovers_the_old_or_the_new_segments() {
             .count();
         let groups = super::plan::group(
             &stats[..n],
-            log.segment_config.segment_bytes.into(),
-            log.segment_config.max_index_bytes.into(),
+            log.settings().segment.segment_bytes.into(),
+            log.settings().segment.max_index_bytes.into(),
             plan.offsets.first_uncleanable,
         );
         super::swap::steps(groups[0].len()).len()
@@ -321,7 +323,7 @@ fn a_truncation_during_a_round_aborts_it() {
         let cleaned = seglog_segment::ActiveSegment::create_with_suffix(
             &log.dir,
             group[0].0,
-            &log.segment_config,
+            &log.settings().segment,
             Some(seglog_segment::TempSuffix::Cleaned),
         )
         .unwrap()

@@ -4,12 +4,12 @@
 //! aborted transaction (dropped) and which markers may go (once no batch of their transaction
 //! is left).
 //!
-//! Kafka reads the aborted transactions from the `.txnindex` files and the producers from its
-//! producer-state manager. seglog derives both from the batches themselves (the same facts the
-//! broker's own recovery rebuilds them from), so the cleaner's rules hold for any directory,
-//! whatever wrote its state files. Producers are never expired here (Kafka forgets a producer
-//! after `producer.id.expiration.ms`): a producer's last batch is kept, emptied, even when
-//! Kafka would no longer keep it; its records are filtered all the same.
+//! Kafka reads the aborted transactions from the `.txnindex` files; seglog derives them from the
+//! batches themselves (the facts the broker's own recovery rebuilds the index from), so the
+//! cleaner's rules hold whatever wrote the index files. The producers' last batches come from
+//! the log's producer state, as in Kafka (`lastRecordsOfActiveProducers`: expired producers are
+//! not kept). The header pass also bounds the last stable offset by the oldest open
+//! transaction, with the log's own last stable offset.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -22,29 +22,7 @@ use crate::{Error, Result};
 
 /// One aborted transaction (a `.txnindex` entry): producer, first offset of its data, the
 /// offset of its ABORT marker, and the last stable offset when it completed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct AbortedTxn {
-    pub(crate) producer_id: i64,
-    pub(crate) first_offset: i64,
-    pub(crate) last_offset: i64,
-    pub(crate) last_stable_offset: i64,
-}
-
-/// Bytes of one `.txnindex` entry.
-pub(crate) const TXN_ENTRY_BYTES: usize = 34;
-
-impl AbortedTxn {
-    /// Kafka's `AbortedTxn` entry: version 0 (i16), producerId, firstOffset, lastOffset,
-    /// lastStableOffset (i64s), big-endian.
-    pub(crate) fn encode(&self) -> [u8; TXN_ENTRY_BYTES] {
-        let mut out = [0u8; TXN_ENTRY_BYTES];
-        out[2..10].copy_from_slice(&self.producer_id.to_be_bytes());
-        out[10..18].copy_from_slice(&self.first_offset.to_be_bytes());
-        out[18..26].copy_from_slice(&self.last_offset.to_be_bytes());
-        out[26..34].copy_from_slice(&self.last_stable_offset.to_be_bytes());
-        out
-    }
-}
+pub(crate) use seglog_segment::AbortedTxn;
 
 /// What a producer last wrote (Kafka's `LastRecord`): the last offset of its last data batch,
 /// and its epoch.
@@ -59,7 +37,7 @@ pub(crate) struct LastRecord {
 pub(crate) struct TxnScan {
     /// Aborted transactions, by first offset.
     pub(crate) aborted: Vec<AbortedTxn>,
-    /// Every producer's last record.
+    /// Every active producer's last record (filled from the producer state).
     pub(crate) last_records: HashMap<i64, LastRecord>,
     /// The first offset of the oldest transaction without a marker: the last stable offset
     /// cannot pass it.
@@ -69,7 +47,8 @@ pub(crate) struct TxnScan {
     pub(crate) records_from: u64,
 }
 
-/// Walks the headers of every segment (reading only control batches' records).
+/// Walks the headers of every segment (reading only control batches' records): the aborted
+/// transactions, the oldest open one, and a bound of the records from `count_from`.
 ///
 /// # Errors
 /// Segment I/O and corruption errors; [`Error::DamagedBatch`] for a control batch that does
@@ -94,11 +73,6 @@ pub(crate) fn scan<'a>(
                 continue;
             }
             if header.is_control {
-                let entry = out.last_records.entry(producer_id).or_insert(LastRecord {
-                    last_data_offset: None,
-                    producer_epoch: header.producer_epoch,
-                });
-                entry.producer_epoch = header.producer_epoch;
                 let Some(control) = control_type(segment, &header)? else {
                     continue;
                 };
@@ -126,13 +100,6 @@ pub(crate) fn scan<'a>(
                     });
                 }
             } else {
-                out.last_records.insert(
-                    producer_id,
-                    LastRecord {
-                        last_data_offset: Some(header.last_offset),
-                        producer_epoch: header.producer_epoch,
-                    },
-                );
                 if header.is_transactional && !ongoing.contains_key(&producer_id) {
                     let first = header.base_offset.unwrap_or(header.last_offset);
                     ongoing.insert(producer_id, first);
@@ -290,19 +257,5 @@ mod tests {
         assert!(state.on_control(&header(12, 7, true), Some(ControlRecordType::Abort)));
         assert!(state.on_control(&header(20, 8, true), Some(ControlRecordType::Commit)));
         assert!(state.on_control(&header(21, 8, true), None));
-    }
-
-    #[test]
-    fn txnindex_entries_are_kafkas_34_bytes() {
-        let entry = AbortedTxn {
-            producer_id: 1,
-            first_offset: 2,
-            last_offset: 3,
-            last_stable_offset: 4,
-        }
-        .encode();
-        assert_eq!(&entry[..2], &[0, 0]);
-        assert_eq!(entry[9], 1);
-        assert_eq!(entry[33], 4);
     }
 }

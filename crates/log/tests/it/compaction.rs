@@ -178,16 +178,17 @@ proptest! {
                     // Only above the cleaned section: a truncation below it would also remove
                     // the newer versions that older ones were compacted away for (Kafka
                     // truncates followers to their high watermark, above what is cleaned).
-                    let to = (log.log_end_offset() - i64::from(*back))
-                        .max(log.cleaner_checkpoint().unwrap_or(0));
-                    log.truncate_to(to).unwrap();
+                    let to = (log.log_end_offset() - i64::from(*back)).max(0);
                     // The whole batch holding `to` goes.
                     let cut = batches
                         .iter()
                         .find(|(first, last)| *first <= to && to <= *last)
                         .map_or(to, |(first, _)| *first);
-                    written.retain(|o, _| *o < cut);
-                    batches.retain(|(first, _)| *first < cut);
+                    if cut >= log.cleaner_checkpoint().unwrap_or(0) {
+                        log.truncate_to(to).unwrap();
+                        written.retain(|o, _| *o < cut);
+                        batches.retain(|(first, _)| *first < cut);
+                    }
                 }
                 Op::Crash => {
                     drop(log);

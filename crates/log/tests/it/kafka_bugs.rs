@@ -436,9 +436,9 @@ fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
     let log_dir = seglog::LogDir::open_with(
         root.path(),
         config,
-        seglog::OpenOptions {
+        seglog::LogOpenOptions {
             io: faults.io(),
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         },
     )
     .unwrap();
