@@ -47,6 +47,7 @@ use crate::sync::lock;
 
 /// What one cleaning round did ([`Log::clean`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CleanReport {
     /// Where the dirty section started (the cleaner checkpoint before the round).
     pub first_dirty_offset: i64,
@@ -89,6 +90,7 @@ pub struct CleanReport {
 
 /// One group of old segments replaced by one cleaned segment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GroupReport {
     /// The base offset of the group and of its cleaned segment.
     pub base_offset: i64,
