@@ -31,8 +31,14 @@
 //! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
 //! aborted transactions of the range and whose record readers drop aborted records.
 //!
+//! It compacts `cleanup.policy=compact` logs as Kafka's log cleaner does ([`Log::clean`], or
+//! [`Log::tick`] when a log is due): the latest record of every key, tombstones until their
+//! KIP-534 delete horizon, aborted transactions dropped, markers kept while their data is,
+//! producers' last batches kept, offsets unchanged, swapped in with Kafka's crash-safe
+//! `.cleaned` / `.swap` / `.deleted` protocol; `cleaner-offset-checkpoint` in the root.
+//!
 //! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
-//! transaction verification guard, which needs one), compaction, and tiered storage. Background work
+//! transaction verification guard, which needs one), and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits
