@@ -522,3 +522,49 @@ fn aborted_data_goes_markers_follow_and_open_transactions_are_not_cleaned() {
     assert!(shells >= 1);
     assert_eq!(aborts, 1);
 }
+
+#[test]
+fn a_log_dir_ticks_its_compacted_topics_into_one_root_checkpoint() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut topics = crate::TopicConfigs::new();
+    topics.set("table", "cleanup.policy", "compact").unwrap();
+    let dir = crate::LogDir::open_with_topic_configs(
+        tmp.path(),
+        LogConfig {
+            cleanup_policy: CleanupPolicy::Delete,
+            ..config()
+        },
+        topics,
+        OpenOptions::default(),
+    )
+    .unwrap();
+    let mut logs = Vec::new();
+    for partition in 0..2 {
+        let log = dir
+            .get_or_create(&crate::TopicPartition::new("table", partition))
+            .unwrap();
+        log.set_high_watermark_policy(crate::HighWatermarkPolicy::LogEnd)
+            .unwrap();
+        for i in 0..100 {
+            put(
+                &log,
+                &format!("k{}", i % 7),
+                Some("a value long enough to fill segments"),
+            );
+        }
+        log.roll().unwrap();
+        logs.push(log);
+    }
+    let plain = dir
+        .get_or_create(&crate::TopicPartition::new("events", 0))
+        .unwrap();
+    assert!(!plain.config().cleanup_policy.compact());
+    dir.tick(T0).unwrap();
+    let text = std::fs::read_to_string(tmp.path().join(crate::CLEANER_OFFSET_CHECKPOINT)).unwrap();
+    let end = logs[0].log_end_offset();
+    assert_eq!(text, format!("0\n2\ntable 0 {end}\ntable 1 {end}\n"));
+    for log in &logs {
+        assert_eq!(records(log).len(), 7);
+    }
+    dir.close().unwrap();
+}
