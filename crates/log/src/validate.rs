@@ -201,12 +201,15 @@ fn check_leader_batch(
     Ok(())
 }
 
+/// The decompression bound of the key check (the consumer's default bound).
+const KEY_CHECK_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
+
 /// Kafka's `LogValidator.validateKey`: every record of a leader batch for a compacted log has
 /// a key. Decodes the records (decompressing, bounded as a consumer's reads are).
 fn check_keys(batch: &seglog_records::BatchRef<'_>) -> Result<()> {
     let position = batch.header().position;
     for (record_index, record) in batch
-        .records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .records(KEY_CHECK_MAX_DECOMPRESSED_BYTES)
         .enumerate()
     {
         if record.map_err(Error::Records)?.key.is_none() {
