@@ -3,6 +3,7 @@
 //! the harness.
 
 mod append;
+mod compaction;
 mod index;
 mod open;
 mod raft;
@@ -56,6 +57,8 @@ pub mod names {
     pub const RSS_SMALL: &str = "rss scan small";
     /// Peak RSS while scanning a log four times larger.
     pub const RSS_LARGE: &str = "rss scan large";
+    /// One log-cleaner round over a keyed log.
+    pub const COMPACTION: &str = "compaction";
 }
 
 /// Workload groups, as `--only` names them.
@@ -72,6 +75,7 @@ pub const GROUPS: &[&str] = &[
     "recovery",
     "open",
     "rss",
+    "compaction",
 ];
 
 /// Sizes for one mode.
@@ -287,6 +291,9 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     }
     if context.wants("rss") {
         results.extend(rss::run(context)?);
+    }
+    if context.wants("compaction") {
+        results.extend(compaction::run(context)?);
     }
     Ok(results)
 }

@@ -48,8 +48,11 @@ pub enum Command {
     /// Write a transaction marker (COMMIT or ABORT) for a producer, as a broker does for
     /// its transaction coordinator (WriteTxnMarkers).
     Marker(MarkerArgs),
+    /// Run one log-cleaner round now: keep the latest record of every key (cleanup.policy=compact).
+    Compact(CompactArgs),
     /// Show the engine at work: produce, roll, read, retain, crash, recover, verify, then an
-    /// idempotent retry, an aborted and a committed transaction and a read_committed scan.
+    /// idempotent retry, an aborted and a committed transaction, a read_committed scan and a
+    /// compaction round.
     Demo(DemoArgs),
 }
 
@@ -274,6 +277,24 @@ pub struct TruncateArgs {
     #[arg(long, value_name = "OFFSET", value_parser = clap::value_parser!(i64).range(0..))]
     pub to: i64,
     /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog compact`.
+#[derive(Debug, Args)]
+pub struct CompactArgs {
+    /// Partition directory.
+    pub dir: PathBuf,
+    /// The current time, in ms since the epoch (default: the clock): tombstone horizons
+    /// (`delete.retention.ms`) and compaction lags are measured against it.
+    #[arg(long, value_name = "MS")]
+    pub now: Option<i64>,
+    /// A setting in Kafka's topic syntax, e.g. `delete.retention.ms=0` (repeatable); the log
+    /// is compacted (`cleanup.policy=compact`) unless this says `compact,delete`.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    pub config: Vec<String>,
+    /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
 }

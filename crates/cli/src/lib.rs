@@ -81,6 +81,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Retain(args) => cmd::retain::run(args),
         Command::Truncate(args) => cmd::truncate::run(args),
         Command::Marker(args) => cmd::marker::run(args),
+        Command::Compact(args) => cmd::compact::run(args),
         Command::Demo(args) => cmd::demo::run(args, cli.quiet),
     }
 }

@@ -23,6 +23,9 @@ use crate::{Error, Result, TopicPartition};
 pub const RECOVERY_POINT_CHECKPOINT: &str = "recovery-point-offset-checkpoint";
 /// File name of the log-start-offset checkpoint in a log-dir root.
 pub const LOG_START_OFFSET_CHECKPOINT: &str = "log-start-offset-checkpoint";
+/// The root's log-cleaner checkpoint (Kafka's `LogCleanerManager`): per compacted partition,
+/// the offset its dirty section starts at.
+pub const CLEANER_OFFSET_CHECKPOINT: &str = "cleaner-offset-checkpoint";
 /// The root's high-watermark checkpoint (Kafka's `ReplicaManager` writes it in the same text
 /// format).
 pub const REPLICATION_OFFSET_CHECKPOINT: &str = "replication-offset-checkpoint";

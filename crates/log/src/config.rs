@@ -5,6 +5,53 @@ use seglog_segment::SegmentConfig;
 
 use crate::{Error, Result};
 
+/// Which cleanup a log gets (`cleanup.policy`): retention, compaction, or both.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CleanupPolicy {
+    /// `delete`: time and size retention only. Default.
+    #[default]
+    Delete,
+    /// `compact`: the log cleaner keeps the latest record of each key; no time or size
+    /// retention. Appends must carry keys.
+    Compact,
+    /// `compact,delete` (or `delete,compact`): both.
+    CompactDelete,
+}
+
+impl CleanupPolicy {
+    /// Whether the log is compacted (`compact` in the list).
+    pub fn compact(self) -> bool {
+        matches!(self, Self::Compact | Self::CompactDelete)
+    }
+
+    /// Whether time and size retention apply (`delete` in the list).
+    pub fn delete(self) -> bool {
+        matches!(self, Self::Delete | Self::CompactDelete)
+    }
+
+    /// Kafka's spelling: `delete`, `compact` or `compact,delete`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Delete => "delete",
+            Self::Compact => "compact",
+            Self::CompactDelete => "compact,delete",
+        }
+    }
+}
+
+/// `min.cleanable.dirty.ratio`, a fraction in `[0, 1]` (a newtype so [`LogConfig`] stays `Eq`:
+/// two ratios are equal when their bits are).
+#[derive(Debug, Clone, Copy)]
+pub struct DirtyRatio(pub f64);
+
+impl PartialEq for DirtyRatio {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+
+impl Eq for DirtyRatio {}
+
 /// Storage settings of one log, named and defaulted as Kafka's topic configs (spec §6).
 ///
 /// A plain struct: build it with `LogConfig::default()` and field updates, or from Kafka's
@@ -66,6 +113,29 @@ pub struct LogConfig {
     /// all its logs (the root's config decides); a standalone [`crate::Log`] has its own.
     /// Default: 256. Valid: >= 1.
     pub segment_cache_capacity: i64,
+    /// `delete`, `compact` or both (`cleanup.policy`). Default: `delete`.
+    pub cleanup_policy: CleanupPolicy,
+    /// The cleaner picks a log once its dirty bytes (above the cleaner checkpoint, below the
+    /// first uncleanable offset) exceed this fraction of its cleanable bytes
+    /// (`min.cleanable.dirty.ratio`). Default: 0.5. Valid: 0 to 1.
+    pub min_cleanable_dirty_ratio: DirtyRatio,
+    /// A record stays uncompacted at least this long after it was appended, measured by its
+    /// segment's largest timestamp (`min.compaction.lag.ms`). Default: 0. Valid: >= 0.
+    pub min_compaction_lag_ms: i64,
+    /// A dirty segment whose first batch is older than this makes the log due whatever its
+    /// dirty ratio, and rolls the active segment at this age (`max.compaction.lag.ms`).
+    /// Default: i64::MAX. Valid: >= 1, and not below `min.compaction.lag.ms`.
+    pub max_compaction_lag_ms: i64,
+    /// How long the cleaner keeps tombstones and transaction markers after the round that
+    /// first saw them (KIP-534's delete horizon, `delete.retention.ms`). Default: 86400000
+    /// (1 day). Valid: >= 0.
+    pub delete_retention_ms: i64,
+    /// The memory of the cleaner's offset map, in bytes (`log.cleaner.dedupe.buffer.size`,
+    /// a broker setting in Kafka; seglog's cleaner has one map per round). 24 bytes per key
+    /// (a 128-bit hash and an offset), filled to 90% (`log.cleaner.io.buffer.load.factor`):
+    /// a round whose dirty section holds more distinct keys ends early, where the map filled,
+    /// and the next round goes on from there. Default: 134217728 (128 MiB). Valid: >= 48.
+    pub cleaner_dedupe_buffer_size: i64,
     /// How long a producer id's state is kept after its last write, unless it has a
     /// transaction open (`producer.id.expiration.ms`, a broker setting); expired ids are
     /// removed by `Log::tick` and ignored when a snapshot is loaded. Default: 86400000
@@ -92,6 +162,12 @@ impl Default for LogConfig {
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 3_600_000,
             segment_cache_capacity: seglog_segment::DEFAULT_SEGMENT_CACHE_CAPACITY as i64,
+            cleanup_policy: CleanupPolicy::Delete,
+            min_cleanable_dirty_ratio: DirtyRatio(0.5),
+            min_compaction_lag_ms: 0,
+            max_compaction_lag_ms: i64::MAX,
+            delete_retention_ms: 86_400_000,
+            cleaner_dedupe_buffer_size: 128 * 1024 * 1024,
             producer_id_expiration_ms: 86_400_000,
         }
     }
@@ -116,6 +192,11 @@ pub const CONFIG_KEYS: &[&str] = &[
     "message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms",
     "seglog.segment.cache.capacity",
+    "cleanup.policy",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
     "producer.id.expiration.ms",
     "log.segment.bytes",
     "log.roll.ms",
@@ -133,6 +214,12 @@ pub const CONFIG_KEYS: &[&str] = &[
     "message.max.bytes",
     "log.preallocate",
     "log.message.timestamp.type",
+    "log.cleanup.policy",
+    "log.cleaner.min.cleanable.ratio",
+    "log.cleaner.min.compaction.lag.ms",
+    "log.cleaner.max.compaction.lag.ms",
+    "log.cleaner.delete.retention.ms",
+    "log.cleaner.dedupe.buffer.size",
 ];
 
 impl LogConfig {
@@ -214,6 +301,29 @@ impl LogConfig {
             "seglog.segment.cache.capacity" => {
                 self.segment_cache_capacity = long("seglog.segment.cache.capacity", value, 1)?;
             }
+            "cleanup.policy" | "log.cleanup.policy" => {
+                self.cleanup_policy = cleanup_policy(value)?;
+            }
+            "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => {
+                let ratio: f64 = value
+                    .parse()
+                    .map_err(|_| invalid("min.cleanable.dirty.ratio", value, "not a number"))?;
+                self.min_cleanable_dirty_ratio = DirtyRatio(ratio);
+                check_ratio(ratio, value)?;
+            }
+            "min.compaction.lag.ms" | "log.cleaner.min.compaction.lag.ms" => {
+                self.min_compaction_lag_ms = long("min.compaction.lag.ms", value, 0)?;
+            }
+            "max.compaction.lag.ms" | "log.cleaner.max.compaction.lag.ms" => {
+                self.max_compaction_lag_ms = long("max.compaction.lag.ms", value, 1)?;
+            }
+            "delete.retention.ms" | "log.cleaner.delete.retention.ms" => {
+                self.delete_retention_ms = long("delete.retention.ms", value, 0)?;
+            }
+            "log.cleaner.dedupe.buffer.size" => {
+                self.cleaner_dedupe_buffer_size =
+                    long("log.cleaner.dedupe.buffer.size", value, 48)?;
+            }
             other => {
                 return Err(Error::UnknownConfig {
                     key: other.to_owned(),
@@ -276,6 +386,23 @@ impl LogConfig {
             self.segment_cache_capacity,
             1,
         )?;
+        let ratio = self.min_cleanable_dirty_ratio.0;
+        check_ratio(ratio, &ratio.to_string())?;
+        check("min.compaction.lag.ms", self.min_compaction_lag_ms, 0)?;
+        check("max.compaction.lag.ms", self.max_compaction_lag_ms, 1)?;
+        check("delete.retention.ms", self.delete_retention_ms, 0)?;
+        check(
+            "log.cleaner.dedupe.buffer.size",
+            self.cleaner_dedupe_buffer_size,
+            48,
+        )?;
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms {
+            return Err(invalid(
+                "max.compaction.lag.ms",
+                &self.max_compaction_lag_ms.to_string(),
+                "must not be below min.compaction.lag.ms",
+            ));
+        }
         check(
             "producer.id.expiration.ms",
             self.producer_id_expiration_ms,
@@ -292,6 +419,41 @@ impl LogConfig {
     /// Whether size-based retention is on (`retention.bytes >= 0`).
     pub fn size_retention_enabled(&self) -> bool {
         self.retention_bytes >= 0
+    }
+}
+
+/// Kafka's list syntax: `delete`, `compact`, or both in either order (spaces allowed).
+fn cleanup_policy(value: &str) -> Result<CleanupPolicy> {
+    let (mut compact, mut delete) = (false, false);
+    for item in value.split(',').map(str::trim) {
+        match item.to_ascii_lowercase().as_str() {
+            "compact" => compact = true,
+            "delete" => delete = true,
+            _ => {
+                return Err(invalid(
+                    "cleanup.policy",
+                    value,
+                    "expected delete, compact or compact,delete",
+                ));
+            }
+        }
+    }
+    Ok(match (compact, delete) {
+        (true, true) => CleanupPolicy::CompactDelete,
+        (true, false) => CleanupPolicy::Compact,
+        _ => CleanupPolicy::Delete,
+    })
+}
+
+fn check_ratio(ratio: f64, value: &str) -> Result<()> {
+    if (0.0..=1.0).contains(&ratio) {
+        Ok(())
+    } else {
+        Err(invalid(
+            "min.cleanable.dirty.ratio",
+            value,
+            "must be between 0 and 1",
+        ))
     }
 }
 
@@ -461,12 +623,48 @@ mod tests {
     }
 
     #[test]
+    fn cleaner_settings_have_kafkas_names_defaults_and_ranges() {
+        let c = LogConfig::default();
+        assert_eq!(c.cleanup_policy, CleanupPolicy::Delete);
+        assert_eq!(c.min_cleanable_dirty_ratio, DirtyRatio(0.5));
+        assert_eq!(c.min_compaction_lag_ms, 0);
+        assert_eq!(c.max_compaction_lag_ms, i64::MAX);
+        assert_eq!(c.delete_retention_ms, 86_400_000);
+        assert_eq!(c.cleaner_dedupe_buffer_size, 134_217_728);
+        let c = LogConfig::from_pairs([
+            "cleanup.policy=delete, compact",
+            "min.cleanable.dirty.ratio=0.1",
+            "min.compaction.lag.ms=5",
+            "max.compaction.lag.ms=10",
+            "delete.retention.ms=0",
+        ])
+        .unwrap();
+        assert_eq!(c.cleanup_policy, CleanupPolicy::CompactDelete);
+        assert!(c.cleanup_policy.compact() && c.cleanup_policy.delete());
+        assert_eq!(c.min_cleanable_dirty_ratio, DirtyRatio(0.1));
+        for bad in [
+            "cleanup.policy=shrink",
+            "min.cleanable.dirty.ratio=1.5",
+            "min.cleanable.dirty.ratio=x",
+            "max.compaction.lag.ms=0",
+            "delete.retention.ms=-1",
+        ] {
+            assert!(LogConfig::from_pairs([bad]).is_err(), "{bad}");
+        }
+        let e = LogConfig::from_pairs(["min.compaction.lag.ms=10", "max.compaction.lag.ms=5"])
+            .unwrap_err();
+        assert!(e.to_string().contains("max.compaction.lag.ms"), "{e}");
+    }
+
+    #[test]
     fn every_listed_key_is_accepted() {
         for key in CONFIG_KEYS {
             let mut c = LogConfig::default();
             let value = match *key {
                 "preallocate" | "log.preallocate" => "true",
                 "message.timestamp.type" | "log.message.timestamp.type" => "CreateTime",
+                "cleanup.policy" | "log.cleanup.policy" => "compact,delete",
+                "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => "0.25",
                 _ => "100",
             };
             c.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
@@ -483,12 +681,19 @@ pub(crate) struct Settings {
 
 /// The segment layer's view of a [`LogConfig`] (without a cache).
 pub(crate) fn segment_config(config: &LogConfig) -> SegmentConfig {
+    // Kafka's `maxSegmentMs`: a compacted log rolls by `max.compaction.lag.ms` too, so no
+    // record waits in the (uncleanable) active segment longer than that.
+    let segment_ms = if config.cleanup_policy.compact() && config.max_compaction_lag_ms > 0 {
+        config.segment_ms.min(config.max_compaction_lag_ms)
+    } else {
+        config.segment_ms
+    };
     SegmentConfig {
         segment_bytes: config.segment_bytes.max(14) as u32,
         index_interval_bytes: config.index_interval_bytes.max(0) as u32,
         max_index_bytes: config.segment_index_bytes.max(12) as u32,
         preallocate: config.preallocate,
-        segment_ms: config.segment_ms,
+        segment_ms,
         segment_jitter_ms: config.segment_jitter_ms,
         ..SegmentConfig::default()
     }

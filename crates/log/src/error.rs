@@ -188,6 +188,16 @@ pub enum Error {
         /// What is wrong.
         problem: crate::SnapshotProblem,
     },
+    /// A log-cleaner round stopped before swapping its next group in (Kafka's
+    /// `LogCleaningAbortedException`): nothing of that group changed, groups swapped before it
+    /// stay, and the next round starts over.
+    #[error("cleaning of {dir} aborted: {reason}")]
+    CleaningAborted {
+        /// The partition directory.
+        dir: PathBuf,
+        /// Why.
+        reason: &'static str,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {
@@ -296,6 +306,17 @@ pub enum AppendErrorKind {
         min_ms: i64,
         /// Latest accepted timestamp.
         max_ms: i64,
+    },
+    /// A leader append to a compacted log (`cleanup.policy` holds `compact`) has a record
+    /// without a key (Kafka: "Compacted topic cannot accept message without key").
+    #[error(
+        "batch at position {position}: record {record_index} has no key, and a compacted log (cleanup.policy=compact) needs one"
+    )]
+    MissingKey {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The record's index in its batch (0 = first).
+        record_index: usize,
     },
     /// Follower batches must have strictly increasing offsets.
     #[error("offsets out of order: batch last offset {last_offset} after {previous_last_offset}")]

@@ -16,6 +16,8 @@ pub struct TickReport {
     pub retention: RetentionReport,
     /// The recovery point after the tick, when a flush ran.
     pub flushed_to: Option<i64>,
+    /// The cleaning round, when the log is compacted and was due ([`Log::cleaning_due`]).
+    pub cleaned: Option<crate::cleaner::CleanReport>,
     /// Producer ids removed by `producer.id.expiration.ms`.
     pub expired_producers: usize,
 }
@@ -176,6 +178,7 @@ impl Log {
             return Err(e);
         }
         report.retention = self.delete_old_segments_at(now_ms)?;
+        report.cleaned = self.clean_if_due(now_ms)?;
         // Kafka's PeriodicProducerExpirationCheck, at every tick.
         report.expired_producers = self.remove_expired_producers(now_ms);
         let active_base = self.published.load().segments.last().map_or(0, |(b, _)| b);

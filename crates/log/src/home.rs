@@ -25,8 +25,8 @@ use std::sync::Arc;
 use crate::sync::{Mutex, lock};
 
 use crate::checkpoint::{
-    CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
-    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT, CheckpointProblem, LOG_START_OFFSET_CHECKPOINT,
+    OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 use crate::clean_shutdown::{CLEAN_SHUTDOWN_FILE, CleanShutdownMarker};
 use crate::lock::DirLock;
@@ -127,6 +127,7 @@ const ROOT_FILES: &[&str] = &[
     RECOVERY_POINT_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT,
     CLEAN_SHUTDOWN_FILE,
 ];
 
@@ -304,6 +305,65 @@ impl StateHome {
         write_entries(io, root, key, entries)?;
         *written = Some(entries);
         Ok(())
+    }
+
+    /// The root's `cleaner-offset-checkpoint` entry of this log (where its dirty section
+    /// starts), with the problem when the file does not parse (read as empty, as Kafka does).
+    /// `None` for a read-only home.
+    pub(crate) fn cleaner_checkpoint(&self) -> (Option<i64>, Option<CheckpointProblem>) {
+        let Some((root, key, _, _guard)) = self.root() else {
+            return (None, None);
+        };
+        let file = OffsetCheckpointFile::new(root.join(CLEANER_OFFSET_CHECKPOINT));
+        let (map, problem) = file.read_or_report();
+        (map.get(key).copied(), problem)
+    }
+
+    /// Sets this log's entry of the cleaner checkpoint (`None` removes it), keeping the other
+    /// partitions' entries (atomic write, directory fsync). With `only_lower`, an entry is only
+    /// ever lowered (Kafka's `maybeTruncateCheckpoint` after a truncation) and a missing one is
+    /// left missing.
+    ///
+    /// # Errors
+    /// I/O errors of the checkpoint write.
+    pub(crate) fn write_cleaner_checkpoint(&self, offset: i64, only_lower: bool) -> Result<()> {
+        let Some((root, key, io, _guard)) = self.root() else {
+            return Ok(());
+        };
+        let file =
+            OffsetCheckpointFile::new(root.join(CLEANER_OFFSET_CHECKPOINT)).with_io(io.clone());
+        if only_lower {
+            if !file.path().exists() {
+                return Ok(());
+            }
+            match file.read_or_empty().get(key) {
+                Some(current) if *current > offset => {}
+                _ => return Ok(()),
+            }
+        }
+        update(&file, key, Some(offset))
+    }
+
+    /// Root, key and seam of a writable home, holding the lock that serializes root writes.
+    fn root(
+        &self,
+    ) -> Option<(
+        &PathBuf,
+        &TopicPartition,
+        &Io,
+        Option<crate::sync::MutexGuard<'_, ()>>,
+    )> {
+        match self {
+            Self::Standalone { root, key, io, .. } => Some((root, key, io, None)),
+            Self::LogDir {
+                root,
+                key,
+                io,
+                checkpoint_lock,
+                ..
+            } => Some((root, key, io, Some(lock(checkpoint_lock)))),
+            Self::ReadOnly => None,
+        }
     }
 
     /// Writes the clean-shutdown marker if this home owns it (standalone; see `write_marker`).

@@ -31,8 +31,14 @@
 //! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
 //! aborted transactions of the range and whose record readers drop aborted records.
 //!
+//! It compacts `cleanup.policy=compact` logs as Kafka's log cleaner does ([`Log::clean`], or
+//! [`Log::tick`] when a log is due): the latest record of every key, tombstones until their
+//! KIP-534 delete horizon, aborted transactions dropped, markers kept while their data is,
+//! producers' last batches kept, offsets unchanged, swapped in with Kafka's crash-safe
+//! `.cleaned` / `.swap` / `.deleted` protocol; `cleaner-offset-checkpoint` in the root.
+//!
 //! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
-//! transaction verification guard, which needs one), compaction, and tiered storage. Background work
+//! transaction verification guard, which needs one), and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits
@@ -111,6 +117,7 @@ mod async_commit;
 mod background;
 mod checkpoint;
 mod clean_shutdown;
+mod cleaner;
 mod clock;
 mod commit_join;
 mod config;
@@ -156,12 +163,14 @@ pub use background::Ticker;
 /// The shared byte buffer keys and values of owned records live in.
 pub use bytes::Bytes;
 pub use checkpoint::{
-    CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
-    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT, CheckpointProblem, CheckpointProblemKind,
+    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
+pub use cleaner::{CleanReport, GroupReport};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{CONFIG_KEYS, LogConfig};
+pub use config::{CONFIG_KEYS, CleanupPolicy, DirtyRatio, LogConfig};
 pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
     ReaderOptions, RecordReader, RecordView, WaitFor,

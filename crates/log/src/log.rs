@@ -169,6 +169,13 @@ pub struct Log {
     pub(crate) producers: Mutex<crate::producer_files::Producers>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
+    /// The log cleaner (`cleaner/`) runs one round at a time under this mutex; it holds true
+    /// once a round met damaged data (the log is then uncleanable until reopened, as Kafka
+    /// marks a partition uncleanable).
+    pub(crate) cleaning: Mutex<bool>,
+    /// Truncations so far (bumped under the writer lock): a cleaning round that sees it change
+    /// is aborted before its next swap.
+    pub(crate) truncations: crate::sync::AtomicU64,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
     pub(crate) async_commit: crate::async_commit::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
@@ -419,6 +426,8 @@ impl Log {
             epochs: Mutex::new(epochs),
             producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
+            cleaning: Mutex::new(false),
+            truncations: crate::sync::AtomicU64::new(0),
             async_commit: crate::async_commit::AsyncCommit::default(),
             metrics,
         };

@@ -15,8 +15,9 @@ type View = LogView<Arc<Segment>>;
 
 impl Log {
     /// Kafka's `deleteOldSegments` with the clock's now: log-start-offset breach, then size
-    /// (`retention.bytes`), then time (`retention.ms`, from each segment's largest timestamp).
-    /// Never deletes a segment reaching at or above the high watermark; rolls the active
+    /// (`retention.bytes`), then time (`retention.ms`, from each segment's largest timestamp);
+    /// size and time only when `cleanup.policy` holds `delete` (`delete` or
+    /// `compact,delete`). Never deletes a segment reaching at or above the high watermark; rolls the active
     /// segment when every segment is deletable so one always remains. Deleted segments are
     /// renamed `.deleted` (the directory is fsynced before this returns) and unlinked
     /// `file.delete.delay.ms` later by [`Log::tick`]; readers holding them keep reading.
@@ -40,14 +41,17 @@ impl Log {
             &mut report,
             |view, _| Some(retention::log_start_breached(view.log_start_offset)),
         )?;
-        // 2. Size.
+        // 2. Size and 3. time, only when `cleanup.policy` holds `delete` (a `compact` log keeps
+        // what the cleaner keeps).
+        let delete = config.cleanup_policy.delete();
         self.apply_rule(
             &mut writer,
             RetentionReason::Size,
             now_ms,
             &mut report,
             |_, stats| {
-                retention::size_breached(retention::total_bytes(stats), config.retention_bytes)
+                let limit = if delete { config.retention_bytes } else { -1 };
+                retention::size_breached(retention::total_bytes(stats), limit)
             },
         )?;
         // 3. Time.
@@ -56,7 +60,10 @@ impl Log {
             RetentionReason::Time,
             now_ms,
             &mut report,
-            |_, _| retention::time_breached(now_ms, config.retention_ms),
+            |_, _| {
+                let limit = if delete { config.retention_ms } else { -1 };
+                retention::time_breached(now_ms, limit)
+            },
         )?;
         if !report.deleted.is_empty() {
             // Principle (c): the renames are durable before the pass returns. A power loss
@@ -64,7 +71,7 @@ impl Log {
             // leave an offset gap where the kept renames were.
             self.sync_dir_or_poison()?;
         }
-        if config.retention_ms >= 0 {
+        if delete && config.retention_ms >= 0 {
             let view = self.published.load();
             for stat in segment_stats(&view)? {
                 if stat.largest_timestamp_ms > now_ms {
@@ -224,6 +231,7 @@ impl Log {
             // Kafka: an epoch entry at the log end with nothing written in it goes anyway.
             return self.epochs_truncate_from_end(view.end.offset);
         }
+        self.truncation_starts(offset)?;
         let first_base = view.segments.first().map_or(0, |(b, _)| b);
         if offset < first_base {
             self.truncate_fully_locked(&mut writer, &view, offset)?;
@@ -311,6 +319,7 @@ impl Log {
     }
 
     fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {
+        self.truncation_starts(offset)?;
         let due = self
             .clock
             .now_ms()
@@ -353,6 +362,14 @@ impl Log {
         );
         self.observe_shape();
         self.epochs_clear()
+    }
+
+    /// Under the writer lock, before a truncation to `offset` changes anything: a cleaning
+    /// round in progress will abort at its next swap, and the cleaner checkpoint is lowered to
+    /// `offset` if it is above it (Kafka's `maybeTruncateCheckpoint`).
+    fn truncation_starts(&self, offset: i64) -> Result<()> {
+        self.truncations.fetch_add(1, crate::sync::Ordering::AcqRel);
+        self.home.write_cleaner_checkpoint(offset, true)
     }
 
     fn lower_after_truncation(

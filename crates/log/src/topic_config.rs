@@ -24,6 +24,11 @@ pub const TOPIC_CONFIG_KEYS: &[&str] = &[
     "message.timestamp.type",
     "message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms",
+    "cleanup.policy",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+    "delete.retention.ms",
 ];
 
 /// Per-topic config overrides (Kafka's topic configs): for each topic, `key=value` pairs with

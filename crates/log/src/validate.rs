@@ -124,6 +124,9 @@ pub(crate) fn analyze(
                 check_leader_batch(&header, config, now_ms, origin)?;
             }
             batch.ensure_valid().map_err(Error::Records)?;
+            if origin == Origin::Leader && config.cleanup_policy.compact() {
+                check_keys(&batch)?;
+            }
             if origin == Origin::Follower
                 && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
                 && header.last_offset <= previous
@@ -211,6 +214,24 @@ fn check_leader_batch(
                 timestamp_ms: ts,
                 min_ms,
                 max_ms,
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// The decompression bound of the key check (the consumer's default bound).
+const KEY_CHECK_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
+
+/// Kafka's `LogValidator.validateKey`: every record of a leader batch for a compacted log has
+/// a key. Decodes the records (decompressing, bounded as a consumer's reads are).
+fn check_keys(batch: &seglog_records::BatchRef<'_>) -> Result<()> {
+    let position = batch.header().position;
+    for (record_index, record) in batch.records(KEY_CHECK_MAX_DECOMPRESSED_BYTES).enumerate() {
+        if record.map_err(Error::Records)?.key.is_none() {
+            return Err(invalid(AppendErrorKind::MissingKey {
+                position,
+                record_index,
             }));
         }
     }

@@ -55,6 +55,10 @@ pub struct BatchBuilder {
     last_offset_delta: i64,
     /// First error met by `append`, reported by `build`.
     deferred: Option<&'static str>,
+    /// KIP-534: `baseTimestamp` holds this delete horizon and attribute bit 6 is set.
+    delete_horizon_ms: Option<i64>,
+    /// Kafka's `overrideLastOffset`: the batch's last offset, above its last record's.
+    last_offset_override: Option<i64>,
 }
 
 impl BatchBuilder {
@@ -79,7 +83,84 @@ impl BatchBuilder {
             max_timestamp_ms: -1,
             last_offset_delta: -1,
             deferred: None,
+            delete_horizon_ms: None,
+            last_offset_override: None,
         }
+    }
+
+    /// KIP-534's delete horizon (Kafka's `MemoryRecordsBuilder` with `deleteHorizonMs`): the
+    /// batch's `baseTimestamp` holds `horizon_ms` and attribute bit 6 is set; record
+    /// timestamps stay exact (their deltas are taken from the horizon). Call before the first
+    /// append.
+    pub fn delete_horizon_ms(mut self, horizon_ms: i64) -> Self {
+        if self.count == 0 {
+            self.delete_horizon_ms = Some(horizon_ms);
+            self.base_timestamp_ms = Some(horizon_ms);
+        } else {
+            self.deferred = Some("the delete horizon must be set before the first record");
+        }
+        self
+    }
+
+    /// Kafka's `overrideLastOffset`: the batch ends at `last_offset` (a compacted batch keeps
+    /// its original last offset, so the producer's last sequence survives). `build` fails if
+    /// it lies below the last record's offset or more than `i32::MAX` above the base offset.
+    pub fn last_offset(mut self, last_offset: i64) -> Self {
+        self.last_offset_override = Some(last_offset);
+        self
+    }
+
+    /// An empty v2 batch: only the 61-byte header, record count 0 (Kafka's
+    /// `DefaultRecordBatch.writeEmptyHeader`, what the cleaner leaves of a batch it must keep
+    /// for its producer state or its last offset). No codec, `baseTimestamp` -1, no delete
+    /// horizon; every other field as given by `like` (a v2 header), with `max_timestamp_ms`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidInput`] when `like` is not a v2 header or its offsets do not fit.
+    pub fn empty_batch(like: &crate::BatchHeader) -> Result<Bytes> {
+        let Some(base_offset) = like.base_offset.filter(|_| like.magic == MAGIC_V2) else {
+            return Err(Error::InvalidInput {
+                reason: "empty batches are only supported for magic v2",
+            });
+        };
+        let delta =
+            i32::try_from(like.last_offset - base_offset).map_err(|_| Error::InvalidInput {
+                reason: "last offset delta does not fit in an i32",
+            })?;
+        let mut out = vec![0u8; RECORD_BATCH_OVERHEAD];
+        let mut attributes = 0i16;
+        if like.timestamp_type == Some(TimestampType::LogAppendTime) {
+            attributes |= v2::TIMESTAMP_TYPE_BIT;
+        }
+        if like.is_transactional {
+            attributes |= v2::TRANSACTIONAL_BIT;
+        }
+        if like.is_control {
+            attributes |= v2::CONTROL_BIT;
+        }
+        layout::write_i64(&mut out, v2::BASE_OFFSET, base_offset);
+        layout::write_i32(
+            &mut out,
+            v2::LENGTH,
+            (RECORD_BATCH_OVERHEAD - crate::LOG_OVERHEAD) as i32,
+        );
+        layout::write_i32(
+            &mut out,
+            v2::PARTITION_LEADER_EPOCH,
+            like.partition_leader_epoch,
+        );
+        out[v2::MAGIC] = MAGIC_V2;
+        layout::write_i16(&mut out, v2::ATTRIBUTES, attributes);
+        layout::write_i32(&mut out, v2::LAST_OFFSET_DELTA, delta);
+        layout::write_i64(&mut out, v2::BASE_TIMESTAMP, -1);
+        layout::write_i64(&mut out, v2::MAX_TIMESTAMP, like.max_timestamp_ms);
+        layout::write_i64(&mut out, v2::PRODUCER_ID, like.producer_id);
+        layout::write_i16(&mut out, v2::PRODUCER_EPOCH, like.producer_epoch);
+        layout::write_i32(&mut out, v2::BASE_SEQUENCE, like.base_sequence);
+        layout::write_i32(&mut out, v2::RECORD_COUNT, 0);
+        let crc = crate::crc32c(&out[v2::ATTRIBUTES..]);
+        layout::write_i32(&mut out, v2::CRC, crc as i32);
+        Ok(Bytes::from(out))
     }
 
     /// The codec for the records.
@@ -193,7 +274,7 @@ impl BatchBuilder {
         if let Some(reason) = self.deferred {
             return Err(Error::InvalidInput { reason });
         }
-        let Some(base_timestamp_ms) = self.base_timestamp_ms else {
+        let (Some(base_timestamp_ms), false) = (self.base_timestamp_ms, self.count == 0) else {
             return Err(Error::InvalidInput {
                 reason: "a batch needs at least one record",
             });
@@ -234,6 +315,20 @@ impl BatchBuilder {
         if self.control {
             attributes |= v2::CONTROL_BIT;
         }
+        if self.delete_horizon_ms.is_some() {
+            attributes |= v2::DELETE_HORIZON_BIT;
+        }
+        let last_offset_delta = match self.last_offset_override {
+            None => self.last_offset_delta,
+            Some(last) => match last.checked_sub(self.base_offset) {
+                Some(d) if d >= self.last_offset_delta && d <= i64::from(i32::MAX) => d,
+                _ => {
+                    return Err(Error::InvalidInput {
+                        reason: "the last offset must not be below the last record's nor beyond i32::MAX of the base",
+                    });
+                }
+            },
+        };
         layout::write_i64(&mut out, v2::BASE_OFFSET, self.base_offset);
         layout::write_i32(&mut out, v2::LENGTH, length);
         layout::write_i32(
@@ -243,12 +338,8 @@ impl BatchBuilder {
         );
         out[v2::MAGIC] = MAGIC_V2;
         layout::write_i16(&mut out, v2::ATTRIBUTES, attributes);
-        // Fits: every delta was checked against i32::MAX on append.
-        layout::write_i32(
-            &mut out,
-            v2::LAST_OFFSET_DELTA,
-            self.last_offset_delta as i32,
-        );
+        // Fits: every delta was checked against i32::MAX (on append, or above).
+        layout::write_i32(&mut out, v2::LAST_OFFSET_DELTA, last_offset_delta as i32);
         layout::write_i64(&mut out, v2::BASE_TIMESTAMP, base_timestamp_ms);
         layout::write_i64(&mut out, v2::MAX_TIMESTAMP, max_timestamp_ms);
         layout::write_i64(&mut out, v2::PRODUCER_ID, self.producer_id);
@@ -514,5 +605,62 @@ mod tests {
             )
             .is_err()
         );
+    }
+
+    #[test]
+    fn delete_horizon_and_last_offset_override_keep_record_timestamps_and_offsets() {
+        let mut builder = BatchBuilder::new(100)
+            .delete_horizon_ms(9_000_000)
+            .last_offset(120)
+            .producer(5, 1, 40);
+        builder
+            .append_with_offset(103, 1_000, Some(b"k"), None, &[])
+            .unwrap();
+        builder
+            .append_with_offset(110, 2_000, Some(b"j"), Some(b"v"), &[("h", None)])
+            .unwrap();
+        let bytes = builder.build().unwrap();
+        let batch = BatchRef::parse(&bytes, 0).unwrap();
+        batch.ensure_valid().unwrap();
+        let h = batch.header();
+        assert!(h.has_delete_horizon);
+        assert_eq!(h.delete_horizon_ms(), Some(9_000_000));
+        assert_eq!((h.base_offset, h.last_offset), (Some(100), 120));
+        assert_eq!(h.max_timestamp_ms, 2_000);
+        let records: Vec<_> = batch.records(1 << 20).collect::<Result<_>>().unwrap();
+        let got: Vec<_> = records.iter().map(|r| (r.offset, r.timestamp_ms)).collect();
+        assert_eq!(got, [(103, Some(1_000)), (110, Some(2_000))]);
+        let below = BatchBuilder::new(0).last_offset(0);
+        let mut below = below;
+        below.append_with_offset(3, 0, None, None, &[]).unwrap();
+        assert!(below.build().is_err());
+        assert!(BatchBuilder::new(0).delete_horizon_ms(5).build().is_err());
+    }
+
+    #[test]
+    fn empty_batch_keeps_offsets_and_producer_fields() {
+        let mut builder = BatchBuilder::new(50)
+            .producer(7, 2, 10)
+            .transactional(true)
+            .partition_leader_epoch(4);
+        builder.append(1_000, Some(b"k"), Some(b"v"), &[]);
+        builder.append(3_000, Some(b"k"), Some(b"v"), &[]);
+        let bytes = builder.build().unwrap();
+        let like = *BatchRef::parse(&bytes, 0).unwrap().header();
+        let empty = BatchBuilder::empty_batch(&like).unwrap();
+        assert_eq!(empty.len(), RECORD_BATCH_OVERHEAD);
+        let batch = BatchRef::parse(&empty, 0).unwrap();
+        batch.ensure_valid().unwrap();
+        let h = batch.header();
+        assert_eq!((h.base_offset, h.last_offset), (Some(50), 51));
+        assert_eq!(h.record_count, Some(0));
+        assert_eq!(
+            (h.producer_id, h.producer_epoch, h.base_sequence),
+            (7, 2, 10)
+        );
+        assert!(h.is_transactional && !h.is_control);
+        assert_eq!((h.base_timestamp_ms, h.max_timestamp_ms), (-1, 3_000));
+        assert_eq!(h.partition_leader_epoch, 4);
+        assert_eq!(batch.records(1 << 20).count(), 0);
     }
 }

@@ -45,12 +45,29 @@ impl ActiveSegment {
     /// [`Error::InvalidConfig`]; [`Error::Io`] (`AlreadyExists` if the `.log` exists);
     /// [`Error::Index`].
     pub fn create(dir: &std::path::Path, base_offset: i64, config: &SegmentConfig) -> Result<Self> {
+        Self::create_with_suffix(dir, base_offset, config, None)
+    }
+
+    /// [`ActiveSegment::create`] under a temporary suffix: Kafka's
+    /// `LogSegment.open(..., fileSuffix = ".cleaned")`, the new segment the log cleaner writes
+    /// beside the ones it replaces (same base offset). Its files are `<base>.log.cleaned`,
+    /// `.index.cleaned` and `.timeindex.cleaned`; seal it, then rename it with
+    /// [`Segment::rename_suffix`].
+    ///
+    /// # Errors
+    /// As [`ActiveSegment::create`].
+    pub fn create_with_suffix(
+        dir: &std::path::Path,
+        base_offset: i64,
+        config: &SegmentConfig,
+        suffix: Option<crate::TempSuffix>,
+    ) -> Result<Self> {
         config.validate()?;
-        let log_path = file_path(dir, base_offset, FileKind::LOG);
+        let log_path = file_path(dir, base_offset, FileKind::LOG.with_suffix(suffix));
         let log = LogFile::create_new(&config.io, &log_path)
             .map_err(Error::io(IoOp::Create, &log_path))?;
-        let index_path = file_path(dir, base_offset, FileKind::INDEX);
-        let time_path = file_path(dir, base_offset, FileKind::TIME_INDEX);
+        let index_path = file_path(dir, base_offset, FileKind::INDEX.with_suffix(suffix));
+        let time_path = file_path(dir, base_offset, FileKind::TIME_INDEX.with_suffix(suffix));
         let indexes = (|| {
             if config.preallocate {
                 log.preallocate(u64::from(config.segment_bytes))
@@ -85,7 +102,7 @@ impl ActiveSegment {
             base_offset,
             config,
             OpenMode::ReadWrite,
-            None,
+            suffix,
             log,
             0,
             indexes,

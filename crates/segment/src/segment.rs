@@ -573,6 +573,35 @@ impl Segment {
             .map_err(Error::io(IoOp::Metadata, &self.log_path()))
     }
 
+    /// Sets the modification time of the `.log`, `.index` and `.timeindex` (Kafka's
+    /// `setLastModified`: the cleaner and the split give new segments the old ones' mtime, which
+    /// time retention and the cleaner's horizons read when no record has a timestamp).
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`]; [`Error::Io`] if a file's time cannot be set.
+    pub fn set_last_modified_ms(&self, modified_ms: i64) -> Result<()> {
+        if self.mode == OpenMode::ReadOnly {
+            return Err(Error::ReadOnly {
+                path: self.log_path(),
+            });
+        }
+        let time = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis(u64::try_from(modified_ms).unwrap_or(0));
+        for file_type in [FileType::Log, FileType::Index, FileType::TimeIndex] {
+            let path = self.path(file_type);
+            let set = std::fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(time));
+            match set {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && file_type.is_index() => {}
+                Err(e) => return Err(Error::io(IoOp::Metadata, &path)(e)),
+            }
+        }
+        Ok(())
+    }
+
     /// Whether an earlier write or fsync failed (the segment then refuses writes).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Acquire)

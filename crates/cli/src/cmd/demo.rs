@@ -11,7 +11,9 @@
 //!    log: an idempotent producer's retry answered from the deduplication cache (same offsets,
 //!    nothing written), an aborted and a committed transaction (the last stable offset held at
 //!    the first open one, a `.txnindex` entry for the abort), and a read_committed scan that
-//!    skips the aborted records. The summary table closes the run.
+//!    skips the aborted records; 9. compaction: a keyed log (another directory, removed at the
+//!    end) with many updates and tombstones per key, cleaned in one round (Kafka's log cleaner),
+//!    every key's latest value read back and compared. The summary table closes the run.
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -243,6 +245,7 @@ impl Demo {
         let crash = self.crash(out, log)?;
         self.recover(out, &crash)?;
         self.transactions(out)?;
+        self.compaction(out)?;
         Ok(())
     }
 
@@ -402,6 +405,120 @@ impl Demo {
         );
         log.close()?;
         Ok(())
+    }
+
+    /// A compacted log (`cleanup.policy=compact`) in its own temporary directory: `updates`
+    /// records over `keys` keys (every 7th update of a key a tombstone), rolled, then one cleaning
+    /// round; the latest record of every key is read back and compared with what was produced.
+    fn compaction(&mut self, out: &mut Out) -> Result<(), Error> {
+        let updates = (self.records / 2).clamp(20_000, 500_000);
+        let keys = (updates / 50).max(100);
+        let tmp = tempfile::tempdir().map_err(Error::io("create directory", "compaction"))?;
+        let dir = tmp.path().join("table-0");
+        let config = LogConfig {
+            cleanup_policy: seglog::CleanupPolicy::Compact,
+            ..self.config()
+        };
+        let log = Log::open(&dir, config)?;
+        let mut latest: std::collections::BTreeMap<u64, (i64, Option<Vec<u8>>)> =
+            std::collections::BTreeMap::new();
+        let mut rng = StdRng::seed_from_u64(17);
+        let mut value = vec![0u8; VALUE_BYTES];
+        let mut i = 0u64;
+        while i < updates {
+            let mut builder = BatchBuilder::new(0);
+            let mut batch = Vec::new();
+            for _ in 0..self.batch_records.min(updates - i) {
+                let key = rng.random_range(0..keys);
+                let tombstone = rng.random_range(0..7) == 0;
+                fill_value(&mut value, i);
+                let record_value = (!tombstone).then(|| value.clone());
+                builder.append(
+                    self.workload.t0 + (i / RECORDS_PER_MS) as i64,
+                    Some(format!("key-{key:06}").as_bytes()),
+                    record_value.as_deref(),
+                    &[],
+                );
+                batch.push((key, record_value));
+                i += 1;
+            }
+            let built = builder.build().map_err(|source| Error::Records {
+                path: dir.clone(),
+                source,
+            })?;
+            let first = log.append(&built)?.first_offset;
+            for (n, (key, record_value)) in batch.into_iter().enumerate() {
+                latest.insert(key, (first + n as i64, record_value));
+            }
+        }
+        log.roll()?;
+        log.set_high_watermark(log.log_end_offset())?;
+        let bytes_before: u64 = log.segments().iter().map(|s| s.size_bytes).sum();
+        let segments_before = log.segment_count();
+        let started = Instant::now();
+        let report = log.clean()?;
+        let elapsed = started.elapsed();
+        let bytes_after: u64 = log.segments().iter().map(|s| s.size_bytes).sum();
+        let mut read_back = std::collections::BTreeMap::new();
+        let mut records_after = 0u64;
+        for_each_record(&log, log.log_start_offset(), |_, record| {
+            records_after += 1;
+            let key = record
+                .key
+                .as_deref()
+                .and_then(|k| std::str::from_utf8(k).ok())
+                .and_then(|k| k.strip_prefix("key-"))
+                .and_then(|k| k.parse::<u64>().ok());
+            if let Some(key) = key {
+                read_back.insert(key, (record.offset, record.value.map(|v| v.to_vec())));
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        log.close()?;
+        drop(log);
+        let unchanged = latest
+            .iter()
+            .filter(|(k, v)| read_back.get(*k) == Some(*v))
+            .count();
+        let cleaned = report.is_some();
+        self.check(cleaned && unchanged == latest.len() && read_back.len() == latest.len(), || {
+            format!(
+                "compaction: {unchanged} of {} keys kept their latest value ({} keys read back)",
+                latest.len(),
+                read_back.len()
+            )
+        });
+        self.check(records_after == latest.len() as u64, || {
+            format!(
+                "compaction left {records_after} records for {} keys",
+                latest.len()
+            )
+        });
+        let tombstones = latest.values().filter(|(_, v)| v.is_none()).count();
+        self.summary(
+            "compaction",
+            format!(
+                "{} -> {} records, {:.1} -> {:.1} MB in {:.0} ms ({:.1} MB/s)",
+                group(updates as f64),
+                group(records_after as f64),
+                mb(bytes_before),
+                mb(bytes_after),
+                elapsed.as_secs_f64() * 1e3,
+                per_sec(mb(bytes_before), elapsed)
+            ),
+        );
+        self.row(
+            out,
+            "compaction",
+            format!(
+                "{updates} updates of {keys} keys ({tombstones} keys end in a tombstone), {segments_before} segments: one cleaner round in {:.1} ms kept {records_after} records ({:.1} MB -> {:.1} MB, {} segments); every key's latest value read back unchanged: {unchanged}/{}",
+                elapsed.as_secs_f64() * 1e3,
+                mb(bytes_before),
+                mb(bytes_after),
+                report.as_ref().map_or(0, |r| r.segments_after),
+                latest.len()
+            ),
+        )
     }
 
     fn produce(&mut self, out: &mut Out, log: &Log) -> Result<(), Error> {

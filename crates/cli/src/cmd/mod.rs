@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod compact;
 pub mod demo;
 pub mod dump;
 pub mod info;

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bounded_memory;
+mod compact;
 mod corpus;
 mod corpus_read;
 mod full_disk;

@@ -9,6 +9,7 @@ mod appends;
 mod async_durable;
 mod bulk_append;
 mod by_timestamp;
+mod compaction;
 mod concurrency;
 mod consumer;
 mod corpus;
