@@ -119,8 +119,8 @@ pub use background::Ticker;
 /// The shared byte buffer keys and values of owned records live in.
 pub use bytes::Bytes;
 pub use checkpoint::{
-    CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
-    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointProblem, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT, MAX_CHECKPOINT_BYTES,
+    OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -17,7 +17,7 @@ use crate::Outcome;
 use crate::cli::{DumpArgs, Encoding};
 use crate::dir::DirListing;
 use crate::error::Error;
-use crate::log_stream::{End, LogStream, Step};
+use crate::log_stream::{End, EntryStream, LogStream, MAX_SNAPSHOT_BYTES, Step, read_bounded};
 use crate::output::{Out, TimestampTypeName};
 use crate::view::{self, MAX_DECOMPRESSED_BYTES};
 
@@ -532,8 +532,9 @@ impl Dumper<'_> {
     fn txn_index(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
-        for (slot, e) in bytes.chunks_exact(34).enumerate() {
+        let mut entries = EntryStream::<34>::open(path)?;
+        while let Some((slot, e)) = entries.next_entry()? {
+            let slot = slot as usize;
             let i64_at = |at: usize| i64::from_be_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
             let line = TxnEntryLine {
                 file: &file,
@@ -561,7 +562,10 @@ impl Dumper<'_> {
     fn producer_snapshot(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+        let bytes = match read_bounded(path, MAX_SNAPSHOT_BYTES)? {
+            Ok(bytes) => bytes,
+            Err(problem) => return self.problem(&file, 0, problem),
+        };
         let snapshot = match seglog::ProducerSnapshot::decode(&bytes) {
             Ok(snapshot) => snapshot,
             Err(problem) => return self.problem(&file, 0, problem.to_string()),
@@ -612,7 +616,10 @@ impl Dumper<'_> {
     fn leader_epochs(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+        let text = match read_bounded(path, seglog::MAX_CHECKPOINT_BYTES)? {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(problem) => return self.problem(&file, 0, problem),
+        };
         let entries = match seglog::parse_leader_epoch_checkpoint(&text) {
             Ok(entries) => entries,
             Err((line, kind)) => return self.problem(&file, line, format!("line {line}: {kind}")),

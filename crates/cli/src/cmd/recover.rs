@@ -28,6 +28,7 @@ use crate::Outcome;
 use crate::cli::RecoverArgs;
 use crate::dir::DirListing;
 use crate::error::Error;
+use crate::log_stream::{MAX_SNAPSHOT_BYTES, read_bounded};
 use crate::output::{Out, emit_report};
 
 /// What `recover` did to one segment.
@@ -110,6 +111,9 @@ pub struct RecoverReport {
     /// Segments damaged from their first byte in flushed data, set aside as
     /// `<base>.log.damaged` (bytes unchanged).
     pub set_aside: Vec<PathBuf>,
+    /// Producer `.snapshot` files that do not decode: left in place (a broker deletes them
+    /// and rebuilds producer state from the log).
+    pub corrupt_snapshots: Vec<CheckpointLine>,
     /// The checkpointed log start offset, when it lay beyond the log end (ignored: Kafka
     /// would have deleted every segment).
     pub log_start_beyond_end: Option<i64>,
@@ -148,6 +152,7 @@ impl RecoverReport {
         self.segments.iter().any(|s| s.damaged_tail_kept)
             || !self.stray_files.is_empty()
             || !self.set_aside.is_empty()
+            || !self.corrupt_snapshots.is_empty()
     }
 }
 
@@ -170,7 +175,7 @@ pub fn recover_dir_with(
     _quiet: bool,
     truncate_damaged: bool,
 ) -> Result<RecoverReport, Error> {
-    DirListing::existing_log(dir)?;
+    let listing = DirListing::existing_log(dir)?;
     check_before_changing(dir, truncate_damaged)?;
     let options = OpenOptions {
         recover_all: true,
@@ -224,11 +229,36 @@ pub fn recover_dir_with(
                 problem: p.kind.to_string(),
             })
             .collect(),
+        corrupt_snapshots: corrupt_snapshots(&listing.snapshots),
         leader_epoch_source,
         leader_epochs,
         log_start_offset,
         log_end_offset,
     })
+}
+
+/// The producer `.snapshot` files that do not decode (or are larger than any snapshot is):
+/// left in place and reported. A broker deletes such a file and rebuilds producer state from
+/// the log; seglog keeps no producer state yet, and never deletes on its own.
+fn corrupt_snapshots(snapshots: &[PathBuf]) -> Vec<CheckpointLine> {
+    let mut corrupt = Vec::new();
+    for path in snapshots {
+        let problem = match read_bounded(path, MAX_SNAPSHOT_BYTES) {
+            Ok(Ok(bytes)) => seglog::ProducerSnapshot::decode(&bytes)
+                .err()
+                .map(|e| e.to_string()),
+            Ok(Err(problem)) => Some(problem),
+            Err(e) => Some(e.one_line().to_string()),
+        };
+        if let Some(problem) = problem {
+            corrupt.push(CheckpointLine {
+                file: path.clone(),
+                line: None,
+                problem,
+            });
+        }
+    }
+    corrupt
 }
 
 /// Runs the whole recovery read-only first (in memory, writing nothing: the same validation,
@@ -453,6 +483,13 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
         out.line(format_args!(
             "  {}: damaged from its first byte in flushed data; set aside (bytes unchanged), the log continues at its base offset",
             path.display()
+        ))?;
+    }
+    for snapshot in &report.corrupt_snapshots {
+        out.line(format_args!(
+            "  {}: producer snapshot does not decode ({}); left in place (a broker deletes it and rebuilds producer state from the log: move it out)",
+            snapshot.file.display(),
+            snapshot.problem
         ))?;
     }
     if let Some(start) = report.log_start_beyond_end {
