@@ -16,7 +16,7 @@
 use libfuzzer_sys::fuzz_target;
 use seglog_index_core::{OffsetIndex, OffsetPosition, TimeIndex, TimestampOffset};
 use seglog_records::BatchBuilder;
-use seglog_segment::{OpenOptions, Segment, SegmentConfig};
+use seglog_segment::{SegmentOpenOptions, Segment, SegmentConfig};
 
 const BASE_OFFSET: i64 = 100;
 const T0: i64 = 1_700_000_000_000;
@@ -96,7 +96,7 @@ fn segment(dir: &std::path::Path, time: bool, bytes: &[u8]) {
         max_index_bytes: 4096,
         ..SegmentConfig::default()
     };
-    let (segment, _) = Segment::open(dir, BASE_OFFSET, &config, OpenOptions::default())
+    let (segment, _) = Segment::open(dir, BASE_OFFSET, &config, SegmentOpenOptions::default())
         .expect("a segment with a damaged index opens");
     assert_eq!(segment.size(), log.len() as u64, "a valid .log lost bytes");
     for offset in BASE_OFFSET..BASE_OFFSET + 36 {

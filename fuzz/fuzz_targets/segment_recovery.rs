@@ -14,7 +14,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use seglog_records::Batches;
-use seglog_segment::{OpenMode, OpenOptions, Segment, SegmentConfig};
+use seglog_segment::{OpenMode, SegmentOpenOptions, Segment, SegmentConfig};
 
 const BASE_OFFSET: i64 = 1_000;
 
@@ -36,10 +36,10 @@ fuzz_target!(|data: &[u8]| {
             dir.path(),
             BASE_OFFSET,
             &config,
-            OpenOptions {
+            SegmentOpenOptions {
                 mode,
                 recover: true,
-                ..OpenOptions::default()
+                ..SegmentOpenOptions::default()
             },
         )
     };
@@ -72,7 +72,7 @@ fuzz_target!(|data: &[u8]| {
     drop(segment);
 
     // The rebuilt indexes are trusted as they are.
-    let (segment, reopened) = Segment::open(dir.path(), BASE_OFFSET, &config, OpenOptions::default())
+    let (segment, reopened) = Segment::open(dir.path(), BASE_OFFSET, &config, SegmentOpenOptions::default())
         .expect("reopen after recovery");
     assert_eq!(reopened.rebuilt, None, "recovered indexes were not trusted");
     let increasing = headers

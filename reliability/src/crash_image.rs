@@ -2,7 +2,7 @@
 //! backend.
 //!
 //! `seglog-faults`' [`FaultInjector`] (the backend a test passes as the log's
-//! `OpenOptions::io`) keeps, for every `.log` under a directory, its bytes as of the last
+//! `LogOpenOptions::io`) keeps, for every `.log` under a directory, its bytes as of the last
 //! successful fsync. A [`CrashImage`] combines those with the rest of the directory
 //! into one possible post-crash state, under a deliberately hostile model:
 //!

@@ -11,9 +11,10 @@ pub const PUBLISHED: &[&str] = &[
     "seglog-cli",
 ];
 
-/// fmt check, clippy (`-D warnings`, all targets so benches cannot rot), the docs (`-D
-/// warnings`), `cargo package` of every published crate, the workspace tests, the Kafka
-/// oracle (`cargo xtask kafka`), then the loom models.
+/// fmt check, clippy (`-D warnings`, all targets so benches cannot rot; again for `seglog`
+/// with its `metrics` feature), the docs (`-D warnings`), `cargo package` of every published
+/// crate, the workspace tests, the metrics test (`--features metrics`), the Kafka oracle
+/// (`cargo xtask kafka`), then the loom models.
 pub fn run_all() -> Result<(), String> {
     let mut fmt = cargo();
     fmt.args(["fmt", "--all", "--check"]);
@@ -29,6 +30,21 @@ pub fn run_all() -> Result<(), String> {
         "warnings",
     ]);
     run_command(clippy)?;
+    // The `metrics` feature of `seglog` (off in the workspace build) lints too, example and
+    // tests included.
+    let mut clippy_metrics = cargo();
+    clippy_metrics.args([
+        "clippy",
+        "-p",
+        "seglog",
+        "--features",
+        "metrics",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run_command(clippy_metrics)?;
 
     // The API docs build without a warning (broken intra-doc links, bad code blocks).
     let mut doc = cargo();
@@ -49,6 +65,19 @@ pub fn run_all() -> Result<(), String> {
     let mut test = cargo();
     test.args(["test", "--workspace"]);
     run_command(test)?;
+    // The metrics, through the Prometheus example: one scrape finds every series.
+    let mut metrics = cargo();
+    metrics.args([
+        "test",
+        "-p",
+        "seglog",
+        "--features",
+        "metrics",
+        "--test",
+        "it",
+        "prometheus",
+    ]);
+    run_command(metrics)?;
 
     // Kafka 4.4 itself judges what we write and read (interop/kafka): a real broker and
     // Kafka's storage code. Under CI=true a missing `java` or `mvn` fails the run.

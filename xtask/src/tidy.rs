@@ -7,9 +7,10 @@
 //! - Every package uses the workspace lints (`[lints] workspace = true`).
 //! - Every dependency a package declares is used by its code (no dead dependencies).
 //! - Fault injection is test support only: the I/O seam's test backend (`seglog-faults`) is in
-//!   no normal dependency tree of a shipped or benchmarked package, no workspace crate has a
-//!   feature that feature unification could switch on, and no shipped or benchmark source
-//!   makes a non-direct seam.
+//!   no normal dependency tree of a shipped or benchmarked package (with every feature on,
+//!   too), the only feature of a workspace crate is `seglog`'s `metrics` (which enables the
+//!   `metrics` dependency and nothing else), and no shipped or benchmark source makes a
+//!   non-direct seam.
 //! - No module cycles: within a crate, the top-level modules' `crate::` references (tests
 //!   aside) form no cycle.
 
@@ -187,10 +188,45 @@ mod tests {
         String::from_utf8(output.stdout).expect("cargo tree prints UTF-8")
     }
 
+    /// The features workspace crates may define, with exactly what each enables: `seglog`'s
+    /// `metrics` (Kafka's log metrics, docs/observability.md) pulls in the `metrics` facade and
+    /// nothing of ours, so no feature, unified from anywhere, reaches fault injection.
+    /// (package folder, package, feature, its `[features]` line).
+    const ALLOWED_FEATURES: &[(&str, &str, &str, &str)] = &[(
+        "crates/log",
+        "seglog",
+        "metrics",
+        "metrics = [\"dep:metrics\"]",
+    )];
+
+    /// The `[features]` table of a manifest, one trimmed line per feature.
+    fn features_table(manifest: &str) -> Option<Vec<String>> {
+        let mut lines = manifest.lines().map(str::trim);
+        lines.find(|l| *l == "[features]")?;
+        Some(
+            lines
+                .take_while(|l| !l.starts_with('['))
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_owned)
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn features_table_reads_the_lines_of_the_table() {
+        let manifest = "[package]\nname = \"x\"\n\n[features]\n# why\nmetrics = [\"dep:metrics\"]\n\n[dev-dependencies]\na = 1\n";
+        assert_eq!(
+            features_table(manifest),
+            Some(vec!["metrics = [\"dep:metrics\"]".to_owned()])
+        );
+        assert_eq!(features_table("[package]\n"), None);
+    }
+
     /// What `cargo build --release -p seglog-cli` and every benchmark compile contains no fault
     /// hook: the fault-injecting backend of the segment I/O seam lives in its own crate, which
-    /// no shipped or benchmarked package depends on (dev-dependencies aside), and no workspace
-    /// crate has a feature at all, so no dev-dependency can unify one into a shared build.
+    /// no shipped or benchmarked package depends on (dev-dependencies aside, every feature on
+    /// or off), and the one feature a workspace crate has (`seglog`'s `metrics`) enables only
+    /// the `metrics` facade, so no dev-dependency can unify fault injection into a shared build.
     #[test]
     fn shipped_and_benchmarked_builds_contain_no_fault_injection() {
         for package in [
@@ -206,6 +242,15 @@ mod tests {
             assert!(
                 tree.lines().any(|l| l.starts_with(&format!("{package} v"))),
                 "cargo tree -p {package} does not list {package}:\n{tree}"
+            );
+            let all_features = cargo_tree(&["-p", package, "--all-features", "-e", "normal,build"]);
+            let faults: Vec<&str> = all_features
+                .lines()
+                .filter(|l| l.starts_with("seglog-faults v"))
+                .collect();
+            assert!(
+                faults.is_empty(),
+                "{package} with every feature depends on the fault-injecting backend: {faults:?}"
             );
             if package != "seglog-index-core" && package != "seglog-records" {
                 assert!(
@@ -223,8 +268,7 @@ mod tests {
             );
         }
         // Over the whole workspace, dev-dependencies included: no feature of ours is enabled
-        // anywhere (only the implicit `default` of the command line), and a feature-less crate
-        // compiles the same code for tests, benchmarks and release builds.
+        // anywhere but the allowed ones (and the implicit `default` of the command line).
         let tree = cargo_tree(&["--workspace", "-e", "features,normal,build,dev"]);
         let features: Vec<&str> = tree
             .lines()
@@ -232,24 +276,40 @@ mod tests {
                 (l.starts_with("seglog") || l.starts_with("xtask"))
                     && l.contains(" feature \"")
                     && !l.contains(" feature \"default\"")
+                    && !ALLOWED_FEATURES.iter().any(|(_, package, feature, _)| {
+                        l.starts_with(&format!("{package} feature \"{feature}\""))
+                    })
             })
             .collect();
         assert!(features.is_empty(), "workspace features: {features:?}");
+        // Every package's `[features]` table is exactly what is allowed.
         let root = workspace_root();
-        let mut defined = Vec::new();
-        for manifest in [
-            "crates/segment",
-            "crates/log",
-            "crates/index-core",
-            "crates/records",
-        ] {
-            let text = fs::read_to_string(root.join(manifest).join("Cargo.toml"))
-                .unwrap_or_else(|e| panic!("{manifest}/Cargo.toml: {e}"));
-            if text.lines().any(|l| l.trim() == "[features]") {
-                defined.push(manifest);
+        let manifest = fs::read_to_string(root.join("Cargo.toml")).expect("root manifest");
+        let members: Vec<&str> = manifest
+            .lines()
+            .map(str::trim)
+            .filter_map(|line| line.strip_prefix('"')?.strip_suffix("\","))
+            .collect();
+        let mut unexpected = Vec::new();
+        for member in &members {
+            let text = fs::read_to_string(root.join(member).join("Cargo.toml"))
+                .unwrap_or_else(|e| panic!("{member}/Cargo.toml: {e}"));
+            let allowed: Vec<String> = ALLOWED_FEATURES
+                .iter()
+                .filter(|(dir, _, _, _)| dir == member)
+                .map(|(_, _, _, line)| (*line).to_owned())
+                .collect();
+            match features_table(&text) {
+                None if allowed.is_empty() => {}
+                Some(table) if table == allowed => {}
+                found => unexpected.push(format!("{member}: {found:?}, allowed {allowed:?}")),
             }
         }
-        assert!(defined.is_empty(), "crates with features: {defined:?}");
+        assert!(
+            members.contains(&"crates/log") && members.len() >= 7,
+            "members: {members:?}"
+        );
+        assert!(unexpected.is_empty(), "crate features: {unexpected:?}");
         // The test backend is only reached through `Io::new`: shipped and benchmark code never
         // makes one (the seam's own unit tests and the backend crate do).
         let mut offenders = Vec::new();

@@ -15,6 +15,12 @@ pub struct Cli {
     #[arg(long, short, global = true)]
     pub quiet: bool,
 
+    /// Print the log's events on stderr: `-v` what an operator wants (opens, rolls,
+    /// recoveries, retention, truncations), `-vv` developer detail, `-vvv` everything.
+    /// `RUST_LOG` (e.g. `RUST_LOG=seglog=debug`) overrides it.
+    #[arg(long, short, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+
     /// The subcommand to run.
     #[command(subcommand)]
     pub command: Command,

@@ -29,6 +29,7 @@ mod encoding;
 mod error;
 mod input;
 mod log_stream;
+pub mod logging;
 mod output;
 mod progress;
 mod scan;

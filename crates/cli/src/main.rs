@@ -9,6 +9,7 @@ use seglog_cli::{Cli, Outcome};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    seglog_cli::logging::init(cli.verbose);
     // `seglog read | head` closing the pipe is how a reader is stopped; a command that writes
     // the log and is cut off the same way has not done all it was asked, so it fails.
     let read_only = cli.command.is_read_only();

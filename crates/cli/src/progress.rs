@@ -1,9 +1,11 @@
-//! Progress bars on stderr, drawn only when stderr is a terminal and `--quiet` is off.
+//! Progress bars on stderr, drawn only when stderr is a terminal and `--quiet` is off. They
+//! share one `MultiProgress` with the `-v` event output (`logging.rs`), which hides them while
+//! it writes a line.
 
 use std::io::IsTerminal;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// A progress bar that may be hidden; all methods are no-ops when hidden.
 pub struct Progress {
@@ -40,7 +42,7 @@ impl Progress {
         if quiet || !std::io::stderr().is_terminal() {
             return Self::hidden();
         }
-        let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+        let bar = crate::logging::bars().add(ProgressBar::new(total));
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
@@ -67,6 +69,7 @@ impl Progress {
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+            crate::logging::bars().remove(bar);
         }
     }
 }

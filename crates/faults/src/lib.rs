@@ -2,7 +2,7 @@
 //! and durable state, for the reliability suites of the layers above. It is a separate crate
 //! that only tests depend on, so no production build (`seglog-cli`, the benchmarks) contains
 //! it; it reaches the code under test only through the [`Io`] handle a test passes in
-//! `SegmentConfig::io` (or the log's `OpenOptions::io`).
+//! `SegmentConfig::io` (or the log's `LogOpenOptions::io`).
 //!
 //! A [`FaultInjector`] is made for a directory; every `.log` file opened or created below that
 //! directory through its handle ([`FaultInjector::io`]) is tracked by it, and so is every
@@ -147,7 +147,7 @@ impl FaultInjector {
     }
 
     /// The seam handle to pass to the code under test (`SegmentConfig::io`, the log's
-    /// `OpenOptions::io`): every `.log` opened or created through it below the directory is
+    /// `LogOpenOptions::io`): every `.log` opened or created through it below the directory is
     /// tracked from then on. All handles of one injector share its state.
     pub fn io(&self) -> Io {
         Io::new(Arc::new(self.clone()))

@@ -10,7 +10,7 @@
 //!
 //! `cargo run -p seglog --example retention`
 
-use seglog::{BatchBuilder, HighWatermarkPolicy, Log, LogConfig, OpenOptions};
+use seglog::{BatchBuilder, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions};
 
 const HOUR_MS: i64 = 3_600_000;
 const T0: i64 = 1_700_000_000_000;
@@ -24,9 +24,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         file_delete_delay_ms: 0,
         ..LogConfig::default()
     };
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         high_watermark: HighWatermarkPolicy::LogEnd,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(tmp.path().join("events-0"), config, options)?;
     // 100 batches of 10 records, one batch a minute, about 40 KiB in segments of 4 KiB.

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use seglog::{
-    BatchBuilder, Clock, HighWatermarkPolicy, Isolation, Log, LogConfig, OpenOptions, SystemClock,
+    BatchBuilder, Clock, HighWatermarkPolicy, Isolation, Log, LogConfig, LogOpenOptions,
+    SystemClock,
 };
 
 const RECORDS: i64 = 10_000;
@@ -16,9 +17,9 @@ const RECORDS: i64 = 10_000;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let tmp = tempfile::tempdir()?;
     // Single node: the high watermark follows the log end, so consumers see every append.
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         high_watermark: HighWatermarkPolicy::LogEnd,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Arc::new(Log::open_with(
         tmp.path().join("events-0"),
@@ -45,7 +46,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (mut count, mut sum) = (0i64, 0i64);
     while count < RECORDS {
         // Sleeps until an append moves the visible end past where the last poll stopped.
-        if !reader.wait(Duration::from_secs(10)) {
+        if !reader.wait(Duration::from_secs(10))? {
             return Err("no new records for 10 s".into());
         }
         // Records borrow the reader's buffer: no copy, no allocation per record.

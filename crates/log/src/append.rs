@@ -2,10 +2,11 @@
 
 use seglog_segment::{ActiveSegment, RollParams};
 
-use crate::config::TimestampType;
+use crate::TimestampType;
 use crate::log::{Log, Writer};
 use std::sync::Arc;
 
+use crate::log_producers::ProducerCheck;
 use crate::validate::{self, Origin};
 use crate::view::{LogView, OffsetMetadata, Snapshot};
 use crate::{AppendErrorKind, Error, Result};
@@ -31,15 +32,19 @@ pub enum Durability {
 
 /// What an append wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AppendInfo {
     /// Offset of the first record.
     pub first_offset: i64,
     /// Offset of the last record.
     pub last_offset: i64,
-    /// The largest batch max timestamp (-1 when none), after LogAppendTime stamping.
-    pub max_timestamp_ms: i64,
-    /// The last offset of the batch holding the max timestamp (Kafka's shallow offset).
-    pub offset_of_max_timestamp_ms: i64,
+    /// The largest batch max timestamp, after LogAppendTime stamping; `None` when no batch
+    /// carries one (legacy v0 messages, or every timestamp -1).
+    pub max_timestamp_ms: Option<i64>,
+    /// The last offset of the first batch holding [`AppendInfo::max_timestamp_ms`] (Kafka's
+    /// `shallowOffsetOfMaxTimestamp`); the first batch's last offset when no batch has a
+    /// timestamp.
+    pub max_timestamp_offset: i64,
     /// The append time stamped on the batches, with `message.timestamp.type=LogAppendTime`.
     pub log_append_time_ms: Option<i64>,
     /// Number of batches written.
@@ -50,6 +55,10 @@ pub struct AppendInfo {
     pub rolled: bool,
     /// The log start offset at the time of the append.
     pub log_start_offset: i64,
+    /// The append was a retry of one of its producer's last 5 batches (same epoch and
+    /// sequence range): nothing was written, and the offsets are those of the original
+    /// batch (Kafka's duplicate answer).
+    pub duplicate: bool,
 }
 
 impl Log {
@@ -133,6 +142,16 @@ impl Log {
         self.append_inner(batches, Origin::Follower, None, durability)
     }
 
+    /// A coordinator's marker batch (from [`Log::write_txn_marker`]).
+    pub(crate) fn append_marker(
+        &self,
+        batch: &[u8],
+        leader_epoch: Option<i32>,
+        durability: Durability,
+    ) -> Result<AppendInfo> {
+        self.append_inner(batch, Origin::Coordinator, leader_epoch, durability)
+    }
+
     fn append_inner(
         &self,
         batches: &[u8],
@@ -149,9 +168,10 @@ impl Log {
             (durability == Durability::Fsync).then(|| self.durability.enter_durable_append());
         let now = self.clock.now_ms();
         // Validation and CRC work happen before the writer lock.
-        let mut analysis = validate::analyze(batches, origin, &self.config, now)?;
-        let log_append_time_ms = (origin == Origin::Leader
-            && self.config.message_timestamp_type == TimestampType::LogAppendTime)
+        let settings = self.settings();
+        let mut analysis = validate::analyze(batches, origin, &settings.config, now)?;
+        let log_append_time_ms = (origin != Origin::Follower
+            && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
         // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
@@ -165,11 +185,11 @@ impl Log {
         };
         let bytes = stamped.as_deref().unwrap_or(batches);
         let size = analysis.valid_bytes as u64;
-        if size > self.segment_config.segment_bytes.into() {
+        if size > settings.segment.segment_bytes.into() {
             return Err(Error::InvalidAppend {
                 kind: AppendErrorKind::AppendTooLarge {
                     size,
-                    max: self.config.segment_bytes.into(),
+                    max: settings.config.segment_bytes.into(),
                 },
             });
         }
@@ -178,7 +198,9 @@ impl Log {
         let mut view = self.published.load();
         let log_end_offset = view.end.offset;
         let bases = match origin {
-            Origin::Leader => validate::assign_offsets(&mut analysis, log_end_offset)?,
+            Origin::Leader | Origin::Coordinator => {
+                validate::assign_offsets(&mut analysis, log_end_offset)?
+            }
             Origin::Follower => {
                 if analysis.first_offset() < log_end_offset {
                     return Err(Error::InvalidAppend {
@@ -191,11 +213,28 @@ impl Log {
                 Vec::new()
             }
         };
+        let pending = match self.check_producers(&analysis, bytes, origin)? {
+            ProducerCheck::Pending(pending) => pending,
+            ProducerCheck::Duplicate(original) => {
+                return Ok(AppendInfo {
+                    first_offset: original.first_offset(),
+                    last_offset: original.last_offset,
+                    max_timestamp_ms: (original.timestamp_ms >= 0).then_some(original.timestamp_ms),
+                    max_timestamp_offset: original.last_offset,
+                    log_append_time_ms: log_append_time_ms.map(|_| original.timestamp_ms),
+                    batch_count: 0,
+                    size_bytes: 0,
+                    rolled: false,
+                    log_start_offset: view.log_start_offset,
+                    duplicate: true,
+                });
+            }
+        };
         let last_offset = analysis.last_offset();
-        let (max_timestamp_ms, offset_of_max_timestamp_ms) = analysis.max_timestamp();
+        let (max_timestamp_ms, offset_of_max_timestamp) = analysis.max_timestamp();
         let params = RollParams {
-            max_segment_ms: self.config.segment_ms,
-            max_segment_bytes: self.segment_config.segment_bytes,
+            max_segment_ms: settings.config.segment_ms,
+            max_segment_bytes: settings.segment.segment_bytes,
             max_timestamp_in_messages: max_timestamp_ms,
             max_offset_in_messages: last_offset,
             messages_size: size,
@@ -221,22 +260,38 @@ impl Log {
             .append_parts(
                 last_offset,
                 max_timestamp_ms,
-                offset_of_max_timestamp_ms,
+                offset_of_max_timestamp,
                 &parts,
             )
             .map_err(|e| self.poisoned_by("append", e))?;
-        let segment = active.segment();
+        let segment = Arc::clone(active.segment());
         let end = OffsetMetadata {
             offset: last_offset + 1,
             segment_base_offset: segment.base_offset(),
             position: segment.size(),
         };
+        // Before the batches are published (log_producers.rs): the aborts' `.txnindex`
+        // entries, then the producer state, so no reader sees a last stable offset past a
+        // marker whose entry is missing.
+        let txns = self.apply_producers(pending, &segment, end.offset)?;
         // Before the batches are published: no flush can move the recovery point over them
         // before their epochs are in the checkpoint (a crash then recovers them).
         self.epochs_after_append(&analysis.batches)?;
+        let mut appended = view.appended(end);
+        if let Some(txns) = txns {
+            appended.txns = txns;
+        }
         self.published
-            .publish(self.with_high_watermark_policy(view.appended(end)));
+            .publish(self.with_high_watermark_policy(appended));
         drop(writer);
+        let records = last_offset
+            .saturating_add(1)
+            .saturating_sub(analysis.first_offset());
+        self.metrics.appended(size, records as u64, end.offset);
+        tracing::trace!(
+            dir = %self.dir.display(), first_offset = analysis.first_offset(), last_offset,
+            bytes = size, "appended"
+        );
         if let Some(durable) = &mut durable {
             durable.published();
         }
@@ -244,13 +299,14 @@ impl Log {
         let info = AppendInfo {
             first_offset: analysis.first_offset(),
             last_offset,
-            max_timestamp_ms,
-            offset_of_max_timestamp_ms,
+            max_timestamp_ms: (max_timestamp_ms >= 0).then_some(max_timestamp_ms),
+            max_timestamp_offset: offset_of_max_timestamp,
             log_append_time_ms,
             batch_count: analysis.batches.len(),
             size_bytes: size,
             rolled,
             log_start_offset: view.log_start_offset,
+            duplicate: false,
         };
         let unflushed = end.offset.saturating_sub(self.recovery_point());
         match durability {
@@ -268,7 +324,7 @@ impl Log {
                     });
                 }
             }
-            Durability::PageCache if unflushed >= self.config.flush_messages => {
+            Durability::PageCache if unflushed >= settings.config.flush_messages => {
                 self.flush_to(end.offset, false)?;
             }
             Durability::PageCache => {}
@@ -292,6 +348,7 @@ impl Log {
         expected: Option<i64>,
         now_ms: i64,
     ) -> Result<Snapshot<LogView<Arc<seglog_segment::Segment>>>> {
+        let started = std::time::Instant::now();
         let log_end_offset = view.end.offset;
         let new_base = expected.unwrap_or(0).max(log_end_offset);
         let active = writer.active.take().ok_or_else(|| Error::Closed {
@@ -302,7 +359,8 @@ impl Log {
         if new_base == active_base && active.segment().is_empty() {
             // KAFKA-6388: the empty active segment is replaced, not duplicated.
             let old = active.seal().map_err(|e| self.poisoned_by("seal", e))?;
-            self.doom(old, now_ms.saturating_add(self.config.file_delete_delay_ms))?;
+            let delay_ms = self.settings().config.file_delete_delay_ms;
+            self.doom(old, now_ms.saturating_add(delay_ms))?;
             segments.remove(active_base);
         } else if new_base <= active_base {
             writer.active = Some(active);
@@ -321,14 +379,23 @@ impl Log {
             // for a tail the crash erased (docs/durability.md, section 4).
             self.flush_across_gap(log_end_offset, new_base)?;
         }
-        let mut created = ActiveSegment::create(&self.dir, new_base, &self.segment_config)
+        let mut created = ActiveSegment::create(&self.dir, new_base, &self.settings().segment)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(now_ms);
         segments.insert(new_base, Arc::clone(created.segment()));
         writer.active = Some(created);
         self.durability.mark_dir_dirty();
+        // Kafka's roll: a producer snapshot named by the new segment's base (synced by the
+        // next flush).
+        self.producers_rolled(new_base)?;
         self.published
             .publish(view.rolled(Arc::new(segments), new_base));
+        tracing::info!(
+            dir = %self.dir.display(), base_offset = new_base, previous_base_offset = active_base,
+            log_end_offset, duration_ms = started.elapsed().as_secs_f64() * 1e3,
+            "rolled new segment"
+        );
+        self.observe_shape();
         Ok(self.published.load())
     }
 

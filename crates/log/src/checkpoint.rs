@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use seglog_segment::Io;
 
-use crate::error::CorruptKind;
+use crate::error::CheckpointCorruptKind;
 use crate::fsutil::write_atomic;
 use crate::{Error, Result, TopicPartition};
 
@@ -45,7 +45,7 @@ impl OffsetCheckpointFile {
     }
 
     /// The same handle, writing through the I/O seam `io` (a log passes its
-    /// [`crate::OpenOptions::io`]). Default: [`Io::direct`].
+    /// [`crate::LogOpenOptions::io`]). Default: [`Io::direct`].
     #[must_use]
     pub fn with_io(self, io: Io) -> Self {
         Self { io, ..self }
@@ -121,7 +121,7 @@ impl OffsetCheckpointFile {
 
 /// The largest checkpoint file seglog reads: 64 MiB, room for a few hundred thousand
 /// partitions' entries (a broker's root checkpoint) and far more than a leader-epoch
-/// checkpoint holds. A larger file is reported as corrupt ([`CorruptKind::TooLarge`]) and not
+/// checkpoint holds. A larger file is reported as corrupt ([`CheckpointCorruptKind::TooLarge`]) and not
 /// read, so a damaged or hostile file (a 2 GB sparse one) costs nothing.
 pub const MAX_CHECKPOINT_BYTES: u64 = 64 << 20;
 
@@ -137,7 +137,7 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, ReadFailure> {
     let too_large = |len| {
         ReadFailure::Corrupt(
             1,
-            CorruptKind::TooLarge {
+            CheckpointCorruptKind::TooLarge {
                 len,
                 limit: MAX_CHECKPOINT_BYTES,
             },
@@ -162,13 +162,14 @@ pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, ReadFailure> {
 pub(crate) enum ReadFailure {
     Io(io::Error),
     /// 1-based line, what is wrong.
-    Corrupt(u64, CorruptKind),
+    Corrupt(u64, CheckpointCorruptKind),
 }
 
 /// A checkpoint file that could not be used at open. It was read as empty (Kafka's rule), so
 /// the logs it should have described fell back to recovery point 0 (a full recovery after an
 /// unclean shutdown) and to a log start at their first segment's base.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CheckpointProblem {
     /// The checkpoint file.
     pub path: PathBuf,
@@ -183,7 +184,7 @@ pub struct CheckpointProblem {
 #[non_exhaustive]
 pub enum CheckpointProblemKind {
     /// It does not parse.
-    Corrupt(CorruptKind),
+    Corrupt(CheckpointCorruptKind),
     /// It exists but could not be read.
     Unreadable(io::ErrorKind),
     /// A standalone log's own checkpoint holds an entry for another topic-partition only
@@ -223,7 +224,9 @@ pub(crate) fn format(entries: &BTreeMap<TopicPartition, i64>) -> String {
 }
 
 /// Parses checkpoint text; errors carry a 1-based line number.
-pub(crate) fn parse(text: &str) -> Result<BTreeMap<TopicPartition, i64>, (u64, CorruptKind)> {
+pub(crate) fn parse(
+    text: &str,
+) -> Result<BTreeMap<TopicPartition, i64>, (u64, CheckpointCorruptKind)> {
     let entries = parse_entries(text, |tokens| {
         let [topic, partition, offset] = tokens else {
             return None;
@@ -244,7 +247,7 @@ pub(crate) fn parse(text: &str) -> Result<BTreeMap<TopicPartition, i64>, (u64, C
 pub(crate) fn parse_entries<T>(
     text: &str,
     entry: impl Fn(&[&str]) -> Option<T>,
-) -> Result<Vec<T>, (u64, CorruptKind)> {
+) -> Result<Vec<T>, (u64, CheckpointCorruptKind)> {
     let mut lines = text.lines().map(|l| l.strip_suffix('\r').unwrap_or(l));
     let Some(version) = lines.next() else {
         return Ok(Vec::new());
@@ -252,9 +255,9 @@ pub(crate) fn parse_entries<T>(
     let version: i64 = version
         .trim()
         .parse()
-        .map_err(|_| (1, CorruptKind::MalformedVersion))?;
+        .map_err(|_| (1, CheckpointCorruptKind::MalformedVersion))?;
     if version != 0 {
-        return Err((1, CorruptKind::UnsupportedVersion(version)));
+        return Err((1, CheckpointCorruptKind::UnsupportedVersion(version)));
     }
     let Some(count) = lines.next() else {
         return Ok(Vec::new());
@@ -262,7 +265,7 @@ pub(crate) fn parse_entries<T>(
     let expected: u64 = count
         .trim()
         .parse()
-        .map_err(|_| (2, CorruptKind::MalformedCount))?;
+        .map_err(|_| (2, CheckpointCorruptKind::MalformedCount))?;
     let mut entries = Vec::new();
     for (index, line) in lines.enumerate() {
         let line_no = index as u64 + 3;
@@ -270,11 +273,11 @@ pub(crate) fn parse_entries<T>(
             continue;
         }
         let tokens: Vec<&str> = line.split_whitespace().collect();
-        entries.push(entry(&tokens).ok_or((line_no, CorruptKind::MalformedLine))?);
+        entries.push(entry(&tokens).ok_or((line_no, CheckpointCorruptKind::MalformedLine))?);
     }
     let found = entries.len() as u64;
     if found != expected {
-        return Err((2, CorruptKind::CountMismatch { expected, found }));
+        return Err((2, CheckpointCorruptKind::CountMismatch { expected, found }));
     }
     Ok(entries)
 }
@@ -297,7 +300,7 @@ mod tests {
         assert_eq!(problem.line, Some(1));
         assert_eq!(
             problem.kind,
-            CheckpointProblemKind::Corrupt(CorruptKind::TooLarge {
+            CheckpointProblemKind::Corrupt(CheckpointCorruptKind::TooLarge {
                 len: 2 << 30,
                 limit: MAX_CHECKPOINT_BYTES
             })
@@ -310,7 +313,7 @@ mod tests {
         assert!(matches!(
             epochs.read(),
             Err(Error::Corrupt {
-                kind: CorruptKind::TooLarge { .. },
+                kind: CheckpointCorruptKind::TooLarge { .. },
                 ..
             })
         ));
@@ -341,21 +344,27 @@ mod tests {
         assert_eq!(parse("0\n1\nt  0\t5\n").unwrap().len(), 1);
         assert_eq!(
             parse("1\n0\n").unwrap_err(),
-            (1, CorruptKind::UnsupportedVersion(1))
+            (1, CheckpointCorruptKind::UnsupportedVersion(1))
         );
-        assert_eq!(parse("x\n").unwrap_err().1, CorruptKind::MalformedVersion);
-        assert_eq!(parse("0\nx\n").unwrap_err().1, CorruptKind::MalformedCount);
+        assert_eq!(
+            parse("x\n").unwrap_err().1,
+            CheckpointCorruptKind::MalformedVersion
+        );
+        assert_eq!(
+            parse("0\nx\n").unwrap_err().1,
+            CheckpointCorruptKind::MalformedCount
+        );
         assert_eq!(
             parse("0\n1\nt 0\n").unwrap_err(),
-            (3, CorruptKind::MalformedLine)
+            (3, CheckpointCorruptKind::MalformedLine)
         );
         assert_eq!(
             parse("0\n1\nt x 5\n").unwrap_err(),
-            (3, CorruptKind::MalformedLine)
+            (3, CheckpointCorruptKind::MalformedLine)
         );
         assert_eq!(
             parse("0\n2\nt 0 5\n").unwrap_err().1,
-            CorruptKind::CountMismatch {
+            CheckpointCorruptKind::CountMismatch {
                 expected: 2,
                 found: 1
             }
@@ -380,7 +389,7 @@ mod tests {
         assert_eq!(problem.line, Some(2));
         assert_eq!(
             problem.kind,
-            CheckpointProblemKind::Corrupt(CorruptKind::CountMismatch {
+            CheckpointProblemKind::Corrupt(CheckpointCorruptKind::CountMismatch {
                 expected: 3,
                 found: 1
             })

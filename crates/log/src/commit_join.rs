@@ -58,7 +58,8 @@ impl CommitJoin {
     }
 
     /// Before a sync: waits (bounded) for the siblings, then hands the pending appends to it.
-    pub(crate) fn wait_for_siblings(&self) {
+    /// Returns how many pending appends it handed over.
+    pub(crate) fn wait_for_siblings(&self) -> usize {
         let expected = self.siblings.load(Ordering::Relaxed);
         let budget = Duration::from_micros(self.last_sync_micros.load(Ordering::Relaxed) / 4)
             .min(MAX_JOIN_WAIT);
@@ -71,7 +72,7 @@ impl CommitJoin {
             }
             std::thread::yield_now();
         }
-        self.pending.store(0, Ordering::Release);
+        self.pending.swap(0, Ordering::AcqRel)
     }
 
     /// After a successful sync that took `took`: sizes the next wait.

@@ -1,16 +1,8 @@
 //! `LogConfig`: Kafka's topic-level storage settings, their defaults, parsing and validation.
 
-use crate::{Error, Result};
+use seglog_records::TimestampType;
 
-/// Which timestamp a batch carries (`message.timestamp.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TimestampType {
-    /// Keep the producer's timestamps (`CreateTime`). Default.
-    #[default]
-    CreateTime,
-    /// Stamp every batch with the broker's clock at append (`LogAppendTime`).
-    LogAppendTime,
-}
+use crate::{Error, Result};
 
 /// Storage settings of one log, named and defaulted as Kafka's topic configs (spec §6).
 ///
@@ -73,6 +65,11 @@ pub struct LogConfig {
     /// all its logs (the root's config decides); a standalone [`crate::Log`] has its own.
     /// Default: 256. Valid: >= 1.
     pub segment_cache_capacity: i64,
+    /// How long a producer id's state is kept after its last write, unless it has a
+    /// transaction open (`producer.id.expiration.ms`, a broker setting); expired ids are
+    /// removed by `Log::tick` and ignored when a snapshot is loaded. Default: 86400000
+    /// (1 day). Valid: >= 1.
+    pub producer_id_expiration_ms: i64,
 }
 
 impl Default for LogConfig {
@@ -94,6 +91,7 @@ impl Default for LogConfig {
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 3_600_000,
             segment_cache_capacity: seglog_segment::DEFAULT_SEGMENT_CACHE_CAPACITY as i64,
+            producer_id_expiration_ms: 86_400_000,
         }
     }
 }
@@ -117,6 +115,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms",
     "seglog.segment.cache.capacity",
+    "producer.id.expiration.ms",
     "log.segment.bytes",
     "log.roll.ms",
     "log.roll.hours",
@@ -182,6 +181,9 @@ impl LogConfig {
             "flush.ms" | "log.flush.interval.ms" => self.flush_ms = long("flush.ms", value, 0)?,
             "file.delete.delay.ms" | "log.segment.delete.delay.ms" => {
                 self.file_delete_delay_ms = long("file.delete.delay.ms", value, 0)?;
+            }
+            "producer.id.expiration.ms" => {
+                self.producer_id_expiration_ms = long("producer.id.expiration.ms", value, 1)?;
             }
             "max.message.bytes" | "message.max.bytes" => {
                 self.max_message_bytes = int("max.message.bytes", value, 0)?;
@@ -271,6 +273,11 @@ impl LogConfig {
         check(
             "seglog.segment.cache.capacity",
             self.segment_cache_capacity,
+            1,
+        )?;
+        check(
+            "producer.id.expiration.ms",
+            self.producer_id_expiration_ms,
             1,
         )?;
         Ok(())

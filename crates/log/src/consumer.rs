@@ -11,7 +11,10 @@
 //! decompress into at most [`DEFAULT_MAX_DECOMPRESSED_BYTES`] per batch unless told otherwise.
 //! A start outside `[log start, log end]` is [`Error::OffsetOutOfRange`], naming both.
 //! Control batches (transaction markers) are skipped, as a Kafka consumer skips them, unless
-//! [`ReaderOptions::include_control`] asks for them.
+//! [`ReaderOptions::include_control`] asks for them. With [`Isolation::ReadCommitted`] they
+//! read up to the last stable offset and drop the records of aborted transactions, as a
+//! `read_committed` Kafka consumer does (the aborted transactions of each fetch come from the
+//! `.txnindex` files, [`Log::aborted_transactions`]).
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -22,7 +25,7 @@ use seglog_records::{BatchHeader, Batches, Header, OwnedBatches, Record, RecordR
 use seglog_segment::{FileKind, file_path};
 
 use crate::log::Log;
-use crate::view::Isolation;
+use crate::view::{Isolation, WaitEnd};
 use crate::{Error, Result};
 
 /// The default bound on the bytes one compressed batch may decompress into (64 MiB; Kafka's
@@ -100,6 +103,7 @@ impl ReaderOptions {
             fetched: None,
             cursor: 0,
             caught_up_at: None,
+            filter: AbortFilter::default(),
         }
     }
 
@@ -113,6 +117,7 @@ impl ReaderOptions {
             current: None,
             failed: false,
             caught_up_at: None,
+            filter: AbortFilter::default(),
         }
     }
 }
@@ -139,21 +144,41 @@ impl Log {
     /// ([`RecordReader::position`]).
     ///
     /// Woken by every publication of the log's state (appends, high-watermark moves, rolls,
-    /// retention, truncation), never by a timer: no sleep loop, no polling. Blocks only the
-    /// calling thread, on a condvar (no I/O); `Duration::MAX` waits without limit. Closing
-    /// the log does not wake it.
-    pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> bool {
-        let (_, past) = self
+    /// retention, truncation) and by [`Log::close`], never by a timer: no sleep loop, no
+    /// polling. Blocks only the calling thread, on a condvar (no I/O); `Duration::MAX` waits
+    /// without limit.
+    ///
+    /// # Errors
+    /// [`Error::Closed`] once the log is closed (also when it closes during the wait) while
+    /// the visible end is not past `offset`: nothing will be appended any more. Data already
+    /// visible still returns `Ok(true)` on a closed log.
+    pub fn wait_for(&self, offset: i64, isolation: Isolation, timeout: Duration) -> Result<bool> {
+        let (_, end) = self
             .published
             .wait_until(|view| visible_past(view, offset, isolation), Some(timeout));
-        past
+        self.wait_result(end)
+    }
+
+    /// `wait_for`'s answer for how a wait ended.
+    fn wait_result(&self, end: WaitEnd) -> Result<bool> {
+        match end {
+            WaitEnd::Done => Ok(true),
+            WaitEnd::TimedOut => Ok(false),
+            WaitEnd::Closed => Err(Error::Closed {
+                dir: self.dir.clone(),
+            }),
+        }
     }
 
     /// The async form of [`Log::wait_for`], for any executor (no runtime dependency): a
     /// future that completes when the visible end per `isolation` is past `offset` (or
-    /// `offset` fell below the log start), woken by the same publications. It never blocks
-    /// the executor's thread; bound it with the executor's timeout (e.g.
-    /// `tokio::time::timeout`).
+    /// `offset` fell below the log start), woken by the same publications and by
+    /// [`Log::close`]. It never blocks the executor's thread; bound it with the executor's
+    /// timeout (e.g. `tokio::time::timeout`).
+    ///
+    /// # Errors
+    /// The future's output is [`Error::Closed`] once the log is closed while the visible end
+    /// is not past `offset`.
     pub fn wait_for_async(&self, offset: i64, isolation: Isolation) -> WaitFor<'_> {
         WaitFor {
             log: self,
@@ -173,31 +198,27 @@ pub struct WaitFor<'log> {
 }
 
 impl std::future::Future for WaitFor<'_> {
-    type Output = ();
+    type Output = Result<()>;
 
     fn poll(
         self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<()> {
+    ) -> std::task::Poll<Result<()>> {
         let (offset, isolation) = (self.offset, self.isolation);
-        let past = self
+        match self
             .log
             .published
-            .register_unless(|view| visible_past(view, offset, isolation), cx.waker());
-        if past {
-            std::task::Poll::Ready(())
-        } else {
-            std::task::Poll::Pending
+            .register_unless(|view| visible_past(view, offset, isolation), cx.waker())
+        {
+            Some(end) => std::task::Poll::Ready(self.log.wait_result(end).map(|_| ())),
+            None => std::task::Poll::Pending,
         }
     }
 }
 
 /// Whether a read at `offset` would return data (or fail as out of range below the start).
 fn visible_past<S>(view: &crate::view::LogView<S>, offset: i64, isolation: Isolation) -> bool {
-    let end = match isolation {
-        Isolation::LogEnd => view.end.offset,
-        Isolation::HighWatermark => view.high_watermark.offset,
-    };
+    let end = view.visible_end(isolation);
     end > offset || offset < view.log_start_offset
 }
 
@@ -281,6 +302,61 @@ fn header_pair(header: &Header) -> (&str, Option<&[u8]>) {
     (header.key.as_str(), header.value.as_deref())
 }
 
+/// `read_committed`'s filter over one fetch (Kafka consumer's `CompletedFetch`): the aborted
+/// transactions of the fetched range, by first offset; a producer's transactional batches are
+/// dropped from its aborted transaction's first offset until its ABORT marker.
+#[derive(Debug, Default)]
+struct AbortFilter {
+    /// Not yet reached, by first offset (descending: the next is last).
+    pending: Vec<crate::AbortedTransaction>,
+    /// Producers inside an aborted transaction.
+    aborted: std::collections::BTreeSet<i64>,
+}
+
+impl AbortFilter {
+    /// The filter of a fetch from `from` (empty unless `isolation` is read-committed).
+    fn for_fetch(log: &Log, isolation: Isolation, from: i64, upper: i64) -> Result<Self> {
+        if isolation != Isolation::ReadCommitted {
+            return Ok(Self::default());
+        }
+        let mut pending = log.aborted_transactions(from, upper.max(from.saturating_add(1)))?;
+        pending.sort_by_key(|t| std::cmp::Reverse(t.first_offset));
+        Ok(Self {
+            pending,
+            aborted: Default::default(),
+        })
+    }
+
+    /// Whether the batch's records are dropped (Kafka's `isBatchAborted`, after
+    /// `consumeAbortedTransactionsUpTo` and the ABORT marker's removal).
+    fn drops(&mut self, batch: &seglog_records::BatchRef<'_>) -> bool {
+        let h = batch.header();
+        if h.producer_id < 0 || (self.pending.is_empty() && self.aborted.is_empty()) {
+            return false;
+        }
+        while self
+            .pending
+            .last()
+            .is_some_and(|t| t.first_offset <= h.last_offset)
+        {
+            if let Some(t) = self.pending.pop() {
+                self.aborted.insert(t.producer_id);
+            }
+        }
+        if h.is_control {
+            let abort = matches!(
+                batch.control_record(),
+                Ok(Some(c)) if c.control_type == seglog_records::ControlRecordType::Abort
+            );
+            if abort {
+                self.aborted.remove(&h.producer_id);
+            }
+            return false;
+        }
+        h.is_transactional && self.aborted.contains(&h.producer_id)
+    }
+}
+
 /// Where the bytes in a reader's buffer came from.
 #[derive(Debug, Clone)]
 struct Fetched {
@@ -308,6 +384,8 @@ pub struct RecordReader<'log> {
     cursor: usize,
     /// The visible end when the last fetch found nothing ([`RecordReader::wait`]).
     caught_up_at: Option<i64>,
+    /// `read_committed`'s filter of the current fetch.
+    filter: AbortFilter,
 }
 
 impl RecordReader<'_> {
@@ -321,7 +399,11 @@ impl RecordReader<'_> {
     /// timeout. Waiting on the reader rather than on its position never spins when the high
     /// watermark lies inside a batch (whose records are visible only once it passes the
     /// batch's end): each move of the visible end wakes it once.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the log is closed and nothing more is visible (as
+    /// [`Log::wait_for`]).
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
         let offset = self
             .caught_up_at
             .map_or(self.next_offset, |seen| seen.max(self.next_offset));
@@ -369,13 +451,17 @@ impl RecordReader<'_> {
                 let batch = batch.map_err(damaged)?;
                 let header = *batch.header();
                 let len = batch.as_bytes().len();
+                let dropped = self.filter.drops(&batch);
                 if header.last_offset >= self.next_offset
+                    && !dropped
                     && (options.include_control || !header.is_control)
                 {
                     if options.check_crcs {
                         batch.ensure_valid().map_err(damaged)?;
                     }
                     let mut stopped = None;
+                    // Records passed to `f`, for the records-read metric (per batch).
+                    let mut delivered = 0u64;
                     if let Some(records) = batch.records_borrowed() {
                         for record in records {
                             let record = record.map_err(damaged)?;
@@ -385,6 +471,7 @@ impl RecordReader<'_> {
                             let view = RecordView {
                                 inner: ViewInner::Borrowed(record),
                             };
+                            delivered += 1;
                             if f(&header, view)?.is_break() {
                                 stopped = Some(record.offset);
                                 break;
@@ -399,12 +486,14 @@ impl RecordReader<'_> {
                             let view = RecordView {
                                 inner: ViewInner::Decoded(&record),
                             };
+                            delivered += 1;
                             if f(&header, view)?.is_break() {
                                 stopped = Some(record.offset);
                                 break;
                             }
                         }
                     }
+                    self.log.metrics.records_read(delivered);
                     if let Some(offset) = stopped {
                         self.next_offset = offset + 1;
                         if offset >= header.last_offset {
@@ -436,6 +525,12 @@ impl RecordReader<'_> {
             return Ok(false);
         }
         self.caught_up_at = None;
+        self.filter = AbortFilter::for_fetch(
+            self.log,
+            self.options.isolation,
+            self.next_offset,
+            fetch.last_stable_offset,
+        )?;
         let path = file_path(
             self.log.dir(),
             fetch.fetch_offset.segment_base_offset,
@@ -480,6 +575,8 @@ pub struct OwnedRecordReader<'log> {
     failed: bool,
     /// The visible end when the last fetch found nothing ([`OwnedRecordReader::wait`]).
     caught_up_at: Option<i64>,
+    /// `read_committed`'s filter of the current fetch.
+    filter: AbortFilter,
 }
 
 impl OwnedRecordReader<'_> {
@@ -490,7 +587,10 @@ impl OwnedRecordReader<'_> {
 
     /// [`RecordReader::wait`]: after `next` returned `None`, blocks until the visible end
     /// moves past where that fetch found it, or `timeout` passed; `false` on timeout.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    ///
+    /// # Errors
+    /// [`Error::Closed`] when the log is closed and nothing more is visible.
+    pub fn wait(&self, timeout: Duration) -> Result<bool> {
         let offset = self
             .caught_up_at
             .map_or(self.next_offset, |seen| seen.max(self.next_offset));
@@ -514,6 +614,7 @@ impl OwnedRecordReader<'_> {
                     Some(Ok(record)) if record.offset < self.next_offset => continue,
                     Some(Ok(record)) => {
                         self.next_offset = record.offset + 1;
+                        self.log.metrics.records_read(1);
                         return Ok(Some(FetchedRecord {
                             batch: *header,
                             record,
@@ -535,7 +636,9 @@ impl OwnedRecordReader<'_> {
                 match batches.next() {
                     Some(Ok(batch)) => {
                         let header = *batch.header();
+                        let dropped = self.filter.drops(&batch.as_batch_ref());
                         if header.last_offset < self.next_offset
+                            || dropped
                             || (header.is_control && !self.options.include_control)
                         {
                             self.next_offset = self.next_offset.max(header.next_offset());
@@ -573,6 +676,12 @@ impl OwnedRecordReader<'_> {
                 return Ok(None);
             }
             self.caught_up_at = None;
+            self.filter = AbortFilter::for_fetch(
+                self.log,
+                self.options.isolation,
+                self.next_offset,
+                fetch.last_stable_offset,
+            )?;
             let path = file_path(
                 self.log.dir(),
                 fetch.fetch_offset.segment_base_offset,
@@ -611,5 +720,6 @@ fn visible_end(isolation: Isolation, fetch: &crate::CopiedFetch) -> i64 {
     match isolation {
         Isolation::LogEnd => fetch.log_end_offset,
         Isolation::HighWatermark => fetch.high_watermark,
+        Isolation::ReadCommitted => fetch.last_stable_offset,
     }
 }

@@ -135,6 +135,7 @@ impl DurabilityState {
     pub(crate) fn sync_dir_or_poison(&self, dir: &Path) -> Result<()> {
         if let Err(e) = sync_dir(&self.io, dir) {
             self.mark_dir_dirty();
+            crate::observe::poisoned(dir, "fsync directory", &e);
             self.poison_with("fsync directory");
             return Err(e);
         }
@@ -161,8 +162,9 @@ impl DurabilityState {
     }
 
     /// Before a group-commit sync: waits (bounded) for the durable appends on their way.
-    pub(crate) fn wait_for_siblings(&self) {
-        self.commit_join.wait_for_siblings();
+    /// Returns how many durable appends the sync covers (for the batch-size metric).
+    pub(crate) fn wait_for_siblings(&self) -> usize {
+        self.commit_join.wait_for_siblings()
     }
 
     /// After a successful group-commit sync that took `took`: sizes the next sibling wait.

@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 /// Everything that can go wrong in the log layer.
 ///
 /// I/O errors carry the path and the operation; corruption of files this crate owns (checkpoints)
-/// is [`Error::Corrupt`] with a small matchable [`CorruptKind`]. Errors of the lower layers are
-/// wrapped with their source chain intact.
+/// is [`Error::Corrupt`] with a small matchable [`CheckpointCorruptKind`]. Errors of the lower
+/// layers are wrapped with their source chain intact. Each kind of damage has one type, named
+/// for what it describes: [`CheckpointCorruptKind`] (a checkpoint's text),
+/// [`crate::SegmentCorruptKind`] (a segment's `.log`), [`crate::RecordCorruptKind`] (a batch or
+/// record, also inside a segment's).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
@@ -30,7 +33,7 @@ pub enum Error {
         /// 1-based line number of the offending line.
         position: u64,
         /// What is wrong.
-        kind: CorruptKind,
+        kind: CheckpointCorruptKind,
     },
     /// A configuration value is out of range or does not parse.
     #[error("invalid config {key}={value}: {reason}")]
@@ -41,6 +44,25 @@ pub enum Error {
         value: String,
         /// Why it was rejected.
         reason: &'static str,
+    },
+    /// A setting that cannot change while the log runs was given a new value
+    /// ([`crate::Log::set_config`], [`crate::LogDir::alter_topic_config`]).
+    #[error("config {key} cannot change at runtime: {reason}")]
+    ConfigNotDynamic {
+        /// Kafka's (or seglog's) name of the setting.
+        key: &'static str,
+        /// Why it cannot change.
+        reason: &'static str,
+    },
+    /// A topic config override names a setting that is not a topic config: a broker-level
+    /// alias (`log.retention.hours`, `message.max.bytes`, ...) or a root-wide setting
+    /// (`seglog.segment.cache.capacity`).
+    #[error(
+        "{key:?} is not a topic config (broker-level and root-wide settings go in the LogDir's default config)"
+    )]
+    NotATopicConfig {
+        /// The key as given.
+        key: String,
     },
     /// `LogConfig::set` was given a key seglog does not know.
     #[error("unknown config key {key:?}")]
@@ -177,7 +199,7 @@ pub enum Error {
 /// What is wrong with a corrupt checkpoint file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum CorruptKind {
+pub enum CheckpointCorruptKind {
     /// The version line is not a number.
     #[error("malformed version line")]
     MalformedVersion,
@@ -297,6 +319,85 @@ pub enum AppendErrorKind {
     InvalidLeaderEpoch {
         /// The epoch given.
         epoch: i32,
+    },
+    /// A leader batch with a producer id has a negative base sequence (Kafka's
+    /// `InvalidRecordException` from `LogValidator`).
+    #[error("batch at position {position} of producer {producer_id} has sequence {sequence}")]
+    InvalidSequence {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The batch's producer id.
+        producer_id: i64,
+        /// Its base sequence.
+        sequence: i32,
+    },
+    /// A sequence does not follow the producer's last one, or a new epoch does not start at 0
+    /// (Kafka's `OutOfOrderSequenceException`). Nothing was written.
+    #[error(
+        "out of order sequence for producer {producer_id} epoch {epoch} at offset {offset}: \
+         {sequence} after {last_sequence}"
+    )]
+    OutOfOrderSequence {
+        /// The producer id.
+        producer_id: i64,
+        /// The batch's producer epoch.
+        epoch: i16,
+        /// The offset the batch would have had.
+        offset: i64,
+        /// The batch's first sequence.
+        sequence: i32,
+        /// The producer's last sequence (-1 when none; for a new epoch, the sequence 0 was
+        /// expected).
+        last_sequence: i32,
+    },
+    /// A batch or marker of an epoch older than the producer's (Kafka's
+    /// `InvalidProducerEpochException`; the producer is fenced). Nothing was written.
+    #[error(
+        "producer {producer_id} epoch {epoch} at offset {offset} is older than its epoch {current_epoch}"
+    )]
+    InvalidProducerEpoch {
+        /// The producer id.
+        producer_id: i64,
+        /// The epoch of the batch or marker.
+        epoch: i16,
+        /// The offset it would have had.
+        offset: i64,
+        /// The producer's current epoch.
+        current_epoch: i16,
+    },
+    /// A marker of a coordinator epoch older than the producer's last marker (Kafka's
+    /// `TransactionCoordinatorFencedException`). Nothing was written.
+    #[error(
+        "marker for producer {producer_id} at offset {offset} has coordinator epoch {coordinator_epoch}, older than {current}"
+    )]
+    CoordinatorFenced {
+        /// The producer id.
+        producer_id: i64,
+        /// The marker's coordinator epoch.
+        coordinator_epoch: i32,
+        /// The offset it would have had.
+        offset: i64,
+        /// The producer's last coordinator epoch.
+        current: i32,
+    },
+    /// A non-transactional batch from a producer with an open transaction (Kafka's
+    /// `InvalidTxnStateException`). Nothing was written.
+    #[error(
+        "non-transactional batch of producer {producer_id} at offset {offset} during its open transaction"
+    )]
+    InvalidTxnState {
+        /// The producer id.
+        producer_id: i64,
+        /// The offset the batch would have had.
+        offset: i64,
+    },
+    /// A transaction marker for producer id -1 or a negative epoch.
+    #[error("transaction marker needs a producer id and epoch >= 0, got {producer_id} and {epoch}")]
+    InvalidMarker {
+        /// The producer id given.
+        producer_id: i64,
+        /// The epoch given.
+        epoch: i16,
     },
     /// A follower append starts below the log end offset.
     #[error("follower append starts at {first_offset}, below the log end offset {log_end_offset}")]

@@ -8,6 +8,7 @@ use crate::retention::RetentionReport;
 
 /// What one [`Log::tick`] did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TickReport {
     /// Deleted segments (or leftover file sets) unlinked because their delay passed.
     pub unlinked: usize,
@@ -15,6 +16,8 @@ pub struct TickReport {
     pub retention: RetentionReport,
     /// The recovery point after the tick, when a flush ran.
     pub flushed_to: Option<i64>,
+    /// Producer ids removed by `producer.id.expiration.ms`.
+    pub expired_producers: usize,
 }
 
 impl Log {
@@ -61,13 +64,19 @@ impl Log {
         if target <= recovery_point && !force_active && !dir_dirty {
             return Ok(recovery_point);
         }
+        let started = Instant::now();
         let range_end = if force_active { i64::MAX } else { target };
         for (_, segment) in view.segments.range(recovery_point, range_end) {
             segment.flush().map_err(|e| self.poisoned_by("fsync", e))?;
         }
+        // The snapshots taken at rolls without an fsync (Kafka syncs them with the flush).
+        self.sync_producer_snapshots()?;
         if dir_dirty {
             flusher.sync_dir(&self.dir)?;
         }
+        let took = started.elapsed();
+        self.metrics.fsynced(took, None);
+        crate::observe::fsynced(&self.dir, "flush", target, took);
         Ok(flusher.flushed_to(target, self.clock.now_ms()))
     }
 
@@ -87,7 +96,7 @@ impl Log {
             return Ok(self.published.load().end.offset);
         }
         self.check_poison()?;
-        self.durability.wait_for_siblings();
+        let joined = self.durability.wait_for_siblings();
         let started = Instant::now();
         // Serializes with flushes (one owner of the dirty-directory flag at a time).
         let mut flusher = self.durability.lock_flusher();
@@ -103,8 +112,11 @@ impl Log {
         if dir_dirty {
             flusher.sync_dir(&self.dir)?;
         }
-        self.durability.sync_done(started.elapsed());
+        let took = started.elapsed();
+        self.durability.sync_done(took);
         drop(flusher);
+        self.metrics.fsynced(took, Some(joined));
+        crate::observe::fsynced(&self.dir, "group commit", target, took);
         Ok(target)
     }
 
@@ -154,16 +166,24 @@ impl Log {
             }
         }
         self.deletions.requeue(now_ms, failed);
+        if report.unlinked > 0 {
+            tracing::debug!(
+                dir = %self.dir.display(), segments = report.unlinked,
+                "unlinked deleted segments after file.delete.delay.ms"
+            );
+        }
         if let Some(e) = first_error {
             return Err(e);
         }
         report.retention = self.delete_old_segments_at(now_ms)?;
+        // Kafka's PeriodicProducerExpirationCheck, at every tick.
+        report.expired_producers = self.remove_expired_producers(now_ms);
         let active_base = self.published.load().segments.last().map_or(0, |(b, _)| b);
         if self.recovery_point() < active_base {
             report.flushed_to = Some(self.flush_to(active_base, false)?);
         }
         let last_flush_ms = self.durability.last_flush_ms();
-        if now_ms.saturating_sub(last_flush_ms) >= self.config.flush_ms {
+        if now_ms.saturating_sub(last_flush_ms) >= self.settings().config.flush_ms {
             report.flushed_to = Some(self.flush_to(i64::MAX, false)?);
         }
         self.follow_durable_end()?;

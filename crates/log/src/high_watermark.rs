@@ -7,7 +7,7 @@ use crate::log::Log;
 use crate::sync::Ordering;
 use crate::view::LogView;
 
-/// Who moves the high watermark ([`crate::OpenOptions::high_watermark`],
+/// Who moves the high watermark ([`crate::LogOpenOptions::high_watermark`],
 /// [`Log::set_high_watermark_policy`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]

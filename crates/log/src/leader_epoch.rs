@@ -24,7 +24,7 @@ use seglog_records::MAGIC_V2;
 use seglog_segment::{Io, Segment};
 
 use crate::checkpoint::{CheckpointProblem, CheckpointProblemKind};
-use crate::error::CorruptKind;
+use crate::error::CheckpointCorruptKind;
 use crate::fsutil::write_atomic;
 use crate::load::LoadReport;
 use crate::segment_map::SegmentMap;
@@ -372,7 +372,7 @@ impl LeaderEpochCheckpointFile {
 }
 
 /// Renders the checkpoint text (`\n` line ends, as Kafka writes on Unix).
-pub fn format(entries: &[EpochEntry]) -> String {
+pub(crate) fn format(entries: &[EpochEntry]) -> String {
     let mut out = format!("0\n{}\n", entries.len());
     for entry in entries {
         out.push_str(&format!("{} {}\n", entry.epoch, entry.start_offset));
@@ -385,7 +385,7 @@ pub fn format(entries: &[EpochEntry]) -> String {
 ///
 /// # Errors
 /// The line and what is wrong with it.
-pub fn parse(text: &str) -> Result<Vec<EpochEntry>, (u64, CorruptKind)> {
+pub fn parse(text: &str) -> Result<Vec<EpochEntry>, (u64, CheckpointCorruptKind)> {
     crate::checkpoint::parse_entries(text, |tokens| {
         let [epoch, start_offset] = tokens else {
             return None;
@@ -450,7 +450,7 @@ pub(crate) fn load(
             .map_err(|_| {
                 problem(
                     None,
-                    CheckpointProblemKind::Corrupt(CorruptKind::MalformedLine),
+                    CheckpointProblemKind::Corrupt(CheckpointCorruptKind::MalformedLine),
                 )
             }),
         Ok(None) => Err(problem(
@@ -700,21 +700,27 @@ mod tests {
         assert_eq!(parse("0\r\n1\r\n5  7\r\n").unwrap().len(), 1);
         assert_eq!(
             parse("1\n0\n").unwrap_err(),
-            (1, CorruptKind::UnsupportedVersion(1))
+            (1, CheckpointCorruptKind::UnsupportedVersion(1))
         );
-        assert_eq!(parse("x\n").unwrap_err().1, CorruptKind::MalformedVersion);
-        assert_eq!(parse("0\nx\n").unwrap_err().1, CorruptKind::MalformedCount);
+        assert_eq!(
+            parse("x\n").unwrap_err().1,
+            CheckpointCorruptKind::MalformedVersion
+        );
+        assert_eq!(
+            parse("0\nx\n").unwrap_err().1,
+            CheckpointCorruptKind::MalformedCount
+        );
         assert_eq!(
             parse("0\n1\n1 2 3\n").unwrap_err(),
-            (3, CorruptKind::MalformedLine)
+            (3, CheckpointCorruptKind::MalformedLine)
         );
         assert_eq!(
             parse("0\n1\n-1 2\n").unwrap_err(),
-            (3, CorruptKind::MalformedLine)
+            (3, CheckpointCorruptKind::MalformedLine)
         );
         assert_eq!(
             parse("0\n2\n1 2\n").unwrap_err().1,
-            CorruptKind::CountMismatch {
+            CheckpointCorruptKind::CountMismatch {
                 expected: 2,
                 found: 1
             }

@@ -22,12 +22,22 @@
 //! append records a new epoch's start, truncations trim it, loading rebuilds it from the
 //! batches it recovers, and [`Log::end_offset_for_epoch`] answers `OffsetsForLeaderEpoch`.
 //!
-//! What it deliberately does not do: replication, producer state (only the codec of Kafka's
-//! `.snapshot` files, [`ProducerSnapshot`]; the log never writes or deletes them), transactions (`.txnindex` is renamed and deleted with
-//! its segment but never written), compaction, and tiered storage. Background work
+//! It keeps Kafka's producer state (`ProducerStateManager`): leader appends of idempotent and
+//! transactional producers are validated (a retry of one of the last 5 batches returns the
+//! original offsets and writes nothing, [`AppendInfo::duplicate`]; out-of-order sequences and
+//! fenced epochs are typed [`AppendErrorKind`] errors), `.snapshot` files are taken at roll and
+//! close and loaded at open, and the state is rebuilt after a crash. Transaction markers are
+//! written with [`Log::write_txn_marker`]; aborts go to the segment's `.txnindex`;
+//! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
+//! aborted transactions of the range and whose record readers drop aborted records.
+//!
+//! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
+//! transaction verification guard, which needs one), compaction, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
-//! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]): there are no hidden
-//! threads.
+//! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
+//! thread is a log's sync thread, which runs only while async durability waits
+//! ([`Log::append_durable_async`], [`Log::sync_to_async`]) are pending and exits when none is
+//! left.
 //!
 //! **Reading records.** [`Log::reader`] (borrowed: records are views over one reused buffer,
 //! the fast path) and [`Log::owned_reader`] (an iterator of owned records) walk records from an
@@ -36,10 +46,21 @@
 //! ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
 //! by appends and high-watermark moves, never by a timer), for tail-following consumers and
 //! long-poll fetches; [`Log::wait_for_async`] is its future, for any executor (no runtime
-//! dependency, never blocks the executor's thread). Which calls block: `wait_for` (on a condvar, until its timeout);
-//! [`Log::append_durable`], `flush`, `tick` and `close` (on an fsync); appends, rolls,
-//! retention and truncation (on the writer lock and file writes); reads never wait for the
-//! writer, only for their own `pread`s.
+//! dependency, never blocks the executor's thread).
+//!
+//! **Async durable appends.** [`Log::append_durable_async`] appends at page-cache durability on
+//! the calling thread and returns a future that completes once the append is durable through
+//! the group commit; [`Log::sync_to_async`] is the future of [`Log::sync_to`]. Both work on any
+//! executor (no runtime dependency): the fsync runs on the log's sync thread, never on the
+//! polling thread, and is shared with durable appends and `sync_to` callers.
+//!
+//! **Which calls block.** `wait_for` (on a condvar, until its timeout);
+//! [`Log::append_durable`], [`Log::sync_to`], `flush`, `tick` and `close` (on an fsync); appends
+//! (also the append part of `append_durable_async`), rolls, retention and truncation (on the
+//! writer lock and file writes; with `flush.messages` set, the append that crosses it also
+//! flushes); opening a log (reads and recovery). Reads never wait for the writer, only for
+//! their own `pread`s. The futures (`wait_for_async`, `sync_to_async`, the durability part of
+//! `append_durable_async`) never block.
 //!
 //! **The high watermark.** Consumers ([`Isolation::HighWatermark`]) read below it, and
 //! retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
@@ -50,8 +71,16 @@
 //! caller moves it, as a replication layer does; a single node opts into
 //! [`HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
 //! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-//! only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+//! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 //! [`Log::set_high_watermark_policy`].
+//!
+//! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
+//! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable
+//! checkpoints; ERROR: poisoning; nothing above TRACE per append), and with the `metrics` cargo
+//! feature reports Kafka's log metrics (`LogEndOffset`, `LogStartOffset`, `Size`,
+//! `NumLogSegments`, `LogFlushRateAndTimeMs`, ...) through the `metrics` facade, named in
+//! [`metric_names`] and labelled by topic and partition. Install the recorder before opening
+//! logs. `docs/observability.md` lists every event and metric.
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
@@ -88,6 +117,7 @@ mod consumer;
 mod deletion;
 mod durability;
 mod durable;
+mod durable_async;
 mod error;
 mod flush;
 mod fsutil;
@@ -100,16 +130,22 @@ mod lock;
 mod log;
 mod log_dir;
 mod log_epochs;
+mod log_producers;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod maintenance;
+mod observe;
+mod producer_files;
 mod producer_snapshot;
+mod producer_state;
 mod read;
 mod read_request;
 mod retention;
 mod segment_map;
+mod settings;
 mod split;
 mod sync;
+mod topic_config;
 mod topic_partition;
 mod validate;
 mod view;
@@ -124,43 +160,60 @@ pub use checkpoint::{
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{CONFIG_KEYS, LogConfig, TimestampType};
+pub use config::{CONFIG_KEYS, LogConfig};
 pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
     ReaderOptions, RecordReader, RecordView, WaitFor,
 };
-pub use error::{AppendErrorKind, CorruptKind, Error};
+pub use durable_async::{AppendDurable, SyncTo};
+pub use error::{AppendErrorKind, CheckpointCorruptKind, Error};
 pub use flush::TickReport;
 pub use high_watermark::HighWatermarkPolicy;
 pub use leader_epoch::{
     EpochEndOffset, EpochEntry, InvalidEpochEntry, LEADER_EPOCH_CHECKPOINT, LeaderEpochCache,
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
-    format as format_leader_epoch_checkpoint, parse as parse_leader_epoch_checkpoint,
+    parse as parse_leader_epoch_checkpoint,
 };
 pub use load::{Discontinuity, LoadReport, SegmentLoad};
 pub use lock::LOCK_FILE;
-pub use log::{Log, OpenOptions, SegmentInfo};
+pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
+pub use log_producers::{AbortedTransaction, TxnResult};
+/// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
+pub use observe::names as metric_names;
+pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
     ProducerSnapshotEntry, SnapshotProblem,
 };
+pub use producer_state::{BatchMetadata, NUM_BATCHES_TO_RETAIN, ProducerStateEntry};
 pub use read::{CopiedFetch, FetchData, ListOffsets};
 pub use read_request::ReadRequest;
 pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
+/// What is malformed in a batch or record ([`RecordsError`]'s `Corrupt` variant).
+pub use seglog_records::CorruptKind as RecordCorruptKind;
 /// The error of the record layer (batch building, parsing and record decoding); `?` turns it
 /// into [`Error::RecordFormat`].
 pub use seglog_records::Error as RecordsError;
+/// One timestamp type for what a topic stamps (`LogConfig::message_timestamp_type`,
+/// `message.timestamp.type`) and what a batch carries (`BatchHeader::timestamp_type`).
+pub use seglog_records::TimestampType;
 pub use seglog_records::{
     BatchBuilder, BatchHeader, BatchRef, Batches, Compression, ControlRecord, ControlRecordType,
     EndTransactionMarker, Header, HeaderRefs, OwnedBatch, OwnedBatches, Record, RecordRef,
     RecordRefs, Records,
 };
+/// What is damaged in a segment ([`seglog_segment::Error::Corrupt`] inside
+/// [`Error::Segment`]); a damaged batch carries a [`RecordCorruptKind`].
+pub use seglog_segment::CorruptKind as SegmentCorruptKind;
+/// The segment layer's error, wrapped by [`Error::Segment`].
+pub use seglog_segment::Error as SegmentError;
 pub use seglog_segment::{
-    FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache, SliceOffsets,
-    TimestampAndOffset, TruncationReason,
+    AbortedTxn, FileSlice, Io, OpenReport, RebuildReason, RecoveryReport, SegmentCache,
+    SliceOffsets, TimestampAndOffset, TruncationReason, decode_txn_index,
 };
 pub use split::SegmentSplit;
+pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };

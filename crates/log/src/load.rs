@@ -30,9 +30,8 @@ use std::sync::Arc;
 
 use seglog_index_core::relative_offset;
 use seglog_segment::{
-    ActiveSegment, FileKind, FileType, OpenMode, OpenOptions as SegmentOpenOptions, ParsedFileName,
-    RebuildReason, RecoveryReport, Segment, SegmentConfig, TempSuffix, file_name, file_path,
-    parse_file_name,
+    ActiveSegment, FileKind, FileType, OpenMode, ParsedFileName, RebuildReason, RecoveryReport,
+    Segment, SegmentConfig, SegmentOpenOptions, TempSuffix, file_name, file_path, parse_file_name,
 };
 
 use crate::checkpoint::CheckpointProblem;
@@ -46,13 +45,14 @@ use crate::{Error, Result};
 
 /// What happened to one segment while loading.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SegmentLoad {
     /// The segment's base offset.
     pub base_offset: i64,
     /// Why its indexes were rebuilt: a missing or inconsistent index (found by the checks
     /// that run first, also for a segment that is recovered anyway), else
     /// [`RebuildReason::Requested`] for a recovery after an unclean shutdown or
-    /// [`crate::OpenOptions::recover_all`].
+    /// [`crate::LogOpenOptions::recover_all`].
     pub rebuilt: Option<RebuildReason>,
     /// The recovery, when one ran: batches validated, bytes truncated and why.
     pub recovery: Option<RecoveryReport>,
@@ -60,6 +60,7 @@ pub struct SegmentLoad {
 
 /// What [`crate::Log::open`] found and did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LoadReport {
     /// Whether the clean-shutdown marker was present (nothing was scanned then).
     pub had_clean_shutdown: bool,
@@ -108,6 +109,9 @@ pub struct LoadReport {
     pub checkpoint_problems: Vec<CheckpointProblem>,
     /// Where the leader-epoch cache came from (`leader_epoch.rs`).
     pub leader_epochs: crate::LeaderEpochSource,
+    /// Where the producer state came from (snapshot, replay, Kafka's clean-shutdown
+    /// shortcut), corrupt snapshots skipped and `.txnindex` files rebuilt.
+    pub producers: crate::ProducerLoad,
 }
 
 /// A recovered segment whose end does not meet the next segment's base, found after an
@@ -127,6 +131,7 @@ pub struct LoadReport {
 ///   offset) are legitimate and kept, and so is every gap when the recovery-point checkpoint
 ///   has no entry for the log (nothing says where flushed data ends: Kafka's behaviour).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Discontinuity {
     /// The recovered segment.
     pub base_offset: i64,
@@ -155,7 +160,7 @@ impl LoadReport {
     }
 
     /// Segments whose recovery found damage in flushed data and kept it on disk (see
-    /// [`crate::OpenOptions::repair_destructively`]): base offset, where the damage starts,
+    /// [`crate::LogOpenOptions::repair_destructively`]): base offset, where the damage starts,
     /// and the first offset not served. Later segments are kept; the log has a gap from that
     /// offset to the next segment's base.
     pub fn damaged_tails(&self) -> impl Iterator<Item = (i64, u64, i64)> + '_ {
@@ -197,11 +202,11 @@ pub(crate) struct LoadMode {
     /// first segment.
     pub(crate) recover_all: bool,
     /// After a clean shutdown, open sealed segments without reading `.log` bytes
-    /// ([`crate::OpenOptions::trust_clean_shutdown`]).
+    /// ([`crate::LogOpenOptions::trust_clean_shutdown`]).
     pub(crate) trust_clean_shutdown: bool,
-    /// Cut damaged flushed data as Kafka does ([`crate::OpenOptions::repair_destructively`]).
+    /// Cut damaged flushed data as Kafka does ([`crate::LogOpenOptions::repair_destructively`]).
     pub(crate) repair_destructively: bool,
-    /// Recoveries decode every batch's records ([`crate::OpenOptions::decode_records`]).
+    /// Recoveries decode every batch's records ([`crate::LogOpenOptions::decode_records`]).
     pub(crate) decode_records: bool,
 }
 
@@ -217,7 +222,7 @@ struct Loader<'a> {
     trust_clean_shutdown: bool,
     /// After a clean shutdown (no forced recovery, no destructive repair), sealed segments are
     /// not opened at load: their files are opened, and given the open policy's checks (strict,
-    /// or the trusted ones with [`crate::OpenOptions::trust_clean_shutdown`]), on first use
+    /// or the trusted ones with [`crate::LogOpenOptions::trust_clean_shutdown`]), on first use
     /// ([`Segment::deferred`]). Loading then costs the directory listing (with each `.log`'s
     /// length) plus the first and last segments. Safe because after a clean shutdown all data
     /// is flushed: a check that finds damage later keeps the bytes and never drops other

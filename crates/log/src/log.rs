@@ -18,13 +18,14 @@ use crate::leader_epoch::{self, EpochState};
 use crate::load::{self, LoadMode, LoadReport, Loaded};
 use std::sync::Arc;
 
-use crate::sync::{Mutex, MutexGuard, lock};
+use crate::settings::Settings;
+use crate::sync::{Mutex, MutexGuard, RwLock, lock};
 use crate::view::{LogView, OffsetMetadata, Published, SegmentSize};
 use crate::{Error, Result, TopicPartition};
 
 /// Options of [`Log::open_with`] beyond the config.
 #[derive(Debug, Clone)]
-pub struct OpenOptions {
+pub struct LogOpenOptions {
     /// The clock for rolls, retention, flush policies and LogAppendTime.
     /// Default: [`SystemClock`].
     pub clock: Arc<dyn Clock>,
@@ -81,7 +82,7 @@ pub struct OpenOptions {
     pub high_watermark: crate::HighWatermarkPolicy,
 }
 
-impl Default for OpenOptions {
+impl Default for LogOpenOptions {
     fn default() -> Self {
         Self {
             clock: Arc::new(SystemClock),
@@ -99,6 +100,7 @@ impl Default for OpenOptions {
 
 /// What one segment looks like, for listings ([`Log::segments`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SegmentInfo {
     /// Base offset (the number in the file names).
     pub base_offset: i64,
@@ -137,14 +139,15 @@ pub struct SegmentInfo {
 /// caller moves it, as a replication layer does; a single node opts into
 /// [`crate::HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
 /// [`crate::HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-/// only what an fsync made durable) through [`OpenOptions::high_watermark`] or
+/// only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
 /// [`Log::set_high_watermark_policy`].
 #[derive(Debug)]
 pub struct Log {
     pub(crate) dir: PathBuf,
     pub(crate) topic_partition: TopicPartition,
-    pub(crate) config: LogConfig,
-    pub(crate) segment_config: SegmentConfig,
+    /// The config and its segment-layer view, swapped whole by [`Log::set_config`]; every
+    /// operation reads one snapshot (`settings.rs`).
+    pub(crate) settings: RwLock<Arc<Settings>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) read_only: bool,
     pub(crate) published: Published<LogView<Arc<Segment>>>,
@@ -160,8 +163,15 @@ pub struct Log {
     /// The leader-epoch cache and its checkpoint (`leader_epoch.rs`); changed under the
     /// writer lock.
     pub(crate) epochs: Mutex<EpochState>,
+    /// The producer state and its snapshots (`producer_files.rs`, `log_producers.rs`);
+    /// changed under the writer lock, read briefly by queries.
+    pub(crate) producers: Mutex<crate::producer_files::Producers>,
     /// The [`crate::HighWatermarkPolicy`], encoded (`high_watermark.rs`).
     pub(crate) high_watermark_policy: crate::sync::AtomicUsize,
+    /// The async durability waiters and the sync thread (`durable_async.rs`).
+    pub(crate) async_commit: crate::durable_async::AsyncCommit,
+    /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
+    pub(crate) metrics: crate::observe::LogMetrics,
 }
 
 /// State only the writer touches.
@@ -195,7 +205,7 @@ impl Log {
     /// loading; [`Error::UnsplittableSegment`] for a segment whose offsets overflow its base
     /// and that cannot be split.
     pub fn open(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
-        Self::open_with(dir, config, OpenOptions::default())
+        Self::open_with(dir, config, LogOpenOptions::default())
     }
 
     /// Opens the log without ever writing in `dir`: no lock file, no marker consumed, no
@@ -219,21 +229,21 @@ impl Log {
         Self::open_with(
             dir,
             config,
-            OpenOptions {
+            LogOpenOptions {
                 read_only: true,
-                ..OpenOptions::default()
+                ..LogOpenOptions::default()
             },
         )
     }
 
-    /// [`Log::open`] / [`Log::open_read_only`] with explicit [`OpenOptions`].
+    /// [`Log::open`] / [`Log::open_read_only`] with explicit [`LogOpenOptions`].
     ///
     /// # Errors
     /// As [`Log::open`].
     pub fn open_with(
         dir: impl AsRef<Path>,
         config: LogConfig,
-        options: OpenOptions,
+        options: LogOpenOptions,
     ) -> Result<Self> {
         config.validate()?;
         let dir = dir.as_ref().to_path_buf();
@@ -250,6 +260,7 @@ impl Log {
         let policy = options.high_watermark;
         if options.read_only {
             let (state, problems) = home::peek_read_only(&dir);
+            crate::observe::checkpoint_problems(&problems);
             let home = StateHome::ReadOnly;
             let io = options.io;
             let log = Self::load(
@@ -267,6 +278,7 @@ impl Log {
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         let (home, state, problems) = home::open_standalone(&dir, &options.io)?;
+        crate::observe::checkpoint_problems(&problems);
         let known = state.recovery_point_known;
         let log = Self::load(
             dir,
@@ -323,6 +335,8 @@ impl Log {
         cache: SegmentCache,
     ) -> Result<Self> {
         let read_only = mode.read_only;
+        let started = std::time::Instant::now();
+        let _span = tracing::info_span!("load", dir = %dir.display()).entered();
         let segment_config = SegmentConfig {
             io,
             cache: Some(cache),
@@ -349,6 +363,19 @@ impl Log {
             end.offset,
         )?;
         report.leader_epochs = epoch_source;
+        let (producers, producer_load) = crate::producer_files::Producers::load(
+            &dir,
+            read_only,
+            config.producer_id_expiration_ms,
+            &segments,
+            report.recovered().collect(),
+            report.had_clean_shutdown,
+            log_start_offset,
+            end.offset,
+            clock.now_ms(),
+        )?;
+        report.producers = producer_load;
+        let txns = Arc::new(producers.unstable_txns());
         let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();
         let high_watermark = OffsetMetadata {
@@ -364,13 +391,17 @@ impl Log {
             } else {
                 high_watermark
             },
+            txns,
         };
         let durability = DurabilityState::new(recovery_point, now, segment_config.io.clone());
+        let metrics = crate::observe::LogMetrics::new(&dir);
         let log = Self {
             topic_partition: home::key_for(&dir),
             dir,
-            config,
-            segment_config,
+            settings: RwLock::new(Arc::new(Settings {
+                config,
+                segment: segment_config,
+            })),
             clock,
             read_only,
             published: Published::new(view),
@@ -385,9 +416,12 @@ impl Log {
             load_report: report,
             empty_slice: OnceLock::new(),
             epochs: Mutex::new(epochs),
+            producers: Mutex::new(producers),
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
+            async_commit: crate::durable_async::AsyncCommit::default(),
+            metrics,
         };
-        let due = now.saturating_add(log.config.file_delete_delay_ms);
+        let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
         for segment in deleted {
             log.deletions.push(due, segment);
         }
@@ -399,6 +433,12 @@ impl Log {
         if let Some(high_watermark) = restored_high_watermark {
             log.set_high_watermark(high_watermark)?;
         }
+        let offsets = (log_start_offset, end.offset, log.recovery_point());
+        let took = started.elapsed();
+        crate::observe::loaded(&log.dir, &log.load_report, offsets, read_only, took);
+        log.metrics
+            .recovered(crate::observe::recovery_bytes_scanned(&log.load_report));
+        log.observe_shape();
         Ok(log)
     }
 
@@ -410,11 +450,6 @@ impl Log {
     /// The topic-partition parsed from the directory name (`seglog-0` when it does not parse).
     pub fn topic_partition(&self) -> &TopicPartition {
         &self.topic_partition
-    }
-
-    /// The configuration the log was opened with.
-    pub fn config(&self) -> &LogConfig {
-        &self.config
     }
 
     /// Whether the log was opened read-only.
@@ -566,6 +601,8 @@ impl Log {
         // Writes stop now, whatever happens next; `close_done` is set only at the end, so a
         // retried close after a failure runs (and fails) again instead of returning `Ok`.
         writer.closed = true;
+        // Tail-follow waiters stop waiting: nothing will be appended any more.
+        self.published.close();
         if self.read_only {
             writer.close_done = true;
             return Ok(());
@@ -576,6 +613,8 @@ impl Log {
             // Keep the published map pointing at the sealed read side (same Arc).
             drop(sealed);
         }
+        // Kafka's close: a producer snapshot at the log end, so the next open need not replay.
+        self.producers_closed(self.log_end_offset())?;
         drop(writer);
         self.flush_to(i64::MAX, true)?;
         let mut failed = Vec::new();
@@ -595,6 +634,10 @@ impl Log {
         }
         self.home.write_clean_marker()?;
         self.lock_writer().close_done = true;
+        tracing::info!(
+            dir = %self.dir.display(), log_end_offset = self.log_end_offset(),
+            "log closed cleanly"
+        );
         Ok(())
     }
 
@@ -635,7 +678,26 @@ impl Log {
     /// Records a failed write/fsync: the log refuses writes until reopened. Returns the
     /// error for `?`.
     pub(crate) fn poisoned_by(&self, op: &'static str, error: seglog_segment::Error) -> Error {
+        if !error.is_corruption() {
+            crate::observe::poisoned(&self.dir, op, &error);
+        }
         self.durability.poisoned_by(op, error)
+    }
+
+    /// Sets the metric gauges from the published view (after a change of the segment map or
+    /// the log start; nothing without the `metrics` feature).
+    pub(crate) fn observe_shape(&self) {
+        #[cfg(feature = "metrics")]
+        {
+            let view = self.published.load();
+            let size = view.segments.iter().map(|(_, s)| s.size()).sum();
+            self.metrics.shape(
+                view.log_start_offset,
+                view.end.offset,
+                view.segments.len(),
+                size,
+            );
+        }
     }
 
     /// Renames a segment removed from the map to `.deleted` and queues its unlink at `due_ms`

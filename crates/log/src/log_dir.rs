@@ -15,11 +15,12 @@ use crate::fsutil::remove_if_exists;
 use crate::home::{InitialState, SharedRoot};
 use crate::load::LoadMode;
 use crate::lock::DirLock;
-use crate::log::{Log, OpenOptions};
+use crate::log::{Log, LogOpenOptions};
 use seglog_segment::Io;
 use std::sync::Arc;
 
 use crate::sync::{Mutex, RwLock, RwLockReadGuard, lock, read, write};
+use crate::topic_config::TopicConfigs;
 use crate::topic_partition::{PartitionDirKind, TopicPartition, parse_partition_dir_name};
 use crate::{Error, Result};
 
@@ -31,10 +32,21 @@ use crate::{Error, Result};
 /// `<topic>-<partition>` are ignored; `-stray` and `-future` directories are left alone;
 /// `-delete` directories are removed `file.delete.delay.ms` after opening (by
 /// [`LogDir::tick`]), without being loaded.
+///
+/// **Topic configs.** The `LogConfig` given at open is the broker's default for every
+/// partition; [`TopicConfigs`] override it per topic, as Kafka's topic configs override the
+/// broker config ([`LogDir::open_with_topic_configs`]). They are not persisted: Kafka keeps topic
+/// configs in its cluster metadata, not in the log dir, so nothing of them is written under the
+/// root and the caller passes them again at every open. [`LogDir::alter_topic_config`] changes
+/// a topic's overrides at runtime and applies them to its open partitions ([`Log::set_config`]
+/// says when each setting takes effect); partitions created later start with them too.
 #[derive(Debug)]
 pub struct LogDir {
     root: PathBuf,
-    config: LogConfig,
+    /// The broker defaults every partition starts from.
+    defaults: LogConfig,
+    /// The per-topic overrides over `defaults`. Lock order: before `logs`.
+    topic_configs: RwLock<TopicConfigs>,
     clock: Arc<dyn Clock>,
     /// The I/O seam of every log and of the root's directory fsyncs.
     io: Io,
@@ -48,7 +60,7 @@ pub struct LogDir {
     closed: Mutex<bool>,
     /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
     segment_cache: seglog_segment::SegmentCache,
-    /// Every log's [`crate::HighWatermarkPolicy`] ([`OpenOptions::high_watermark`]).
+    /// Every log's [`crate::HighWatermarkPolicy`] ([`LogOpenOptions::high_watermark`]).
     high_watermark_policy: crate::HighWatermarkPolicy,
 }
 
@@ -72,20 +84,39 @@ impl LogDir {
     /// load errors of any partition (the marker is already consumed then, so the next open
     /// recovers).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
-        Self::open_with(root, config, OpenOptions::default())
+        Self::open_with(root, config, LogOpenOptions::default())
     }
 
     /// [`LogDir::open`] with a clock, read-only (nothing written, no lock), or recovering
-    /// every segment of every partition ([`OpenOptions::recover_all`]).
+    /// every segment of every partition ([`LogOpenOptions::recover_all`]).
     ///
     /// # Errors
     /// As [`LogDir::open`].
     pub fn open_with(
         root: impl AsRef<Path>,
         config: LogConfig,
-        options: OpenOptions,
+        options: LogOpenOptions,
     ) -> Result<Self> {
+        Self::open_with_topic_configs(root, config, TopicConfigs::new(), options)
+    }
+
+    /// [`LogDir::open_with`] where the partitions of the topics in `topic_configs` use
+    /// `defaults` with their topic's overrides (Kafka's topic configs over the broker config).
+    ///
+    /// # Errors
+    /// As [`LogDir::open`]; [`Error::InvalidConfig`] when a topic's config does not validate
+    /// (checked before anything is touched).
+    pub fn open_with_topic_configs(
+        root: impl AsRef<Path>,
+        defaults: LogConfig,
+        topic_configs: TopicConfigs,
+        options: LogOpenOptions,
+    ) -> Result<Self> {
+        let config = defaults;
         config.validate()?;
+        for topic in topic_configs.topics() {
+            topic_configs.resolve(&config, topic)?;
+        }
         let root = root.as_ref().to_path_buf();
         let marker = CleanShutdownMarker::new(&root, &options.io);
         let (shared, had_clean_shutdown) = if options.read_only {
@@ -111,6 +142,7 @@ impl LogDir {
             .chain(log_start_problem)
             .chain(high_watermark_problem)
             .collect();
+        crate::observe::checkpoint_problems(&checkpoint_problems);
         let now = options.clock.now_ms();
         // One cache bounds the open segment files of every partition.
         let cache = options
@@ -160,7 +192,7 @@ impl LogDir {
             };
             let log = Log::open_in_log_dir(
                 dir,
-                config.clone(),
+                topic_configs.resolve(&config, &tp.topic)?,
                 Arc::clone(&options.clock),
                 options.io.clone(),
                 (state, checkpoint_problems.clone()),
@@ -179,7 +211,8 @@ impl LogDir {
         }
         let log_dir = Self {
             root,
-            config,
+            defaults: config,
+            topic_configs: RwLock::new(topic_configs),
             clock: options.clock,
             io: options.io,
             read_only: options.read_only,
@@ -238,10 +271,14 @@ impl LogDir {
                 dir: self.root.clone(),
             });
         };
+        // Held until the log is in `logs`: a concurrent `alter_topic_config` either comes
+        // before (the log starts with it) or after (it updates the log).
+        let topic_configs = read(&self.topic_configs);
         let mut logs = write(&self.logs);
         if let Some(log) = logs.get(topic_partition) {
             return Ok(Arc::clone(log));
         }
+        let config = topic_configs.resolve(&self.defaults, &topic_partition.topic)?;
         let dir = self.root.join(topic_partition.dir_name());
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
         crate::fsutil::sync_dir(&self.io, &self.root)?;
@@ -254,7 +291,7 @@ impl LogDir {
         };
         let log = Arc::new(Log::open_in_log_dir(
             dir,
-            self.config.clone(),
+            config,
             Arc::clone(&self.clock),
             self.io.clone(),
             (state, Vec::new()),
@@ -265,10 +302,71 @@ impl LogDir {
         log.set_high_watermark_policy(self.high_watermark_policy)?;
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
+        drop(topic_configs);
         // The new log's recovery point is checkpointed at once: the loader's rule for gaps
         // after a crash needs to know where flushed data ends.
         self.checkpoint()?;
         Ok(log)
+    }
+
+    /// The broker defaults every partition starts from (the config given at open).
+    pub fn default_config(&self) -> &LogConfig {
+        &self.defaults
+    }
+
+    /// Every topic's overrides.
+    pub fn topic_configs(&self) -> TopicConfigs {
+        read(&self.topic_configs).clone()
+    }
+
+    /// The config of `topic`'s partitions: the defaults with the topic's overrides.
+    ///
+    /// # Errors
+    /// None in practice: every stored set of overrides resolved when it was stored, and the
+    /// defaults do not change ([`TopicConfigs::resolve`]'s errors otherwise).
+    pub fn topic_config(&self, topic: &str) -> Result<LogConfig> {
+        read(&self.topic_configs).resolve(&self.defaults, topic)
+    }
+
+    /// Replaces `topic`'s overrides with `overrides` (Kafka's `AlterConfigs`: the pairs given
+    /// are the topic's whole set; none puts the topic back on the defaults) and applies the
+    /// resulting config to every open partition of the topic ([`Log::set_config`]: roll,
+    /// retention and flush settings take effect on the next append or tick, segment-shaping
+    /// ones from the next roll). Partitions created later start with it. Not persisted (see
+    /// the type's docs). Returns the topic's new config.
+    ///
+    /// # Errors
+    /// [`Error::ReadOnly`]; [`Error::NotATopicConfig`] for a broker-level or root-wide key
+    /// (the only settings that cannot change per topic at runtime: `seglog.segment.cache.capacity`
+    /// sizes the root's shared cache); [`Error::InvalidConfig`] for a bad value. Nothing
+    /// changes on error.
+    pub fn alter_topic_config<I, K, V>(&self, topic: &str, overrides: I) -> Result<LogConfig>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<str>,
+        V: AsRef<str>,
+    {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                dir: self.root.clone(),
+            });
+        }
+        let mut topic_configs = write(&self.topic_configs);
+        let mut next = topic_configs.clone();
+        next.replace(topic, overrides)?;
+        let config = next.resolve(&self.defaults, topic)?;
+        let logs: Vec<Arc<Log>> = self
+            .read_logs()
+            .iter()
+            .filter(|(tp, _)| tp.topic == topic)
+            .map(|(_, log)| Arc::clone(log))
+            .collect();
+        // Validated above and the cache capacity is the root's: no log refuses it.
+        for log in &logs {
+            log.set_config(config.clone())?;
+        }
+        *topic_configs = next;
+        Ok(config)
     }
 
     /// The cache bounding the open segment files of every log of this root.

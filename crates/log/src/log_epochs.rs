@@ -111,6 +111,7 @@ impl Log {
             && let Some(file) = &epochs.file
             && let Err(e) = file.write(&epochs.cache)
         {
+            crate::observe::poisoned(&self.dir, "write leader-epoch checkpoint", &e);
             self.durability.poison_with("write leader-epoch checkpoint");
             return Err(e);
         }

@@ -11,7 +11,7 @@ use crate::durability::DurabilityState;
 use crate::group_commit::GroupCommit;
 use crate::segment_map::SegmentMap;
 use crate::sync::Arc;
-use crate::view::{Isolation, LogView, OffsetMetadata, Published, SegmentSize};
+use crate::view::{Isolation, LogView, OffsetMetadata, Published, SegmentSize, WaitEnd};
 
 /// A segment whose "file" is a byte counter: the writer bumps it before publishing, as the
 /// real writer appends to the `.log` before publishing the new log end.
@@ -51,7 +51,7 @@ fn check_snapshot(view: &LogView<Handle>) {
     assert_eq!(active.base_offset, view.end.segment_base_offset);
     assert!(view.segments.first().expect("never empty").0 <= view.log_start_offset);
     let plan = view
-        .plan_read(view.log_start_offset, Isolation::LogEnd)
+        .plan_read(view.log_start_offset, Isolation::LogEnd, None)
         .expect("in range");
     for (segment, bound) in &plan.steps {
         // Never a byte beyond what was written before publication.
@@ -70,6 +70,7 @@ fn loom_reader_sees_end_offset_with_its_segment_across_append_roll_delete() {
             log_start_offset: 0,
             end: meta(0, &first),
             high_watermark: meta(0, &first),
+            txns: Default::default(),
         }));
 
         let writer = {
@@ -216,12 +217,13 @@ fn loom_wait_until_sees_every_publication() {
             log_start_offset: 0,
             end: meta(0, &first),
             high_watermark: meta(0, &first),
+            txns: Default::default(),
         }));
         let waiter = {
             let published = published.clone();
             thread::spawn(move || {
-                let (view, past) = published.wait_until(|v| v.end.offset >= 2, None);
-                assert!(past && view.end.offset >= 2);
+                let (view, end) = published.wait_until(|v| v.end.offset >= 2, None);
+                assert!(end == WaitEnd::Done && view.end.offset >= 2);
             })
         };
         for end in 1..=2 {

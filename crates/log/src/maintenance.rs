@@ -29,6 +29,8 @@ impl Log {
 
     pub(crate) fn delete_old_segments_at(&self, now_ms: i64) -> Result<RetentionReport> {
         let mut writer = self.writable()?;
+        // One config for the whole pass (a concurrent `set_config` applies to the next one).
+        let config = self.settings().config.clone();
         let mut report = RetentionReport::default();
         // 1. Log start offset: always.
         self.apply_rule(
@@ -45,7 +47,7 @@ impl Log {
             now_ms,
             &mut report,
             |_, stats| {
-                retention::size_breached(retention::total_bytes(stats), self.config.retention_bytes)
+                retention::size_breached(retention::total_bytes(stats), config.retention_bytes)
             },
         )?;
         // 3. Time.
@@ -54,7 +56,7 @@ impl Log {
             RetentionReason::Time,
             now_ms,
             &mut report,
-            |_, _| retention::time_breached(now_ms, self.config.retention_ms),
+            |_, _| retention::time_breached(now_ms, config.retention_ms),
         )?;
         if !report.deleted.is_empty() {
             // Principle (c): the renames are durable before the pass returns. A power loss
@@ -62,7 +64,7 @@ impl Log {
             // leave an offset gap where the kept renames were.
             self.sync_dir_or_poison()?;
         }
-        if self.config.retention_ms >= 0 {
+        if config.retention_ms >= 0 {
             let view = self.published.load();
             for stat in segment_stats(&view)? {
                 if stat.largest_timestamp_ms > now_ms {
@@ -71,6 +73,10 @@ impl Log {
             }
         }
         report.log_start_offset = self.published.load().log_start_offset;
+        crate::observe::retention(&self.dir, &report);
+        if !report.deleted.is_empty() {
+            self.observe_shape();
+        }
         Ok(report)
     }
 
@@ -140,7 +146,9 @@ impl Log {
         self.published
             .publish(view.trimmed(Arc::new(segments), log_start_offset, high_watermark));
         self.epochs_truncate_from_start(log_start_offset)?;
-        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        let bases: Vec<i64> = doomed.iter().map(|(b, _)| *b).collect();
+        self.producers_segments_deleted(&bases, log_start_offset)?;
+        let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {
                 base_offset: base,
@@ -182,6 +190,12 @@ impl Log {
                 ..(*view).clone()
             });
             self.epochs_truncate_from_start(offset)?;
+            self.producers_log_start_moved(offset);
+            tracing::info!(
+                dir = %self.dir.display(), log_start_offset = offset,
+                previous_log_start_offset = view.log_start_offset, "log start offset raised"
+            );
+            self.observe_shape();
         }
         Ok(self.published.load().log_start_offset)
     }
@@ -217,7 +231,7 @@ impl Log {
             return self.write_checkpoints_now();
         }
         let now_ms = self.clock.now_ms();
-        let due = now_ms.saturating_add(self.config.file_delete_delay_ms);
+        let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         let mut segments = (*view.segments).clone();
         let later: Vec<i64> = view
             .segments
@@ -262,8 +276,17 @@ impl Log {
             .sync_log_data()
             .map_err(|e| self.poisoned_by("fsync", e))?;
         self.lower_after_truncation(&view, segments, offset, floor_base, position);
+        // Kafka's `rebuildProducerState(offset)`: snapshots above it go, the state is reloaded
+        // and replayed to it.
+        let txns = self.producers_truncated(offset)?;
+        self.publish_txns(txns);
         self.epochs_truncate_from_end(offset)?;
         drop(writer);
+        tracing::info!(
+            dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
+            removed_segments = later.len(), "truncated"
+        );
+        self.observe_shape();
         // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
         // a batch leaves a gap between the segment's last batch and `offset` (the log end
         // offset, as in Kafka), and a gap above the recovery point would look to the loader
@@ -291,7 +314,7 @@ impl Log {
         let due = self
             .clock
             .now_ms()
-            .saturating_add(self.config.file_delete_delay_ms);
+            .saturating_add(self.settings().config.file_delete_delay_ms);
         // Rename the old segments first: the new one may reuse a base offset.
         drop(writer.active.take());
         for (_, segment) in view.segments.iter() {
@@ -299,7 +322,7 @@ impl Log {
         }
         // The renames are durable before the new segment exists (it may reuse a base offset).
         self.sync_dir_or_poison()?;
-        let mut created = ActiveSegment::create(&self.dir, offset, &self.segment_config)
+        let mut created = ActiveSegment::create(&self.dir, offset, &self.settings().segment)
             .map_err(|e| self.poisoned_by("create segment", e))?;
         created.set_created_ms(self.clock.now_ms());
         let mut segments = crate::segment_map::SegmentMap::new();
@@ -320,8 +343,15 @@ impl Log {
             log_start_offset: offset,
             end,
             high_watermark: end,
+            txns: Default::default(),
         });
         drop(flusher);
+        self.producers_truncated_fully(offset)?;
+        tracing::info!(
+            dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
+            removed_segments = view.segments.len(), "truncated fully: empty log started"
+        );
+        self.observe_shape();
         self.epochs_clear()
     }
 
@@ -353,6 +383,7 @@ impl Log {
             log_start_offset: view.log_start_offset.min(offset),
             end,
             high_watermark,
+            txns: Arc::clone(&view.txns),
         });
         drop(flusher);
     }

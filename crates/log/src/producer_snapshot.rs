@@ -34,7 +34,7 @@ const CRC_COVERED_FROM: usize = 6;
 pub const PRODUCER_SNAPSHOT_ENTRY_LEN: usize = 46;
 
 /// One producer of a snapshot (Kafka's `ProducerSnapshot.ProducerEntry`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProducerSnapshotEntry {
     /// The producer id.
     pub producer_id: i64,

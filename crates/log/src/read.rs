@@ -23,6 +23,15 @@ pub struct FetchData {
     pub log_start_offset: i64,
     /// The log end offset when the read was planned.
     pub log_end_offset: i64,
+    /// The last stable offset when the read was planned (the high watermark when no
+    /// transaction is open).
+    pub last_stable_offset: i64,
+    /// With [`Isolation::ReadCommitted`]: the aborted transactions overlapping the fetched
+    /// range (Kafka's `collectAbortedTransactions`, a superset: from the start offset to the
+    /// end of the segment read), by marker order; a consumer drops the transactional records
+    /// of those producers from each first offset until the producer's ABORT marker. `None`
+    /// for the other isolations.
+    pub aborted_transactions: Option<Vec<crate::AbortedTransaction>>,
 }
 
 /// The result of [`Log::read_into`]: what [`FetchData`] says, for bytes copied into the
@@ -43,6 +52,8 @@ pub struct CopiedFetch {
     pub log_start_offset: i64,
     /// The log end offset when the read was planned.
     pub log_end_offset: i64,
+    /// The last stable offset when the read was planned.
+    pub last_stable_offset: i64,
 }
 
 /// Which offset [`Log::offset_for_timestamp`] looks for (Kafka's ListOffsets specs).
@@ -74,14 +85,19 @@ impl Log {
         min_one_message: bool,
     ) -> Result<FetchData> {
         let view = self.published.load();
-        let plan = view.plan_read(start_offset, isolation)?;
-        let data = |slice: FileSlice, fetch_offset| FetchData {
+        let committed = self.committed_bound(&view, isolation)?;
+        let plan = view.plan_read(start_offset, isolation, committed)?;
+        let last_stable_offset = view.last_stable_offset();
+        let data = |slice: FileSlice, fetch_offset, aborted_transactions| FetchData {
             slice,
             fetch_offset,
             high_watermark: view.high_watermark.offset,
             log_start_offset: view.log_start_offset,
             log_end_offset: view.end.offset,
+            last_stable_offset,
+            aborted_transactions,
         };
+        let none = (isolation == Isolation::ReadCommitted).then(Vec::new);
         for (segment, max_position) in &plan.steps {
             let read = segment.read(start_offset, max_bytes, *max_position, min_one_message);
             if let Some(slice) = read.map_err(|e| self.moved_past(start_offset, e))? {
@@ -90,12 +106,24 @@ impl Log {
                     segment_base_offset: segment.base_offset(),
                     position: slice.position(),
                 };
-                return Ok(data(slice, fetch_offset));
+                let aborted = match isolation {
+                    Isolation::ReadCommitted => {
+                        let upper = view
+                            .segments
+                            .iter()
+                            .find(|(b, _)| *b > segment.base_offset())
+                            .map_or(view.end.offset, |(b, _)| b);
+                        Some(self.collect_aborted(&view, start_offset, upper)?)
+                    }
+                    _ => None,
+                };
+                self.metrics.read(slice.len());
+                return Ok(data(slice, fetch_offset, aborted));
             }
         }
         // Nothing to read: an empty slice at the bound.
         let bound = plan.max_offset;
-        Ok(data(self.slice_at_bound(&view, bound)?, bound))
+        Ok(data(self.slice_at_bound(&view, bound)?, bound, none))
     }
 
     /// [`Log::read`] followed by [`FileSlice::read_into`] into a cleared `buf`: the same
@@ -121,7 +149,10 @@ impl Log {
         buf: &mut Vec<u8>,
     ) -> Result<CopiedFetch> {
         let view = self.published.load();
-        let plan = match view.plan_read(start_offset, isolation) {
+        let plan = match self
+            .committed_bound(&view, isolation)
+            .and_then(|committed| view.plan_read(start_offset, isolation, committed))
+        {
             Ok(plan) => plan,
             Err(e) => {
                 buf.clear();
@@ -135,6 +166,7 @@ impl Log {
             high_watermark: view.high_watermark.offset,
             log_start_offset: view.log_start_offset,
             log_end_offset: view.end.offset,
+            last_stable_offset: view.last_stable_offset(),
         };
         for (segment, max_position) in &plan.steps {
             // `Segment::read_into` leaves `buf` empty on `None` and on errors.
@@ -146,6 +178,7 @@ impl Log {
                     segment_base_offset: segment.base_offset(),
                     position: copied.position,
                 };
+                self.metrics.read(buf.len() as u64);
                 return Ok(fetch(copied.position, copied.offsets, fetch_offset));
             }
         }
@@ -160,6 +193,23 @@ impl Log {
     /// (retention deleted the segment of an older snapshot, and the segment cache had closed
     /// its files, so they could not be reopened), the reader gets `OffsetOutOfRange` naming
     /// the new start, as if it had read the new snapshot; otherwise the error itself.
+    /// The metadata of the last stable offset for [`Isolation::ReadCommitted`] (`None` for
+    /// the other isolations, or when it is the high watermark).
+    pub(crate) fn committed_bound(
+        &self,
+        view: &LogView<Arc<Segment>>,
+        isolation: Isolation,
+    ) -> Result<Option<OffsetMetadata>> {
+        if isolation != Isolation::ReadCommitted {
+            return Ok(None);
+        }
+        let lso = view.last_stable_offset();
+        if lso >= view.high_watermark.offset {
+            return Ok(None);
+        }
+        self.offset_metadata(view, lso).map(Some)
+    }
+
     fn moved_past(&self, start_offset: i64, e: seglog_segment::Error) -> Error {
         let now = self.published.load();
         if now.log_start_offset > start_offset {

@@ -14,6 +14,7 @@ pub enum RetentionReason {
 
 /// One segment removed by [`crate::Log::delete_old_segments`].
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeletedSegment {
     /// Its base offset.
     pub base_offset: i64,
@@ -25,6 +26,7 @@ pub struct DeletedSegment {
 
 /// What one retention pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetentionReport {
     /// Deleted segments, oldest first. Their files are renamed `.deleted` and unlinked after
     /// `file.delete.delay.ms`.

@@ -48,6 +48,7 @@ use crate::{Error, Result};
 
 /// What the loader split: one overflowed segment and the segments that replaced it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SegmentSplit {
     /// The base offset of the overflowed segment.
     pub base_offset: i64,

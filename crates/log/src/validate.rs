@@ -1,9 +1,10 @@
 //! Validating appended batches and assigning offsets in place (Kafka's
 //! `analyzeAndValidateRecords` + `LogValidator`, spec §5.4), as pure functions over a buffer.
 
-use seglog_records::{BatchHeader, Batches, MAGIC_V2, TimestampType as RecordTimestampType};
+use seglog_records::{BatchHeader, Batches, MAGIC_V2};
 
-use crate::config::{LogConfig, TimestampType};
+use crate::TimestampType;
+use crate::config::LogConfig;
 use crate::{AppendErrorKind, Error, Result};
 
 /// Who is appending.
@@ -11,6 +12,9 @@ use crate::{AppendErrorKind, Error, Result};
 pub(crate) enum Origin {
     /// The leader: offsets are assigned, batches fully validated.
     Leader,
+    /// The leader writing a transaction coordinator's marker: as `Leader`, but control
+    /// batches are allowed (Kafka's `AppendOrigin.COORDINATOR`).
+    Coordinator,
     /// A follower: offsets are kept and must increase; a partial trailing batch (a fetch cut
     /// mid-batch) is dropped as Kafka does.
     Follower,
@@ -101,8 +105,8 @@ pub(crate) fn analyze(
         let batch = batch.map_err(Error::Records)?;
         let header = *batch.header();
         let position = header.position;
-        if origin == Origin::Leader {
-            check_leader_batch(&header, config, now_ms)?;
+        if origin != Origin::Follower {
+            check_leader_batch(&header, config, now_ms, origin)?;
         }
         batch.ensure_valid().map_err(Error::Records)?;
         if origin == Origin::Follower
@@ -125,7 +129,7 @@ pub(crate) fn analyze(
             size: buffer.len() as u64,
         }));
     }
-    if origin == Origin::Leader && valid_bytes < buffer.len() {
+    if origin != Origin::Follower && valid_bytes < buffer.len() {
         return Err(invalid(AppendErrorKind::TrailingBytes {
             trailing: (buffer.len() - valid_bytes) as u64,
         }));
@@ -136,7 +140,12 @@ pub(crate) fn analyze(
     })
 }
 
-fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> Result<()> {
+fn check_leader_batch(
+    header: &BatchHeader,
+    config: &LogConfig,
+    now_ms: i64,
+    origin: Origin,
+) -> Result<()> {
     let position = header.position;
     if header.magic != MAGIC_V2 {
         return Err(invalid(AppendErrorKind::UnsupportedMagic {
@@ -151,8 +160,15 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
             max: config.max_message_bytes.into(),
         }));
     }
-    if header.is_control {
+    if header.is_control && origin != Origin::Coordinator {
         return Err(invalid(AppendErrorKind::ControlBatch { position }));
+    }
+    if !header.is_control && header.producer_id >= 0 && header.base_sequence < 0 {
+        return Err(invalid(AppendErrorKind::InvalidSequence {
+            position,
+            producer_id: header.producer_id,
+            sequence: header.base_sequence,
+        }));
     }
     let base = header.base_offset.unwrap_or(header.last_offset);
     let last_offset_delta = (header.last_offset - base) as i32;
@@ -165,7 +181,7 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, now_ms: i64) -> 
         }));
     }
     if config.message_timestamp_type == TimestampType::CreateTime
-        && header.timestamp_type == Some(RecordTimestampType::CreateTime)
+        && header.timestamp_type == Some(TimestampType::CreateTime)
     {
         let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
         let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
@@ -196,7 +212,7 @@ pub(crate) fn stamp_log_append_time(
         seglog_records::set_log_append_time(&mut buffer[span.range()], now_ms)
             .map_err(Error::Records)?;
         span.header.max_timestamp_ms = now_ms;
-        span.header.timestamp_type = Some(RecordTimestampType::LogAppendTime);
+        span.header.timestamp_type = Some(TimestampType::LogAppendTime);
     }
     Ok(())
 }

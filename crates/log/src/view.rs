@@ -37,6 +37,10 @@ pub enum Isolation {
     LogEnd,
     /// Up to the high watermark (consumers, Kafka's `HIGH_WATERMARK`).
     HighWatermark,
+    /// Up to the last stable offset (`read_committed` consumers, Kafka's `TXN_COMMITTED`):
+    /// `min(first unstable offset, high watermark)`. Reads with it also return the aborted
+    /// transactions overlapping the fetched range ([`crate::FetchData::aborted_transactions`]).
+    ReadCommitted,
 }
 
 /// The size of a segment as readers may use it.
@@ -45,6 +49,10 @@ pub(crate) trait SegmentSize {
     fn size_bytes(&self) -> u64;
 }
 
+/// The open and not yet replicated transactions of a view: `(first offset, marker offset or
+/// i64::MAX)`, by first offset.
+pub(crate) type UnstableTxns = std::sync::Arc<Vec<(i64, i64)>>;
+
 /// One published state of the log.
 #[derive(Debug)]
 pub(crate) struct LogView<S> {
@@ -52,6 +60,10 @@ pub(crate) struct LogView<S> {
     pub(crate) log_start_offset: i64,
     pub(crate) end: OffsetMetadata,
     pub(crate) high_watermark: OffsetMetadata,
+    /// The open and not yet replicated transactions, `(first offset, marker offset or
+    /// i64::MAX)` by first offset: what the last stable offset is computed from. The writer
+    /// publishes it with the append that changed it (`log_producers.rs`).
+    pub(crate) txns: UnstableTxns,
 }
 
 impl<S> Clone for LogView<S> {
@@ -61,11 +73,41 @@ impl<S> Clone for LogView<S> {
             log_start_offset: self.log_start_offset,
             end: self.end,
             high_watermark: self.high_watermark,
+            txns: std::sync::Arc::clone(&self.txns),
         }
     }
 }
 
 impl<S> LogView<S> {
+    /// Kafka's first unstable offset against this view's high watermark: the first offset of
+    /// the earliest open transaction, or of a completed one whose marker is not below the
+    /// high watermark, raised to the log start.
+    pub(crate) fn first_unstable_offset(&self) -> Option<i64> {
+        let high_watermark = self.high_watermark.offset;
+        self.txns
+            .iter()
+            .find(|(_, last)| *last >= high_watermark)
+            .map(|(first, _)| (*first).max(self.log_start_offset))
+    }
+
+    /// Kafka's `lastStableOffset`: the first unstable offset when it lies below the high
+    /// watermark, else the high watermark.
+    pub(crate) fn last_stable_offset(&self) -> i64 {
+        match self.first_unstable_offset() {
+            Some(first) if first < self.high_watermark.offset => first,
+            _ => self.high_watermark.offset,
+        }
+    }
+
+    /// The visible end for `isolation` (an offset).
+    pub(crate) fn visible_end(&self, isolation: Isolation) -> i64 {
+        match isolation {
+            Isolation::LogEnd => self.end.offset,
+            Isolation::HighWatermark => self.high_watermark.offset,
+            Isolation::ReadCommitted => self.last_stable_offset(),
+        }
+    }
+
     /// The view after an append whose bytes are written: the log end moves to `end`.
     pub(crate) fn appended(&self, end: OffsetMetadata) -> Self {
         Self {
@@ -93,6 +135,7 @@ impl<S> LogView<S> {
             log_start_offset: self.log_start_offset,
             end,
             high_watermark,
+            txns: std::sync::Arc::clone(&self.txns),
         }
     }
 
@@ -109,6 +152,7 @@ impl<S> LogView<S> {
             log_start_offset,
             end: self.end,
             high_watermark,
+            txns: std::sync::Arc::clone(&self.txns),
         }
     }
 }
@@ -125,10 +169,17 @@ impl<S: Clone + SegmentSize> LogView<S> {
     /// Plans `read(start_offset, isolation)` as Kafka's `UnifiedLog.read` / `LocalLog.read`:
     /// out of range below the log start or above the LEO; empty at or above the isolation
     /// bound; otherwise the segments from `floor(start)` up to the bound's segment.
+    /// `committed` is the metadata of the last stable offset (for
+    /// [`Isolation::ReadCommitted`]; the caller translates it, see `Log::read`).
     ///
     /// # Errors
     /// [`Error::OffsetOutOfRange`] naming the log start and end.
-    pub(crate) fn plan_read(&self, start_offset: i64, isolation: Isolation) -> Result<ReadPlan<S>> {
+    pub(crate) fn plan_read(
+        &self,
+        start_offset: i64,
+        isolation: Isolation,
+        committed: Option<OffsetMetadata>,
+    ) -> Result<ReadPlan<S>> {
         let out_of_range = || Error::OffsetOutOfRange {
             offset: start_offset,
             log_start_offset: self.log_start_offset,
@@ -137,9 +188,10 @@ impl<S: Clone + SegmentSize> LogView<S> {
         if start_offset < self.log_start_offset || start_offset > self.end.offset {
             return Err(out_of_range());
         }
-        let max_offset = match isolation {
-            Isolation::LogEnd => self.end,
-            Isolation::HighWatermark => self.high_watermark,
+        let max_offset = match (isolation, committed) {
+            (Isolation::LogEnd, _) => self.end,
+            (Isolation::ReadCommitted, Some(committed)) => committed,
+            (Isolation::HighWatermark | Isolation::ReadCommitted, _) => self.high_watermark,
         };
         let mut steps = Vec::new();
         if start_offset >= max_offset.offset {
@@ -181,6 +233,19 @@ struct Waiters {
     sleepers: usize,
     /// Wakers of pending futures ([`Published::register_unless`]); taken by each publish.
     wakers: Vec<std::task::Waker>,
+    /// [`Published::close`] ran: no publication will come, waiters stop waiting.
+    closed: bool,
+}
+
+/// How a wait on a [`Published`] value ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WaitEnd {
+    /// The condition holds.
+    Done,
+    /// The timeout passed first.
+    TimedOut,
+    /// The value was closed ([`Published::close`]) while the condition did not hold.
+    Closed,
 }
 
 impl<T> Published<T> {
@@ -192,27 +257,31 @@ impl<T> Published<T> {
         }
     }
 
-    /// Waits until `done` holds for the current snapshot, or `timeout` passed (`None`: no
-    /// limit); returns the last snapshot seen and whether `done` held for it. Woken only by
-    /// [`Published::publish`] (and the OS's spurious wakeups, after which it checks again).
+    /// Waits until `done` holds for the current snapshot, `timeout` passed (`None`: no
+    /// limit) or the value is closed; returns the last snapshot seen and which came first
+    /// (`done` wins over a close). Woken only by [`Published::publish`] and
+    /// [`Published::close`] (and the OS's spurious wakeups, after which it checks again).
     pub(crate) fn wait_until(
         &self,
         mut done: impl FnMut(&T) -> bool,
         timeout: Option<std::time::Duration>,
-    ) -> (Snapshot<T>, bool) {
+    ) -> (Snapshot<T>, WaitEnd) {
         let deadline = timeout.and_then(|t| std::time::Instant::now().checked_add(t));
         let mut guard = lock(&self.waiters);
         loop {
             let snapshot = self.load();
             if done(&snapshot) {
-                return (snapshot, true);
+                return (snapshot, WaitEnd::Done);
+            }
+            if guard.closed {
+                return (snapshot, WaitEnd::Closed);
             }
             let wait = match (timeout, deadline) {
                 (None, _) | (Some(_), None) => None,
                 (Some(_), Some(deadline)) => {
                     let now = std::time::Instant::now();
                     if now >= deadline {
-                        return (snapshot, false);
+                        return (snapshot, WaitEnd::TimedOut);
                     }
                     Some(deadline - now)
                 }
@@ -232,21 +301,41 @@ impl<T> Published<T> {
         Snapshot::clone(&read(&self.current))
     }
 
-    /// The async form of [`Published::wait_until`]: `true` when `done` holds for the current
-    /// snapshot; otherwise registers `waker`, which the next publish wakes, and `false`.
+    /// The async form of [`Published::wait_until`]: [`WaitEnd::Done`] when `done` holds for the
+    /// current snapshot, [`WaitEnd::Closed`] when it does not and the value is closed;
+    /// otherwise registers `waker`, which the next publish (or the close) wakes, and `None`.
     pub(crate) fn register_unless(
         &self,
         done: impl FnOnce(&T) -> bool,
         waker: &std::task::Waker,
-    ) -> bool {
+    ) -> Option<WaitEnd> {
         let mut waiters = lock(&self.waiters);
         if done(&self.load()) {
-            return true;
+            return Some(WaitEnd::Done);
+        }
+        if waiters.closed {
+            return Some(WaitEnd::Closed);
         }
         if !waiters.wakers.iter().any(|w| w.will_wake(waker)) {
             waiters.wakers.push(waker.clone());
         }
-        false
+        None
+    }
+
+    /// No publication will follow: wakes every waiter, and later waits whose condition does
+    /// not hold end at once with [`WaitEnd::Closed`].
+    pub(crate) fn close(&self) {
+        let (wakers, sleepers) = {
+            let mut waiters = lock(&self.waiters);
+            waiters.closed = true;
+            (std::mem::take(&mut waiters.wakers), waiters.sleepers)
+        };
+        if sleepers > 0 {
+            self.changed.notify_all();
+        }
+        for waker in wakers {
+            waker.wake();
+        }
     }
 
     /// Replaces the snapshot. Only the writer (holding the log's writer lock) calls this, so a
@@ -298,6 +387,7 @@ mod tests {
             log_start_offset: 5,
             end: meta(30, 20, 2500),
             high_watermark: meta(15, 10, 700),
+            txns: Default::default(),
         }
     }
 
@@ -305,7 +395,7 @@ mod tests {
     fn out_of_range_names_start_and_end() {
         let v = view();
         for offset in [4, 31] {
-            match v.plan_read(offset, Isolation::LogEnd) {
+            match v.plan_read(offset, Isolation::LogEnd, None) {
                 Err(Error::OffsetOutOfRange {
                     log_start_offset: 5,
                     log_end_offset: 30,
@@ -319,24 +409,29 @@ mod tests {
     #[test]
     fn bounds_follow_isolation() {
         let v = view();
-        let plan = v.plan_read(7, Isolation::LogEnd).unwrap();
+        let plan = v.plan_read(7, Isolation::LogEnd, None).unwrap();
         let bounds: Vec<u64> = plan.steps.iter().map(|s| s.1).collect();
         assert_eq!(bounds, vec![1000, 2000, 2500]);
-        let plan = v.plan_read(7, Isolation::HighWatermark).unwrap();
+        let plan = v.plan_read(7, Isolation::HighWatermark, None).unwrap();
         let bounds: Vec<u64> = plan.steps.iter().map(|s| s.1).collect();
         assert_eq!(bounds, vec![1000, 700]);
         assert!(
-            v.plan_read(15, Isolation::HighWatermark)
+            v.plan_read(15, Isolation::HighWatermark, None)
                 .unwrap()
                 .steps
                 .is_empty()
         );
         assert!(
-            v.plan_read(22, Isolation::HighWatermark)
+            v.plan_read(22, Isolation::HighWatermark, None)
                 .unwrap()
                 .steps
                 .is_empty()
         );
-        assert!(v.plan_read(30, Isolation::LogEnd).unwrap().steps.is_empty());
+        assert!(
+            v.plan_read(30, Isolation::LogEnd, None)
+                .unwrap()
+                .steps
+                .is_empty()
+        );
     }
 }

@@ -12,7 +12,7 @@ use openraft::{
     Entry, LogId, LogState, OptionalSend, RaftLogReader, RaftTypeConfig, StorageError, Vote,
 };
 use seglog::{
-    BatchRef, Batches, Clock, Durability, Isolation, Log, LogConfig, OpenOptions, SystemClock,
+    BatchRef, Batches, Clock, Durability, Isolation, Log, LogConfig, LogOpenOptions, SystemClock,
 };
 
 use crate::Error;
@@ -112,10 +112,10 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     /// store has it open); [`Error::Io`] / [`Error::SideFile`] for the side files;
     /// [`Error::Corrupt`] for a record that is not a Raft entry.
     pub fn open_with(dir: impl AsRef<Path>, config: LogConfig) -> Result<Self, Error> {
-        Self::open_with_options(dir, config, OpenOptions::default())
+        Self::open_with_options(dir, config, LogOpenOptions::default())
     }
 
-    /// [`LogStore::open_with`] with seglog's [`OpenOptions`] (a clock, recovery policy, the
+    /// [`LogStore::open_with`] with seglog's [`LogOpenOptions`] (a clock, recovery policy, the
     /// segment I/O seam: tests inject faults through it).
     ///
     /// # Errors
@@ -124,7 +124,7 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     pub fn open_with_options(
         dir: impl AsRef<Path>,
         mut config: LogConfig,
-        options: OpenOptions,
+        options: LogOpenOptions,
     ) -> Result<Self, Error> {
         let root = dir.as_ref().to_path_buf();
         if options.read_only {

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use seglog_records::BatchBuilder;
-use seglog_segment::{ActiveSegment, OpenOptions, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, Segment, SegmentConfig, SegmentOpenOptions};
 
 const RECORDS_PER_BATCH: usize = 100;
 const APPEND_BYTES: usize = 16 << 20;
@@ -168,7 +168,8 @@ fn read(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     let dir = tempfile::tempdir().unwrap();
     let next = sealed_segment(dir.path(), 32 << 20);
-    let (segment, _) = Segment::open(dir.path(), 0, &config(), OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config(), SegmentOpenOptions::default()).unwrap();
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut random_offset = move || {
         state ^= state << 13;
@@ -202,7 +203,8 @@ fn recover(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     let dir = tempfile::tempdir().unwrap();
     sealed_segment(dir.path(), 64 << 20);
-    let (segment, _) = Segment::open(dir.path(), 0, &config(), OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config(), SegmentOpenOptions::default()).unwrap();
     let size = segment.size();
     group.throughput(Throughput::Bytes(size));
     group.bench_function("segment", |b| {
@@ -226,7 +228,7 @@ fn recover(c: &mut Criterion) {
         // As the log loads it: the strict checks find the untrimmed index and recover.
         let start = Instant::now();
         let (segment, report) =
-            Segment::open(dir.path(), 0, &config(), OpenOptions::default()).unwrap();
+            Segment::open(dir.path(), 0, &config(), SegmentOpenOptions::default()).unwrap();
         assert_eq!(report.recovery.unwrap().truncated_bytes, 0);
         let active = ActiveSegment::resume(segment).unwrap();
         let elapsed = start.elapsed();
@@ -377,9 +379,9 @@ fn open(c: &mut Criterion) {
         active.close().unwrap();
     }
     let open_all = |trust: bool| {
-        let options = OpenOptions {
+        let options = SegmentOpenOptions {
             trust_clean_shutdown: trust,
-            ..OpenOptions::default()
+            ..SegmentOpenOptions::default()
         };
         let start = Instant::now();
         for s in 0..SEGMENTS {

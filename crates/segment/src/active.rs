@@ -244,7 +244,7 @@ impl ActiveSegment {
     }
 
     /// Kafka's `truncateTo` (spec §3.6): removes the batch holding `offset` and every batch
-    /// after it (batch granularity), truncates both indexes, and recomputes the max
+    /// after it (batch granularity), truncates both indexes and the `.txnindex`, and recomputes the max
     /// timestamp. Returns the number of bytes removed (0 when no batch holds `offset` or a
     /// later offset).
     ///
@@ -260,6 +260,7 @@ impl ActiveSegment {
         let Files { log, indexes } = segment.files()?;
         indexes.offset.truncate_to(offset)?;
         indexes.time.truncate_to(offset)?;
+        segment.truncate_txn_index(offset)?;
         self.resize_indexes()?;
         let old_size = segment.size();
         let truncated = match mapping {

@@ -88,6 +88,17 @@ pub enum Error {
         /// The `.log` file.
         path: PathBuf,
     },
+    /// An aborted transaction appended to a `.txnindex` whose last entry's marker is not
+    /// below its own (Kafka's `TransactionIndex.append` refuses it). Nothing was written.
+    #[error("aborted transaction at {appended} appended to {} after one at {last_offset}", path.display())]
+    TxnIndexOrder {
+        /// The `.txnindex` file.
+        path: PathBuf,
+        /// The last entry's marker offset.
+        last_offset: i64,
+        /// The appended entry's marker offset.
+        appended: i64,
+    },
     /// A [`crate::SegmentConfig`] field is out of range.
     #[error("invalid segment config: {field} {reason}")]
     InvalidConfig {
@@ -143,6 +154,11 @@ pub enum CorruptKind {
         /// The bytes from this position to the segment's end.
         remaining: u64,
     },
+    /// A `.txnindex` entry of a version above 0 (Kafka refuses to read it).
+    TxnIndexVersion {
+        /// The entry's version.
+        version: i16,
+    },
 }
 
 impl fmt::Display for CorruptKind {
@@ -175,6 +191,10 @@ impl fmt::Display for CorruptKind {
             CorruptKind::IncompleteBatch { remaining } => write!(
                 f,
                 "not a whole batch, {remaining} bytes before the segment's end (a damaged length field?)"
+            ),
+            CorruptKind::TxnIndexVersion { version } => write!(
+                f,
+                "aborted transaction entry of unknown version {version} (expected 0)"
             ),
         }
     }

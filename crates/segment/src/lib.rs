@@ -14,9 +14,12 @@
 //!   directory fsync goes through the [`Io`] handle of [`SegmentConfig::io`]: the system calls
 //!   by default ([`Io::direct`]), a fault-injecting backend in tests (`seglog-faults`).
 //!
+//! * The aborted-transaction index (`.txnindex`, [`AbortedTxn`]): appended, truncated,
+//!   replaced, searched ([`Segment::collect_aborted_txns`]), renamed and deleted with its
+//!   segment; what goes in it is decided by the log's producer state.
+//!
 //! What it deliberately does not do: it knows nothing of the segment map, the log end
-//! offset, retention, checkpoints, producer state, leader epochs or `.txnindex` contents
-//! (it only renames and deletes a `.txnindex` with its segment). It does not validate or
+//! offset, retention, checkpoints, producer state or leader epochs. It does not validate or
 //! assign offsets of appended batches: the log does. It never fsyncs a directory by itself
 //! ([`Io::sync_dir`] is there for the log's protocol; [`sync_dir`] is its direct form).
 //!
@@ -56,6 +59,7 @@ pub mod seam;
 mod segment;
 mod slice;
 mod sync;
+mod txn_index;
 mod walk;
 
 pub use crate::active::ActiveSegment;
@@ -66,12 +70,13 @@ pub use crate::error::{CorruptKind, Error, IoOp};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
-pub use crate::open::{OpenOptions, OpenReport, RebuildReason};
+pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset};
 pub use crate::recover::RecoveryReport;
 pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
+pub use crate::txn_index::{AbortedTxn, TxnIndexSearch, decode_txn_index};
 pub use crate::walk::TruncationReason;
 pub use seglog_index_core::TimestampOffset;
 

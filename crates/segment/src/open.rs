@@ -1,6 +1,6 @@
 //! Opening an existing segment, and the index policies: strict by default (rebuild instead
 //! of trusting a missing, zero-padded, short or inconsistent index; spec §7 bugs 1, 3, 5, 6),
-//! and the data-free checks after a clean shutdown (`OpenOptions::trust_clean_shutdown`).
+//! and the data-free checks after a clean shutdown (`SegmentOpenOptions::trust_clean_shutdown`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use crate::{Result, SegmentConfig};
 
 /// How to open an existing segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct OpenOptions {
+pub struct SegmentOpenOptions {
     /// Read-write (default) or read-only.
     pub mode: OpenMode,
     /// Recover the segment unconditionally (the log asks for this after an unclean
@@ -46,9 +46,9 @@ pub struct OpenOptions {
     pub protect_below: i64,
 }
 
-impl Default for OpenOptions {
+impl Default for SegmentOpenOptions {
     fn default() -> Self {
-        OpenOptions {
+        SegmentOpenOptions {
             mode: OpenMode::ReadWrite,
             recover: false,
             suffix: None,
@@ -59,12 +59,12 @@ impl Default for OpenOptions {
     }
 }
 
-impl OpenOptions {
+impl SegmentOpenOptions {
     /// Read-only, otherwise the defaults.
     pub fn read_only() -> Self {
-        OpenOptions {
+        SegmentOpenOptions {
             mode: OpenMode::ReadOnly,
-            ..OpenOptions::default()
+            ..SegmentOpenOptions::default()
         }
     }
 }
@@ -72,7 +72,7 @@ impl OpenOptions {
 /// Why opening a segment rebuilt its indexes (by recovering the segment).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RebuildReason {
-    /// [`OpenOptions::recover`] asked for it.
+    /// [`SegmentOpenOptions::recover`] asked for it.
     Requested,
     /// The index file does not exist (an empty active segment whose index Kafka never
     /// materialised, KAFKA-13603, or a corpus snapshot that lost it).
@@ -116,6 +116,7 @@ pub enum RebuildReason {
 
 /// What [`Segment::open`] found and did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OpenReport {
     /// Why the indexes were rebuilt, if they were.
     pub rebuilt: Option<RebuildReason>,
@@ -140,7 +141,7 @@ impl Segment {
         dir: &Path,
         base_offset: i64,
         config: &SegmentConfig,
-        options: OpenOptions,
+        options: SegmentOpenOptions,
     ) -> Result<(Arc<Segment>, OpenReport)> {
         config.validate()?;
         let suffix = options.suffix;
@@ -254,7 +255,7 @@ fn corrupt_reason(
 }
 
 /// The policy after a clean shutdown: only the checks that read no `.log` bytes (see
-/// [`OpenOptions::trust_clean_shutdown`]). `None` when both indexes pass.
+/// [`SegmentOpenOptions::trust_clean_shutdown`]). `None` when both indexes pass.
 fn trusted_check(segment: &Segment, full: bool) -> Result<Option<RebuildReason>> {
     let indexes = segment.indexes()?;
     let size = segment.size();

@@ -14,6 +14,7 @@ use crate::{FileType, Result};
 
 /// What a recovery found and did.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RecoveryReport {
     /// Bytes of whole, valid batches kept.
     pub valid_bytes: u64,

@@ -65,7 +65,7 @@ pub struct Segment {
     in_ring: AtomicBool,
     /// The files were never opened: the first use opens them with these options (the open
     /// policy's checks, a rebuild if they fail), see [`Segment::deferred`].
-    deferred: Mutex<Option<crate::OpenOptions>>,
+    deferred: Mutex<Option<crate::SegmentOpenOptions>>,
     /// What that first open found.
     deferred_report: Mutex<Option<crate::OpenReport>>,
     /// Set on every access to the files: the cache's second chance.
@@ -79,6 +79,8 @@ pub struct Segment {
     pub(crate) writer: AtomicBool,
     /// A write or fsync failed: no more writes until reopened.
     pub(crate) poisoned: AtomicBool,
+    /// The `.txnindex` entries once read (`None` before the first use), see `txn_index.rs`.
+    pub(crate) txns: Mutex<Option<Vec<crate::AbortedTxn>>>,
 }
 
 #[derive(Debug, Clone)]
@@ -152,6 +154,7 @@ impl Segment {
             max_timestamp: MaxTimestampCell::new(max),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            txns: Mutex::new(None),
         })
     }
 
@@ -179,7 +182,7 @@ impl Segment {
             let names = lock(&self.names);
             let deferred = *lock(&self.deferred);
             match deferred {
-                Some(options) => self.open_deferred(crate::OpenOptions {
+                Some(options) => self.open_deferred(crate::SegmentOpenOptions {
                     // A rename while deferred moved the files.
                     suffix: names.suffix,
                     ..options
@@ -269,7 +272,7 @@ impl Segment {
         dir: &Path,
         base_offset: i64,
         config: &SegmentConfig,
-        options: crate::OpenOptions,
+        options: crate::SegmentOpenOptions,
         size: u64,
     ) -> Arc<Segment> {
         Arc::new_cyclic(|me| Segment {
@@ -298,13 +301,14 @@ impl Segment {
             max_timestamp: MaxTimestampCell::new(UNKNOWN_MAX),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
+            txns: Mutex::new(None),
         })
     }
 
     /// The first open of a deferred segment: [`Segment::open`] of a fresh segment (its own
     /// locks; not counted in any cache), whose files, size and max timestamp this segment then
     /// takes over. Called under `reopen` and `names`.
-    fn open_deferred(&self, options: crate::OpenOptions) -> Result<Files> {
+    fn open_deferred(&self, options: crate::SegmentOpenOptions) -> Result<Files> {
         let config = SegmentConfig {
             cache: None,
             ..self.config.clone()
@@ -324,6 +328,7 @@ impl Segment {
             self.pin();
         }
         *lock(&self.deferred) = None;
+        first_use_event(&self.dir, self.base_offset, &report);
         *lock(&self.deferred_report) = Some(report);
         Ok(files)
     }
@@ -640,7 +645,8 @@ impl Segment {
             .check_index_flush(FileType::Index)
             .and_then(|()| Ok(indexes.offset.flush()?))
             .and_then(|()| self.check_index_flush(FileType::TimeIndex))
-            .and_then(|()| Ok(indexes.time.flush()?));
+            .and_then(|()| Ok(indexes.time.flush()?))
+            .and_then(|()| self.flush_txn_index());
         if flushed.is_err() {
             // An index whose dirty pages failed to reach the disk may have lost them: as a
             // failed `.log` fsync, the segment is unusable until reopened.
@@ -875,5 +881,22 @@ impl crate::cache::Evictable for Segment {
     }
     fn take_referenced(&self) -> bool {
         Segment::take_referenced(self)
+    }
+}
+
+/// The event of a deferred segment's first open (docs/observability.md): WARN when its checks
+/// found damage whose bytes were kept, INFO when they rebuilt its indexes, else DEBUG.
+fn first_use_event(dir: &Path, base_offset: i64, report: &crate::OpenReport) {
+    let dir = dir.display();
+    match (&report.rebuilt, &report.recovery) {
+        (_, Some(r)) if r.damaged_tail_kept || r.truncated_bytes > 0 => tracing::warn!(
+            %dir, base_offset, valid_bytes = r.valid_bytes, damaged_bytes = r.truncated_bytes,
+            kept = r.damaged_tail_kept, reason = ?r.reason, rebuilt = ?report.rebuilt,
+            "first-use check found damage in a sealed segment"
+        ),
+        (Some(reason), _) => {
+            tracing::info!(%dir, base_offset, ?reason, "first-use check rebuilt the indexes");
+        }
+        (None, _) => tracing::debug!(%dir, base_offset, "first-use check passed"),
     }
 }

@@ -67,9 +67,9 @@ impl FileSlice {
     /// An empty slice (no bytes, position 0) that claims no segment's file: what a reader
     /// returns when there is nothing to read and no segment to cut a slice from (a read-only
     /// log of an empty directory). `file` is any open handle — the slice never reads from or
-    /// sends it (every read and send of an empty slice returns before touching the file), but
-    /// [`FileSlice::file`] hands it out, so pass something harmless such as the directory
-    /// itself opened read-only; `path` names it in errors. Its offsets say `offset` for the
+    /// sends it (every read and send of an empty slice returns before touching the file), so
+    /// any handle will do, such as the directory itself opened read-only; `path` names it in
+    /// errors. Its offsets say `offset` for the
     /// segment base and the start, `-1` for the first batch's last offset, size 0.
     pub fn empty(file: Arc<File>, path: impl Into<Arc<Path>>, offset: i64) -> FileSlice {
         FileSlice {
@@ -110,11 +110,6 @@ impl FileSlice {
     /// The path of the `.log` file when the slice was cut (it may have been renamed since).
     pub fn path(&self) -> &Path {
         &self.path
-    }
-
-    /// The open file the slice reads from.
-    pub fn file(&self) -> &Arc<File> {
-        &self.file
     }
 
     /// A sub-slice `[from, from + len)` relative to this slice, clamped to it. The offsets

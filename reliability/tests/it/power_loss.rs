@@ -2,7 +2,7 @@
 //!
 //! A random workload (page-cache and durable appends, flushes, rolls, retention, truncation,
 //! clean close and reopen) runs on a live log opened with the fault injector as its I/O seam
-//! (`OpenOptions::io`), so its `.log` files and directory fsyncs are tracked. After every operation, one or two crash states are built
+//! (`LogOpenOptions::io`), so its `.log` files and directory fsyncs are tracked. After every operation, one or two crash states are built
 //! ([`CrashImage`]): the durable image of each `.log` (what was fsynced), maybe a random part
 //! of the unsynced bytes with a torn last page, maybe lost names created or renamed (and
 //! undone unlinks) since the last directory fsync, and index files left as they are, missing,

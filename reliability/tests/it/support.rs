@@ -100,9 +100,9 @@ pub fn open_faulty(dir: &Path, config: LogConfig, faults: &FaultInjector) -> Log
     Log::open_with(
         dir,
         config,
-        seglog::OpenOptions {
+        seglog::LogOpenOptions {
             io: faults.io(),
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         },
     )
     .unwrap()

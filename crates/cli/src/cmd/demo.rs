@@ -697,10 +697,10 @@ impl Demo {
         // Cutting damaged flushed data takes an explicit, destructive repair (`seglog recover
         // --truncate-damaged`): Kafka's rule, the segment from the bad batch on.
         let started = Instant::now();
-        let options = seglog::OpenOptions {
+        let options = seglog::LogOpenOptions {
             recover_all: true,
             repair_destructively: true,
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         };
         let log = Log::open_with(&self.dir, self.config(), options)?;
         let repaired = log.load_report().clone();

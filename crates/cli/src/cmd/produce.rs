@@ -175,7 +175,7 @@ impl<'a> Producer<'a> {
             args,
             out,
             builder: None,
-            max_batch_bytes: max_record_bytes(log.config()),
+            max_batch_bytes: max_record_bytes(&log.config()),
             summary: ProduceSummary::default(),
         }
     }

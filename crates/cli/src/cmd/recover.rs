@@ -1,6 +1,6 @@
 //! `seglog recover DIR`: treat the log as after a crash, recover every segment, close cleanly.
 //!
-//! One open with `seglog::OpenOptions::recover_all`, inside the directory lock: the loader
+//! One open with `seglog::LogOpenOptions::recover_all`, inside the directory lock: the loader
 //! finishes or removes interrupted deletes, cleans and swaps (and splits a segment whose
 //! offsets overflow its base), checks each segment's indexes and then recovers **every**
 //! segment whatever the shutdown state: validate every batch, cut a torn or corrupt tail,
@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 
 use seglog::{
-    LeaderEpochSource, Log, LogConfig, OpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
+    LeaderEpochSource, Log, LogConfig, LogOpenOptions, RebuildReason, SegmentLoad, SegmentSplit,
     TruncationReason,
 };
 use seglog_segment::CorruptKind;
@@ -166,7 +166,7 @@ pub fn recover_dir(dir: &Path, quiet: bool) -> Result<RecoverReport, Error> {
 }
 
 /// [`recover_dir`], cutting damaged flushed data too when `truncate_damaged`
-/// ([`OpenOptions::repair_destructively`]).
+/// ([`LogOpenOptions::repair_destructively`]).
 ///
 /// # Errors
 /// As [`recover_dir`].
@@ -175,14 +175,14 @@ pub fn recover_dir_with(
     _quiet: bool,
     truncate_damaged: bool,
 ) -> Result<RecoverReport, Error> {
-    let listing = DirListing::existing_log(dir)?;
+    DirListing::existing_log(dir)?;
     check_before_changing(dir, truncate_damaged)?;
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         recover_all: true,
         repair_destructively: truncate_damaged,
         // What `verify` checks: a batch whose records do not decode is damage too.
         decode_records: true,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;
     let load = log.load_report().clone();
@@ -190,6 +190,9 @@ pub fn recover_dir_with(
     let (log_start_offset, log_end_offset) = (log.log_start_offset(), log.log_end_offset());
     let leader_epochs = log.leader_epochs();
     log.close()?;
+    // What the recovery left: the log rebuilds producer state and rewrites its snapshots;
+    // one that still does not decode is reported.
+    let listing = DirListing::existing_log(dir)?;
     let (leader_epoch_source, epoch_problem) = match &load.leader_epochs {
         LeaderEpochSource::Rebuilt => ("rebuilt", None),
         LeaderEpochSource::RebuiltAfterProblem(problem) => {
@@ -237,9 +240,8 @@ pub fn recover_dir_with(
     })
 }
 
-/// The producer `.snapshot` files that do not decode (or are larger than any snapshot is):
-/// left in place and reported. A broker deletes such a file and rebuilds producer state from
-/// the log; seglog keeps no producer state yet, and never deletes on its own.
+/// The producer `.snapshot` files that still do not decode after the recovery (or are larger
+/// than any snapshot is): left in place and reported.
 fn corrupt_snapshots(snapshots: &[PathBuf]) -> Vec<CheckpointLine> {
     let mut corrupt = Vec::new();
     for path in snapshots {
@@ -275,12 +277,12 @@ fn check_before_changing(dir: &Path, truncate_damaged: bool) -> Result<(), Error
         dir: dir.to_owned(),
         source: Box::new(source),
     };
-    let dry_run = OpenOptions {
+    let dry_run = LogOpenOptions {
         read_only: true,
         recover_all: true,
         repair_destructively: truncate_damaged,
         decode_records: true,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     match Log::open_with(dir, LogConfig::default(), dry_run) {
         Ok(log) => drop(log),

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use seglog::{Log, LogConfig, ManualClock, OpenOptions, RetentionReason, RetentionReport};
+use seglog::{Log, LogConfig, LogOpenOptions, ManualClock, RetentionReason, RetentionReport};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -78,9 +78,9 @@ pub fn run(args: &RetainArgs) -> Result<Outcome, Error> {
         retention_bytes: args.retention_bytes.unwrap_or(-1),
         ..LogConfig::default()
     };
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: Arc::new(ManualClock::new(now)),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(&args.dir, config, options)?;
     let result = apply(&log, args);

@@ -17,6 +17,7 @@ mod repair;
 mod repair_policy;
 mod support;
 mod usage;
+mod verbose;
 mod verify;
 mod verify_legacy;
 mod walker;

@@ -199,3 +199,24 @@ fn a_second_open_gets_a_clear_lock_error() {
     // A read-only open needs no lock.
     seglog::Log::open_read_only(dir.path(), small_config(1 << 20)).unwrap();
 }
+
+#[test]
+fn append_info_names_the_max_timestamp_and_its_offset() {
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    // Two concatenated batches; the max timestamp (T0 + 52, the third record) is in the first.
+    let mut both = numbered(T0 + 50, "a", 3);
+    both.extend_from_slice(&numbered(T0 + 20, "b", 2));
+    let info = log.append(&both).unwrap();
+    assert_eq!(info.max_timestamp_ms, Some(T0 + 52));
+    assert_eq!(info.max_timestamp_offset, 2);
+    assert_eq!(info.batch_count, 2);
+
+    // A batch whose records carry no timestamp (-1, Kafka's NO_TIMESTAMP): `None`, and the
+    // offset is the first batch's last offset, as Kafka's shallowOffsetOfMaxTimestamp.
+    let mut builder = seglog::BatchBuilder::new(0);
+    builder.append(-1, None, Some(b"c"), &[]);
+    builder.append(-1, None, Some(b"d"), &[]);
+    let info = log.append(&builder.build().unwrap()).unwrap();
+    assert_eq!(info.max_timestamp_ms, None);
+    assert_eq!(info.max_timestamp_offset, 6);
+}

@@ -79,6 +79,7 @@ fn appender_readers_retention_and_durable_appends_run_together() {
                     let bound = match isolation {
                         Isolation::HighWatermark => data.high_watermark,
                         Isolation::LogEnd => data.log_end_offset,
+                        Isolation::ReadCommitted => data.last_stable_offset,
                     };
                     let bytes = match data.slice.read_to_vec() {
                         Ok(b) => b,

@@ -230,12 +230,21 @@ fn question_mark_converts_record_errors() {
 fn wait_for_returns_at_once_when_past_and_times_out_otherwise() {
     let (_dir, _clock, log) = fresh(small_config(1 << 20));
     append_numbered(&log, 1, "a", 3);
-    assert!(log.wait_for(2, Isolation::LogEnd, Duration::ZERO));
-    assert!(!log.wait_for(3, Isolation::LogEnd, Duration::from_millis(20)));
+    assert!(log.wait_for(2, Isolation::LogEnd, Duration::ZERO).unwrap());
+    assert!(
+        !log.wait_for(3, Isolation::LogEnd, Duration::from_millis(20))
+            .unwrap()
+    );
     // The high watermark is at the log start until moved.
-    assert!(!log.wait_for(0, Isolation::HighWatermark, Duration::ZERO));
+    assert!(
+        !log.wait_for(0, Isolation::HighWatermark, Duration::ZERO)
+            .unwrap()
+    );
     log.set_high_watermark(3).unwrap();
-    assert!(log.wait_for(2, Isolation::HighWatermark, Duration::ZERO));
+    assert!(
+        log.wait_for(2, Isolation::HighWatermark, Duration::ZERO)
+            .unwrap()
+    );
 }
 
 /// Waiters each follow the tail while appenders and a high-watermark mover publish; a lost
@@ -254,7 +263,7 @@ fn wait_for_loses_no_wakeup_under_concurrent_appends() {
             let mut seen = 0i64;
             while seen < APPENDS {
                 let asleep = Instant::now();
-                assert!(reader.wait(WAIT_LIMIT));
+                assert!(reader.wait(WAIT_LIMIT).unwrap());
                 // Woken by the publication, not by the timeout (after which the check would
                 // succeed too).
                 assert!(
@@ -330,27 +339,33 @@ fn reader_wait_does_not_spin_on_a_high_watermark_inside_a_batch() {
     let mut reader = log.reader(0, Isolation::HighWatermark);
     assert_eq!(borrowed(&mut reader).len(), 5);
     assert_eq!(reader.position(), 5);
-    assert!(log.wait_for(5, Isolation::HighWatermark, Duration::ZERO));
     assert!(
-        !reader.wait(Duration::from_millis(20)),
+        log.wait_for(5, Isolation::HighWatermark, Duration::ZERO)
+            .unwrap()
+    );
+    assert!(
+        !reader.wait(Duration::from_millis(20)).unwrap(),
         "nothing new is visible"
     );
     log.set_high_watermark(8).unwrap();
-    assert!(reader.wait(Duration::ZERO), "the visible end moved");
+    assert!(
+        reader.wait(Duration::ZERO).unwrap(),
+        "the visible end moved"
+    );
     assert!(borrowed(&mut reader).is_empty());
-    assert!(!reader.wait(Duration::from_millis(20)));
+    assert!(!reader.wait(Duration::from_millis(20)).unwrap());
     log.set_high_watermark(10).unwrap();
-    assert!(reader.wait(Duration::ZERO));
+    assert!(reader.wait(Duration::ZERO).unwrap());
     assert_eq!(borrowed(&mut reader).len(), 5);
 
     let mut owned = log.owned_reader(10, Isolation::HighWatermark);
     assert!(owned.next().is_none());
-    assert!(!owned.wait(Duration::from_millis(20)));
+    assert!(!owned.wait(Duration::from_millis(20)).unwrap());
     append_numbered(&log, 1, "b", 5);
     log.set_high_watermark(12).unwrap();
-    assert!(owned.wait(Duration::ZERO));
+    assert!(owned.wait(Duration::ZERO).unwrap());
     assert!(owned.next().is_none(), "12 is inside the new batch");
-    assert!(!owned.wait(Duration::from_millis(20)));
+    assert!(!owned.wait(Duration::from_millis(20)).unwrap());
 }
 
 /// A minimal executor: polls `future` on this thread, parking between wakeups; `None` when it
@@ -384,15 +399,16 @@ fn wait_for_async_completes_on_an_append_without_blocking() {
     let log = Arc::new(log);
     append_numbered(&log, 1, "a", 3);
     assert_eq!(
-        block_on(log.wait_for_async(2, Isolation::LogEnd), Duration::ZERO),
-        Some(())
+        block_on(log.wait_for_async(2, Isolation::LogEnd), Duration::ZERO).map(|r| r.is_ok()),
+        Some(true)
     );
     // Pending: the first poll returns at once (it does not block the executor's thread).
     assert_eq!(
         block_on(
             log.wait_for_async(3, Isolation::LogEnd),
             Duration::from_millis(20)
-        ),
+        )
+        .map(|r| r.is_ok()),
         None
     );
     let appender = {
@@ -410,11 +426,53 @@ fn wait_for_async_completes_on_an_append_without_blocking() {
             log.wait_for_async(offset, Isolation::LogEnd),
             Duration::from_secs(60),
         );
-        assert_eq!(woken, Some(()), "offset {offset}");
+        assert_eq!(woken.map(|r| r.is_ok()), Some(true), "offset {offset}");
         assert!(
             asleep.elapsed() < Duration::from_secs(20),
             "offset {offset}"
         );
     }
     appender.join().unwrap();
+}
+
+#[test]
+fn close_wakes_tail_follow_waiters_with_closed() {
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    let log = Arc::new(log);
+    append_numbered(&log, 1, "a", 3);
+    // A thread blocked without a time limit, and a future pending on this thread.
+    let blocked = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || log.wait_for(10, Isolation::LogEnd, Duration::MAX))
+    };
+    let closer = {
+        let log = Arc::clone(&log);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            log.close().unwrap();
+        })
+    };
+    let woken = block_on(
+        log.wait_for_async(10, Isolation::LogEnd),
+        Duration::from_secs(60),
+    );
+    assert!(
+        matches!(woken, Some(Err(Error::Closed { .. }))),
+        "{woken:?}"
+    );
+    closer.join().unwrap();
+    let blocked = blocked.join().unwrap();
+    assert!(matches!(blocked, Err(Error::Closed { .. })), "{blocked:?}");
+    // After the close: a wait for more ends at once; what is visible still is.
+    assert!(matches!(
+        log.wait_for(3, Isolation::LogEnd, Duration::MAX),
+        Err(Error::Closed { .. })
+    ));
+    assert!(log.wait_for(2, Isolation::LogEnd, Duration::MAX).unwrap());
+    let mut reader = log.reader(0, Isolation::LogEnd);
+    assert_eq!(borrowed(&mut reader).len(), 3);
+    assert!(matches!(
+        reader.wait(Duration::MAX),
+        Err(Error::Closed { .. })
+    ));
 }

@@ -169,10 +169,10 @@ fn a_clean_open_can_trust_sealed_segments_and_still_checks_the_last_one() {
     let log = Log::open_with(
         dir.path(),
         config,
-        seglog::OpenOptions {
+        seglog::LogOpenOptions {
             clock: clock.clone(),
             trust_clean_shutdown: true,
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         },
     )
     .unwrap();

@@ -1,7 +1,7 @@
 //! The high watermark: monotonic outside truncation, and the single-node policies.
 
 use seglog::{
-    Error, HighWatermarkPolicy, Isolation, Log, LogConfig, LogDir, OpenOptions,
+    Error, HighWatermarkPolicy, Isolation, Log, LogConfig, LogDir, LogOpenOptions,
     REPLICATION_OFFSET_CHECKPOINT, ReaderOptions, TopicPartition,
 };
 
@@ -38,9 +38,9 @@ fn a_backward_move_is_refused_unless_it_is_a_truncation() {
 #[test]
 fn log_end_policy_publishes_every_append() {
     let dir = tempfile::tempdir().unwrap();
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         high_watermark: HighWatermarkPolicy::LogEnd,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let log = Log::open_with(dir.path(), small_config(1 << 12), options).unwrap();
     for i in 0..50 {

@@ -315,9 +315,9 @@ fn kafka_6264_read_only_open_reports_an_unsplittable_segment() {
     let path = dir.path().join("00000000000000000100.log");
     std::fs::write(&path, low.build().unwrap()).unwrap();
     for read_only in [true, false] {
-        let options = seglog::OpenOptions {
+        let options = seglog::LogOpenOptions {
             read_only,
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         };
         let err = Log::open_with(dir.path(), LogConfig::default(), options).unwrap_err();
         assert!(
@@ -459,9 +459,9 @@ fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
     let log_dir = seglog::LogDir::open_with(
         root.path(),
         config,
-        seglog::OpenOptions {
+        seglog::LogOpenOptions {
             io: faults.io(),
-            ..seglog::OpenOptions::default()
+            ..seglog::LogOpenOptions::default()
         },
     )
     .unwrap();

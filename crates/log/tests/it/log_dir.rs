@@ -1,7 +1,7 @@
 //! LogDir: a log.dirs root with many partitions and the root's state files.
 
 use seglog::{
-    CLEAN_SHUTDOWN_FILE, Clock, LOG_START_OFFSET_CHECKPOINT, LogDir, OpenOptions,
+    CLEAN_SHUTDOWN_FILE, Clock, LOG_START_OFFSET_CHECKPOINT, LogDir, LogOpenOptions,
     RECOVERY_POINT_CHECKPOINT, TopicPartition,
 };
 
@@ -11,9 +11,9 @@ use crate::support::*;
 fn root_state_is_kafka_compatible() {
     let root = tempfile::tempdir().unwrap();
     let clock = clock();
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: clock.clone(),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
     assert!(!dir.had_clean_shutdown());
@@ -76,9 +76,9 @@ fn ignores_foreign_dirs_and_removes_delete_dirs_later() {
     let dir = LogDir::open_with(
         root.path(),
         small_config(1024),
-        OpenOptions {
+        LogOpenOptions {
             clock: clock.clone(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap();
@@ -109,10 +109,10 @@ fn recover_all_recovers_every_partition() {
     }
     dir.close().unwrap();
     drop(dir);
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: clock.clone(),
         recover_all: true,
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
     assert!(dir.had_clean_shutdown());
@@ -180,9 +180,9 @@ fn a_partitions_own_flush_and_tick_checkpoint_its_recovery_point() {
         let root = tempfile::tempdir().unwrap();
         let tp = TopicPartition::new("orders", 0);
         let clock = clock();
-        let options = OpenOptions {
+        let options = LogOpenOptions {
             clock: clock.clone(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         };
         let dir = LogDir::open_with(root.path(), small_config(1024), options.clone()).unwrap();
         let log = dir.get_or_create(&tp).unwrap();
@@ -252,9 +252,9 @@ fn tick_reports_each_partition_and_a_ticker_runs_it() {
         file_delete_delay_ms: 0,
         ..small_config(1024)
     };
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         clock: clock.clone(),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     let dir = std::sync::Arc::new(LogDir::open_with(root.path(), config, options).unwrap());
     let (a, b) = (TopicPartition::new("a", 0), TopicPartition::new("b", 0));
@@ -284,4 +284,181 @@ fn tick_reports_each_partition_and_a_ticker_runs_it() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     ticker.stop().unwrap();
+}
+
+#[test]
+fn topic_configs_override_the_defaults_and_are_not_persisted() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let options = LogOpenOptions {
+        clock: clock.clone(),
+        ..LogOpenOptions::default()
+    };
+    let mut topics = seglog::TopicConfigs::new();
+    topics.set("big", "segment.bytes", "1048576").unwrap();
+    let (big, small) = (
+        TopicPartition::new("big", 0),
+        TopicPartition::new("small", 0),
+    );
+    let dir = LogDir::open_with_topic_configs(
+        root.path(),
+        small_config(1024),
+        topics.clone(),
+        options.clone(),
+    )
+    .unwrap();
+    for tp in [&big, &small] {
+        let log = dir.get_or_create(tp).unwrap();
+        for i in 0..40 {
+            log.append(&numbered(T0 + i, "v", 3)).unwrap();
+        }
+    }
+    assert_eq!(dir.log(&big).unwrap().segment_count(), 1);
+    assert!(dir.log(&small).unwrap().segment_count() > 3);
+    assert_eq!(dir.topic_config("big").unwrap().segment_bytes, 1_048_576);
+    assert_eq!(dir.topic_config("small").unwrap(), small_config(1024));
+    assert_eq!(dir.default_config(), &small_config(1024));
+    dir.close().unwrap();
+    drop(dir);
+
+    // Nothing about topic configs is written in the root (Kafka keeps them in its metadata).
+    let mut names: Vec<String> = std::fs::read_dir(root.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            ".kafka_cleanshutdown",
+            ".lock",
+            "big-0",
+            "log-start-offset-checkpoint",
+            "recovery-point-offset-checkpoint",
+            "replication-offset-checkpoint",
+            "small-0",
+        ]
+    );
+
+    // Loaded partitions take the overrides given at open, and only those.
+    let dir =
+        LogDir::open_with_topic_configs(root.path(), small_config(1024), topics, options.clone())
+            .unwrap();
+    assert_eq!(dir.log(&big).unwrap().config().segment_bytes, 1_048_576);
+    assert_eq!(dir.log(&small).unwrap().config(), small_config(1024));
+    dir.close().unwrap();
+    drop(dir);
+    let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
+    assert_eq!(dir.log(&big).unwrap().config(), small_config(1024));
+}
+
+#[test]
+fn a_topic_config_changes_at_runtime_for_its_open_partitions() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let options = LogOpenOptions {
+        clock: clock.clone(),
+        ..LogOpenOptions::default()
+    };
+    let dir = LogDir::open_with(root.path(), small_config(1024), options).unwrap();
+    let (t0, t1, u0) = (
+        TopicPartition::new("t", 0),
+        TopicPartition::new("t", 1),
+        TopicPartition::new("u", 0),
+    );
+    for tp in [&t0, &t1, &u0] {
+        let log = dir.get_or_create(tp).unwrap();
+        for i in 0..20 {
+            log.append(&numbered(T0 + i, "v", 10)).unwrap();
+        }
+        log.set_high_watermark(log.log_end_offset()).unwrap();
+    }
+    let segments = |tp: &TopicPartition| dir.log(tp).unwrap().segment_count();
+    let before = [segments(&t0), segments(&t1), segments(&u0)];
+    assert!(before.iter().all(|n| *n > 2), "{before:?}");
+
+    // Retention set at runtime applies to the topic's partitions at the next tick.
+    let config = dir
+        .alter_topic_config(
+            "t",
+            [("retention.bytes", "1"), ("file.delete.delay.ms", "0")],
+        )
+        .unwrap();
+    assert_eq!(config.retention_bytes, 1);
+    assert_eq!(dir.log(&t1).unwrap().config(), config);
+    assert_eq!(dir.log(&u0).unwrap().config(), small_config(1024));
+    let report = dir.tick(clock.now_ms()).unwrap();
+    assert!(!report.partitions[&t0].retention.deleted.is_empty());
+    assert!(!report.partitions[&t1].retention.deleted.is_empty());
+    assert!(report.partitions[&u0].retention.deleted.is_empty());
+    assert_eq!(segments(&t0), 1);
+    assert_eq!(segments(&u0), before[2]);
+
+    // Roll settings apply from the next append; a partition created later starts with them.
+    dir.alter_topic_config("t", [("segment.bytes", "1048576")])
+        .unwrap();
+    let t0_log = dir.log(&t0).unwrap();
+    for i in 0..40 {
+        t0_log.append(&numbered(T0 + i, "w", 10)).unwrap();
+    }
+    assert_eq!(t0_log.segment_count(), 1, "segment.bytes raised: no roll");
+    assert_eq!(
+        t0_log.config().retention_bytes,
+        -1,
+        "the whole set was replaced"
+    );
+    let t2 = dir.get_or_create(&TopicPartition::new("t", 2)).unwrap();
+    assert_eq!(t2.config().segment_bytes, 1_048_576);
+
+    // Refused: root-wide and broker-level keys, bad values; nothing changes.
+    for (key, value) in [
+        ("seglog.segment.cache.capacity", "9"),
+        ("log.retention.hours", "1"),
+    ] {
+        match dir.alter_topic_config("t", [(key, value)]) {
+            Err(seglog::Error::NotATopicConfig { key: k }) => assert_eq!(k, key),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(matches!(
+        dir.alter_topic_config("t", [("segment.bytes", "1")]),
+        Err(seglog::Error::InvalidConfig {
+            key: "segment.bytes",
+            ..
+        })
+    ));
+    assert_eq!(t0_log.config().segment_bytes, 1_048_576);
+    assert_eq!(
+        dir.topic_configs()
+            .overrides("t")
+            .get("segment.bytes")
+            .map(String::as_str),
+        Some("1048576")
+    );
+    // Back to the defaults.
+    dir.alter_topic_config("t", Vec::<(&str, &str)>::new())
+        .unwrap();
+    assert_eq!(t0_log.config(), small_config(1024));
+}
+
+#[test]
+fn a_log_refuses_a_config_change_it_cannot_apply() {
+    let (_dir, _clock, log) = fresh(small_config(1024));
+    let changed = seglog::LogConfig {
+        segment_cache_capacity: 7,
+        ..small_config(1024)
+    };
+    assert!(matches!(
+        log.set_config(changed),
+        Err(seglog::Error::ConfigNotDynamic {
+            key: "seglog.segment.cache.capacity",
+            ..
+        })
+    ));
+    assert_eq!(log.config(), small_config(1024));
+    // A smaller segment.bytes rolls at the next append.
+    log.append(&numbered(T0, "a", 5)).unwrap();
+    assert_eq!(log.segment_count(), 1);
+    log.set_config(small_config(150)).unwrap();
+    assert!(log.append(&numbered(T0, "b", 1)).unwrap().rolled);
 }

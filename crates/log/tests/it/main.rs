@@ -6,6 +6,7 @@
 mod support;
 
 mod appends;
+mod async_durable;
 mod by_timestamp;
 mod concurrency;
 mod consumer;
@@ -20,7 +21,12 @@ mod log_dir;
 mod many_segments;
 mod model;
 mod poisoning;
+mod producer_model;
 mod producer_snapshots;
+mod producers;
+// Kafka's log metrics through the Prometheus example (`--features metrics`).
+#[cfg(feature = "metrics")]
+mod prometheus;
 mod read_into;
 mod reopen;
 mod retention;

@@ -11,7 +11,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use seglog::{BatchBuilder, Isolation, Log, LogConfig, LogDir, OpenOptions, TopicPartition};
+use seglog::{BatchBuilder, Isolation, Log, LogConfig, LogDir, LogOpenOptions, TopicPartition};
 use seglog_segment::FileKind;
 
 const CHILD: &str = "SEGLOG_FD_LIMIT_CHILD";
@@ -130,9 +130,9 @@ fn a_log_of_many_segments_opens_appends_rolls_reads_and_recovers_under_ulimit_10
             // A clean open trusting the shutdown touches the last segment, and the first (the
             // high watermark starts at the log start and needs its position): no other
             // segment is opened.
-            let trusting = OpenOptions {
+            let trusting = LogOpenOptions {
                 trust_clean_shutdown: true,
-                ..OpenOptions::default()
+                ..LogOpenOptions::default()
             };
             let log = Log::open_with(&dir, config(capacity), trusting.clone()).unwrap();
             assert!(log.load_report().had_clean_shutdown);
@@ -173,9 +173,9 @@ fn a_log_of_many_segments_opens_appends_rolls_reads_and_recovers_under_ulimit_10
 
             // An unclean shutdown, then a recovery of every segment.
             drop(log);
-            let options = OpenOptions {
+            let options = LogOpenOptions {
                 recover_all: true,
-                ..OpenOptions::default()
+                ..LogOpenOptions::default()
             };
             let log = Log::open_with(&dir, config(capacity), options).unwrap();
             assert_eq!(log.load_report().recovered().count(), log.segment_count());
@@ -238,9 +238,9 @@ fn a_log_dir_of_a_thousand_partitions_works_under_ulimit_1024() {
             // An unclean shutdown (no close), then a recovery of every segment.
             drop(logs);
             drop(dir);
-            let options = OpenOptions {
+            let options = LogOpenOptions {
                 recover_all: true,
-                ..OpenOptions::default()
+                ..LogOpenOptions::default()
             };
             let dir = LogDir::open_with(root, config(capacity), options).unwrap();
             for p in [0, 499, 999] {

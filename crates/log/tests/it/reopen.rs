@@ -167,10 +167,10 @@ fn recover_all_validates_every_segment_after_a_clean_shutdown() {
     drop(log);
 
     // Undamaged: every segment is recovered, nothing is cut.
-    let options = || seglog::OpenOptions {
+    let options = || seglog::LogOpenOptions {
         clock: clock.clone(),
         recover_all: true,
-        ..seglog::OpenOptions::default()
+        ..seglog::LogOpenOptions::default()
     };
     let log = seglog::Log::open_with(dir.path(), small_config(1024), options()).unwrap();
     let report = log.load_report();
@@ -221,7 +221,7 @@ fn recover_all_validates_every_segment_after_a_clean_shutdown() {
     );
 
     // A destructive repair applies Kafka's rule: cut at the bad batch, delete what follows.
-    let destructive = seglog::OpenOptions {
+    let destructive = seglog::LogOpenOptions {
         repair_destructively: true,
         ..options()
     };
@@ -255,10 +255,10 @@ fn recover_all_names_index_problems() {
     log.close().unwrap();
     drop(log);
     std::fs::remove_file(dir.path().join("00000000000000000000.index")).unwrap();
-    let options = seglog::OpenOptions {
+    let options = seglog::LogOpenOptions {
         clock: clock.clone(),
         recover_all: true,
-        ..seglog::OpenOptions::default()
+        ..seglog::LogOpenOptions::default()
     };
     let log = seglog::Log::open_with(dir.path(), small_config(1024), options).unwrap();
     let first = &log.load_report().segments[0];
@@ -410,7 +410,7 @@ fn swap_and_cleaned_leftovers_follow_kafkas_rules() {
 /// report says which file and which line, instead of a silent reset of the log start.
 #[test]
 fn corrupt_checkpoints_are_reported_with_file_and_line() {
-    use seglog::{CheckpointProblemKind, CorruptKind, LOG_START_OFFSET_CHECKPOINT};
+    use seglog::{CheckpointCorruptKind, CheckpointProblemKind, LOG_START_OFFSET_CHECKPOINT};
     let (dir, clock, log) = fresh(small_config(1024));
     append_numbered(&log, 30, "r", 2);
     log.set_high_watermark(60).unwrap();
@@ -433,13 +433,13 @@ fn corrupt_checkpoints_are_reported_with_file_and_line() {
     assert_eq!(problems[0].line, Some(1));
     assert_eq!(
         problems[0].kind,
-        CheckpointProblemKind::Corrupt(CorruptKind::UnsupportedVersion(1))
+        CheckpointProblemKind::Corrupt(CheckpointCorruptKind::UnsupportedVersion(1))
     );
     assert_eq!(problems[1].path, log_start);
     assert_eq!(problems[1].line, Some(3));
     assert_eq!(
         problems[1].kind,
-        CheckpointProblemKind::Corrupt(CorruptKind::MalformedLine)
+        CheckpointProblemKind::Corrupt(CheckpointCorruptKind::MalformedLine)
     );
     let text = problems[1].to_string();
     assert!(

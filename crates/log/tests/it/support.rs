@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use seglog::{BatchBuilder, Batches, Isolation, Log, LogConfig, ManualClock, OpenOptions};
+use seglog::{BatchBuilder, Batches, Isolation, Log, LogConfig, LogOpenOptions, ManualClock};
 use seglog_faults::FaultInjector;
 
 /// Clock start for tests: 2023-11-14, so CreateTime timestamps around it are "now".
@@ -47,9 +47,9 @@ pub fn open(dir: &Path, config: LogConfig, clock: &Arc<ManualClock>) -> Log {
     Log::open_with(
         dir,
         config,
-        OpenOptions {
+        LogOpenOptions {
             clock: clock.clone(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap()
@@ -65,10 +65,10 @@ pub fn open_with_faults(
     Log::open_with(
         dir,
         config,
-        OpenOptions {
+        LogOpenOptions {
             clock: clock.clone(),
             io: faults.io(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         },
     )
     .unwrap()

@@ -16,7 +16,7 @@ use openraft::raft::{
     VoteRequest, VoteResponse,
 };
 use openraft::{BasicNode, Config, Raft, ServerState, SnapshotPolicy};
-use seglog::{Batches, OpenOptions};
+use seglog::{Batches, LogOpenOptions};
 use seglog_faults::FaultInjector;
 use seglog_raft::{KvConfig, KvRequest, KvStateMachine, LOG_DIR, LogStore, raft_log_config};
 
@@ -70,9 +70,9 @@ fn acknowledged_client_writes_are_durable_and_cost_at_most_one_fsync_each() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let options = OpenOptions {
+        let options = LogOpenOptions {
             io: injector.io(),
-            ..OpenOptions::default()
+            ..LogOpenOptions::default()
         };
         let store = LogStore::<KvConfig>::open_with_options(dir.path(), raft_log_config(), options)
             .unwrap();

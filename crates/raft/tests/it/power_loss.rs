@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use openraft::RaftLogReader;
-use seglog::{Batches, OpenOptions};
+use seglog::{Batches, LogOpenOptions};
 use seglog_faults::{FaultInjector, FaultKind};
 use seglog_raft::{KvConfig, LOG_DIR, LogStore, raft_log_config};
 
@@ -30,9 +30,9 @@ fn durable_end(image: &[u8]) -> i64 {
 }
 
 fn open(dir: &Path, injector: &FaultInjector) -> LogStore<KvConfig> {
-    let options = OpenOptions {
+    let options = LogOpenOptions {
         io: injector.io(),
-        ..OpenOptions::default()
+        ..LogOpenOptions::default()
     };
     LogStore::open_with_options(dir, raft_log_config(), options).unwrap()
 }

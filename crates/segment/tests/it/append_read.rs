@@ -2,7 +2,7 @@
 
 use seglog_records::Compression;
 use seglog_segment::{
-    ActiveSegment, Error, FileKind, OpenOptions, RollParams, Segment, SegmentConfig,
+    ActiveSegment, Error, FileKind, RollParams, Segment, SegmentConfig, SegmentOpenOptions,
 };
 
 use crate::support::{append_batch, batch, path, read, scan, simple_batch, small_config, tempdir};
@@ -394,7 +394,7 @@ fn seal_trims_a_preallocated_log_and_both_indexes() {
     // Sealed: a second writer may be attached only through `resume`, and a read-only
     // segment refuses it.
     drop(segment);
-    let (ro, _) = Segment::open(dir.path(), 7, &config, OpenOptions::read_only()).unwrap();
+    let (ro, _) = Segment::open(dir.path(), 7, &config, SegmentOpenOptions::read_only()).unwrap();
     assert!(matches!(
         ActiveSegment::resume(ro),
         Err(Error::ReadOnly { .. })
@@ -479,16 +479,17 @@ fn temporary_suffixes_cleaned_swap_and_back() {
         assert!(path(dir.path(), 40, kind.with_suffix(Some(TempSuffix::Swap))).exists());
     }
     // The loader opens `.swap` segments by suffix, then renames them to their final names.
-    let options = OpenOptions {
+    let options = SegmentOpenOptions {
         suffix: Some(TempSuffix::Swap),
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     };
     let (segment, report) = Segment::open(dir.path(), 40, &config, options).unwrap();
     assert_eq!(report.rebuilt, None);
     assert_eq!(segment.read_next_offset().unwrap(), 50);
     segment.rename_suffix(None).unwrap();
     assert_eq!(segment.log_path(), path(dir.path(), 40, FileKind::LOG));
-    let (segment, _) = Segment::open(dir.path(), 40, &config, OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 40, &config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(segment.translate_offset(45, 0).unwrap().unwrap().offset, 45);
 }
 

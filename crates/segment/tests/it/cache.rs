@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use seglog_segment::{
-    ActiveSegment, FileKind, OpenMode, OpenOptions, Segment, SegmentCache, SegmentConfig,
+    ActiveSegment, FileKind, OpenMode, Segment, SegmentCache, SegmentConfig, SegmentOpenOptions,
     TempSuffix, file_path,
 };
 
@@ -165,8 +165,13 @@ fn indexes_rebuilt_in_memory_by_a_read_only_open_are_never_evicted() {
     drop(segments);
     std::fs::remove_file(file_path(dir.path(), 0, FileKind::INDEX)).unwrap();
     let cache = SegmentCache::new(1);
-    let (segment, report) =
-        Segment::open(dir.path(), 0, &cached(&cache), OpenOptions::read_only()).unwrap();
+    let (segment, report) = Segment::open(
+        dir.path(),
+        0,
+        &cached(&cache),
+        SegmentOpenOptions::read_only(),
+    )
+    .unwrap();
     assert!(report.rebuilt.is_some());
     assert_eq!(segment.mode(), OpenMode::ReadOnly);
     assert_eq!(cache.evict_all(), 0);

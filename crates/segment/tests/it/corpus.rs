@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use seglog_segment::{FileKind, OpenOptions, RebuildReason, Segment, SegmentConfig};
+use seglog_segment::{FileKind, RebuildReason, Segment, SegmentConfig, SegmentOpenOptions};
 
 use crate::support::{Scan, copy_dir, corpus_segments, path, read, scan};
 
@@ -114,8 +114,13 @@ fn corpus_segments_open_read_and_rebuild() {
             .map(|k| std::fs::read(path(copy.path(), base, k)).ok())
             .into();
         {
-            let (segment, report) =
-                Segment::open(copy.path(), base, &config(), OpenOptions::read_only()).unwrap();
+            let (segment, report) = Segment::open(
+                copy.path(),
+                base,
+                &config(),
+                SegmentOpenOptions::read_only(),
+            )
+            .unwrap();
             if !had_indexes {
                 assert!(
                     matches!(report.rebuilt, Some(RebuildReason::MissingIndex { .. })),
@@ -132,7 +137,7 @@ fn corpus_segments_open_read_and_rebuild() {
         // 2. Read-write open (rebuilds missing indexes on disk).
         {
             let (segment, report) =
-                Segment::open(copy.path(), base, &config(), OpenOptions::default()).unwrap();
+                Segment::open(copy.path(), base, &config(), SegmentOpenOptions::default()).unwrap();
             if let Some(recovery) = &report.recovery {
                 assert_eq!(recovery.truncated_bytes, 0, "{label}: {report:?}");
             }
@@ -146,7 +151,7 @@ fn corpus_segments_open_read_and_rebuild() {
         std::fs::remove_file(path(copy.path(), base, FileKind::TIME_INDEX)).unwrap();
         {
             let (segment, report) =
-                Segment::open(copy.path(), base, &config(), OpenOptions::default()).unwrap();
+                Segment::open(copy.path(), base, &config(), SegmentOpenOptions::default()).unwrap();
             assert!(
                 matches!(report.rebuilt, Some(RebuildReason::MissingIndex { .. })),
                 "{label}: {report:?}"
@@ -173,7 +178,7 @@ fn corpus_segments_open_read_and_rebuild() {
 
         // 4. Reopen the rebuilt files: trusted as they are.
         let (segment, report) =
-            Segment::open(copy.path(), base, &config(), OpenOptions::default()).unwrap();
+            Segment::open(copy.path(), base, &config(), SegmentOpenOptions::default()).unwrap();
         assert_eq!(report.rebuilt, None, "{label}");
         check_lookups(&segment, &oracle, &format!("{label} (reopened)"), false);
     }
@@ -282,9 +287,9 @@ fn broker_closed_indexes_against_recover_and_close() {
         }
         let label = label(&dir, base);
         let copy = copy_dir(&dir);
-        let options = OpenOptions {
+        let options = SegmentOpenOptions {
             recover: true,
-            ..OpenOptions::default()
+            ..SegmentOpenOptions::default()
         };
         let (segment, _) = Segment::open(copy.path(), base, &config(), options).unwrap();
         segment.close().unwrap();

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use seglog_faults::{FaultInjector, FaultKind};
 use seglog_segment::{
-    ActiveSegment, Error, FileKind, IoOp, OpenOptions, RebuildReason, Segment, SegmentConfig,
-    TempSuffix,
+    ActiveSegment, Error, FileKind, IoOp, RebuildReason, Segment, SegmentConfig,
+    SegmentOpenOptions, TempSuffix,
 };
 
 use crate::support::{append_batch, path, read, simple_batch, small_config, tempdir};
@@ -76,7 +76,7 @@ fn a_failed_write_poisons_the_segment_and_readers_never_see_it() {
         drop(active);
         drop(segment);
         let (segment, report) =
-            Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+            Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
         assert!(
             report.rebuilt.is_some(),
             "the writer never sealed: {report:?}"
@@ -133,7 +133,7 @@ fn the_durable_image_advances_only_on_fsync_and_reopens_cleanly() {
     // wrote them back: here, all of them, pointing past the end of the log.
     let crashed = crash_dir(&image, Some(dir.path()));
     let (segment, report) =
-        Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+        Segment::open(crashed.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert!(
         matches!(report.rebuilt, Some(RebuildReason::CorruptIndex { .. })),
         "{report:?}"
@@ -144,7 +144,7 @@ fn the_durable_image_advances_only_on_fsync_and_reopens_cleanly() {
     // Without index files at all.
     let crashed = crash_dir(&image, None);
     let (segment, report) =
-        Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+        Segment::open(crashed.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert!(matches!(
         report.rebuilt,
         Some(RebuildReason::MissingIndex { .. })
@@ -198,7 +198,7 @@ fn a_crash_at_every_write_and_fsync_leaves_a_recoverable_prefix() {
             drop(active);
             let crashed = crash_dir(&image, None);
             let (segment, _) =
-                Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+                Segment::open(crashed.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
             let kept = segment.read_next_offset().unwrap() as usize;
             assert!(
                 kept >= flushed,
@@ -237,7 +237,7 @@ fn sync_log_data_makes_the_log_durable_and_fails_like_flush() {
     for indexes_from in [Some(dir.path()), None] {
         let crashed = crash_dir(&image, indexes_from);
         let (segment, report) =
-            Segment::open(crashed.path(), 0, &config, OpenOptions::default()).unwrap();
+            Segment::open(crashed.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
         assert!(report.rebuilt.is_some(), "{report:?}");
         assert_eq!(segment.read_next_offset().unwrap(), 15);
     }
@@ -454,7 +454,8 @@ fn a_reopen_through_the_same_injector_keeps_the_durable_image() {
     active.flush().unwrap();
     append_batch(&mut active, &all[2]); // page cache only
     drop(active);
-    let (segment, _) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(segment.read_next_offset().unwrap(), 3);
     assert_eq!(faults.durable_image(&log_path).unwrap(), all[..2].concat());
     assert_eq!(faults.durable_images().len(), 1, "one image per path");
@@ -465,6 +466,6 @@ fn a_reopen_through_the_same_injector_keeps_the_durable_image() {
     let fresh_config = faulty_config(&fresh);
     drop(segment);
     let (_segment, _) =
-        Segment::open(dir.path(), 0, &fresh_config, OpenOptions::default()).unwrap();
+        Segment::open(dir.path(), 0, &fresh_config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(fresh.durable_image(&log_path).unwrap(), all.concat());
 }

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use seglog_records::{BatchBuilder, Compression};
-use seglog_segment::{ActiveSegment, OpenMode, OpenOptions, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, OpenMode, Segment, SegmentConfig, SegmentOpenOptions};
 
 use crate::support::{
     append_batch, bytes_of, copy_dir, corpus_segments, preads_of, scan, simple_batch, small_config,
@@ -167,7 +167,7 @@ fn every_corpus_segment_at_many_targets() {
             copy.path(),
             base,
             &SegmentConfig::default(),
-            OpenOptions::read_only(),
+            SegmentOpenOptions::read_only(),
         )
         .unwrap_or_else(|e| panic!("{label}: {e}"));
         assert_eq!(segment.mode(), OpenMode::ReadOnly);

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use seglog_index_core::CorruptKind as IndexCorrupt;
 use seglog_records::Compression;
 use seglog_segment::{
-    ActiveSegment, Error, FileKind, FileType, OpenMode, OpenOptions, RebuildReason, RollParams,
-    Segment, SegmentConfig,
+    ActiveSegment, Error, FileKind, FileType, OpenMode, RebuildReason, RollParams, Segment,
+    SegmentConfig, SegmentOpenOptions,
 };
 
 use crate::support::{append_batch, batch, path, read, scan, simple_batch, small_config, tempdir};
@@ -60,7 +60,8 @@ fn kafka_1112_zero_padded_index_after_kill_is_rebuilt() {
         u64::from(config.max_index_bytes),
         "untrimmed after the kill"
     );
-    let (segment, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, report) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert!(
         matches!(
             report.rebuilt,
@@ -82,7 +83,8 @@ fn kafka_1112_zero_padded_index_after_kill_is_rebuilt() {
     let mut active = ActiveSegment::resume(segment).unwrap();
     append_batch(&mut active, &simple_batch(60, 1, 2_000, 40));
     active.close().unwrap();
-    let (segment, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, report) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(report.rebuilt, None);
     assert_eq!(segment.translate_offset(60, 0).unwrap().unwrap().offset, 60);
 }
@@ -100,7 +102,8 @@ fn kafka_7283_corrupt_index_below_the_recovery_point_is_not_trusted() {
     let (a, b) = index.split_at_mut(8);
     a.swap_with_slice(&mut b[..8]);
     std::fs::write(&index_path, &index).unwrap();
-    let (segment, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, report) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert!(
         matches!(
             report.rebuilt,
@@ -127,7 +130,7 @@ fn kafka_7283_corrupt_index_below_the_recovery_point_is_not_trusted() {
     let position = i32::from_be_bytes(index[n - 4..].try_into().unwrap());
     index[n - 4..].copy_from_slice(&(position + 3).to_be_bytes());
     std::fs::write(&index_path, &index).unwrap();
-    let (_, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (_, report) = Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert!(
         matches!(
             report.rebuilt,
@@ -143,7 +146,10 @@ fn kafka_7283_corrupt_index_below_the_recovery_point_is_not_trusted() {
 #[test]
 fn kafka_10207_untrimmed_time_index_does_not_report_timestamp_zero() {
     let config = small_config();
-    for options in [OpenOptions::default(), OpenOptions::read_only()] {
+    for options in [
+        SegmentOpenOptions::default(),
+        SegmentOpenOptions::read_only(),
+    ] {
         let dir = closed_segment(&config, 50);
         zero_pad(
             &path(dir.path(), 0, FileKind::TIME_INDEX),
@@ -177,7 +183,8 @@ fn kafka_10207_untrimmed_time_index_does_not_report_timestamp_zero() {
 fn kafka_19200_untrimmed_time_index_on_the_active_segment() {
     let config = small_config();
     let dir = killed_active_segment(&config, 30);
-    let (segment, _) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     let mut active = ActiveSegment::resume(segment).unwrap();
     let params = RollParams {
         max_segment_ms: i64::MAX,
@@ -236,7 +243,7 @@ fn kafka_4451_relative_offset_at_int_max_and_int_max_plus_one() {
     assert_eq!(index[..4], i32::MAX.to_be_bytes());
     drop(segment);
     let (segment, report) =
-        Segment::open(dir.path(), base, &config, OpenOptions::default()).unwrap();
+        Segment::open(dir.path(), base, &config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(report.rebuilt, None);
     assert_eq!(
         segment.translate_offset(at_max, 0).unwrap().unwrap().offset,
@@ -253,7 +260,8 @@ fn kafka_6388_zero_length_indexes_on_an_empty_active_segment() {
     for kind in [FileKind::LOG, FileKind::INDEX, FileKind::TIME_INDEX] {
         std::fs::write(path(dir.path(), 5, kind), b"").unwrap();
     }
-    let (segment, report) = Segment::open(dir.path(), 5, &config, OpenOptions::default()).unwrap();
+    let (segment, report) =
+        Segment::open(dir.path(), 5, &config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(
         report.rebuilt, None,
         "empty indexes of an empty log are consistent"
@@ -282,7 +290,10 @@ fn kafka_13603_empty_active_segment_without_index_files() {
     let dir = tempdir();
     let config = small_config();
     std::fs::write(path(dir.path(), 9, FileKind::LOG), b"").unwrap();
-    for options in [OpenOptions::read_only(), OpenOptions::default()] {
+    for options in [
+        SegmentOpenOptions::read_only(),
+        SegmentOpenOptions::default(),
+    ] {
         let (segment, report) = Segment::open(dir.path(), 9, &config, options).unwrap();
         assert!(
             matches!(
@@ -316,7 +327,8 @@ fn kafka_13603_empty_active_segment_without_index_files() {
 fn kafka_8398_rename_and_delete_while_readers_are_active() {
     let config = small_config();
     let dir = closed_segment(&config, 200);
-    let (segment, _) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
     let readers: Vec<_> = (0..3)
         .map(|r| {
@@ -411,7 +423,8 @@ fn kafka_6482_future_timestamps_are_reported_as_they_are() {
     let segment = active.close().unwrap();
     assert_eq!(segment.largest_timestamp().unwrap(), future_us + 1);
     drop(segment);
-    let (segment, _) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert_eq!(segment.largest_timestamp().unwrap(), future_us + 1);
 }
 

@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use seglog_records::Compression;
-use seglog_segment::{ActiveSegment, OpenOptions, Segment, SegmentConfig};
+use seglog_segment::{ActiveSegment, Segment, SegmentConfig, SegmentOpenOptions};
 
 use crate::support::{batch, tempdir};
 
@@ -252,14 +252,16 @@ fn run(ops: Vec<Op>) {
             Op::Reopen => {
                 active.take().unwrap().close().unwrap();
                 let (segment, report) =
-                    Segment::open(dir.path(), BASE, &config, OpenOptions::default()).unwrap();
+                    Segment::open(dir.path(), BASE, &config, SegmentOpenOptions::default())
+                        .unwrap();
                 assert_eq!(report.rebuilt, None, "a closed segment is trusted");
                 active = Some(ActiveSegment::resume(segment).unwrap());
             }
             Op::Crash => {
                 drop(active.take());
                 let (segment, report) =
-                    Segment::open(dir.path(), BASE, &config, OpenOptions::default()).unwrap();
+                    Segment::open(dir.path(), BASE, &config, SegmentOpenOptions::default())
+                        .unwrap();
                 if let Some(recovery) = report.recovery {
                     assert_eq!(recovery.truncated_bytes, 0);
                 }
@@ -276,7 +278,7 @@ fn run(ops: Vec<Op>) {
     // Finally: read-only open of the closed segment agrees too.
     active.take().unwrap().close().unwrap();
     let (segment, report) =
-        Segment::open(dir.path(), BASE, &config, OpenOptions::read_only()).unwrap();
+        Segment::open(dir.path(), BASE, &config, SegmentOpenOptions::read_only()).unwrap();
     assert_eq!(report.rebuilt, None);
     check(&segment, &model);
 }

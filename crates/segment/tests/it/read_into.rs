@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use proptest::prelude::*;
 use seglog_records::Compression;
 use seglog_segment::{
-    ActiveSegment, CorruptKind, Error, OpenMode, OpenOptions, Segment, SegmentConfig,
+    ActiveSegment, CorruptKind, Error, OpenMode, Segment, SegmentConfig, SegmentOpenOptions,
 };
 
 use crate::support::{append_batch, batch, preads_of, scan, simple_batch, small_config, tempdir};
@@ -157,7 +157,8 @@ fn multi_batch_follower_appends_one_entry_per_append() {
         seglog_segment::FileKind::new(seglog_segment::FileType::Index),
     ))
     .unwrap();
-    let (segment, _) = Segment::open(dir.path(), 0, &config(4096), OpenOptions::default()).unwrap();
+    let (segment, _) =
+        Segment::open(dir.path(), 0, &config(4096), SegmentOpenOptions::default()).unwrap();
     check_every_offset(&segment, &mut buf);
 }
 
@@ -365,9 +366,9 @@ fn read_only_reopen_reads_the_same() {
     let mut active = ActiveSegment::create(dir.path(), 0, &config(4096)).unwrap();
     fill(&mut active, 0, 30, 4, 700);
     active.seal().unwrap();
-    let options = OpenOptions {
+    let options = SegmentOpenOptions {
         mode: OpenMode::ReadOnly,
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     };
     let (segment, _) = Segment::open(dir.path(), 0, &config(4096), options).unwrap();
     let mut buf = Vec::new();

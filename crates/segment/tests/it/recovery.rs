@@ -6,8 +6,8 @@ use std::path::Path;
 use proptest::prelude::*;
 use seglog_records::{Compression, CorruptKind as RecordsCorrupt};
 use seglog_segment::{
-    ActiveSegment, CorruptKind, Error, FileKind, FileType, OpenOptions, RebuildReason, Segment,
-    SegmentConfig, TruncationReason,
+    ActiveSegment, CorruptKind, Error, FileKind, FileType, RebuildReason, Segment, SegmentConfig,
+    SegmentOpenOptions, TruncationReason,
 };
 
 use crate::support::{
@@ -49,9 +49,9 @@ fn try_recover_and_check(
 ) -> Option<seglog_segment::RecoveryReport> {
     let before = read(&path(dir, 0, FileKind::LOG));
     let oracle = scan(&before, 0);
-    let options = OpenOptions {
+    let options = SegmentOpenOptions {
         recover: true,
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     };
     let (segment, report) = match Segment::open(dir, 0, config, options) {
         Ok(opened) => opened,
@@ -201,7 +201,8 @@ fn a_crashed_preallocated_segment_is_rebuilt_on_open() {
             .len(),
         32 * 1024
     );
-    let (segment, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (segment, report) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     // The indexes are zero-padded (caught first) and the log has a zero tail.
     assert!(report.rebuilt.is_some(), "{report:?}");
     let recovery = report.recovery.unwrap();
@@ -224,9 +225,9 @@ fn offset_overflow_in_the_log_is_raised_and_the_log_kept() {
     let far = i64::from(i32::MAX) + 5;
     log.extend(simple_batch(far, 1, 20, 10));
     write_log(dir.path(), &log);
-    let options = OpenOptions {
+    let options = SegmentOpenOptions {
         recover: true,
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     };
     let err = Segment::open(dir.path(), 0, &config, options).unwrap_err();
     assert!(
@@ -252,7 +253,7 @@ fn read_only_open_rebuilds_an_index_larger_than_its_log_can_need() {
             .unwrap();
         f.set_len(2 << 30).unwrap();
         let (segment, report) =
-            Segment::open(dir.path(), 0, &config, OpenOptions::read_only()).unwrap();
+            Segment::open(dir.path(), 0, &config, SegmentOpenOptions::read_only()).unwrap();
         assert!(
             matches!(
                 report.rebuilt,
@@ -288,7 +289,7 @@ fn read_only_recovery_changes_nothing_on_disk() {
         })
         .collect();
     let (segment, report) =
-        Segment::open(dir.path(), 0, &config, OpenOptions::read_only()).unwrap();
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::read_only()).unwrap();
     assert!(
         matches!(report.rebuilt, Some(RebuildReason::LogTail { .. })),
         "{report:?}"
@@ -328,13 +329,14 @@ fn decoding_records_on_recovery_cuts_a_valid_crc_batch_that_does_not_decode() {
     let crc = seglog_records::crc32c(&batch[21..]);
     batch[17..21].copy_from_slice(&crc.to_be_bytes());
     write_log(dir.path(), &log);
-    let recover = OpenOptions {
+    let recover = SegmentOpenOptions {
         recover: true,
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     };
 
     // Kafka's cost (CRCs only): the batch is kept, in memory as on disk.
-    let (_, report) = Segment::open(dir.path(), 0, &config, OpenOptions::read_only()).unwrap();
+    let (_, report) =
+        Segment::open(dir.path(), 0, &config, SegmentOpenOptions::read_only()).unwrap();
     assert!(report.recovery.is_none_or(|r| r.truncated_bytes == 0));
     let kept = copy_dir(dir.path());
     let (_, report) = Segment::open(kept.path(), 0, &config, recover).unwrap();
@@ -408,9 +410,9 @@ fn an_upward_base_offset_flip_is_cut_at_the_damaged_batch() {
     // Byte 5 of the base offset: + 2^19.
     bytes[damaged_position as usize + 5] ^= 1 << 3;
     write_log(dir.path(), &bytes);
-    let options = OpenOptions {
+    let options = SegmentOpenOptions {
         recover: true,
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     };
     let (segment, report) = Segment::open(dir.path(), 0, &config, options).unwrap();
     let recovery = report.recovery.unwrap();

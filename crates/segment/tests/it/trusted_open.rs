@@ -1,9 +1,9 @@
-//! `OpenOptions::trust_clean_shutdown`: after a clean shutdown a segment opens without
+//! `SegmentOpenOptions::trust_clean_shutdown`: after a clean shutdown a segment opens without
 //! reading `.log` bytes, and the data-free checks still catch what a crash leaves.
 
 use seglog_index_core::CorruptKind;
 use seglog_segment::{
-    ActiveSegment, FileKind, FileType, OpenOptions, OpenReport, RebuildReason, Segment,
+    ActiveSegment, FileKind, FileType, OpenReport, RebuildReason, Segment, SegmentOpenOptions,
 };
 
 use crate::support::{append_batch, path, read, simple_batch, small_config, tempdir};
@@ -19,10 +19,10 @@ fn assert_rebuilt_for(report: &OpenReport, file_type: FileType, kind: CorruptKin
     );
 }
 
-fn trusted() -> OpenOptions {
-    OpenOptions {
+fn trusted() -> SegmentOpenOptions {
+    SegmentOpenOptions {
         trust_clean_shutdown: true,
-        ..OpenOptions::default()
+        ..SegmentOpenOptions::default()
     }
 }
 
@@ -63,7 +63,7 @@ fn a_clean_segment_opens_without_reading_the_log() {
     std::fs::write(&log, vec![0u8; bytes.len()]).unwrap();
     let (_, report) = Segment::open(dir.path(), 0, &config, trusted()).unwrap();
     assert_eq!(report.rebuilt, None);
-    let (_, report) = Segment::open(dir.path(), 0, &config, OpenOptions::default()).unwrap();
+    let (_, report) = Segment::open(dir.path(), 0, &config, SegmentOpenOptions::default()).unwrap();
     assert!(report.rebuilt.is_some(), "{report:?}");
 }
 
@@ -140,7 +140,7 @@ fn the_full_index_check_still_runs_when_trusting() {
         .open(path(dir.path(), 0, FileKind::INDEX))
         .unwrap();
     file.write_all_at(&[0, 0, 0, 1, 0, 0, 0x7f, 0], 0).unwrap();
-    let quick = OpenOptions {
+    let quick = SegmentOpenOptions {
         full_index_check: false,
         ..trusted()
     };
