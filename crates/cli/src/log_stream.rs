@@ -223,8 +223,7 @@ impl LogStream {
         }
         let remaining = usize::try_from(self.len - position).unwrap_or(usize::MAX);
         let size = n.max(CHUNK).min(remaining).max(n);
-        self.buf.clear();
-        self.buf.resize(size, 0);
+        resize_for_read(&mut self.buf, size);
         self.buf_start = position;
         let got = read_at_most(&self.file, &mut self.buf, position)
             .map_err(Error::io("read", &self.path))?;
@@ -319,8 +318,7 @@ impl<const N: usize> EntryStream<N> {
         if self.slot < self.buf_slot || self.slot >= self.buf_slot + buffered {
             let per_chunk = (CHUNK / N) as u64;
             let count = per_chunk.min(self.entries - self.slot) as usize;
-            self.buf.clear();
-            self.buf.resize(count * N, 0);
+            resize_for_read(&mut self.buf, count * N);
             self.buf_slot = self.slot;
             let got = read_at_most(&self.file, &mut self.buf, self.slot * N as u64)
                 .map_err(Error::io("read", &self.path))?;
@@ -337,6 +335,77 @@ impl<const N: usize> EntryStream<N> {
         let slot = self.slot;
         self.slot += 1;
         Ok(Some((slot, raw)))
+    }
+
+    /// Skips the all-zero entries that follow, a chunk at a time (a preallocated or sparse
+    /// index is mostly zeros: comparing whole chunks is a memcmp); returns how many.
+    ///
+    /// # Errors
+    /// [`Error::Io`] naming the file when a read fails.
+    pub fn skip_zero_entries(&mut self) -> Result<u64, Error> {
+        static ZEROS: [u8; CHUNK] = [0; CHUNK];
+        let start = self.slot;
+        while self.slot < self.entries {
+            let buffered = self.buf.len() as u64 / N as u64;
+            if self.slot < self.buf_slot || self.slot >= self.buf_slot + buffered {
+                // Refill through `next_entry`'s path, then step back.
+                match self.next_entry()? {
+                    Some(_) => self.slot -= 1,
+                    None => break,
+                }
+                continue;
+            }
+            let at = ((self.slot - self.buf_slot) as usize) * N;
+            let end = (buffered as usize) * N;
+            let rest = &self.buf[at..end];
+            if rest == &ZEROS[..rest.len()] {
+                self.slot += buffered - (self.slot - self.buf_slot);
+                continue;
+            }
+            let first_nonzero = rest.iter().position(|b| *b != 0).unwrap_or(rest.len());
+            self.slot += (first_nonzero / N) as u64;
+            break;
+        }
+        Ok(self.slot - start)
+    }
+}
+
+/// The largest producer `.snapshot` read: 64 MiB, about 900,000 producers' entries (Kafka
+/// writes one entry per active producer).
+pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
+
+/// Reads a small whole file (a checkpoint, a snapshot) of at most `limit` bytes. The inner
+/// `Err` is a problem to report (the file is larger than the bound: not read).
+///
+/// # Errors
+/// [`Error::Io`] / [`Error::NotFound`] naming the file.
+pub fn read_bounded(path: &Path, limit: u64) -> Result<Result<Vec<u8>, String>, Error> {
+    use std::io::Read;
+    let file = File::open(path).map_err(Error::io("open", path))?;
+    let len = file.metadata().map_err(Error::io("stat", path))?.len();
+    let too_large = |len| {
+        Ok(Err(format!(
+            "{len} bytes, larger than the {limit}-byte bound for this file; not read"
+        )))
+    };
+    if len > limit {
+        return too_large(len);
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(Error::io("read", path))?;
+    if bytes.len() as u64 > limit {
+        return too_large(bytes.len() as u64);
+    }
+    Ok(Ok(bytes))
+}
+
+/// Makes `buf` exactly `len` bytes long for a read to overwrite: reused as it is when the
+/// length matches (no zeroing pass per chunk), else freshly allocated zeroed.
+fn resize_for_read(buf: &mut Vec<u8>, len: usize) {
+    if buf.len() != len {
+        *buf = vec![0; len];
     }
 }
 

@@ -119,6 +119,10 @@ pub enum CorruptKind {
     TimestampNotIncreasing,
     /// A `.timeindex` timestamp is negative (Kafka never indexes one).
     NegativeTimestamp,
+    /// The file is larger than any index of its `.log` can be (more entries than the `.log`
+    /// could hold batches, and above the configured index size): a damaged or hostile file,
+    /// not read (it would cost its size in memory).
+    LargerThanItsLog,
 }
 
 impl std::fmt::Display for CorruptKind {
@@ -131,6 +135,9 @@ impl std::fmt::Display for CorruptKind {
             CorruptKind::PositionOutOfRange => "an entry's position is outside the .log",
             CorruptKind::OffsetOutOfRange => "an entry's offset is past the segment's last offset",
             CorruptKind::TimestampNotIncreasing => "a timestamp is not above the previous one",
+            CorruptKind::LargerThanItsLog => {
+                "the file is larger than any index of its .log can be; not read"
+            }
             CorruptKind::NegativeTimestamp => "a timestamp is negative",
         })
     }

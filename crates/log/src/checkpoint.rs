@@ -77,10 +77,10 @@ impl OffsetCheckpointFile {
     }
 
     fn read_file(&self) -> Result<BTreeMap<TopicPartition, i64>, ReadFailure> {
-        let text = match fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(ReadFailure::Io(e)),
+        let text = match read_bounded(&self.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(BTreeMap::new()),
+            Err(failure) => return Err(failure),
         };
         parse(&text).map_err(|(position, kind)| ReadFailure::Corrupt(position, kind))
     }
@@ -122,8 +122,47 @@ impl OffsetCheckpointFile {
     }
 }
 
+/// The largest checkpoint file seglog reads: 64 MiB, room for a few hundred thousand
+/// partitions' entries (a broker's root checkpoint) and far more than a leader-epoch
+/// checkpoint holds. A larger file is reported as corrupt ([`CheckpointCorruptKind::TooLarge`]) and not
+/// read, so a damaged or hostile file (a 2 GB sparse one) costs nothing.
+pub const MAX_CHECKPOINT_BYTES: u64 = 64 << 20;
+
+/// Reads a checkpoint's text, at most [`MAX_CHECKPOINT_BYTES`]; `None` when it does not exist.
+pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, ReadFailure> {
+    use std::io::Read;
+    let file = match fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(ReadFailure::Io(e)),
+    };
+    let len = file.metadata().map_err(ReadFailure::Io)?.len();
+    let too_large = |len| {
+        ReadFailure::Corrupt(
+            1,
+            CheckpointCorruptKind::TooLarge {
+                len,
+                limit: MAX_CHECKPOINT_BYTES,
+            },
+        )
+    };
+    if len > MAX_CHECKPOINT_BYTES {
+        return Err(too_large(len));
+    }
+    let mut text = String::new();
+    // One byte more than the bound: a file that grew after the length check is refused too.
+    let read = file
+        .take(MAX_CHECKPOINT_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(ReadFailure::Io)?;
+    if read as u64 > MAX_CHECKPOINT_BYTES {
+        return Err(too_large(read as u64));
+    }
+    Ok(Some(text))
+}
+
 /// Why a checkpoint file could not be read.
-enum ReadFailure {
+pub(crate) enum ReadFailure {
     Io(io::Error),
     /// 1-based line, what is wrong.
     Corrupt(u64, CheckpointCorruptKind),
@@ -249,6 +288,39 @@ pub(crate) fn parse_entries<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A checkpoint larger than the bound (a 2 GiB sparse file costs no disk) is reported as
+    /// corrupt at line 1 and never read: it used to be read whole, costing its size.
+    #[test]
+    fn a_checkpoint_above_the_bound_is_corrupt_and_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(RECOVERY_POINT_CHECKPOINT);
+        fs::File::create(&path).unwrap().set_len(2 << 30).unwrap();
+        let file = OffsetCheckpointFile::new(&path);
+        let (map, problem) = file.read_or_report();
+        assert!(map.is_empty());
+        let problem = problem.unwrap();
+        assert_eq!(problem.line, Some(1));
+        assert_eq!(
+            problem.kind,
+            CheckpointProblemKind::Corrupt(CheckpointCorruptKind::TooLarge {
+                len: 2 << 30,
+                limit: MAX_CHECKPOINT_BYTES
+            })
+        );
+        let epochs = crate::LeaderEpochCheckpointFile::in_dir(dir.path());
+        fs::File::create(epochs.path())
+            .unwrap()
+            .set_len(2 << 30)
+            .unwrap();
+        assert!(matches!(
+            epochs.read(),
+            Err(Error::Corrupt {
+                kind: CheckpointCorruptKind::TooLarge { .. },
+                ..
+            })
+        ));
+    }
 
     #[test]
     fn round_trip() {

@@ -231,6 +231,15 @@ pub enum CheckpointCorruptKind {
         /// Entries actually present.
         found: u64,
     },
+    /// The file is larger than any checkpoint seglog reads ([`crate::MAX_CHECKPOINT_BYTES`]):
+    /// not read at all (a hostile or damaged file must not cost its size in memory).
+    #[error("{len} bytes, larger than the {limit}-byte bound for a checkpoint; not read")]
+    TooLarge {
+        /// The file's length.
+        len: u64,
+        /// The bound.
+        limit: u64,
+    },
 }
 
 /// Why an append was rejected.

@@ -15,7 +15,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -340,10 +339,19 @@ impl LeaderEpochCheckpointFile {
     /// number when it does not parse (Kafka's rules: version 0 only, two tokens per line,
     /// exact entry count; a negative epoch or start offset is a malformed line).
     pub fn read(&self) -> Result<Option<Vec<EpochEntry>>> {
-        let text = match fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(Error::io("read leader-epoch checkpoint", &self.path, e)),
+        let text = match crate::checkpoint::read_bounded(&self.path) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(None),
+            Err(crate::checkpoint::ReadFailure::Io(e)) => {
+                return Err(Error::io("read leader-epoch checkpoint", &self.path, e));
+            }
+            Err(crate::checkpoint::ReadFailure::Corrupt(position, kind)) => {
+                return Err(Error::Corrupt {
+                    path: self.path.clone(),
+                    position,
+                    kind,
+                });
+            }
         };
         parse(&text)
             .map(Some)
@@ -534,6 +542,7 @@ fn learn_from_segment(
 #[cfg(not(loom))]
 mod tests {
     use super::*;
+    use std::fs;
 
     fn cache(entries: &[(i32, i64)]) -> LeaderEpochCache {
         LeaderEpochCache::from_entries(entries.iter().map(|&(epoch, start_offset)| EpochEntry {

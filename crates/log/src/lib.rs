@@ -164,8 +164,8 @@ pub use background::Ticker;
 pub use bytes::Bytes;
 pub use checkpoint::{
     CLEANER_OFFSET_CHECKPOINT, CheckpointProblem, CheckpointProblemKind,
-    LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile, RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT, MAX_CHECKPOINT_BYTES, OffsetCheckpointFile,
+    RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT,
 };
 pub use clean_shutdown::CLEAN_SHUTDOWN_FILE;
 pub use cleaner::{CleanReport, GroupReport};

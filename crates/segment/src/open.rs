@@ -160,19 +160,31 @@ impl Segment {
         .find(|(_, p)| !p.exists())
         .map(|(file_type, _)| file_type);
         let max = config.max_index_bytes;
+        let mut oversized_index = None;
         let indexes = if writable {
             Indexes {
                 offset: OffsetIndex::open(&index_path, base_offset, max)?,
                 time: TimeIndex::open(&time_path, base_offset, max)?,
             }
         } else {
+            // A read-only open copies an index into memory: never one larger than any index of
+            // this `.log` can be (it is rebuilt in memory instead, as for a corrupt one).
+            let oversized = |path: &Path, entry_size: u64| {
+                std::fs::metadata(path)
+                    .is_ok_and(|m| m.len() > useful_index_bytes(size, entry_size, max))
+            };
+            if oversized(&index_path, 8) {
+                oversized_index = Some(FileType::Index);
+            } else if oversized(&time_path, 12) {
+                oversized_index = Some(FileType::TimeIndex);
+            }
             Indexes {
-                offset: if index_path.exists() {
+                offset: if index_path.exists() && oversized_index != Some(FileType::Index) {
                     OffsetIndex::open_read_only(&index_path, base_offset)?
                 } else {
                     OffsetIndex::in_memory(&index_path, base_offset, max)
                 },
-                time: if time_path.exists() {
+                time: if time_path.exists() && oversized_index != Some(FileType::TimeIndex) {
                     TimeIndex::open_read_only(&time_path, base_offset)?
                 } else {
                     TimeIndex::in_memory(&time_path, base_offset, max)
@@ -191,6 +203,12 @@ impl Segment {
         );
         let rebuilt = if options.recover {
             Some(RebuildReason::Requested)
+        } else if let Some(file_type) = oversized_index {
+            Some(RebuildReason::CorruptIndex {
+                file_type,
+                position: 0,
+                kind: seglog_index_core::CorruptKind::LargerThanItsLog,
+            })
         } else if let Some(file_type) = missing {
             Some(RebuildReason::MissingIndex { file_type })
         } else if options.trust_clean_shutdown {
@@ -206,6 +224,17 @@ impl Segment {
         segment.admit();
         Ok((segment, OpenReport { rebuilt, recovery }))
     }
+}
+
+/// The most bytes an index of a `.log` of `log_size` bytes can usefully hold: one
+/// `entry_size` entry per batch (the smallest batch, a v0 message, takes 26 bytes), or the
+/// configured index size (`max_index_bytes`, what a preallocated active index has), whichever
+/// is larger.
+fn useful_index_bytes(log_size: u64, entry_size: u64, max_index_bytes: u32) -> u64 {
+    const SMALLEST_BATCH: u64 = 26;
+    (log_size / SMALLEST_BATCH + 1)
+        .saturating_mul(entry_size)
+        .max(u64::from(max_index_bytes))
 }
 
 /// Maps index-core's corruption errors to a rebuild reason; other errors stay errors.

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use seglog_index_core::{OffsetIndex, TimeIndex};
+use seglog_index_core::{OffsetEntry, OffsetIndex, TimeEntry, TimeIndex};
 use seglog_records::{BatchRef, Record};
 use seglog_segment::{FileType, parse_file_name};
 use serde::Serialize;
@@ -17,7 +17,7 @@ use crate::Outcome;
 use crate::cli::{DumpArgs, Encoding};
 use crate::dir::DirListing;
 use crate::error::Error;
-use crate::log_stream::{End, LogStream, Step};
+use crate::log_stream::{End, EntryStream, LogStream, MAX_SNAPSHOT_BYTES, Step, read_bounded};
 use crate::output::{Out, TimestampTypeName};
 use crate::view::{self, MAX_DECOMPRESSED_BYTES};
 
@@ -475,6 +475,15 @@ impl Dumper<'_> {
     fn offset_index(&mut self, path: &Path, base_offset: i64) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
+        if let Some(len) = too_large_to_check(path)? {
+            let mut entries = EntryStream::<8>::open(path)?;
+            while let Some((slot, raw)) = entries.next_entry()? {
+                let e = OffsetEntry::decode(&raw);
+                let offset = base_offset.saturating_add(i64::from(e.relative_offset));
+                self.offset_entry(&file, slot as usize, offset, e.position as u32)?;
+            }
+            return self.problem(&file, 0, not_checked(len));
+        }
         let index = OffsetIndex::open_read_only(path, base_offset)?;
         if index.entries() == 0 && !self.args.json {
             // Kafka's tool says so for an empty offset index.
@@ -482,19 +491,7 @@ impl Dumper<'_> {
         }
         for slot in 0..index.entries() {
             let Some(e) = index.entry(slot) else { break };
-            if self.args.json {
-                self.out.json(&OffsetEntryLine {
-                    file: &file,
-                    slot,
-                    offset: e.offset,
-                    position: e.position,
-                })?;
-            } else {
-                self.out.line(format_args!(
-                    "offset: {} position: {}",
-                    e.offset, e.position
-                ))?;
-            }
+            self.offset_entry(&file, slot, e.offset, e.position)?;
         }
         if let Err(e) = index.sanity_check(None) {
             self.problem(&file, corrupt_position(&e), e.to_string())?;
@@ -502,38 +499,76 @@ impl Dumper<'_> {
         Ok(())
     }
 
+    fn offset_entry(
+        &mut self,
+        file: &str,
+        slot: usize,
+        offset: i64,
+        position: u32,
+    ) -> Result<(), Error> {
+        if self.args.json {
+            self.out.json(&OffsetEntryLine {
+                file,
+                slot,
+                offset,
+                position,
+            })
+        } else {
+            self.out
+                .line(format_args!("offset: {offset} position: {position}"))
+        }
+    }
+
     fn time_index(&mut self, path: &Path, base_offset: i64) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
+        if let Some(len) = too_large_to_check(path)? {
+            let mut entries = EntryStream::<12>::open(path)?;
+            while let Some((slot, raw)) = entries.next_entry()? {
+                let e = TimeEntry::decode(&raw);
+                let offset = base_offset.saturating_add(i64::from(e.relative_offset));
+                self.time_entry(&file, slot as usize, e.timestamp_ms, offset)?;
+            }
+            return self.problem(&file, 0, not_checked(len));
+        }
         let index = TimeIndex::open_read_only(path, base_offset)?;
         for slot in 0..index.entries() {
             let Some(e) = index.entry(slot) else { break };
-            if self.args.json {
-                self.out.json(&TimeEntryLine {
-                    file: &file,
-                    slot,
-                    timestamp: e.timestamp_ms,
-                    offset: e.offset,
-                })?;
-            } else {
-                self.out.line(format_args!(
-                    "timestamp: {} offset: {}",
-                    e.timestamp_ms, e.offset
-                ))?;
-            }
+            self.time_entry(&file, slot, e.timestamp_ms, e.offset)?;
         }
         if let Err(e) = index.sanity_check(None) {
             self.problem(&file, corrupt_position(&e), e.to_string())?;
         }
         Ok(())
+    }
+
+    fn time_entry(
+        &mut self,
+        file: &str,
+        slot: usize,
+        timestamp: i64,
+        offset: i64,
+    ) -> Result<(), Error> {
+        if self.args.json {
+            self.out.json(&TimeEntryLine {
+                file,
+                slot,
+                timestamp,
+                offset,
+            })
+        } else {
+            self.out
+                .line(format_args!("timestamp: {timestamp} offset: {offset}"))
+        }
     }
 
     /// `.txnindex`: 34-byte entries (spec 2.4); a partial tail is ignored, as Kafka does.
     fn txn_index(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
-        for (slot, e) in bytes.chunks_exact(34).enumerate() {
+        let mut entries = EntryStream::<34>::open(path)?;
+        while let Some((slot, e)) = entries.next_entry()? {
+            let slot = slot as usize;
             let i64_at = |at: usize| i64::from_be_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
             let line = TxnEntryLine {
                 file: &file,
@@ -561,7 +596,10 @@ impl Dumper<'_> {
     fn producer_snapshot(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
-        let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
+        let bytes = match read_bounded(path, MAX_SNAPSHOT_BYTES)? {
+            Ok(bytes) => bytes,
+            Err(problem) => return self.problem(&file, 0, problem),
+        };
         let snapshot = match seglog::ProducerSnapshot::decode(&bytes) {
             Ok(snapshot) => snapshot,
             Err(problem) => return self.problem(&file, 0, problem.to_string()),
@@ -612,7 +650,10 @@ impl Dumper<'_> {
     fn leader_epochs(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(Error::io("read", path))?;
+        let text = match read_bounded(path, seglog::MAX_CHECKPOINT_BYTES)? {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(problem) => return self.problem(&file, 0, problem),
+        };
         let entries = match seglog::parse_leader_epoch_checkpoint(&text) {
             Ok(entries) => entries,
             Err((line, kind)) => return self.problem(&file, line, format!("line {line}: {kind}")),
@@ -668,6 +709,24 @@ impl Dumper<'_> {
     }
 }
 
+/// Index files up to this size are read whole and checked (index-core's sanity check); a
+/// larger one (Kafka's default `segment.index.bytes` is 10 MiB) is streamed and printed only.
+const MAX_CHECKED_INDEX_BYTES: u64 = 64 << 20;
+
+/// The file's length when it is above [`MAX_CHECKED_INDEX_BYTES`].
+fn too_large_to_check(path: &Path) -> Result<Option<u64>, Error> {
+    let len = std::fs::metadata(path)
+        .map_err(Error::io("stat", path))?
+        .len();
+    Ok((len > MAX_CHECKED_INDEX_BYTES).then_some(len))
+}
+
+fn not_checked(len: u64) -> String {
+    format!(
+        "{len} bytes, larger than the {MAX_CHECKED_INDEX_BYTES}-byte bound for a checked index: entries printed, not checked (the log rebuilds such an index)"
+    )
+}
+
 fn corrupt_position(e: &seglog_index_core::Error) -> u64 {
     match e {
         seglog_index_core::Error::Corrupt { position, .. } => *position,
@@ -678,6 +737,22 @@ fn corrupt_position(e: &seglog_index_core::Error) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An index above the checked bound is streamed (a 2 GiB sparse one used to be read
+    /// whole); one below it is read and checked.
+    #[test]
+    fn only_indexes_within_the_bound_are_read_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("00000000000000000000.index");
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_CHECKED_INDEX_BYTES).unwrap();
+        assert_eq!(too_large_to_check(&path).unwrap(), None);
+        file.set_len(2 << 30).unwrap();
+        assert_eq!(too_large_to_check(&path).unwrap(), Some(2 << 30));
+        let mut entries = EntryStream::<8>::open(&path).unwrap();
+        assert_eq!(entries.entries(), (2 << 30) / 8);
+        assert_eq!(entries.next_entry().unwrap(), Some((0, [0; 8])));
+    }
 
     #[test]
     fn kinds_from_names() {

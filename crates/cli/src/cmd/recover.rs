@@ -28,6 +28,7 @@ use crate::Outcome;
 use crate::cli::RecoverArgs;
 use crate::dir::DirListing;
 use crate::error::Error;
+use crate::log_stream::{MAX_SNAPSHOT_BYTES, read_bounded};
 use crate::output::{Out, emit_report};
 
 /// What `recover` did to one segment.
@@ -110,6 +111,9 @@ pub struct RecoverReport {
     /// Segments damaged from their first byte in flushed data, set aside as
     /// `<base>.log.damaged` (bytes unchanged).
     pub set_aside: Vec<PathBuf>,
+    /// Producer `.snapshot` files that do not decode: left in place (a broker deletes them
+    /// and rebuilds producer state from the log).
+    pub corrupt_snapshots: Vec<CheckpointLine>,
     /// The checkpointed log start offset, when it lay beyond the log end (ignored: Kafka
     /// would have deleted every segment).
     pub log_start_beyond_end: Option<i64>,
@@ -129,8 +133,9 @@ pub struct RecoverReport {
     /// Base offsets of the segments whose `.txnindex` was rebuilt from their ABORT markers
     /// (as Kafka's `LogSegment.recover` does).
     pub rebuilt_txn_indexes: Vec<i64>,
-    /// Corrupt producer snapshots that were skipped and deleted.
-    pub corrupt_snapshots: Vec<PathBuf>,
+    /// Corrupt producer snapshots the producer-state load skipped and deleted (Kafka's
+    /// rule: a snapshot is derived state, rebuilt from the log).
+    pub skipped_snapshots: Vec<PathBuf>,
     /// The producer snapshot the clean close leaves, named by the log end offset.
     pub producer_snapshot: Option<i64>,
 }
@@ -157,6 +162,7 @@ impl RecoverReport {
         self.segments.iter().any(|s| s.damaged_tail_kept)
             || !self.stray_files.is_empty()
             || !self.set_aside.is_empty()
+            || !self.corrupt_snapshots.is_empty()
     }
 }
 
@@ -200,6 +206,9 @@ pub fn recover_dir_with(
         .last()
         .copied()
         .filter(|o| *o == log_end_offset);
+    // What the recovery left: the log rebuilds producer state and rewrites its snapshots;
+    // one that still does not decode is reported.
+    let listing = DirListing::existing_log(dir)?;
     let (leader_epoch_source, epoch_problem) = match &load.leader_epochs {
         LeaderEpochSource::Rebuilt => ("rebuilt", None),
         LeaderEpochSource::RebuiltAfterProblem(problem) => {
@@ -239,13 +248,14 @@ pub fn recover_dir_with(
                 problem: p.kind.to_string(),
             })
             .collect(),
+        corrupt_snapshots: corrupt_snapshots(&listing.snapshots),
         leader_epoch_source,
         leader_epochs,
         log_start_offset,
         log_end_offset,
         producers,
         rebuilt_txn_indexes: load.producers.rebuilt_txn_indexes.clone(),
-        corrupt_snapshots: load
+        skipped_snapshots: load
             .producers
             .corrupt_snapshots
             .iter()
@@ -253,6 +263,29 @@ pub fn recover_dir_with(
             .collect(),
         producer_snapshot,
     })
+}
+
+/// The producer `.snapshot` files that still do not decode after the recovery (or are larger
+/// than any snapshot is): left in place and reported.
+fn corrupt_snapshots(snapshots: &[PathBuf]) -> Vec<CheckpointLine> {
+    let mut corrupt = Vec::new();
+    for path in snapshots {
+        let problem = match read_bounded(path, MAX_SNAPSHOT_BYTES) {
+            Ok(Ok(bytes)) => seglog::ProducerSnapshot::decode(&bytes)
+                .err()
+                .map(|e| e.to_string()),
+            Ok(Err(problem)) => Some(problem),
+            Err(e) => Some(e.one_line().to_string()),
+        };
+        if let Some(problem) = problem {
+            corrupt.push(CheckpointLine {
+                file: path.clone(),
+                line: None,
+                problem,
+            });
+        }
+    }
+    corrupt
 }
 
 /// Runs the whole recovery read-only first (in memory, writing nothing: the same validation,
@@ -415,12 +448,12 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
         "  producer state: {} producer ids, {} .txnindex files rebuilt{}{}",
         report.producers,
         report.rebuilt_txn_indexes.len(),
-        if report.corrupt_snapshots.is_empty() {
+        if report.skipped_snapshots.is_empty() {
             String::new()
         } else {
             format!(
                 ", {} corrupt snapshots skipped",
-                report.corrupt_snapshots.len()
+                report.skipped_snapshots.len()
             )
         },
         report
@@ -493,6 +526,13 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
         out.line(format_args!(
             "  {}: damaged from its first byte in flushed data; set aside (bytes unchanged), the log continues at its base offset",
             path.display()
+        ))?;
+    }
+    for snapshot in &report.corrupt_snapshots {
+        out.line(format_args!(
+            "  {}: producer snapshot does not decode ({}); left in place (a broker deletes it and rebuilds producer state from the log: move it out)",
+            snapshot.file.display(),
+            snapshot.problem
         ))?;
     }
     if let Some(start) = report.log_start_beyond_end {

@@ -17,7 +17,9 @@ use crate::Outcome;
 use crate::cli::VerifyArgs;
 use crate::dir::{DirListing, SegmentFiles};
 use crate::error::Error;
-use crate::log_stream::{DEFAULT_MAX_BATCH_BYTES, End, EntryStream, LogStream, Step};
+use crate::log_stream::{
+    DEFAULT_MAX_BATCH_BYTES, End, EntryStream, LogStream, MAX_SNAPSHOT_BYTES, Step, read_bounded,
+};
 use crate::output::{Out, emit_report};
 use crate::progress::Progress;
 use crate::view::MAX_DECOMPRESSED_BYTES;
@@ -226,8 +228,8 @@ pub fn verify_dir_with(
         );
     }
     for path in &listing.snapshots {
-        match std::fs::read(path) {
-            Ok(bytes) => {
+        match read_bounded(path, MAX_SNAPSHOT_BYTES) {
+            Ok(Ok(bytes)) => {
                 if let Err(problem) = seglog::ProducerSnapshot::decode(&bytes) {
                     v.problem(
                         path,
@@ -237,7 +239,13 @@ pub fn verify_dir_with(
                     );
                 }
             }
-            Err(e) => v.problem(path, None, ProblemKind::CorruptSnapshot, e.to_string()),
+            Ok(Err(problem)) => v.problem(path, None, ProblemKind::CorruptSnapshot, problem),
+            Err(e) => v.problem(
+                path,
+                None,
+                ProblemKind::CorruptSnapshot,
+                e.one_line().to_string(),
+            ),
         }
     }
     let epochs = seglog::LeaderEpochCheckpointFile::in_dir(dir);
@@ -492,9 +500,15 @@ impl<E: Copy, const N: usize> IndexEntries<E, N> {
         while let Some((slot, raw)) = self.stream.next_entry()? {
             let entry = (self.decode)(&raw, self.base);
             if (self.is_padding)(&entry, self.base) {
+                // All-zero entries (padding of either index) are skipped a chunk at a time.
+                let more = if raw.iter().all(|b| *b == 0) {
+                    self.stream.skip_zero_entries()?
+                } else {
+                    0
+                };
                 match &mut self.run {
-                    Some((_, len, _)) => *len += 1,
-                    None => self.run = Some((slot, 1, entry)),
+                    Some((_, len, _)) => *len += 1 + more,
+                    None => self.run = Some((slot, 1 + more, entry)),
                 }
                 continue;
             }

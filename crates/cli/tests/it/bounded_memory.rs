@@ -172,3 +172,65 @@ fn dump_and_verify_stream_a_2_gib_sparse_log() {
     assert_eq!(report["problems"][0]["kind"], "corrupt_batch");
     assert_eq!(report["problems"][0]["position"], 0);
 }
+
+/// Every other file a command reads is bounded too (found by trying them): a 2 GiB sparse
+/// checkpoint, leader-epoch checkpoint, producer snapshot, offset or time index used to cost
+/// 2 GiB in every command (the checkpoints also hung them for minutes). Now checkpoints and
+/// snapshots above their bound are reported and not read, a read-only open rebuilds an index
+/// larger than its `.log` can need in memory instead of copying it, and `verify` streams it.
+#[test]
+fn huge_checkpoints_snapshots_and_indexes_cost_no_memory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("t-0");
+    small_log(&base);
+    for file in [
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "leader-epoch-checkpoint",
+        "00000000000000000000.snapshot",
+        "00000000000000000000.index",
+        "00000000000000000000.timeindex",
+    ] {
+        let dir = tmp.path().join("u-0");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        for entry in std::fs::read_dir(&base).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+        }
+        let path = dir.join(file);
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        f.set_len(HOLE).unwrap();
+        drop(f);
+        for command in ["info", "read", "verify", "recover"] {
+            let (code, stdout, rss) =
+                seglog_peak_rss(&[command.as_ref(), dir.as_os_str(), "--quiet".as_ref()]);
+            assert!(
+                code == 0 || code == 1,
+                "{file} {command}: exit {code} {stdout}"
+            );
+            assert_bounded(&format!("{command} with a 2 GiB {file}"), rss);
+            if command == "verify" && file.ends_with("index") {
+                assert!(stdout.contains("zero padding"), "{file}: {stdout}");
+            }
+            if command == "verify" && !file.contains("offset-checkpoint") {
+                assert_eq!(code, 1, "{file}: {stdout}");
+            }
+            if command == "recover" && file.contains("checkpoint") && !file.starts_with("leader") {
+                assert!(stdout.contains("larger than the"), "{file}: {stdout}");
+            }
+            if command == "recover" {
+                assert_eq!(code, 0, "{file}: {stdout}");
+            }
+        }
+        // recover repaired it: the checkpoints are rewritten, the indexes rebuilt, the
+        // producer snapshots rewritten from the rebuilt producer state.
+        let out = seglog(["verify".as_ref(), dir.as_os_str()]);
+        assert_eq!(out.code, 0, "{file}: {}", out.stdout);
+    }
+}

@@ -6,7 +6,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use seglog_records::{Compression, CorruptKind as RecordsCorrupt};
 use seglog_segment::{
-    ActiveSegment, CorruptKind, Error, FileKind, RebuildReason, Segment, SegmentConfig,
+    ActiveSegment, CorruptKind, Error, FileKind, FileType, RebuildReason, Segment, SegmentConfig,
     SegmentOpenOptions, TruncationReason,
 };
 
@@ -235,6 +235,41 @@ fn offset_overflow_in_the_log_is_raised_and_the_log_kept() {
         "{err}"
     );
     assert_eq!(read(&path(dir.path(), 0, FileKind::LOG)), log);
+}
+
+/// A read-only open copies indexes into memory: one larger than any index of its `.log`
+/// can be (a 2 GiB sparse file) is rebuilt in memory instead, never read, and the file is
+/// left alone.
+#[test]
+fn read_only_open_rebuilds_an_index_larger_than_its_log_can_need() {
+    let config = small_config();
+    let (dir, _) = closed_segment(&config);
+    for file_type in [FileType::Index, FileType::TimeIndex] {
+        let index = path(dir.path(), 0, FileKind::new(file_type));
+        let before = read(&index);
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&index)
+            .unwrap();
+        f.set_len(2 << 30).unwrap();
+        let (segment, report) =
+            Segment::open(dir.path(), 0, &config, SegmentOpenOptions::read_only()).unwrap();
+        assert!(
+            matches!(
+                report.rebuilt,
+                Some(RebuildReason::CorruptIndex {
+                    file_type: t,
+                    kind: seglog_index_core::CorruptKind::LargerThanItsLog,
+                    ..
+                }) if t == file_type
+            ),
+            "{report:?}"
+        );
+        assert_eq!(segment.read_next_offset().unwrap(), 36);
+        assert_eq!(std::fs::metadata(&index).unwrap().len(), 2 << 30);
+        f.set_len(0).unwrap();
+        std::fs::write(&index, before).unwrap();
+    }
 }
 
 #[test]
