@@ -340,6 +340,33 @@ pub(crate) fn retention(dir: &Path, report: &RetentionReport) {
     }
 }
 
+/// The end of a cleaner round on `dir`: INFO with its figures when it cleaned, DEBUG when there
+/// was nothing to clean, INFO when a truncation aborted it, WARN when it failed.
+pub(crate) fn cleaned(
+    dir: &Path,
+    result: &crate::Result<Option<crate::CleanReport>>,
+    took: Duration,
+) {
+    let dir = dir.display();
+    let duration_ms = took.as_secs_f64() * 1e3;
+    match result {
+        Ok(Some(r)) => tracing::info!(
+            %dir, first_dirty_offset = r.first_dirty_offset,
+            first_uncleanable_offset = r.first_uncleanable_offset, end_offset = r.end_offset,
+            checkpoint = ?r.checkpoint, segments_cleaned = r.segments_cleaned,
+            segments_after = r.segments_after, records_before = r.records_before,
+            records_after = r.records_after, bytes_before = r.bytes_before,
+            bytes_after = r.bytes_after, keys = r.keys, map_full = r.map_full, duration_ms,
+            "cleaning round done"
+        ),
+        Ok(None) => tracing::debug!(%dir, duration_ms, "cleaning round: nothing to clean"),
+        Err(crate::Error::CleaningAborted { .. }) => {
+            tracing::info!(%dir, duration_ms, "cleaning round aborted by a truncation");
+        }
+        Err(error) => tracing::warn!(%dir, error = %error, duration_ms, "cleaning round failed"),
+    }
+}
+
 /// A flush or sync of `dir` that took `took` (`op`: "flush" or "group commit"): DEBUG, WARN
 /// when slower than [`SLOW_FSYNC`].
 pub(crate) fn fsynced(dir: &Path, op: &'static str, up_to: i64, took: Duration) {

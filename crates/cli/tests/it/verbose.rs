@@ -73,3 +73,46 @@ fn v_prints_operator_events_vv_developer_detail_and_none_by_default() {
     assert_eq!(code, 0, "{stderr}");
     assert!(!stderr.contains("log loaded"), "RUST_LOG=warn: {stderr}");
 }
+
+#[test]
+fn v_reports_a_cleaning_round_with_its_figures() {
+    use std::io::Write;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("table-0");
+    let mut input = String::new();
+    for i in 0..400 {
+        input.push_str(&format!(
+            "{{\"key\":\"k{}\",\"value\":\"v{i}-{}\"}}\n",
+            i % 10,
+            "x".repeat(40)
+        ));
+    }
+    let mut produce = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["produce"])
+        .arg(&dir)
+        .args(["--input", "-", "--batch-records", "10"])
+        .args([
+            "--config",
+            "cleanup.policy=compact",
+            "--config",
+            "segment.bytes=4096",
+        ])
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    produce
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    assert!(produce.wait().unwrap().success());
+
+    let (code, stderr) = run(&["-v", "compact"], &dir, None);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.contains("cleaning round done"), "{stderr}");
+    assert!(stderr.contains("segments_cleaned"), "{stderr}");
+    assert!(stderr.contains("table-0"), "{stderr}");
+}

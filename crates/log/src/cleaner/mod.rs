@@ -182,7 +182,9 @@ impl Log {
             return Ok(None);
         }
         let mut uncleanable = lock(&self.cleaning);
+        let started = std::time::Instant::now();
         let result = self.clean_round(now_ms, force, step_limit);
+        crate::observe::cleaned(&self.dir, &result, started.elapsed());
         match &result {
             Ok(_) => *uncleanable = false,
             Err(crate::Error::DamagedBatch { .. } | crate::Error::Segment(_)) => {
