@@ -54,6 +54,7 @@ pub fn run_all() -> Result<(), String> {
 
     // Every published crate packages and builds from its package alone (as `cargo publish`
     // would check it), the layers in dependency order.
+    forget_packaged_sources()?;
     let mut package = cargo();
     package.arg("package");
     for crate_name in PUBLISHED {
@@ -92,4 +93,55 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(format!("`ci` takes no options, got `{unexpected}`"));
     }
     run_all()
+}
+
+/// Removes what an earlier `cargo package` left unpacked in `$CARGO_HOME/registry` for our own
+/// crates. `cargo package -p …` verifies each crate against the others through a temporary
+/// local registry under `target/package/`, and cargo unpacks that registry's crates into
+/// `registry/src/-<hash of its path>/NAME-VERSION` — and reuses the unpacked copy whenever the
+/// same path and version come again (the same checkout, or a fresh clone at the same place), so
+/// a crate would be verified against a stale copy of the layer below it. Local registries are
+/// the `-<hash>` directories (crates.io's are named after its host), so only those are touched.
+fn forget_packaged_sources() -> Result<(), String> {
+    let home = match std::env::var_os("CARGO_HOME") {
+        Some(home) => std::path::PathBuf::from(home),
+        None => match std::env::var_os("HOME") {
+            Some(home) => std::path::PathBuf::from(home).join(".cargo"),
+            None => return Ok(()),
+        },
+    };
+    for kind in ["src", "cache"] {
+        let Ok(registries) = std::fs::read_dir(home.join("registry").join(kind)) else {
+            continue;
+        };
+        for registry in registries.flatten() {
+            if !registry.file_name().to_string_lossy().starts_with('-') {
+                continue;
+            }
+            let Ok(entries) = std::fs::read_dir(registry.path()) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let ours = PUBLISHED.iter().any(|krate| {
+                    name.strip_prefix(krate)
+                        .and_then(|rest| rest.strip_prefix('-'))
+                        .is_some_and(|version| version.starts_with(|c: char| c.is_ascii_digit()))
+                });
+                if !ours {
+                    continue;
+                }
+                let path = entry.path();
+                let removed = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                removed.map_err(|e| {
+                    format!("remove the stale packaged copy {}: {e}", path.display())
+                })?;
+            }
+        }
+    }
+    Ok(())
 }

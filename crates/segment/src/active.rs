@@ -161,9 +161,10 @@ impl ActiveSegment {
 
     /// Appends `batches` (whole batches, offsets increasing and above what the segment
     /// holds) with one positioned write, then publishes the new size to readers, then applies
-    /// Kafka's index step (spec §3.2): if more than `index_interval_bytes` were appended
-    /// since the last entry *before* this append, add `(largest_offset, start position of
-    /// this append)` to the offset index and the max timestamp so far to the time index.
+    /// Kafka 4.4's index step per batch (`LogSegment.append`; spec §3.2 describes the older
+    /// once-per-append form): before each batch, if more than `index_interval_bytes` were
+    /// appended since the last entry, add `(the batch's last offset, its position)` to the
+    /// offset index and the max timestamp so far to the time index.
     /// `offset_of_max_timestamp` is the offset Kafka records with the max timestamp (the last
     /// offset of the batch holding it). An empty `batches` does nothing.
     ///
@@ -223,20 +224,33 @@ impl ActiveSegment {
         }
         // The active segment's files are never closed by the cache (a writer is attached).
         let Files { log, indexes } = segment.files()?;
-        let index_step =
-            self.bytes_since_last_index_entry > u64::from(segment.config.index_interval_bytes);
-        if index_step {
-            check_index_step(segment, &indexes, largest_offset, {
-                let max = segment.max_timestamp_and_offset();
-                if largest_timestamp_ms > max.timestamp_ms {
-                    TimestampOffset {
-                        timestamp_ms: largest_timestamp_ms,
-                        offset: offset_of_max_timestamp,
-                    }
-                } else {
-                    max
-                }
-            })?;
+        // Kafka 4.4's index step runs per batch of the append (`LogSegment.append`), so plan
+        // the entries first: nothing is written when one of them could not be added.
+        let plan = IndexPlan::new(
+            parts,
+            position,
+            self.bytes_since_last_index_entry,
+            u64::from(segment.config.index_interval_bytes),
+            segment.max_timestamp_and_offset(),
+            (
+                largest_offset,
+                largest_timestamp_ms,
+                offset_of_max_timestamp,
+            ),
+        );
+        if let Some(&(first_offset, _, first_max)) = plan.entries.first() {
+            check_index_step(segment, &indexes, first_offset, first_max)?;
+            let needed = plan.entries.len();
+            if indexes.offset.entries() + needed > indexes.offset.max_entries() {
+                return Err(Error::IndexFull {
+                    path: segment.path(FileType::Index),
+                });
+            }
+            if indexes.time.entries() + needed > indexes.time.max_entries() {
+                return Err(Error::IndexFull {
+                    path: segment.path(FileType::TimeIndex),
+                });
+            }
         }
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp_ms);
@@ -245,18 +259,17 @@ impl ActiveSegment {
             segment.poisoned.store(true, Ordering::Release);
             return Err(Error::io(IoOp::Write, &segment.log_path())(e));
         }
-        let max = segment.raise_max_timestamp(largest_timestamp_ms, offset_of_max_timestamp);
+        segment.raise_max_timestamp(largest_timestamp_ms, offset_of_max_timestamp);
         // Publish: readers load the size with Acquire and never read past it.
         segment.size.publish(position + len);
-        if index_step {
-            // `position` fits: the size check above keeps it below i32::MAX.
-            indexes.offset.append(largest_offset, position as u32)?;
+        for &(offset, at, max) in &plan.entries {
+            // `at` fits: the size check above keeps every position below i32::MAX.
+            indexes.offset.append(offset, at as u32)?;
             indexes
                 .time
                 .maybe_append(max.timestamp_ms, max.offset, false)?;
-            self.bytes_since_last_index_entry = 0;
         }
-        self.bytes_since_last_index_entry += len;
+        self.bytes_since_last_index_entry = plan.bytes_since_last_entry;
         Ok(())
     }
 
@@ -396,6 +409,130 @@ impl Drop for ActiveSegment {
 
 /// Refuses an index step that would fail after the write (so that a failed append writes
 /// nothing): a full index, or offsets that do not advance.
+/// The index entries one append adds, as Kafka 4.4's `LogSegment.append` adds them: for each
+/// batch in order, the max timestamp so far is raised by the batch's, and when more than
+/// `index.interval.bytes` were appended since the last entry, the batch gets one (its last
+/// offset at its start position, and the max timestamp so far).
+struct IndexPlan {
+    /// `(last offset of the batch, its position, max timestamp and offset so far)`.
+    entries: Vec<(i64, u64, TimestampOffset)>,
+    /// The byte count since the last entry after the append.
+    bytes_since_last_entry: u64,
+}
+
+impl IndexPlan {
+    /// `whole`: `(largest offset, largest timestamp, its offset)` of the append, used as one
+    /// unit when the bytes do not parse as batches (the log layer validated them; a direct
+    /// caller of the segment API may append anything).
+    fn new(
+        parts: &[&[u8]],
+        position: u64,
+        bytes_since_last_entry: u64,
+        interval: u64,
+        mut max: TimestampOffset,
+        whole: (i64, i64, i64),
+    ) -> Self {
+        let len: u64 = parts.iter().map(|part| part.len() as u64).sum();
+        let batches = batch_metas(parts, len).unwrap_or_else(|| {
+            vec![BatchMeta {
+                last_offset: whole.0,
+                max_timestamp_ms: whole.1,
+                max_timestamp_offset: whole.2,
+                size: len,
+            }]
+        });
+        let mut since = bytes_since_last_entry;
+        let mut at = position;
+        let mut entries = Vec::new();
+        for batch in batches {
+            if batch.max_timestamp_ms > max.timestamp_ms {
+                max = TimestampOffset {
+                    timestamp_ms: batch.max_timestamp_ms,
+                    offset: batch.max_timestamp_offset,
+                };
+            }
+            if since > interval {
+                entries.push((batch.last_offset, at, max));
+                since = 0;
+            }
+            since += batch.size;
+            at += batch.size;
+        }
+        Self {
+            entries,
+            bytes_since_last_entry: since,
+        }
+    }
+}
+
+/// What the index step needs of one batch.
+struct BatchMeta {
+    last_offset: i64,
+    max_timestamp_ms: i64,
+    max_timestamp_offset: i64,
+    size: u64,
+}
+
+/// The batches of the concatenation of `parts` (`len` bytes) from their headers (v2, or a
+/// legacy v0/v1 entry whose offset is its last), or `None` when they do not parse.
+fn batch_metas(parts: &[&[u8]], len: u64) -> Option<Vec<BatchMeta>> {
+    let mut metas = Vec::new();
+    let mut pos = 0u64;
+    while pos < len {
+        let mut head = [0u8; 43];
+        let available = (len - pos).min(head.len() as u64) as usize;
+        read_across(parts, pos, &mut head[..available]);
+        if available < 17 {
+            return None;
+        }
+        let offset = i64::from_be_bytes(head[0..8].try_into().ok()?);
+        let length = i32::from_be_bytes(head[8..12].try_into().ok()?);
+        let size = 12 + u64::try_from(length).ok()?;
+        if length <= 0 || pos + size > len {
+            return None;
+        }
+        let magic = head[16];
+        let (last_offset, max_timestamp_ms) = match magic {
+            2 if available >= 43 => {
+                let delta = i32::from_be_bytes(head[23..27].try_into().ok()?);
+                let max_ts = i64::from_be_bytes(head[35..43].try_into().ok()?);
+                (offset + i64::from(delta), max_ts)
+            }
+            1 if available >= 26 => (offset, i64::from_be_bytes(head[18..26].try_into().ok()?)),
+            0 => (offset, -1),
+            _ => return None,
+        };
+        metas.push(BatchMeta {
+            last_offset,
+            max_timestamp_ms,
+            max_timestamp_offset: last_offset,
+            size,
+        });
+        pos += size;
+    }
+    Some(metas)
+}
+
+/// Copies `out.len()` bytes at logical position `pos` of the concatenation of `parts`.
+fn read_across(parts: &[&[u8]], mut pos: u64, out: &mut [u8]) {
+    let mut filled = 0;
+    for part in parts {
+        let part_len = part.len() as u64;
+        if pos >= part_len {
+            pos -= part_len;
+            continue;
+        }
+        let start = pos as usize;
+        let take = (part.len() - start).min(out.len() - filled);
+        out[filled..filled + take].copy_from_slice(&part[start..start + take]);
+        filled += take;
+        pos = 0;
+        if filled == out.len() {
+            break;
+        }
+    }
+}
+
 fn check_index_step(
     segment: &Segment,
     indexes: &Indexes,

@@ -60,7 +60,7 @@ fn index_step_is_strictly_greater_than_and_checked_before_counting_the_append() 
 }
 
 #[test]
-fn an_entry_maps_the_last_offset_of_a_multi_batch_append_to_its_start() {
+fn every_batch_of_a_multi_batch_append_takes_the_index_step_as_in_kafka_4_4() {
     let dir = tempdir();
     let config = SegmentConfig {
         index_interval_bytes: 10,
@@ -70,13 +70,21 @@ fn an_entry_maps_the_last_offset_of_a_multi_batch_append_to_its_start() {
     let first = simple_batch(100, 3, 1_000, 20);
     append_batch(&mut active, &first);
     // One append of three batches (offsets 103..=111).
-    let mut chunk = simple_batch(103, 2, 2_000, 20);
-    chunk.extend(simple_batch(105, 4, 3_000, 20));
-    chunk.extend(simple_batch(109, 3, 2_500, 20));
+    let b1 = simple_batch(103, 2, 2_000, 20);
+    let b2 = simple_batch(105, 4, 3_000, 20);
+    let b3 = simple_batch(109, 3, 2_500, 20);
+    let mut chunk = b1.clone();
+    chunk.extend(&b2);
+    chunk.extend(&b3);
     active.append(111, 3_003, 108, &chunk).unwrap();
     let segment = active.seal().unwrap();
     let entries = index_entries(&read(&segment.path(seglog_segment::FileType::Index)));
-    assert_eq!(entries, vec![(11, first.len() as i32)]);
+    // Kafka 4.4's LogSegment.append: before each batch, more than 10 bytes since the last
+    // entry adds (the batch's last offset, its position); the first batch had none before it.
+    let p1 = first.len() as i32;
+    let p2 = p1 + b1.len() as i32;
+    let p3 = p2 + b2.len() as i32;
+    assert_eq!(entries, vec![(4, p1), (8, p2), (11, p3)]);
     // Any offset of the chunk translates to its own batch, from the chunk start.
     for offset in 103..=111 {
         let found = segment.translate_offset(offset, 0).unwrap().unwrap();

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.common.TopicPartition;
@@ -24,6 +25,8 @@ final class AdoptScenario {
     record Part(String topic, String codec, String after) {}
 
     static final int RECORDS = 900;
+    /** Records of the keyed (compacted) logs: 60 keys, every 7th a tombstone (Gen.nextCompacted). */
+    static final int KEYED_RECORDS = 1500;
 
     private final Report report;
     private final Seglog seglog;
@@ -41,6 +44,9 @@ final class AdoptScenario {
         p.add(new Part("adopt-retained", "lz4", "retain"));
         p.add(new Part("adopt-recovered", "gzip", "crash"));
         p.add(new Part("adopt-truncated", "snappy", "truncate"));
+        // A keyed log with updates and tombstones, compacted by `seglog compact`: the broker
+        // (delete policy, so its own cleaner leaves it alone) must load and serve what we cleaned.
+        p.add(new Part("adopt-compacted", "lz4", "compact"));
         return p;
     }
 
@@ -53,7 +59,7 @@ final class AdoptScenario {
         int seed = 200;
         for (Part p : parts) {
             Path dir = ours.resolve(p.topic() + "-0");
-            write(dir, p, new Gen(p.topic(), ++seed, baseTs));
+            write(dir, p, new Gen(p.topic(), ++seed, baseTs), p.after().equals("compact"));
             Seglog.Run v = seglog.verify(dir);
             report.check(v.code() == 0, dir + ": seglog's own verify of what it wrote: " + v.lines() + v.stderr());
             expected.put(p.topic(), seglog.read(dir, report));
@@ -100,21 +106,27 @@ final class AdoptScenario {
                     }
                 }
             }
+            kafkaCleanerAgainstOurs(broker, baseTs);
         }
     }
 
     /** seglog produce (in the codec, small segments), then retention or a crash and recover. */
-    private void write(Path dir, Part p, Gen gen) throws Exception {
+    private void write(Path dir, Part p, Gen gen, boolean keyed) throws Exception {
         Path input = work.resolve(p.topic() + ".jsonl");
         StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < RECORDS; i++) {
-            sb.append(Seglog.JSON.writeValueAsString(Rec.of(gen.next(), i).toProduceJson())).append('\n');
+        int records = keyed ? KEYED_RECORDS : RECORDS;
+        for (int i = 0; i < records; i++) {
+            var record = keyed ? gen.nextCompacted() : gen.next();
+            sb.append(Seglog.JSON.writeValueAsString(Rec.of(record, i).toProduceJson())).append('\n');
         }
         Files.writeString(input, sb.toString(), StandardCharsets.UTF_8);
-        Seglog.Run r = seglog.run(List.of("produce", dir.toString(), "--input", input.toString(), "--encoding", "hex",
+        List<String> produce = new ArrayList<>(List.of("produce", dir.toString(), "--input", input.toString(), "--encoding", "hex",
                 "--batch-records", "17", "--compression", p.codec(), "--config", "segment.bytes=16384",
                 "--config", "index.interval.bytes=1024", "--quiet", "--json"));
+        if (keyed) produce.addAll(List.of("--config", "cleanup.policy=compact"));
+        Seglog.Run r = seglog.run(produce);
         if (r.code() != 0) throw new IOException("`" + r.command() + "` exited " + r.code() + ": " + r.stderr());
+        if (p.after().equals("compact")) compact(dir);
         if (p.after().equals("retain")) {
             Seglog.Run ret = seglog.run(List.of("retain", dir.toString(), "--retention-bytes", "40000", "--json"));
             if (ret.code() != 0) throw new IOException("`" + ret.command() + "` exited " + ret.code() + ": " + ret.stderr());
@@ -141,6 +153,54 @@ final class AdoptScenario {
             report.check(Files.size(active) == log.length, active + ": seglog recover kept " + Files.size(active)
                     + " bytes, the log had " + log.length + " before the torn 40 bytes were appended");
         }
+    }
+
+    /** {@code seglog compact DIR} with the topic's segment and index settings; it must clean something. */
+    private JsonNode compact(Path dir) throws Exception {
+        Seglog.Run c = seglog.run(List.of("compact", dir.toString(), "--config", "cleanup.policy=compact",
+                "--config", "segment.bytes=16384", "--config", "index.interval.bytes=1024", "--json"));
+        if (c.code() != 0) throw new IOException("`" + c.command() + "` exited " + c.code() + ": " + c.stderr());
+        JsonNode out = c.first();
+        report.check(out.path("segments_cleaned").asLong() > 0, dir + ": seglog compact cleaned no segment: " + out);
+        report.check(out.path("records_after").asLong() < out.path("records_before").asLong(),
+                dir + ": seglog compact removed no record: " + out);
+        return out;
+    }
+
+    /**
+     * Kafka's cleaner against ours on the same bytes: seglog writes a keyed log; one copy is
+     * cleaned by `seglog compact`, the other is adopted by the broker as a compacted topic and
+     * cleaned by Kafka's LogCleaner (same segments, so the same first uncleanable offset, the
+     * active segment's base). A consumer of the broker's cleaned log must read exactly the
+     * records seglog's cleaned copy keeps (offsets, keys, values, timestamps, headers).
+     */
+    private void kafkaCleanerAgainstOurs(Broker broker, long baseTs) throws Exception {
+        report.scope("Kafka's log cleaner vs seglog compact, same input");
+        String topic = "kclean";
+        Path input = work.resolve("s2-kclean").resolve(topic + "-0");
+        write(input, new Part(topic, "snappy", ""), new Gen(topic, 977, baseTs), true);
+        Path oursCleaned = work.resolve("s2-kclean-seglog").resolve(topic + "-0");
+        Fs.copyTree(input, oursCleaned);
+        JsonNode ours = compact(oursCleaned);
+        Seglog.Run v = seglog.verify(oursCleaned);
+        report.check(v.code() == 0, oursCleaned + ": seglog verify after seglog compact: " + v.lines() + v.stderr());
+        List<Rec> expected = seglog.read(oursCleaned, report);
+        broker.start();
+        try (Admin admin = broker.admin()) {
+            Map<String, String> config = BrokerScenario.base("16384");
+            config.put("cleanup.policy", "compact");
+            config.put("min.cleanable.dirty.ratio", "0.01");
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1).configs(config))).all().get(60, TimeUnit.SECONDS);
+        }
+        broker.stopClean();
+        Path target = broker.logDir.resolve(topic + "-0");
+        replaceSegments(input, target);
+        broker.start();
+        BrokerScenario.waitForCleaner(report, broker, topic);
+        List<Rec> kafka = Clients.consumeAll(broker.bootstrap(), new TopicPartition(topic, 0), "read_uncommitted");
+        Compare.records(report, topic + "-0 cleaned by Kafka vs by seglog (" + ours.path("records_before").asLong()
+                + " records before)", kafka, expected);
+        broker.stopClean();
     }
 
     /** Deletes the broker's segment files in {@code target} and copies ours; other files stay. */
@@ -209,6 +269,16 @@ final class AdoptScenario {
         for (Part p : parts) dumpLogSegments(broker, broker.logDir.resolve(p.topic() + "-0"));
     }
 
+    /** The "Index timestamp: T, log timestamp: L" lines after line {@code at} all have L = -1 (and there is one). */
+    private static boolean recordLessBatchesOnly(String[] lines, int at) {
+        int n = 0;
+        for (int j = at + 1; j < lines.length && lines[j].strip().startsWith("Index timestamp:"); j++) {
+            if (!lines[j].strip().endsWith("log timestamp: -1")) return false;
+            n++;
+        }
+        return n > 0;
+    }
+
     /** Kafka's dump-log tool on every index of {@code dir}: deep index verification, then the sanity check. */
     private void dumpLogSegments(Broker broker, Path dir) throws Exception {
         List<String> files = new ArrayList<>();
@@ -221,9 +291,20 @@ final class AdoptScenario {
             args.addAll(mode);
             String out = broker.runTool("org.apache.kafka.tools.DumpLogSegments", args);
             List<String> bad = new ArrayList<>();
-            for (String line : out.split("\n")) {
+            String[] lines = out.split("\n");
+            for (int i = 0; i < lines.length; i++) {
+                String line = lines[i];
                 String l = line.toLowerCase(java.util.Locale.ROOT);
                 if (l.startsWith("slf4j:")) continue;
+                if (l.startsWith("found timestamp mismatch") && recordLessBatchesOnly(lines, i)) {
+                    // Known disagreement 3 (README): a cleaner keeps some batches with no record
+                    // left (Kafka's RETAIN_EMPTY, seglog's last batch of a cleaned group), whose
+                    // header keeps its max timestamp, and the time index points at it; Kafka's
+                    // tool recomputes the max over the records, -1 for none.
+                    report.note(dir + ": DumpLogSegments " + line.strip()
+                            + ": every entry points at a batch with no records (log timestamp -1)");
+                    continue;
+                }
                 if (l.contains("mismatch") || l.contains("out of order") || l.contains("index offset")
                         || l.contains("exception") || l.contains("error") || l.contains("failed")) bad.add(line.strip());
             }

@@ -333,6 +333,11 @@ final class BrokerScenario {
 
     /** Waits until the cleaner's checkpoint reaches the active segment (everything cleanable is cleaned). */
     private void waitForCleaner(Broker broker, String topic) throws Exception {
+        waitForCleaner(report, broker, topic);
+    }
+
+    /** {@link #waitForCleaner(Broker, String)} for any scenario. */
+    static void waitForCleaner(Report report, Broker broker, String topic) throws Exception {
         Path checkpoint = broker.logDir.resolve("cleaner-offset-checkpoint");
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (System.nanoTime() < deadline) {
