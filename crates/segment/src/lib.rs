@@ -47,6 +47,7 @@ mod active;
 mod cache;
 mod config;
 mod copy_out;
+mod digest;
 mod error;
 mod file_name;
 mod io;
@@ -66,6 +67,7 @@ pub use crate::active::ActiveSegment;
 pub use crate::cache::{DEFAULT_SEGMENT_CACHE_CAPACITY, SegmentCache};
 pub use crate::config::{RollParams, SegmentConfig};
 pub use crate::copy_out::CopiedRead;
+pub use crate::digest::{EpochStart, ProducerBatch, RecoveryDigest, TxnMarker};
 pub use crate::error::{CorruptKind, Error, IoOp};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
