@@ -1,0 +1,273 @@
+//! Crash recovery reads the log once: the leader-epoch cache and the producer state load from
+//! the digest of the recovery pass (issue #19), and give the same state, snapshots,
+//! `.txnindex` files and epochs as reading the recovered segments again (the digest off, or
+//! dropped for being over a per-segment or per-load limit).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use seglog::{
+    BatchBuilder, Durability, LEADER_EPOCH_CHECKPOINT, Log, LogConfig, LogOpenOptions,
+    RecoveryDigestLimits, TxnResult,
+};
+
+use crate::support::{T0, clock, open, small_config};
+
+/// What the crashed log holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Data {
+    /// No producer ids (the recovery bench's data).
+    Plain,
+    /// Idempotent producers.
+    Idempotent,
+    /// Transactions (committed, aborted, and open at the crash) beside an idempotent producer.
+    Transactions,
+}
+
+fn config() -> LogConfig {
+    small_config(256 << 10)
+}
+
+/// A batch of 8 records of 100 bytes, of producer `pid` from `sequence` (none for -1).
+fn batch(pid: i64, sequence: i32, transactional: bool) -> Vec<u8> {
+    let mut b = BatchBuilder::new(0);
+    if pid >= 0 {
+        b = b.producer(pid, 0, sequence).transactional(transactional);
+    }
+    for i in 0..8 {
+        b.append(T0 + i, None, Some(&[b'x'; 100]), &[]);
+    }
+    b.build().unwrap().to_vec()
+}
+
+/// A log of about 2 MiB in 256 KiB segments, written in several leader epochs, then a crash
+/// (dropped without a close: nothing flushed, every segment is recovered at the next open).
+fn crashed_log(data: Data) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), config(), &clock);
+    let mut sequences = [0i32; 4];
+    let mut in_txn = [false; 4];
+    for i in 0..2_000usize {
+        let epoch = (i / 300) as i32 + (i / 1_000) as i32;
+        let slot = i % 4;
+        let pid = 100 + slot as i64;
+        let bytes = match data {
+            Data::Plain => batch(-1, 0, false),
+            Data::Idempotent => batch(pid, sequences[slot], false),
+            // Producer 103 is idempotent only; the others run transactions.
+            Data::Transactions => batch(pid, sequences[slot], slot != 3),
+        };
+        log.append_as_leader(&bytes, epoch, Durability::PageCache)
+            .unwrap();
+        sequences[slot] += 8;
+        if data == Data::Transactions && slot != 3 {
+            in_txn[slot] = true;
+            // Markers now and then, some transactions spanning segments; producer 102's last
+            // one stays open.
+            if (i / 4) % (5 + slot) == 0 && i < 1_990 {
+                let result = if (i / 4) % 2 == 0 {
+                    TxnResult::Abort
+                } else {
+                    TxnResult::Commit
+                };
+                log.write_txn_marker(pid, 0, 1, result, Some(epoch), Durability::PageCache)
+                    .unwrap();
+                in_txn[slot] = false;
+            }
+        }
+    }
+    if data == Data::Transactions {
+        assert!(in_txn.iter().any(|open| *open), "a transaction is open");
+        assert!(
+            std::fs::read_dir(dir.path())
+                .unwrap()
+                .filter_map(|e| e.ok())
+                .any(|e| e.path().extension().is_some_and(|x| x == "txnindex")),
+            "some transaction was aborted"
+        );
+    }
+    assert!(log.segments().len() >= 6);
+    drop(log); // a crash
+    dir
+}
+
+fn copy_dir(from: &Path) -> tempfile::TempDir {
+    let to = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.path().join(entry.file_name())).unwrap();
+        }
+    }
+    to
+}
+
+fn open_with(dir: &Path, digest: RecoveryDigestLimits) -> Log {
+    Log::open_with(
+        dir,
+        config(),
+        LogOpenOptions {
+            clock: clock(),
+            recovery_digest: digest,
+            ..LogOpenOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// The bytes this thread has read through system calls so far (`rchar`), or `None` where
+/// `/proc/thread-self/io` does not exist.
+fn thread_read_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/io").ok()?;
+    text.lines()
+        .find_map(|line| line.strip_prefix("rchar:"))
+        .and_then(|n| n.trim().parse().ok())
+}
+
+/// The bytes of the `.log` files of `dir`.
+fn log_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+/// Opens `dir` after its crash and returns the bytes the open read and the log.
+fn measured_open(dir: &Path, digest: RecoveryDigestLimits) -> Option<(u64, Log)> {
+    let before = thread_read_bytes()?;
+    let log = open_with(dir, digest);
+    let read = thread_read_bytes()? - before;
+    Some((read, log))
+}
+
+#[test]
+fn recovery_reads_the_recovered_log_bytes_about_once() {
+    for data in [Data::Plain, Data::Idempotent, Data::Transactions] {
+        let crashed = crashed_log(data);
+        let again = copy_dir(crashed.path());
+        let logs = log_bytes(crashed.path());
+        let Some((read, log)) = measured_open(crashed.path(), RecoveryDigestLimits::default())
+        else {
+            eprintln!("no /proc/thread-self/io here: the read-bytes check is skipped");
+            return;
+        };
+        let report = log.load_report();
+        assert_eq!(
+            report.segments.len(),
+            report.recovered().count(),
+            "{data:?}"
+        );
+        // One read of every `.log`, plus a batch re-read at each 1 MiB chunk boundary, the
+        // checkpoints and the small files.
+        let bound = logs + logs / 5 + (64 << 10);
+        assert!(
+            read <= bound,
+            "{data:?}: the open read {read} bytes for {logs} bytes of .log (bound {bound})"
+        );
+        // Reading the recovered segments again is what the digest saves.
+        let (read_again, _log) = measured_open(again.path(), RecoveryDigestLimits::NONE).unwrap();
+        assert!(
+            read_again > 2 * logs,
+            "{data:?}: without the digest the open read {read_again} bytes for {logs}"
+        );
+    }
+}
+
+/// Everything the epoch and producer loads leave behind.
+#[derive(Debug, PartialEq, Eq)]
+struct Loaded {
+    log_end_offset: i64,
+    epochs: Vec<(i32, i64)>,
+    epoch_checkpoint: String,
+    producers: Vec<seglog::ProducerSnapshotEntry>,
+    /// Every entry in full (the retained batches too).
+    states: String,
+    ongoing: Vec<(i64, i64)>,
+    last_stable_offset: i64,
+    /// `.snapshot` and `.txnindex` files by name.
+    files: BTreeMap<String, Vec<u8>>,
+    replayed: Option<(i64, i64)>,
+    snapshot_offset: Option<i64>,
+    rebuilt_txn_indexes: Vec<i64>,
+}
+
+fn loaded(log: &Log) -> Loaded {
+    let dir = log.dir();
+    let files = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.path()
+                .extension()
+                .is_some_and(|x| x == "snapshot" || x == "txnindex")
+        })
+        .map(|e| {
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    let mut producers: Vec<_> = log
+        .producer_states()
+        .iter()
+        .map(|e| e.to_snapshot_entry())
+        .collect();
+    producers.sort_by_key(|e| e.producer_id);
+    let mut states = log.producer_states();
+    states.sort_by_key(|e| e.to_snapshot_entry().producer_id);
+    let report = &log.load_report().producers;
+    Loaded {
+        log_end_offset: log.log_end_offset(),
+        epochs: log.leader_epochs(),
+        epoch_checkpoint: std::fs::read_to_string(dir.join(LEADER_EPOCH_CHECKPOINT)).unwrap(),
+        producers,
+        states: format!("{states:?}"),
+        ongoing: log.ongoing_transactions(),
+        last_stable_offset: log.last_stable_offset(),
+        files,
+        replayed: report.replayed,
+        snapshot_offset: report.snapshot_offset,
+        rebuilt_txn_indexes: report.rebuilt_txn_indexes.clone(),
+    }
+}
+
+#[test]
+fn the_digest_gives_the_state_a_second_read_gives_whatever_its_limits() {
+    for data in [Data::Plain, Data::Idempotent, Data::Transactions] {
+        let crashed = crashed_log(data);
+        let from_disk = {
+            let dir = copy_dir(crashed.path());
+            loaded(&open_with(dir.path(), RecoveryDigestLimits::NONE))
+        };
+        if data != Data::Plain {
+            assert!(!from_disk.producers.is_empty());
+        }
+        assert!(from_disk.epochs.len() >= 3, "{:?}", from_disk.epochs);
+        if data == Data::Transactions {
+            assert!(!from_disk.ongoing.is_empty());
+        }
+        let limits = [
+            RecoveryDigestLimits::default(),
+            // Too small for a segment of producer batches: those are read again, the
+            // segments with few entries (plain data: epoch changes only) are not.
+            RecoveryDigestLimits {
+                per_segment: 4,
+                per_load: usize::MAX,
+            },
+            // The budget runs out after the first segments.
+            RecoveryDigestLimits {
+                per_segment: usize::MAX,
+                per_load: 600,
+            },
+        ];
+        for limit in limits {
+            let dir = copy_dir(crashed.path());
+            let got = loaded(&open_with(dir.path(), limit));
+            assert_eq!(got, from_disk, "{data:?} with {limit:?}");
+        }
+    }
+}
