@@ -237,8 +237,15 @@ fn loaded(log: &Log) -> Loaded {
 
 #[test]
 fn the_digest_gives_the_state_a_second_read_gives_whatever_its_limits() {
-    for data in [Data::Plain, Data::Idempotent, Data::Transactions] {
+    let cases = [Data::Plain, Data::Idempotent, Data::Transactions]
+        .into_iter()
+        .flat_map(|data| [(data, false), (data, true)]);
+    for (data, without_epoch_checkpoint) in cases {
         let crashed = crashed_log(data);
+        if without_epoch_checkpoint {
+            // The cache is rebuilt from every segment's batches (the digests' first batch too).
+            std::fs::remove_file(crashed.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
+        }
         let from_disk = {
             let dir = copy_dir(crashed.path());
             loaded(&open_with(dir.path(), RecoveryDigestLimits::NONE))
@@ -267,7 +274,10 @@ fn the_digest_gives_the_state_a_second_read_gives_whatever_its_limits() {
         for limit in limits {
             let dir = copy_dir(crashed.path());
             let got = loaded(&open_with(dir.path(), limit));
-            assert_eq!(got, from_disk, "{data:?} with {limit:?}");
+            assert_eq!(
+                got, from_disk,
+                "{data:?} (epoch checkpoint removed: {without_epoch_checkpoint}) with {limit:?}"
+            );
         }
     }
 }
