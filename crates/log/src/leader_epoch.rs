@@ -430,6 +430,7 @@ pub(crate) struct EpochState {
 ///
 /// # Errors
 /// [`Error::Io`] when the checkpoint cannot be written.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn load(
     dir: &Path,
     io: &Io,

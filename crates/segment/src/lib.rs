@@ -18,6 +18,10 @@
 //!   replaced, searched ([`Segment::collect_aborted_txns`]), renamed and deleted with its
 //!   segment; what goes in it is decided by the log's producer state.
 //!
+//! * A recovery can also collect a [`RecoveryDigest`] of the batches it kept (leader-epoch
+//!   starts, batches with a producer id), so the log builds its epoch cache and producer state
+//!   from that one pass ([`Segment::recover_with_digest`]).
+//!
 //! What it deliberately does not do: it knows nothing of the segment map, the log end
 //! offset, retention, checkpoints, producer state or leader epochs. It does not validate or
 //! assign offsets of appended batches: the log does. It never fsyncs a directory by itself
