@@ -267,6 +267,13 @@ mod tests {
     }
 
     #[test]
+    fn entries_are_as_small_as_the_log_crate_says() {
+        // `seglog::RecoveryDigestLimits` documents its memory by these sizes.
+        assert!(std::mem::size_of::<ProducerBatch>() <= 56);
+        assert!(std::mem::size_of::<EpochStart>() <= 16);
+    }
+
+    #[test]
     fn rewind_takes_the_last_batch_back() {
         let mut b = DigestBuilder::new(100);
         let mark = b.mark();

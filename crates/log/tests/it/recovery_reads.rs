@@ -281,3 +281,50 @@ fn the_digest_gives_the_state_a_second_read_gives_whatever_its_limits() {
         }
     }
 }
+
+/// A control batch whose record does not decode (a valid CRC over a null key) in the recovered
+/// range: the digest is dropped, and the open fails as the replay from disk makes it fail.
+#[test]
+fn a_marker_that_does_not_decode_fails_the_open_as_without_the_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), config(), &clock());
+    for i in 0..20 {
+        log.append(&batch(100, i * 8, false)).unwrap();
+    }
+    let end = log.log_end_offset();
+    let last = log.segments().last().unwrap().path.clone();
+    drop(log); // a crash
+    let mut bad = BatchBuilder::new(end).producer(100, 0, -1).control(true);
+    bad.append(T0, None, Some(b"v"), &[]);
+    let bad = bad.build().unwrap();
+    {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&last)
+            .unwrap();
+        file.write_all(&bad).unwrap();
+    }
+    let failure = |digest| {
+        let copy = copy_dir(dir.path());
+        match Log::open_with(
+            copy.path(),
+            config(),
+            LogOpenOptions {
+                clock: clock(),
+                recovery_digest: digest,
+                ..LogOpenOptions::default()
+            },
+        ) {
+            Ok(_) => panic!("the open succeeded with {digest:?}"),
+            Err(e) => {
+                assert!(matches!(e, seglog::Error::Records(_)), "{e:?}");
+                e.to_string()
+            }
+        }
+    };
+    assert_eq!(
+        failure(RecoveryDigestLimits::default()),
+        failure(RecoveryDigestLimits::NONE)
+    );
+}
