@@ -12,7 +12,7 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, mpsc};
 
 use seglog_records::{BatchHeader, BatchRef, HeaderRead, RECORD_BATCH_OVERHEAD};
 
@@ -249,98 +249,274 @@ pub(crate) struct ScanOutcome {
 /// Stops quietly at a partial tail and at the first corrupt batch (reported in the outcome,
 /// not as an error). An `Error::Corrupt` from `on_batch` rejects that batch: the scan stops
 /// before it, as at any corruption. Other `on_batch` errors abort the scan.
+///
+/// A scan of more than [`READ_AHEAD_MIN_CHUNKS`] chunks reads ahead: while the calling thread
+/// checks and hands over the batches of one chunk, a second thread (scoped to the call) reads
+/// the next one, so the scan costs about the larger of the reading and the checking instead of
+/// their sum. The next chunk starts after the last whole batch of this one, which a walk of
+/// this chunk's headers (no CRC) finds before its batches are checked. The batches, their
+/// order, the outcome and every error are those of a scan without it: a read error is
+/// reported where the scan reaches that chunk, and a read ahead of a stop is discarded.
 pub(crate) fn scan_batches(
     file: &File,
     path: &Path,
     end: u64,
     chunk: usize,
     validate: bool,
-    mut on_batch: impl FnMut(&BatchRef<'_>) -> Result<()>,
+    on_batch: impl FnMut(&BatchRef<'_>) -> Result<()>,
 ) -> Result<ScanOutcome> {
     let chunk = chunk.max(RECORD_BATCH_OVERHEAD);
-    let mut buf = vec![0u8; usize::try_from(end).unwrap_or(usize::MAX).min(chunk)];
-    let mut position = 0u64;
-    loop {
-        let remaining = end - position;
-        if remaining == 0 {
-            return Ok(ScanOutcome {
-                valid_bytes: position,
-                stop: None,
-            });
-        }
-        // Fill the buffer from `position`, growing it for a batch larger than a chunk.
-        let want = usize::try_from(remaining)
-            .unwrap_or(usize::MAX)
-            .min(buf.len().max(chunk));
-        if buf.len() < want {
-            buf = vec![0; want];
-        }
-        let got = io::read_at_most(file, &mut buf[..want], position)
-            .map_err(Error::io(IoOp::Read, path))?;
-        if got < want {
-            return Err(Error::Io {
-                op: IoOp::Read,
-                path: path.to_path_buf(),
-                source: std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "the file is shorter than the segment size",
-                ),
-            });
-        }
-        let window = &buf[..got];
-        let window_is_last = got as u64 == remaining;
-        let mut at = 0usize;
-        let mut grow_to = None;
-        while at < got {
-            let batch_position = position + at as u64;
-            let header =
-                match BatchHeader::parse(&window[at..], batch_position, end - batch_position) {
-                    Ok(HeaderRead::Batch(header)) => header,
-                    Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
-                        return Ok(ScanOutcome {
-                            valid_bytes: batch_position,
-                            stop: Some(TruncationReason::PartialTail {
-                                position: batch_position,
-                            }),
-                        });
-                    }
-                    // The header crosses the window end: re-read from here.
-                    Err(seglog_records::Error::ShortPrefix { .. }) if !window_is_last => break,
-                    Err(e) => return corrupt_outcome(path, batch_position, e),
-                };
-            let size = header.total_size as usize;
-            if size > got - at {
-                // The batch crosses the window end (it fits in the file: the header parse
-                // checked `end`): re-read from here, with room for all of it.
-                grow_to = Some(size);
-                break;
+    let scan = Scan {
+        file,
+        path,
+        end,
+        chunk,
+        validate,
+    };
+    if end <= (READ_AHEAD_MIN_CHUNKS * chunk) as u64 {
+        return scan.run(&mut Reads::Inline, on_batch);
+    }
+    std::thread::scope(|scope| {
+        let (requests, to_reader) = mpsc::channel::<(u64, Vec<u8>)>();
+        let (from_reader, replies) = mpsc::channel();
+        scope.spawn(move || {
+            for (position, mut buf) in to_reader {
+                let read = io::read_at_most(file, &mut buf, position);
+                if from_reader.send((buf, read)).is_err() {
+                    return;
+                }
             }
-            let batch = match BatchRef::parse(&window[at..at + size], batch_position) {
+        });
+        scan.run(
+            &mut Reads::Ahead {
+                requests,
+                replies,
+                pending: None,
+                spare: Vec::new(),
+            },
+            on_batch,
+        )
+        // Dropping `requests` here ends the reader's loop; the scope joins it.
+    })
+}
+
+/// Scans of more chunks than this read ahead on a second thread.
+const READ_AHEAD_MIN_CHUNKS: usize = 2;
+
+/// The fixed parameters of one [`scan_batches`].
+struct Scan<'a> {
+    file: &'a File,
+    path: &'a Path,
+    end: u64,
+    chunk: usize,
+    validate: bool,
+}
+
+/// Where the chunks of a scan come from.
+enum Reads {
+    /// Read on the calling thread when needed.
+    Inline,
+    /// Read by the scan's reader thread, one chunk ahead.
+    Ahead {
+        requests: mpsc::Sender<(u64, Vec<u8>)>,
+        replies: mpsc::Receiver<(Vec<u8>, std::io::Result<usize>)>,
+        /// The position and length of the read in flight.
+        pending: Option<(u64, usize)>,
+        /// A buffer to send with the next request (the chunk before the current one).
+        spare: Vec<u8>,
+    },
+}
+
+impl Reads {
+    /// Starts reading `len` bytes at `position` (the next [`Reads::fetch`]) when reading
+    /// ahead, into the buffer of the chunk before the current one.
+    fn prefetch(&mut self, position: u64, len: usize) {
+        if let Reads::Ahead {
+            requests,
+            pending,
+            spare,
+            ..
+        } = self
+        {
+            let mut buf = std::mem::take(spare);
+            buf.resize(len, 0);
+            // A send fails only if the reader is gone (it never exits early); the fetch then
+            // reads inline.
+            if requests.send((position, buf)).is_ok() {
+                *pending = Some((position, len));
+            }
+        }
+    }
+
+    /// `len` bytes at `position` into `buf` (its previous contents are handed to the reader
+    /// for the next prefetch); the bytes read, fewer only where the file ends.
+    fn fetch(
+        &mut self,
+        file: &File,
+        buf: &mut Vec<u8>,
+        position: u64,
+        len: usize,
+    ) -> std::io::Result<usize> {
+        if let Reads::Ahead {
+            replies,
+            pending,
+            spare,
+            ..
+        } = self
+            && *pending == Some((position, len))
+        {
+            *pending = None;
+            if let Ok((filled, read)) = replies.recv() {
+                *spare = std::mem::replace(buf, filled);
+                return read;
+            }
+        }
+        if buf.len() < len {
+            buf.resize(len, 0);
+        }
+        io::read_at_most(file, &mut buf[..len], position)
+    }
+}
+
+/// How the header walk of one chunk ended: what follows its whole batches.
+enum ChunkEnd {
+    /// The next chunk starts after them; `grow_to` is the size of a batch that crosses this
+    /// chunk's end and needs a longer read.
+    More { grow_to: Option<usize> },
+    /// A partial tail starts after them.
+    PartialTail,
+    /// A corrupt header follows them.
+    Corrupt(seglog_records::Error),
+}
+
+impl Scan<'_> {
+    fn run(
+        &self,
+        reads: &mut Reads,
+        mut on_batch: impl FnMut(&BatchRef<'_>) -> Result<()>,
+    ) -> Result<ScanOutcome> {
+        let (end, chunk) = (self.end, self.chunk);
+        let mut buf = Vec::new();
+        let mut sizes = Vec::new();
+        let mut position = 0u64;
+        let mut want = usize::try_from(end).unwrap_or(usize::MAX).min(chunk);
+        loop {
+            if position == end {
+                return Ok(ScanOutcome {
+                    valid_bytes: position,
+                    stop: None,
+                });
+            }
+            let got = reads
+                .fetch(self.file, &mut buf, position, want)
+                .map_err(Error::io(IoOp::Read, self.path))?;
+            if got < want {
+                return Err(Error::Io {
+                    op: IoOp::Read,
+                    path: self.path.to_path_buf(),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "the file is shorter than the segment size",
+                    ),
+                });
+            }
+            let window = &buf[..got];
+            let chunk_end = self.walk_headers(window, position, &mut sizes);
+            let whole: usize = sizes.iter().sum();
+            let next = position + whole as u64;
+            if let ChunkEnd::More { grow_to } = chunk_end {
+                // Fill the next buffer from `next`, with room for a batch larger than a chunk.
+                want = usize::try_from(end - next)
+                    .unwrap_or(usize::MAX)
+                    .min(chunk.max(grow_to.unwrap_or(0)));
+                if next < end {
+                    reads.prefetch(next, want);
+                }
+            }
+            if let Some(stop) = self.check_batches(window, position, &sizes, &mut on_batch)? {
+                return Ok(stop);
+            }
+            match chunk_end {
+                ChunkEnd::More { .. } => position = next,
+                ChunkEnd::PartialTail => {
+                    return Ok(ScanOutcome {
+                        valid_bytes: next,
+                        stop: Some(TruncationReason::PartialTail { position: next }),
+                    });
+                }
+                ChunkEnd::Corrupt(e) => return corrupt_outcome(self.path, next, e),
+            }
+        }
+    }
+
+    /// The sizes of the whole batches at the start of `window` (the file from `position`), by
+    /// their headers alone, into `sizes`, and what follows them.
+    fn walk_headers(&self, window: &[u8], position: u64, sizes: &mut Vec<usize>) -> ChunkEnd {
+        sizes.clear();
+        let window_is_last = position + window.len() as u64 == self.end;
+        let mut at = 0usize;
+        while at < window.len() {
+            let batch_position = position + at as u64;
+            match BatchHeader::parse(&window[at..], batch_position, self.end - batch_position) {
+                Ok(HeaderRead::Batch(header)) => {
+                    let size = header.total_size as usize;
+                    if size > window.len() - at {
+                        // The batch crosses the window end (it fits in the file: the header
+                        // parse checked `end`): re-read from here, with room for all of it.
+                        return ChunkEnd::More {
+                            grow_to: Some(size),
+                        };
+                    }
+                    sizes.push(size);
+                    at += size;
+                }
+                Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
+                    return ChunkEnd::PartialTail;
+                }
+                // The header crosses the window end: re-read from here.
+                Err(seglog_records::Error::ShortPrefix { .. }) if !window_is_last => break,
+                Err(e) => return ChunkEnd::Corrupt(e),
+            }
+        }
+        ChunkEnd::More { grow_to: None }
+    }
+
+    /// Checks and hands over the batches of `sizes` at the start of `window` (the file from
+    /// `position`); the outcome when one of them stops the scan.
+    fn check_batches(
+        &self,
+        window: &[u8],
+        position: u64,
+        sizes: &[usize],
+        on_batch: &mut impl FnMut(&BatchRef<'_>) -> Result<()>,
+    ) -> Result<Option<ScanOutcome>> {
+        let mut at = 0usize;
+        for &size in sizes {
+            let batch_position = position + at as u64;
+            let batch_bytes = &window[at..at + size];
+            let batch = match BatchRef::parse(batch_bytes, batch_position) {
                 Ok(batch) => batch,
-                Err(e) => return corrupt_outcome(path, batch_position, e),
+                Err(e) => return corrupt_outcome(self.path, batch_position, e).map(Some),
             };
-            if validate && let Err(e) = batch.ensure_valid() {
-                return corrupt_outcome(path, batch_position, e);
+            if self.validate
+                && let Err(e) = batch.ensure_valid()
+            {
+                return corrupt_outcome(self.path, batch_position, e).map(Some);
             }
             match on_batch(&batch) {
                 Ok(()) => {}
                 // The callback rejects this batch as corrupt: stop before it.
                 Err(Error::Corrupt { position, kind, .. }) => {
-                    return Ok(ScanOutcome {
+                    return Ok(Some(ScanOutcome {
                         valid_bytes: position,
                         stop: Some(TruncationReason::Corrupt { position, kind }),
-                    });
+                    }));
                 }
                 Err(e) => return Err(e),
             }
             at += size;
         }
-        if let Some(size) = grow_to
-            && buf.len() < size
-        {
-            buf = vec![0; size];
-        }
-        position += at as u64;
+        Ok(None)
     }
 }
 
@@ -446,6 +622,58 @@ mod tests {
             })
             .unwrap();
             assert_eq!(count, 30);
+        }
+    }
+
+    /// What a scan saw and how it ended, read ahead or not.
+    fn scan_both_ways(file: &File, path: &Path, end: u64, chunk: usize) -> [(Vec<u64>, String); 2] {
+        let run = |reads: &mut Option<Reads>| {
+            let mut seen = Vec::new();
+            let on_batch = |b: &BatchRef<'_>| {
+                seen.push(b.header().position);
+                Ok(())
+            };
+            let outcome = match reads {
+                Some(reads) => Scan {
+                    file,
+                    path,
+                    end,
+                    chunk: chunk.max(RECORD_BATCH_OVERHEAD),
+                    validate: true,
+                }
+                .run(reads, on_batch),
+                None => scan_batches(file, path, end, chunk, true, on_batch),
+            };
+            (seen, format!("{outcome:?}"))
+        };
+        [run(&mut Some(Reads::Inline)), run(&mut None)]
+    }
+
+    #[test]
+    fn reading_ahead_sees_what_an_inline_scan_sees() {
+        let (clean, ends) = log(&[9, 9, 9]);
+        let mut starts = vec![0];
+        starts.extend(ends.iter().copied());
+        // Every batch damaged in its CRC-covered bytes, in its length field, cut short; and
+        // a file shorter than the scan's end.
+        let mut cases: Vec<(Vec<u8>, u64)> = vec![(clean.clone(), clean.len() as u64)];
+        for w in starts.windows(2) {
+            let (start, stop) = (w[0] as usize, w[1] as usize);
+            let mut crc = clean.clone();
+            crc[stop - 1] ^= 0x40;
+            cases.push((crc.clone(), clean.len() as u64));
+            let mut length = clean.clone();
+            length[start + 11] ^= 0x7f;
+            cases.push((length, clean.len() as u64));
+            cases.push((clean[..stop - 3].to_vec(), (stop - 3) as u64));
+        }
+        cases.push((clean[..clean.len() / 2].to_vec(), clean.len() as u64));
+        for (bytes, end) in cases {
+            let (_dir, file, path) = file_with(&bytes);
+            for chunk in [61, 62, 100, 333, 1000, 4096] {
+                let [inline, ahead] = scan_both_ways(&file, &path, end, chunk);
+                assert_eq!(ahead, inline, "chunk {chunk}, end {end}");
+            }
         }
     }
 
