@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 use seglog::{
-    BatchBuilder, Durability, LEADER_EPOCH_CHECKPOINT, Log, LogConfig, LogOpenOptions,
+    BatchBuilder, Clock, Durability, LEADER_EPOCH_CHECKPOINT, Log, LogConfig, LogOpenOptions,
     RecoveryDigestLimits, TxnResult,
 };
 
@@ -44,13 +44,20 @@ fn batch(pid: i64, sequence: i32, transactional: bool) -> Vec<u8> {
 /// A log of about 2 MiB in 256 KiB segments, written in several leader epochs, then a crash
 /// (dropped without a close: nothing flushed, every segment is recovered at the next open).
 fn crashed_log(data: Data) -> tempfile::TempDir {
-    let dir = crashed_log_of(data, 2_000, config());
+    let dir = crashed_log_of(data, 2_000, config(), None);
     assert!(log_files(dir.path()) >= 6);
     dir
 }
 
-/// [`crashed_log`] of `batches` batches (about 930 bytes each) written with `config`.
-fn crashed_log_of(data: Data, batches: usize, config: LogConfig) -> tempfile::TempDir {
+/// [`crashed_log`] of `batches` batches (about 930 bytes each) written with `config`, with a
+/// `tick` (flushing the sealed segments, writing the checkpoints and so a recovery point)
+/// after batch `flush_at`.
+fn crashed_log_of(
+    data: Data,
+    batches: usize,
+    config: LogConfig,
+    flush_at: Option<usize>,
+) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let clock = clock();
     let log = open(dir.path(), config, &clock);
@@ -69,6 +76,10 @@ fn crashed_log_of(data: Data, batches: usize, config: LogConfig) -> tempfile::Te
         log.append_as_leader(&bytes, epoch, Durability::PageCache)
             .unwrap();
         sequences[slot] += 8;
+        if flush_at == Some(i) {
+            log.tick(clock.now_ms()).unwrap();
+            assert!(log.recovery_point() > 0);
+        }
         if data == Data::Transactions && slot != 3 {
             in_txn[slot] = true;
             // Markers now and then, some transactions spanning segments; producer 102's last
@@ -199,7 +210,7 @@ fn check_recovery_reads() {
     for (data, large_segment) in cases {
         // Small segments are scanned inline; one of 3.3 MB with a read-ahead thread.
         let crashed = if large_segment {
-            crashed_log_of(data, 3_500, one_segment.clone())
+            crashed_log_of(data, 3_500, one_segment.clone(), None)
         } else {
             crashed_log(data)
         };
@@ -293,20 +304,54 @@ fn loaded(log: &Log) -> Loaded {
     }
 }
 
+/// How the crashed log of the comparison was left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// Nothing flushed: every segment is recovered.
+    Crash,
+    /// The same without its `leader-epoch-checkpoint`.
+    NoEpochCheckpoint,
+    /// Flushed halfway: the later segments are recovered, the earlier ones replayed from the
+    /// latest snapshot below the recovery point.
+    Flushed,
+}
+
 #[test]
 fn the_digest_gives_the_state_a_second_read_gives_whatever_its_limits() {
     let cases = [Data::Plain, Data::Idempotent, Data::Transactions]
         .into_iter()
-        .flat_map(|data| [(data, false), (data, true)]);
-    for (data, without_epoch_checkpoint) in cases {
-        let crashed = crashed_log(data);
-        if without_epoch_checkpoint {
+        .flat_map(|data| {
+            [
+                (data, Shape::Crash),
+                (data, Shape::NoEpochCheckpoint),
+                (data, Shape::Flushed),
+            ]
+        });
+    for (data, shape) in cases {
+        let crashed = match shape {
+            Shape::Flushed => crashed_log_of(data, 2_000, config(), Some(1_000)),
+            _ => crashed_log(data),
+        };
+        if shape == Shape::NoEpochCheckpoint {
             // The cache is rebuilt from every segment's batches (the digests' first batch too).
             std::fs::remove_file(crashed.path().join(LEADER_EPOCH_CHECKPOINT)).unwrap();
         }
         let from_disk = {
             let dir = copy_dir(crashed.path());
-            loaded(&open_with(dir.path(), RecoveryDigestLimits::NONE))
+            let log = open_with(dir.path(), RecoveryDigestLimits::NONE);
+            let report = log.load_report();
+            let recovered = report.recovered().count();
+            if shape == Shape::Flushed {
+                // Segments below the recovery point are replayed from disk, not recovered.
+                assert!(
+                    recovered > 0 && recovered < report.segments.len(),
+                    "{report:?}"
+                );
+                assert!(report.producers.replayed.is_some());
+            } else {
+                assert_eq!(recovered, report.segments.len());
+            }
+            loaded(&log)
         };
         if data != Data::Plain {
             assert!(!from_disk.producers.is_empty());
@@ -332,10 +377,7 @@ fn the_digest_gives_the_state_a_second_read_gives_whatever_its_limits() {
         for limit in limits {
             let dir = copy_dir(crashed.path());
             let got = loaded(&open_with(dir.path(), limit));
-            assert_eq!(
-                got, from_disk,
-                "{data:?} (epoch checkpoint removed: {without_epoch_checkpoint}) with {limit:?}"
-            );
+            assert_eq!(got, from_disk, "{data:?} {shape:?} with {limit:?}");
         }
     }
 }
