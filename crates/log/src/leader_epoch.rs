@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use seglog_records::MAGIC_V2;
-use seglog_segment::{Io, Segment};
+use seglog_segment::{Io, RecoveryDigest, Segment};
 
 use crate::checkpoint::{CheckpointProblem, CheckpointProblemKind};
 use crate::error::CheckpointCorruptKind;
@@ -425,16 +425,19 @@ pub(crate) struct EpochState {
 /// Loads the cache of a freshly loaded log (Kafka's order): the checkpoint, then the batches
 /// of the recovered segments (or of every segment when the checkpoint is missing or
 /// unusable), then `truncate_from_end(log end)` and `truncate_from_start(log start)`. A
-/// read-write load writes the checkpoint when it differs from the file.
+/// read-write load writes the checkpoint when it differs from the file. A segment with a
+/// recovery digest in `digests` is learnt from it, not read again.
 ///
 /// # Errors
 /// [`Error::Io`] when the checkpoint cannot be written.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn load(
     dir: &Path,
     io: &Io,
     read_only: bool,
     segments: &SegmentMap<Arc<Segment>>,
     report: &LoadReport,
+    digests: &BTreeMap<i64, RecoveryDigest>,
     log_start_offset: i64,
     log_end_offset: i64,
 ) -> Result<(EpochState, LeaderEpochSource)> {
@@ -482,7 +485,9 @@ pub(crate) fn load(
     let scan_all = source != LeaderEpochSource::Checkpoint;
     let mut first_batch = None;
     for (base, segment) in segments.iter() {
-        if scan_all || recovered.contains(&base) {
+        if let Some(digest) = digests.get(&base) {
+            learn_from_digest(&mut cache, digest, &mut first_batch);
+        } else if scan_all || recovered.contains(&base) {
             learn_from_segment(&mut cache, segment, &mut first_batch);
         }
     }
@@ -507,6 +512,22 @@ pub(crate) fn load(
         Some(file)
     };
     Ok((EpochState { cache, file }, source))
+}
+
+/// [`learn_from_segment`] from the digest its recovery collected: the same result, as the
+/// digest holds every batch at which the rule can change the cache
+/// ([`RecoveryDigest::epoch_starts`]) and the first batch.
+fn learn_from_digest(
+    cache: &mut LeaderEpochCache,
+    digest: &RecoveryDigest,
+    first_batch: &mut Option<(i32, i64)>,
+) {
+    if first_batch.is_none() {
+        *first_batch = digest.first_batch;
+    }
+    for start in &digest.epoch_starts {
+        cache.learn_from_recovery(start.epoch, start.base_offset);
+    }
 }
 
 /// Assigns the epochs of `segment`'s v2 batches as recovery does, noting in `first_batch`

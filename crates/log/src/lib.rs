@@ -184,7 +184,7 @@ pub use leader_epoch::{
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
     parse as parse_leader_epoch_checkpoint,
 };
-pub use load::{Discontinuity, LoadReport, SegmentLoad};
+pub use load::{Discontinuity, LoadReport, RecoveryDigestLimits, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};

@@ -23,15 +23,16 @@
 //! `leader-epoch-checkpoint`, `partition.metadata`, `quorum-state`, KRaft `*.checkpoint`, the
 //! lock and checkpoint files of a standalone log) are never touched.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use seglog_index_core::relative_offset;
 use seglog_segment::{
-    ActiveSegment, FileKind, FileType, OpenMode, ParsedFileName, RebuildReason, RecoveryReport,
-    Segment, SegmentConfig, SegmentOpenOptions, TempSuffix, file_name, file_path, parse_file_name,
+    ActiveSegment, FileKind, FileType, OpenMode, ParsedFileName, RebuildReason, RecoveryDigest,
+    RecoveryReport, Segment, SegmentConfig, SegmentOpenOptions, TempSuffix, file_name, file_path,
+    parse_file_name,
 };
 
 use crate::checkpoint::CheckpointProblem;
@@ -191,6 +192,42 @@ pub(crate) struct Loaded {
     pub(crate) report: LoadReport,
     /// Segments renamed `.deleted` during the load, to unlink after the delete delay.
     pub(crate) deleted: Vec<Doomed>,
+    /// The digests of the recovered segments in the map (taken out of their recovery
+    /// reports), by base offset: the leader-epoch cache and the producer state load from
+    /// them instead of reading those segments again. Dropped once they are loaded.
+    pub(crate) digests: BTreeMap<i64, RecoveryDigest>,
+}
+
+/// How much a load keeps of what its recoveries saw, to feed the leader-epoch cache and the
+/// producer state from the recovery pass instead of reading the recovered segments again
+/// ([`crate::LogOpenOptions::recovery_digest`]). An entry is a batch with a producer id, or
+/// a change of leader epoch (about 56 and 16 bytes). A segment whose digest would pass a
+/// limit gets none and is read again after its recovery, as it would be without digests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecoveryDigestLimits {
+    /// The most entries of one segment. Default: 262,144 (about 14 MiB).
+    pub per_segment: usize,
+    /// The most entries of all the segments one load recovers together. Default: 1,048,576
+    /// (about 56 MiB).
+    pub per_load: usize,
+}
+
+impl Default for RecoveryDigestLimits {
+    fn default() -> Self {
+        RecoveryDigestLimits {
+            per_segment: 1 << 18,
+            per_load: 1 << 20,
+        }
+    }
+}
+
+impl RecoveryDigestLimits {
+    /// No digest: every recovered segment is read again after its recovery (what seglog did
+    /// before the digest).
+    pub const NONE: RecoveryDigestLimits = RecoveryDigestLimits {
+        per_segment: 0,
+        per_load: 0,
+    };
 }
 
 /// How to load: read-only, and whether to recover every segment.
@@ -208,6 +245,9 @@ pub(crate) struct LoadMode {
     pub(crate) repair_destructively: bool,
     /// Recoveries decode every batch's records ([`crate::LogOpenOptions::decode_records`]).
     pub(crate) decode_records: bool,
+    /// What the recoveries keep for the epoch and producer loads
+    /// ([`crate::LogOpenOptions::recovery_digest`]).
+    pub(crate) digest_limits: RecoveryDigestLimits,
 }
 
 struct Loader<'a> {
@@ -235,6 +275,12 @@ struct Loader<'a> {
     /// clean shutdown; below the checkpointed recovery point after an unclean one; nothing
     /// when no checkpoint says, or when repairing destructively).
     protect_below: i64,
+    /// The digest limit of one segment.
+    digest_per_segment: usize,
+    /// Digest entries the load may still keep.
+    digest_budget: usize,
+    /// The digests kept, by base offset.
+    digests: BTreeMap<i64, RecoveryDigest>,
 }
 
 /// Loads `dir`; see the module docs.
@@ -276,6 +322,9 @@ pub(crate) fn load(
         } else {
             i64::MIN
         },
+        digest_per_segment: mode.digest_limits.per_segment,
+        digest_budget: mode.digest_limits.per_load,
+        digests: BTreeMap::new(),
     };
     if mode.recover_all {
         // Unclean, with the recovery point below every segment (the report keeps the truth).
@@ -325,6 +374,7 @@ pub(crate) fn load(
             if let Some(segment) = segments.remove(base) {
                 drop(segment);
             }
+            loader.digests.remove(&base);
             let log_path = file_path(dir, base, FileKind::LOG);
             let aside = log_path.with_extension("log.damaged");
             fs::rename(&log_path, &aside)
@@ -366,6 +416,7 @@ pub(crate) fn load(
             },
             report: loader.report,
             deleted,
+            digests: loader.digests,
         });
     };
     let log_end_offset = match last_next_offset {
@@ -402,6 +453,7 @@ pub(crate) fn load(
         end,
         report: loader.report,
         deleted,
+        digests: loader.digests,
     })
 }
 
@@ -661,11 +713,13 @@ impl Loader<'_> {
         recover: bool,
         next_base: Option<i64>,
     ) -> Result<Option<(Arc<Segment>, SegmentLoad)>> {
+        let digest_entries = self.digest_per_segment.min(self.digest_budget);
         let options = SegmentOpenOptions {
             mode: self.mode(),
             // The last segment (no next base) always gets the full check.
             trust_clean_shutdown: self.trust_clean_shutdown && !recover && next_base.is_some(),
             protect_below: self.protect_below,
+            digest_entries,
             ..SegmentOpenOptions::default()
         };
         // A sealed segment whose offsets provably fit (the next base is in range) is opened on
@@ -676,6 +730,11 @@ impl Loader<'_> {
             let size = fs::metadata(&path)
                 .map_err(|e| Error::io("stat segment", &path, e))?
                 .len();
+            // Its first use keeps nothing for the epoch and producer loads, long done then.
+            let options = SegmentOpenOptions {
+                digest_entries: 0,
+                ..options
+            };
             let segment = Segment::deferred(self.dir, base, self.config, options, size);
             let load = SegmentLoad {
                 base_offset: base,
@@ -698,7 +757,7 @@ impl Loader<'_> {
             recovery: report.recovery,
         };
         if recover && load.recovery.is_none() {
-            match segment.recover_protecting(self.protect_below) {
+            match segment.recover_with_digest(self.protect_below, digest_entries) {
                 Ok(recovery) => load.recovery = Some(recovery),
                 Err(e) if overflow(&e) => return Ok(None),
                 Err(e) => return Err(self.read_only_overflow(base, e)),
@@ -710,8 +769,13 @@ impl Loader<'_> {
         let unchecked = !self.read_only
             && load.recovery.is_none()
             && next_base.is_none_or(|next| relative_offset(base, next.saturating_sub(1)).is_none());
-        if let Some(recovery) = &load.recovery {
+        if let Some(recovery) = &mut load.recovery {
             self.next_offsets.insert(base, recovery.next_offset);
+            // Taken out: the report lives as long as the log, the digest only for the load.
+            if let Some(digest) = recovery.digest.take() {
+                self.digest_budget = self.digest_budget.saturating_sub(digest.entries());
+                self.digests.insert(base, digest);
+            }
         }
         if unchecked {
             let next_offset = self.next_offset(base, &segment)?;

@@ -81,6 +81,13 @@ pub struct LogOpenOptions {
     /// Who moves the high watermark ([`crate::HighWatermarkPolicy`]). Default: `Manual`
     /// (only [`Log::set_high_watermark`]).
     pub high_watermark: crate::HighWatermarkPolicy,
+    /// How much of what the recovery of an unclean shutdown validated is kept to load the
+    /// leader-epoch cache and the producer state from that one pass (Kafka's
+    /// `LogSegment.recover` feeds both from it), instead of reading the recovered segments
+    /// again. Memory for speed: a segment over the limits is read again after its recovery.
+    /// Default: [`crate::RecoveryDigestLimits::default`];
+    /// [`crate::RecoveryDigestLimits::NONE`] reads every recovered segment again.
+    pub recovery_digest: crate::RecoveryDigestLimits,
 }
 
 impl Default for LogOpenOptions {
@@ -95,6 +102,7 @@ impl Default for LogOpenOptions {
             io: Io::direct(),
             segment_cache: None,
             high_watermark: crate::HighWatermarkPolicy::Manual,
+            recovery_digest: crate::RecoveryDigestLimits::default(),
         }
     }
 }
@@ -261,6 +269,7 @@ impl Log {
             trust_clean_shutdown: options.trust_clean_shutdown,
             repair_destructively: options.repair_destructively,
             decode_records: options.decode_records,
+            digest_limits: options.recovery_digest,
         };
         let cache = options
             .segment_cache
@@ -359,6 +368,7 @@ impl Log {
             end,
             mut report,
             deleted,
+            digests,
         } = load::load(&dir, &segment_config, clock.now_ms(), state, mode)?;
         report.checkpoint_problems = checkpoint_problems;
         let (epochs, epoch_source) = leader_epoch::load(
@@ -367,6 +377,7 @@ impl Log {
             read_only,
             &segments,
             &report,
+            &digests,
             log_start_offset,
             end.offset,
         )?;
@@ -377,12 +388,14 @@ impl Log {
             config.producer_id_expiration_ms,
             &segments,
             report.recovered().collect(),
+            &digests,
             report.had_clean_shutdown,
             log_start_offset,
             end.offset,
             clock.now_ms(),
         )?;
         report.producers = producer_load;
+        drop(digests);
         let txns = Arc::new(producers.unstable_txns());
         let restored_high_watermark = state.high_watermark;
         let now = clock.now_ms();

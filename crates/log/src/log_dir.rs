@@ -203,6 +203,7 @@ impl LogDir {
                     trust_clean_shutdown: options.trust_clean_shutdown,
                     repair_destructively: options.repair_destructively,
                     decode_records: options.decode_records,
+                    digest_limits: options.recovery_digest,
                 },
                 shared.as_ref(),
                 cache.clone(),

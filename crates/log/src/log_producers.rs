@@ -90,7 +90,7 @@ impl Log {
             }
             let batch =
                 BatchRef::parse(&chunks[span.chunk][span.at..], 0).map_err(Error::Records)?;
-            let kind = crate::producer_files::batch_kind(&batch)?;
+            let kind = crate::producer_files::batch_kind_of(&batch)?;
             let kind = with_offsets(kind, h.base_offset.unwrap_or(h.last_offset), h.last_offset);
             if origin == ProducerOrigin::Client
                 && let crate::producer_state::BatchKind::Data {
@@ -373,6 +373,7 @@ impl Log {
             offset,
             self.clock.now_ms(),
             false,
+            &Default::default(),
             &Default::default(),
             &mut report,
         )?;

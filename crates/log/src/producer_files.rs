@@ -1,14 +1,19 @@
 //! The producer state of a log with its `.snapshot` files (the file half of Kafka's
 //! `ProducerStateManager`): listing, taking, loading, deleting snapshots, and replaying batches
 //! into the state (Kafka's `rebuildProducerState` / `loadProducersFromRecords`), which also
-//! rebuilds the `.txnindex` of recovered segments (Kafka's `LogSegment.recover`).
+//! rebuilds the `.txnindex` of recovered segments (Kafka's `LogSegment.recover`). A segment
+//! recovered by this open is replayed from its recovery digest (the producer batches that
+//! pass collected), not read again, when it has one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use seglog_records::{Batches, MAGIC_V2};
-use seglog_segment::{AbortedTxn, FileKind, FileType, Segment, file_path, parse_file_name};
+use seglog_segment::{
+    AbortedTxn, FileKind, FileType, ProducerBatch, RecoveryDigest, Segment, file_path,
+    parse_file_name,
+};
 
 use crate::fsutil::remove_if_exists;
 use crate::producer_snapshot::{ProducerSnapshot, SnapshotProblem};
@@ -56,36 +61,44 @@ pub(crate) struct Producers {
     pub(crate) expiration_ms: i64,
 }
 
-/// The batch-level facts of one batch with a producer id, for the state.
-pub(crate) fn batch_kind(batch: &seglog_records::BatchRef<'_>) -> Result<BatchKind> {
-    let h = batch.header();
-    if h.is_control {
-        let marker = match batch.control_record() {
-            Ok(Some(record)) => record.marker.map(|m| Marker {
-                offset: h.base_offset.unwrap_or(h.last_offset),
-                timestamp_ms: record.record.timestamp_ms.unwrap_or(h.max_timestamp_ms),
-                coordinator_epoch: m.coordinator_epoch,
-                is_abort: record.control_type == seglog_records::ControlRecordType::Abort,
-            }),
-            Ok(None) => None,
-            Err(e) => return Err(Error::Records(e)),
-        };
-        return Ok(BatchKind::Marker(marker));
+/// The batch-level facts of one batch with a producer id, for the state: the one rule for
+/// a batch read from disk, appended, or taken from a recovery digest (its facts come from
+/// [`ProducerBatch::from_batch`] in every case).
+pub(crate) fn batch_kind(batch: &ProducerBatch) -> BatchKind {
+    if batch.is_control {
+        return BatchKind::Marker(batch.marker.map(|m| Marker {
+            offset: batch.first_offset,
+            timestamp_ms: m.timestamp_ms,
+            coordinator_epoch: m.coordinator_epoch,
+            is_abort: m.is_abort,
+        }));
     }
-    let first_offset = h.base_offset.unwrap_or(h.last_offset);
-    let last_sequence = if h.base_sequence < 0 {
+    let last_sequence = if batch.base_sequence < 0 {
         -1
     } else {
-        increment_sequence(h.base_sequence, (h.last_offset - first_offset) as i32)
+        increment_sequence(
+            batch.base_sequence,
+            (batch.last_offset - batch.first_offset) as i32,
+        )
     };
-    Ok(BatchKind::Data {
-        first_sequence: h.base_sequence,
+    BatchKind::Data {
+        first_sequence: batch.base_sequence,
         last_sequence,
-        first_offset,
-        last_offset: h.last_offset,
-        max_timestamp_ms: h.max_timestamp_ms,
-        transactional: h.is_transactional,
-    })
+        first_offset: batch.first_offset,
+        last_offset: batch.last_offset,
+        max_timestamp_ms: batch.max_timestamp_ms,
+        transactional: batch.is_transactional,
+    }
+}
+
+/// [`batch_kind`] of a batch read from its bytes.
+///
+/// # Errors
+/// [`Error::Records`] when a control batch's record does not decode.
+pub(crate) fn batch_kind_of(batch: &seglog_records::BatchRef<'_>) -> Result<BatchKind> {
+    ProducerBatch::from_batch(batch)
+        .map(|facts| batch_kind(&facts))
+        .map_err(Error::Records)
 }
 
 impl Producers {
@@ -284,7 +297,8 @@ impl Producers {
     /// current map). `clean_shutdown` allows Kafka's shortcut when no snapshot exists.
     /// The `.txnindex` of every segment in `rebuild_txn` is rewritten from the replay
     /// (those segments must lie at or above the state's start: the caller drops the
-    /// snapshots above the first of them).
+    /// snapshots above the first of them). A segment with a digest in `digests` (its recovery
+    /// ran in this open) is replayed from it when all its batches lie below `last_offset`.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn rebuild(
         &mut self,
@@ -294,6 +308,7 @@ impl Producers {
         now_ms: i64,
         clean_shutdown: bool,
         rebuild_txn: &BTreeSet<i64>,
+        digests: &BTreeMap<i64, RecoveryDigest>,
         report: &mut ProducerLoad,
     ) -> Result<()> {
         let mut offsets_to_snapshot = Vec::new();
@@ -329,7 +344,11 @@ impl Producers {
                 if offsets_to_snapshot.contains(base) {
                     self.take_snapshot(true)?;
                 }
-                let aborted = self.replay_segment(segment, start, last_offset)?;
+                let digest = digests.get(base).filter(|d| d.next_offset <= last_offset);
+                let aborted = match digest {
+                    Some(digest) => self.replay_digest(digest, start),
+                    None => self.replay_segment(segment, start, last_offset)?,
+                };
                 if rebuild_txn.contains(base) {
                     segment.replace_aborted_txns(aborted)?;
                     report.rebuilt_txn_indexes.push(*base);
@@ -377,7 +396,7 @@ impl Producers {
                     break;
                 }
                 if header.magic >= MAGIC_V2 && header.producer_id >= 0 {
-                    let kind = batch_kind(&batch)?;
+                    let kind = batch_kind_of(&batch)?;
                     if let Some(txn) = self.apply(header.producer_id, header.producer_epoch, kind) {
                         aborted.extend(txn);
                     }
@@ -391,6 +410,29 @@ impl Producers {
             }
         }
         Ok(aborted)
+    }
+
+    /// [`Producers::replay_segment`] from the digest of the segment's recovery, whose batches
+    /// all lie below the replay's end: the batches with a producer id that end at or after
+    /// `start` (the ones a read from `start` returns) in order, and `map_end_offset` after
+    /// the last batch when any batch ends at or after `start`. Same state, same aborted
+    /// transactions with the same last stable offsets.
+    fn replay_digest(&mut self, digest: &RecoveryDigest, start: i64) -> Vec<AbortedTxn> {
+        let mut aborted = Vec::new();
+        for batch in digest
+            .producer_batches
+            .iter()
+            .filter(|b| b.last_offset >= start)
+        {
+            let kind = batch_kind(batch);
+            if let Some(txn) = self.apply(batch.producer_id, batch.producer_epoch, kind) {
+                aborted.extend(txn);
+            }
+        }
+        if digest.next_offset > start {
+            self.state.map_end_offset = digest.next_offset;
+        }
+        aborted
     }
 
     /// Applies one replicated batch; returns `Some(entry)` for an aborted transaction's
@@ -449,6 +491,7 @@ impl Producers {
         expiration_ms: i64,
         segments: &SegmentMap<Arc<Segment>>,
         recovered: BTreeSet<i64>,
+        digests: &BTreeMap<i64, RecoveryDigest>,
         clean_shutdown: bool,
         log_start_offset: i64,
         log_end_offset: i64,
@@ -474,6 +517,7 @@ impl Producers {
             now_ms,
             clean_shutdown,
             &recovered,
+            digests,
             &mut report,
         )?;
         Ok((producers, report))

@@ -323,7 +323,7 @@ impl ActiveSegment {
     /// As [`Segment::recover`].
     pub fn recover(&mut self) -> Result<RecoveryReport> {
         self.segment.ensure_writable()?;
-        let report = recover_in_place(&self.segment, i64::MIN)?;
+        let report = recover_in_place(&self.segment, i64::MIN, 0)?;
         self.resize_indexes()?;
         self.bytes_since_last_index_entry = 0;
         self.rolling_based_timestamp = None;

@@ -18,6 +18,10 @@
 //!   replaced, searched ([`Segment::collect_aborted_txns`]), renamed and deleted with its
 //!   segment; what goes in it is decided by the log's producer state.
 //!
+//! * A recovery can also collect a [`RecoveryDigest`] of the batches it kept (leader-epoch
+//!   starts, batches with a producer id), so the log builds its epoch cache and producer state
+//!   from that one pass ([`Segment::recover_with_digest`]).
+//!
 //! What it deliberately does not do: it knows nothing of the segment map, the log end
 //! offset, retention, checkpoints, producer state or leader epochs. It does not validate or
 //! assign offsets of appended batches: the log does. It never fsyncs a directory by itself
@@ -47,6 +51,7 @@ mod active;
 mod cache;
 mod config;
 mod copy_out;
+mod digest;
 mod error;
 mod file_name;
 mod io;
@@ -66,6 +71,7 @@ pub use crate::active::ActiveSegment;
 pub use crate::cache::{DEFAULT_SEGMENT_CACHE_CAPACITY, SegmentCache};
 pub use crate::config::{RollParams, SegmentConfig};
 pub use crate::copy_out::CopiedRead;
+pub use crate::digest::{EpochStart, ProducerBatch, RecoveryDigest, TxnMarker};
 pub use crate::error::{CorruptKind, Error, IoOp};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,

@@ -44,6 +44,9 @@ pub struct SegmentOpenOptions {
     /// Offsets below this are flushed data: a recovery this open runs never cuts a batch
     /// holding one (see [`Segment::recover_protecting`]). Default: `i64::MIN` (Kafka's rule).
     pub protect_below: i64,
+    /// The most entries the recovery this open runs (if any) collects into
+    /// [`RecoveryReport::digest`] (see [`Segment::recover_with_digest`]). Default: 0 (none).
+    pub digest_entries: usize,
 }
 
 impl Default for SegmentOpenOptions {
@@ -55,6 +58,7 @@ impl Default for SegmentOpenOptions {
             full_index_check: true,
             trust_clean_shutdown: false,
             protect_below: i64::MIN,
+            digest_entries: 0,
         }
     }
 }
@@ -217,7 +221,9 @@ impl Segment {
             check_indexes(&segment, options.full_index_check)?
         };
         let recovery = match rebuilt {
-            Some(_) => Some(segment.recover_protecting(options.protect_below)?),
+            Some(_) => {
+                Some(segment.recover_with_digest(options.protect_below, options.digest_entries)?)
+            }
             None => None,
         };
         // Counted in the cache only now: the checks and a recovery above hold the files.

@@ -6,6 +6,7 @@ use std::path::Path;
 use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset};
 use seglog_records::BatchRef;
 
+use crate::digest::{DigestBuilder, DigestMark, RecoveryDigest};
 use crate::error::{CorruptKind, Error};
 use crate::segment::{Indexes, OpenMode, Segment, UNKNOWN_MAX};
 use crate::sync::Ordering;
@@ -39,6 +40,15 @@ pub struct RecoveryReport {
     /// cut: they hold flushed data ([`Segment::recover_protecting`]) and are not all zeros.
     /// The segment then serves only `valid_bytes`, and the log must never append after it.
     pub damaged_tail_kept: bool,
+    /// What the layers above need of the valid batches (leader-epoch starts, producer
+    /// batches), collected in this pass when the recovery was asked for one
+    /// ([`Segment::recover_with_digest`], [`crate::SegmentOpenOptions::digest_entries`]).
+    /// `None` when not asked for, when it would have held more entries than allowed, or when
+    /// a control batch's marker did not decode: the caller then reads the batches itself.
+    /// Only batches inside the valid prefix are in it (not one taken back by the
+    /// [`CorruptKind::OffsetJump`] rule, nor any after the cut). Meant to be taken out
+    /// (`Option::take`) by whoever consumes it, not kept with the report.
+    pub digest: Option<RecoveryDigest>,
 }
 
 impl Segment {
@@ -73,12 +83,26 @@ impl Segment {
     /// # Errors
     /// As [`Segment::recover`].
     pub fn recover_protecting(&self, protect_below: i64) -> Result<RecoveryReport> {
+        self.recover_with_digest(protect_below, 0)
+    }
+
+    /// [`Segment::recover_protecting`], also collecting the report's
+    /// [`RecoveryReport::digest`] of at most `digest_entries` entries (0: none) from the same
+    /// pass, so that the caller need not read the batches again.
+    ///
+    /// # Errors
+    /// As [`Segment::recover`].
+    pub fn recover_with_digest(
+        &self,
+        protect_below: i64,
+        digest_entries: usize,
+    ) -> Result<RecoveryReport> {
         match self.mode {
             OpenMode::ReadWrite => {
                 let _guard = self.writer_guard()?;
-                recover_in_place(self, protect_below)
+                recover_in_place(self, protect_below, digest_entries)
             }
-            OpenMode::ReadOnly => recover_in_memory(self),
+            OpenMode::ReadOnly => recover_in_memory(self, digest_entries),
         }
     }
 }
@@ -104,12 +128,16 @@ fn any_nonzero(segment: &Segment, from: u64, to: u64) -> Result<bool> {
 }
 
 /// Rebuilds the indexes in place and truncates the `.log` (the caller holds the writer slot).
-pub(crate) fn recover_in_place(segment: &Segment, protect_below: i64) -> Result<RecoveryReport> {
+pub(crate) fn recover_in_place(
+    segment: &Segment,
+    protect_below: i64,
+    digest_entries: usize,
+) -> Result<RecoveryReport> {
     let indexes = segment.indexes()?;
     indexes.offset.reset()?;
     indexes.time.reset()?;
     let end = segment.size();
-    let mut report = rebuild(segment, &indexes.offset, &indexes.time, end)?;
+    let mut report = rebuild(segment, &indexes.offset, &indexes.time, end, digest_entries)?;
     report.damaged_tail_kept = report.truncated_bytes > 0
         && report.next_offset < protect_below
         && any_nonzero(segment, report.valid_bytes, end)?;
@@ -133,7 +161,10 @@ pub(crate) fn recover_in_place(segment: &Segment, protect_below: i64) -> Result<
 }
 
 /// Rebuilds the indexes in memory and lowers the published size (writes nothing).
-pub(crate) fn recover_in_memory(segment: &Segment) -> Result<RecoveryReport> {
+pub(crate) fn recover_in_memory(
+    segment: &Segment,
+    digest_entries: usize,
+) -> Result<RecoveryReport> {
     let end = segment.size();
     let interval = u64::from(segment.config.index_interval_bytes);
     // Room for every entry the rule can produce: one per `interval + 1` bytes, plus one.
@@ -153,7 +184,7 @@ pub(crate) fn recover_in_memory(segment: &Segment) -> Result<RecoveryReport> {
         segment.base_offset,
         bytes_for(12),
     );
-    let mut report = rebuild(segment, &offset, &time, end)?;
+    let mut report = rebuild(segment, &offset, &time, end, digest_entries)?;
     finish_indexes(&offset, &time, report.max_timestamp)?;
     report.index_entries = offset.entries();
     report.time_index_entries = time.entries();
@@ -165,12 +196,13 @@ pub(crate) fn recover_in_memory(segment: &Segment) -> Result<RecoveryReport> {
 }
 
 /// Kafka's loop over the batches of `[0, end)` (spec §3.5 step 2), appending to `offset` and
-/// `time` (which must be empty).
+/// `time` (which must be empty), collecting a digest of at most `digest_entries` entries.
 fn rebuild(
     segment: &Segment,
     offset: &OffsetIndex,
     time: &TimeIndex,
     end: u64,
+    digest_entries: usize,
 ) -> Result<RecoveryReport> {
     let base_offset = segment.base_offset;
     let interval = u64::from(segment.config.index_interval_bytes);
@@ -182,6 +214,7 @@ fn rebuild(
     // The batch before this one, and the state from before it was counted (to take it back
     // when it turns out to be the damaged one).
     let mut previous: Option<Previous> = None;
+    let mut digest = DigestBuilder::new(digest_entries);
     let log = segment.log()?;
     let decode = segment
         .config
@@ -210,6 +243,7 @@ fn rebuild(
                 last_index_entry = prev.last_index_entry_before;
                 batches -= 1;
                 next_offset = prev.next_offset_before;
+                digest.rewind(prev.digest_before);
                 return Err(Error::Corrupt {
                     path: path.to_path_buf(),
                     position: prev.position,
@@ -236,6 +270,7 @@ fn rebuild(
             max_before: max,
             last_index_entry_before: last_index_entry,
             next_offset_before: next_offset,
+            digest_before: digest.mark(),
         });
         if relative_offset(base_offset, header.last_offset).is_none() {
             return Err(Error::OffsetOverflow {
@@ -259,6 +294,7 @@ fn rebuild(
         }
         batches += 1;
         next_offset = header.next_offset();
+        digest.add(batch);
         Ok(())
     })?;
     Ok(RecoveryReport {
@@ -272,6 +308,7 @@ fn rebuild(
         max_timestamp: max,
         on_disk: false,
         damaged_tail_kept: false,
+        digest: digest.finish(next_offset),
     })
 }
 
@@ -323,6 +360,8 @@ struct Previous {
     last_index_entry_before: u64,
     /// The next offset before it.
     next_offset_before: i64,
+    /// The digest before it.
+    digest_before: DigestMark,
 }
 
 /// Spec §3.5 step 5: trim the offset index, add the final time-index entry, trim the time

@@ -30,6 +30,7 @@ mod producers;
 #[cfg(feature = "metrics")]
 mod prometheus;
 mod read_into;
+mod recovery_reads;
 mod reopen;
 mod retention;
 mod truncation;

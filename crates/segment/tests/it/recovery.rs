@@ -437,3 +437,133 @@ fn an_upward_base_offset_flip_is_cut_at_the_damaged_batch() {
     assert_eq!(segment.size(), damaged_position);
     assert_eq!(segment.read_next_offset().unwrap(), 6);
 }
+
+/// The digest a recovery collects is what a walk of the kept batches gives: the first batch,
+/// the epoch changes, every batch with a producer id (a marker decoded), none of a batch the
+/// offset-jump rule takes back or of one after the cut; past its entry limit there is none.
+#[test]
+fn the_recovery_digest_describes_exactly_the_kept_batches() {
+    use seglog_records::{BatchBuilder, ControlRecordType, EndTransactionMarker};
+    use seglog_segment::{EpochStart, ProducerBatch, RecoveryDigest, TxnMarker};
+
+    // (base, epoch, producer id, transactional)
+    let plan = [
+        (0, -1, -1, false),
+        (2, 0, -1, false),
+        (4, 0, 7, true),
+        (6, 3, -1, false),
+        (8, 3, 8, false),
+        (10, 5, 9, false),
+    ];
+    let mut batches: Vec<Vec<u8>> = plan
+        .iter()
+        .map(|&(base, epoch, pid, txn)| {
+            let mut b = BatchBuilder::new(base).partition_leader_epoch(epoch);
+            if pid >= 0 {
+                b = b.producer(pid, 1, base as i32).transactional(txn);
+            }
+            b.append(1_000 + base, None, Some(b"a"), &[]);
+            b.append(1_001 + base, None, Some(b"b"), &[]);
+            b.build().unwrap().to_vec()
+        })
+        .collect();
+    let marker = BatchBuilder::end_transaction_marker(
+        12,
+        5_000,
+        5,
+        7,
+        1,
+        ControlRecordType::Abort,
+        EndTransactionMarker {
+            version: 0,
+            coordinator_epoch: 4,
+        },
+    )
+    .unwrap();
+    batches.push(marker.to_vec());
+    let whole: Vec<u8> = batches.concat();
+    let expected = |kept: usize| {
+        let mut digest = RecoveryDigest::default();
+        let mut last_epoch = None;
+        for bytes in &batches[..kept] {
+            let batch = seglog_records::BatchRef::parse(bytes, 0).unwrap();
+            let h = *batch.header();
+            let base = h.base_offset.unwrap();
+            digest
+                .first_batch
+                .get_or_insert((h.partition_leader_epoch, base));
+            if h.partition_leader_epoch >= 0 && last_epoch != Some(h.partition_leader_epoch) {
+                last_epoch = Some(h.partition_leader_epoch);
+                digest.epoch_starts.push(EpochStart {
+                    epoch: h.partition_leader_epoch,
+                    base_offset: base,
+                });
+            }
+            if h.producer_id >= 0 {
+                digest
+                    .producer_batches
+                    .push(ProducerBatch::from_batch(&batch).unwrap());
+            }
+            digest.next_offset = h.last_offset + 1;
+        }
+        digest
+    };
+    let recover = |bytes: &[u8], limit: usize| {
+        let dir = tempdir();
+        write_log(dir.path(), bytes);
+        let options = SegmentOpenOptions {
+            recover: true,
+            digest_entries: limit,
+            ..SegmentOpenOptions::default()
+        };
+        let (_segment, report) = Segment::open(dir.path(), 0, &small_config(), options).unwrap();
+        report.recovery.unwrap()
+    };
+
+    let full = recover(&whole, 100);
+    let digest = full.digest.clone().unwrap();
+    assert_eq!(digest, expected(batches.len()));
+    assert_eq!(digest.next_offset, full.next_offset);
+    assert_eq!(
+        digest.producer_batches.last().unwrap().marker,
+        Some(TxnMarker {
+            timestamp_ms: 5_000,
+            coordinator_epoch: 4,
+            is_abort: true
+        })
+    );
+    assert_eq!(
+        digest
+            .epoch_starts
+            .iter()
+            .map(|e| e.epoch)
+            .collect::<Vec<_>>(),
+        [0, 3, 5]
+    );
+    // Exactly at the limit it is kept; one entry fewer allowed, there is none.
+    assert!(recover(&whole, digest.entries()).digest.is_some());
+    assert_eq!(recover(&whole, digest.entries() - 1).digest, None);
+    assert_eq!(recover(&whole, 0).digest, None);
+
+    // A torn tail: the cut batch is not in it.
+    let torn = &whole[..whole.len() - 3];
+    assert_eq!(
+        recover(torn, 100).digest.unwrap(),
+        expected(batches.len() - 1)
+    );
+
+    // The batch at base 8 (epoch 3, producer 8) has its base offset flipped upwards: its
+    // successor follows on from the batch before it, so it is taken back.
+    let mut jumped = batches.clone();
+    jumped[4][5] ^= 1 << 3;
+    let report = recover(&jumped.concat(), 100);
+    assert!(matches!(
+        report.reason,
+        Some(TruncationReason::Corrupt {
+            kind: CorruptKind::OffsetJump { .. },
+            ..
+        })
+    ));
+    assert_eq!(report.next_offset, 8);
+    assert_eq!(report.digest.unwrap(), expected(4));
+}
