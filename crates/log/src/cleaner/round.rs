@@ -139,9 +139,11 @@ impl Log {
         {
             return Ok(None);
         }
-        // Everything cleaned lies below the recovery point, so a crash never asks recovery to
-        // judge a cleaned segment's gaps as a torn tail.
-        self.flush_to(offsets.first_uncleanable, false)?;
+        // Everything cleaned lies below the recovery point, durably checkpointed before the
+        // first swap, so a crash never asks recovery to judge a cleaned segment's gaps (an
+        // empty segment, one ending below the next base) as data the crash erased: the
+        // loader's gap rule (`Discontinuity`) would drop every later segment.
+        self.flush_up_to(offsets.first_uncleanable)?;
         let Snapshot { segments, stats } = snapshot;
         let mut report = CleanReport {
             first_dirty_offset: offsets.first_dirty,
@@ -177,7 +179,7 @@ impl Log {
             now_ms,
             delete_retention_ms: self.settings().config.delete_retention_ms,
             last_records: &scan.last_records,
-            upper_bound: offsets.first_uncleanable,
+            high_watermark: self.published.load().high_watermark.offset,
             max_decompressed_bytes: crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES,
         };
         let mut txns = CleanedTxns::default();
@@ -299,8 +301,9 @@ impl Log {
     }
 
     /// Kafka's `cleanSegments`: copies what `rules` keep of `group` into a new `.cleaned`
-    /// segment at the group's first base, sealed, flushed and given the last old segment's
-    /// mtime, with a `.txnindex.cleaned` of the aborted transactions whose markers stay.
+    /// segment at the group's first base (empty when nothing is kept), sealed, flushed and
+    /// given the last old segment's mtime, with a `.txnindex.cleaned` of the aborted
+    /// transactions whose markers stay.
     #[allow(clippy::too_many_arguments)]
     fn clean_group(
         &self,
@@ -360,21 +363,16 @@ impl Log {
                 }
             }
             let retain_legacy_deletes = segment.last_modified_ms()? > legacy_horizon_ms;
-            let last_in_group = i + 1 == group.len();
-            let size = segment.size();
+            // Kafka reads the high watermark for each segment it cleans.
+            let rules = Rules {
+                high_watermark: self.published.load().high_watermark.offset,
+                ..*rules
+            };
             let path = segment.log_path();
             for_each_batch(segment, &path, |batch| {
                 batch.ensure_valid().map_err(|e| damaged(&path, e))?;
                 let header = *batch.header();
-                let keep_shell = last_in_group && header.end_position() == size;
-                let filtered = filter_batch(
-                    &path,
-                    &batch,
-                    rules,
-                    txns,
-                    retain_legacy_deletes,
-                    keep_shell,
-                )?;
+                let filtered = filter_batch(&path, &batch, &rules, txns, retain_legacy_deletes)?;
                 report.records_before += filtered.records_read;
                 report.records_after += filtered.records_kept;
                 match filtered.kept {
