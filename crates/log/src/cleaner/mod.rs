@@ -38,8 +38,11 @@ mod filter;
 mod offset_map;
 mod plan;
 mod round;
+mod stats;
 mod swap;
 mod txn;
+
+pub(crate) use stats::StatCache;
 
 use crate::Result;
 use crate::log::Log;

@@ -10,6 +10,7 @@ use seglog_segment::{ActiveSegment, FileKind, FileType, Segment, TempSuffix, fil
 use super::filter::{Kept, Rules, filter_batch};
 use super::offset_map::{OffsetMap, hash_key};
 use super::plan::{self, Bounds, SegmentStat};
+use super::stats::{Needed, fill_index_bytes};
 use super::txn::{self, AbortedTxn, CleanedTxns, TxnScan, damaged};
 use super::{CleanReport, GroupReport};
 use crate::Result;
@@ -48,20 +49,25 @@ impl Log {
             .iter()
             .map(|(b, s)| (b, Arc::clone(s)))
             .collect();
-        let mut stats = Vec::with_capacity(segments.len());
-        for (base, segment) in &segments {
-            stats.push(stat(*base, segment)?);
-        }
+        let settings = self.settings();
+        let config = &settings.config;
         let (checkpoint, _) = self.home.cleaner_checkpoint();
         let bounds = |lso| Bounds {
             checkpoint,
             log_start_offset: view.log_start_offset,
             log_end_offset: view.end.offset,
             last_stable_offset: lso,
-            min_compaction_lag_ms: self.settings().config.min_compaction_lag_ms,
+            min_compaction_lag_ms: config.min_compaction_lag_ms,
             now_ms,
         };
         let last_stable_offset = view.last_stable_offset();
+        let (first_dirty, _) = plan::first_dirty(&bounds(last_stable_offset));
+        let needed = Needed::for_lags(
+            config.min_compaction_lag_ms,
+            config.max_compaction_lag_ms,
+            now_ms,
+        );
+        let stats = self.segment_stats(&segments, first_dirty, needed)?;
         let mut offsets = plan::offsets(&stats, bounds(last_stable_offset));
         let scan = if scan {
             let mut found = txn::scan(segments.iter().map(|(_, s)| s), offsets.first_dirty)?;
@@ -79,7 +85,7 @@ impl Log {
         let compaction_delay_ms = plan::max_compaction_delay_ms(
             &stats,
             offsets.first_dirty,
-            self.settings().config.max_compaction_lag_ms,
+            config.max_compaction_lag_ms,
             now_ms,
         );
         Ok(Plan {
@@ -144,7 +150,10 @@ impl Log {
         // empty segment, one ending below the next base) as data the crash erased: the
         // loader's gap rule (`Discontinuity`) would drop every later segment.
         self.flush_up_to(offsets.first_uncleanable)?;
-        let Snapshot { segments, stats } = snapshot;
+        let Snapshot {
+            segments,
+            mut stats,
+        } = snapshot;
         let mut report = CleanReport {
             first_dirty_offset: offsets.first_dirty,
             first_uncleanable_offset: offsets.first_uncleanable,
@@ -168,6 +177,7 @@ impl Log {
             .iter()
             .take_while(|s| s.base_offset < end_offset)
             .count();
+        fill_index_bytes(&segments, &mut stats, below_end);
         let groups = plan::group(
             &stats[..below_end],
             self.settings().segment.segment_bytes.into(),
@@ -483,22 +493,6 @@ fn for_each_batch(
         want = READ_CHUNK;
     }
     Ok(())
-}
-
-/// The planner's statistics of one segment.
-fn stat(base_offset: i64, segment: &Segment) -> Result<SegmentStat> {
-    let first_batch_timestamp_ms = match segment.batch_headers(0).next() {
-        Some(header) => header?.max_timestamp_ms,
-        None => i64::MAX,
-    };
-    Ok(SegmentStat {
-        base_offset,
-        size_bytes: segment.size(),
-        offset_index_bytes: segment.offset_index_entries() as u64 * 8,
-        time_index_bytes: segment.time_index_entries() as u64 * 12,
-        largest_timestamp_ms: segment.largest_timestamp()?,
-        first_batch_timestamp_ms,
-    })
 }
 
 /// Removes the `.cleaned` files of `base` (a round that failed before, without a reload).

@@ -235,11 +235,12 @@ fn crash_after_every_swap_step(template: &Path, clock: &Arc<ManualClock>) -> usi
     let (steps, group_end) = {
         let log = open(template, config(), clock);
         let plan = log.plan_round(T0, true).unwrap();
-        let stats = &plan.snapshot.stats;
+        let mut stats = plan.snapshot.stats.clone();
         let n = stats
             .iter()
             .take_while(|s| s.base_offset < plan.offsets.first_uncleanable)
             .count();
+        super::stats::fill_index_bytes(&plan.snapshot.segments, &mut stats, n);
         let groups = super::plan::group(
             &stats[..n],
             log.settings().segment.segment_bytes.into(),
@@ -736,4 +737,96 @@ fn an_empty_swap_replaces_every_old_file_at_its_base_after_a_crash() {
         records(&log).iter().map(|r| r.0).collect::<Vec<_>>(),
         [1, 2]
     );
+}
+
+/// A log of many sealed segments, closed cleanly, then opened trusting that: its sealed
+/// segments (but the first and last) are left unopened. Never due by the dirty ratio.
+fn trusted_log(
+    dir: &Path,
+    clock: &Arc<ManualClock>,
+    config: LogConfig,
+) -> (Log, seglog_segment::SegmentCache) {
+    {
+        let log = keyed_log(dir, clock);
+        log.close().unwrap();
+    }
+    let cache = seglog_segment::SegmentCache::new(64);
+    let log = Log::open_with(
+        dir,
+        config,
+        OpenOptions {
+            clock: clock.clone(),
+            high_watermark: crate::HighWatermarkPolicy::LogEnd,
+            trust_clean_shutdown: true,
+            segment_cache: Some(cache.clone()),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    (log, cache)
+}
+
+fn deferred(log: &Log) -> Vec<i64> {
+    log.published
+        .load()
+        .segments
+        .iter()
+        .filter(|(_, s)| s.is_deferred())
+        .map(|(b, _)| b)
+        .collect()
+}
+
+#[test]
+fn a_tick_on_a_trusted_open_opens_no_sealed_segment_when_nothing_is_due() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig {
+        min_cleanable_dirty_ratio: crate::DirtyRatio(1.0),
+        ..config()
+    };
+    let (log, _cache) = trusted_log(tmp.path(), &clock, config);
+    let before = deferred(&log);
+    assert!(before.len() > 10, "{before:?}");
+    // Default lags: the due check needs only the segments' sizes.
+    assert!(!log.cleaning_due(T0).unwrap());
+    assert_eq!(deferred(&log), before, "due check");
+    for _ in 0..3 {
+        assert!(!log.cleaning_due(T0).unwrap());
+        assert_eq!(log.tick(T0).unwrap().cleaned, None);
+    }
+    assert_eq!(deferred(&log), before);
+}
+
+#[test]
+fn with_compaction_lags_each_sealed_segment_is_read_once_for_the_due_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig {
+        min_cleanable_dirty_ratio: crate::DirtyRatio(1.0),
+        min_compaction_lag_ms: 1,
+        max_compaction_lag_ms: DAY,
+        ..config()
+    };
+    let (log, cache) = trusted_log(tmp.path(), &clock, config);
+    // The first check reads the dirty sealed segments' timestamps (every record is at T0:
+    // all too young to clean, none overdue).
+    assert!(!log.cleaning_due(T0).unwrap());
+    assert!(deferred(&log).is_empty(), "{:?}", deferred(&log));
+    cache.evict_all();
+    let open = cache.open_segments();
+    // Later checks and ticks take them from the cache: no segment is opened again.
+    for _ in 0..3 {
+        assert!(!log.cleaning_due(T0).unwrap());
+        assert_eq!(log.tick(T0).unwrap().cleaned, None);
+    }
+    assert_eq!(cache.open_segments(), open);
+    // Overdue by max.compaction.lag.ms a day later (the cached first batch timestamps), but
+    // the segments are older than min.compaction.lag.ms now: due, and cleaned.
+    assert!(log.cleaning_due(T0 + DAY + 1).unwrap());
+    // A truncation forgets what was cached: the values are read again.
+    log.truncate_to(log.log_end_offset() - 1).unwrap();
+    cache.evict_all();
+    let open = cache.open_segments();
+    assert!(log.cleaning_due(T0 + DAY + 1).unwrap());
+    assert!(cache.open_segments() > open);
 }
