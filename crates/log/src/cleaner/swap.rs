@@ -8,7 +8,8 @@
 //! 2. rename every old segment's files to `.deleted` (unlinked after `file.delete.delay.ms`;
 //!    readers holding them keep reading), fsync the directory;
 //! 3. rename the `.swap` files to their final names, fsync the directory;
-//! 4. publish the segment map with the new segment in place of the old ones.
+//! 4. publish the segment map with the new segment in place of the old ones, and delete the
+//!    producer snapshots at the old bases the new segment does not take over.
 //!
 //! A crash (or power loss: every step's renames are durable before the next step starts)
 //! leaves one of these states, which the loader (`load.rs`, Kafka's `LogLoader`) finishes:
@@ -141,6 +142,16 @@ impl Log {
             self.deletions
                 .push(due, Doomed::Segment(Arc::clone(segment)));
         }
+        // Kafka's `deleteProducerSnapshots` of the replaced segments whose base offsets are
+        // gone (Kafka renames them `.deleted` and unlinks them later; seglog unlinks them now,
+        // as for retention). A crash before this leaves them stray: the next load removes
+        // them (Kafka's `removeStraySnapshots`).
+        let gone: Vec<i64> = old
+            .iter()
+            .map(|(base, _)| *base)
+            .filter(|base| *base != cleaned.base_offset())
+            .collect();
+        self.producers_segments_deleted(&gone, view.log_start_offset)?;
         drop(writer);
         Ok(())
     }

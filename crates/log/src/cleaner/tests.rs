@@ -830,3 +830,39 @@ fn with_compaction_lags_each_sealed_segment_is_read_once_for_the_due_check() {
     assert!(log.cleaning_due(T0 + DAY + 1).unwrap());
     assert!(cache.open_segments() > open);
 }
+
+fn snapshots(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".snapshot"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_swap_deletes_the_producer_snapshots_of_the_bases_it_removes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    // Segments 0..4 of one record each, a snapshot taken at every roll (1, 2, 3, 4); groups
+    // [0, 1] and [2, 3].
+    let log = grouped_log(tmp.path(), &clock, &["a", "b", "b", "c"]);
+    let name = |offset: i64| format!("{offset:020}.snapshot");
+    assert_eq!(snapshots(tmp.path()), [name(1), name(2), name(3), name(4)]);
+    let report = log.clean().unwrap().unwrap();
+    let bases: Vec<i64> = report.groups.iter().map(|g| g.base_offset).collect();
+    assert_eq!(bases, [0, 2], "{report:?}");
+    assert!(report.groups.iter().all(|g| g.replaced == 2), "{report:?}");
+    // Bases 1 and 3 are gone, and so are their snapshots (2 is the second cleaned segment's
+    // base, 4 the active segment's).
+    assert_eq!(snapshots(tmp.path()), [name(2), name(4)]);
+    // A reopen after a crash finds nothing stray to delete, and the producer state loads.
+    drop(log);
+    let log = open(tmp.path(), config(), &clock);
+    assert_eq!(
+        log.load_report().producers.deleted_snapshots,
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert_eq!(records(&log).len(), 3);
+}
