@@ -173,54 +173,108 @@ impl Default for LogConfig {
     }
 }
 
+/// Where a key may be set: in a topic override ([`crate::TopicConfigs`], Kafka's topic-level
+/// names) or only in the `LogDir`'s default config (broker-level aliases such as
+/// `log.retention.hours`, broker settings such as `producer.id.expiration.ms`, root-wide ones
+/// such as `seglog.segment.cache.capacity`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Scope {
+    Topic,
+    DirOnly,
+}
+
+use Scope::{DirOnly, Topic};
+
+/// The one table of keys [`LogConfig::set`] accepts, in [`CONFIG_KEYS`] order:
+/// [`CONFIG_KEYS`] lists them all, [`crate::TOPIC_CONFIG_KEYS`] those of scope `Topic`.
+const KEYS: &[(&str, Scope)] = &[
+    ("segment.bytes", Topic),
+    ("segment.ms", Topic),
+    ("segment.jitter.ms", Topic),
+    ("segment.index.bytes", Topic),
+    ("index.interval.bytes", Topic),
+    ("retention.ms", Topic),
+    ("retention.bytes", Topic),
+    ("flush.messages", Topic),
+    ("flush.ms", Topic),
+    ("file.delete.delay.ms", Topic),
+    ("max.message.bytes", Topic),
+    ("preallocate", Topic),
+    ("message.timestamp.type", Topic),
+    ("message.timestamp.before.max.ms", Topic),
+    ("message.timestamp.after.max.ms", Topic),
+    ("seglog.segment.cache.capacity", DirOnly),
+    ("cleanup.policy", Topic),
+    ("min.cleanable.dirty.ratio", Topic),
+    ("min.compaction.lag.ms", Topic),
+    ("max.compaction.lag.ms", Topic),
+    ("delete.retention.ms", Topic),
+    ("producer.id.expiration.ms", DirOnly),
+    ("log.segment.bytes", DirOnly),
+    ("log.roll.ms", DirOnly),
+    ("log.roll.hours", DirOnly),
+    ("log.roll.jitter.ms", DirOnly),
+    ("log.index.size.max.bytes", DirOnly),
+    ("log.index.interval.bytes", DirOnly),
+    ("log.retention.ms", DirOnly),
+    ("log.retention.minutes", DirOnly),
+    ("log.retention.hours", DirOnly),
+    ("log.retention.bytes", DirOnly),
+    ("log.flush.interval.messages", DirOnly),
+    ("log.flush.interval.ms", DirOnly),
+    ("log.segment.delete.delay.ms", DirOnly),
+    ("message.max.bytes", DirOnly),
+    ("log.preallocate", DirOnly),
+    ("log.message.timestamp.type", DirOnly),
+    ("log.cleanup.policy", DirOnly),
+    ("log.cleaner.min.cleanable.ratio", DirOnly),
+    ("log.cleaner.min.compaction.lag.ms", DirOnly),
+    ("log.cleaner.max.compaction.lag.ms", DirOnly),
+    ("log.cleaner.delete.retention.ms", DirOnly),
+    ("log.cleaner.dedupe.buffer.size", DirOnly),
+];
+
 /// Every key [`LogConfig::set`] accepts: Kafka's topic-level names, then the broker-level
 /// aliases (`log.*`) that map onto the same fields.
-pub const CONFIG_KEYS: &[&str] = &[
-    "segment.bytes",
-    "segment.ms",
-    "segment.jitter.ms",
-    "segment.index.bytes",
-    "index.interval.bytes",
-    "retention.ms",
-    "retention.bytes",
-    "flush.messages",
-    "flush.ms",
-    "file.delete.delay.ms",
-    "max.message.bytes",
-    "preallocate",
-    "message.timestamp.type",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.after.max.ms",
-    "seglog.segment.cache.capacity",
-    "cleanup.policy",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "max.compaction.lag.ms",
-    "delete.retention.ms",
-    "producer.id.expiration.ms",
-    "log.segment.bytes",
-    "log.roll.ms",
-    "log.roll.hours",
-    "log.roll.jitter.ms",
-    "log.index.size.max.bytes",
-    "log.index.interval.bytes",
-    "log.retention.ms",
-    "log.retention.minutes",
-    "log.retention.hours",
-    "log.retention.bytes",
-    "log.flush.interval.messages",
-    "log.flush.interval.ms",
-    "log.segment.delete.delay.ms",
-    "message.max.bytes",
-    "log.preallocate",
-    "log.message.timestamp.type",
-    "log.cleanup.policy",
-    "log.cleaner.min.cleanable.ratio",
-    "log.cleaner.min.compaction.lag.ms",
-    "log.cleaner.max.compaction.lag.ms",
-    "log.cleaner.delete.retention.ms",
-    "log.cleaner.dedupe.buffer.size",
-];
+pub const CONFIG_KEYS: &[&str] = &keys_of::<{ KEYS.len() }>(None);
+
+/// The keys a topic override may set (exported as [`crate::TOPIC_CONFIG_KEYS`]).
+pub(crate) const TOPIC_KEYS: &[&str] = &keys_of::<{ count(Topic) }>(Some(Topic));
+
+/// The keys of `KEYS` of `scope` (all for `None`), in order; `N` is their number.
+const fn keys_of<const N: usize>(scope: Option<Scope>) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut n) = (0, 0);
+    while i < KEYS.len() {
+        if matches_scope(KEYS[i].1, scope) {
+            out[n] = KEYS[i].0;
+            n += 1;
+        }
+        i += 1;
+    }
+    assert!(n == N, "N is not the number of keys of the scope");
+    out
+}
+
+/// How many keys of `KEYS` have `scope`.
+const fn count(scope: Scope) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < KEYS.len() {
+        if matches_scope(KEYS[i].1, Some(scope)) {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+const fn matches_scope(scope: Scope, wanted: Option<Scope>) -> bool {
+    match wanted {
+        None => true,
+        Some(Topic) => matches!(scope, Topic),
+        Some(DirOnly) => matches!(scope, DirOnly),
+    }
+}
 
 impl LogConfig {
     /// Sets one setting from Kafka's `key` and textual `value` (topic names such as

@@ -96,28 +96,20 @@ impl ReaderOptions {
     /// A borrowed reader over `log` with these options.
     pub fn reader(self, log: &Log) -> RecordReader<'_> {
         RecordReader {
-            log,
-            options: self,
-            next_offset: self.start_offset,
+            state: ReadState::new(log, self),
             buf: Vec::new(),
             fetched: None,
             cursor: 0,
-            caught_up_at: None,
-            filter: AbortFilter::default(),
         }
     }
 
     /// An owned reader over `log` with these options.
     pub fn owned_reader(self, log: &Log) -> OwnedRecordReader<'_> {
         OwnedRecordReader {
-            log,
-            options: self,
-            next_offset: self.start_offset,
+            state: ReadState::new(log, self),
             batches: None,
             current: None,
             failed: false,
-            caught_up_at: None,
-            filter: AbortFilter::default(),
         }
     }
 }
@@ -366,6 +358,99 @@ struct Fetched {
     position: u64,
 }
 
+/// What both readers keep and how both fetch and skip: the log, the options, the position,
+/// the visible end where the last fetch found nothing, and the current fetch's
+/// `read_committed` filter.
+#[derive(Debug)]
+struct ReadState<'log> {
+    log: &'log Log,
+    options: ReaderOptions,
+    next_offset: i64,
+    /// The visible end when the last fetch found nothing (`wait`).
+    caught_up_at: Option<i64>,
+    /// `read_committed`'s filter of the current fetch.
+    filter: AbortFilter,
+}
+
+impl<'log> ReadState<'log> {
+    fn new(log: &'log Log, options: ReaderOptions) -> Self {
+        Self {
+            log,
+            options,
+            next_offset: options.start_offset,
+            caught_up_at: None,
+            filter: AbortFilter::default(),
+        }
+    }
+
+    /// Blocks until the visible end moves past where the last fetch that found nothing saw
+    /// it (or past the position), or `timeout` passed.
+    fn wait(&self, timeout: Duration) -> Result<bool> {
+        let offset = self
+            .caught_up_at
+            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
+        self.log.wait_for(offset, self.options.isolation, timeout)
+    }
+
+    fn seek(&mut self, offset: i64) {
+        self.next_offset = offset;
+        self.caught_up_at = None;
+    }
+
+    /// Fetches from the position into `buf` (at least one whole batch, or nothing when
+    /// nothing is visible there: `None`), with the fetch's `read_committed` filter.
+    fn fetch(&mut self, buf: &mut Vec<u8>) -> Result<Option<Fetched>> {
+        let fetch = self.log.read_into(
+            self.next_offset,
+            self.options.fetch_bytes,
+            self.options.isolation,
+            true,
+            buf,
+        )?;
+        if buf.is_empty() {
+            self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
+            return Ok(None);
+        }
+        self.caught_up_at = None;
+        self.filter = AbortFilter::for_fetch(
+            self.log,
+            self.options.isolation,
+            self.next_offset,
+            fetch.last_stable_offset,
+        )?;
+        let path = file_path(
+            self.log.dir(),
+            fetch.fetch_offset.segment_base_offset,
+            FileKind::LOG,
+        );
+        // With min_one_message the fetch holds at least one whole batch; if a damaged header
+        // makes it look otherwise, the walk reports it rather than spinning.
+        if let Err(source) = seglog_records::BatchRef::parse(buf, fetch.position) {
+            return Err(Error::DamagedBatch { path, source });
+        }
+        Ok(Some(Fetched {
+            path,
+            position: fetch.position,
+        }))
+    }
+
+    /// Whether `batch`, the next of the fetch (every batch passes through here, in order,
+    /// for the abort filter), has records to pass: not wholly below the position, not
+    /// aborted, and a control batch only when asked for.
+    fn wants(&mut self, batch: &seglog_records::BatchRef<'_>) -> bool {
+        let dropped = self.filter.drops(batch);
+        let header = batch.header();
+        header.last_offset >= self.next_offset
+            && !dropped
+            && (self.options.include_control || !header.is_control)
+    }
+
+    /// The position after `header`'s batch (its last offset + 1, over compacted gaps).
+    fn step_over(&mut self, header: &BatchHeader) {
+        self.next_offset = self.next_offset.max(header.next_offset());
+    }
+}
+
 /// The borrowed record reader: fetches into one reused buffer with [`Log::read_into`] and
 /// passes each record to a callback as a [`RecordView`] borrowing that buffer (the fast
 /// path: no allocation per record or batch for uncompressed v2 batches). From
@@ -375,23 +460,17 @@ struct Fetched {
 /// buffer: a truncation after the fetch does not take them back.
 #[derive(Debug)]
 pub struct RecordReader<'log> {
-    log: &'log Log,
-    options: ReaderOptions,
-    next_offset: i64,
+    state: ReadState<'log>,
     buf: Vec<u8>,
     fetched: Option<Fetched>,
     /// Bytes of `buf` already passed (a batch boundary).
     cursor: usize,
-    /// The visible end when the last fetch found nothing ([`RecordReader::wait`]).
-    caught_up_at: Option<i64>,
-    /// `read_committed`'s filter of the current fetch.
-    filter: AbortFilter,
 }
 
 impl RecordReader<'_> {
     /// The offset the next record passed will be at or after.
     pub fn position(&self) -> i64 {
-        self.next_offset
+        self.state.next_offset
     }
 
     /// Tail-follow: after a poll that caught up, blocks until the visible end moves past
@@ -404,16 +483,12 @@ impl RecordReader<'_> {
     /// [`Error::Closed`] when the log is closed and nothing more is visible (as
     /// [`Log::wait_for`]).
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
-        let offset = self
-            .caught_up_at
-            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
-        self.log.wait_for(offset, self.options.isolation, timeout)
+        self.state.wait(timeout)
     }
 
     /// Moves to `offset` (checked by the next poll) and drops what is buffered.
     pub fn seek(&mut self, offset: i64) {
-        self.next_offset = offset;
-        self.caught_up_at = None;
+        self.state.seek(offset);
         self.fetched = None;
         self.cursor = 0;
         self.buf.clear();
@@ -439,7 +514,7 @@ impl RecordReader<'_> {
                 }
                 continue;
             };
-            let options = self.options;
+            let options = self.state.options;
             let rest = self.buf.get(self.cursor..).unwrap_or_default();
             let base = fetched.position + self.cursor as u64;
             let damaged = |source| Error::DamagedBatch {
@@ -451,11 +526,7 @@ impl RecordReader<'_> {
                 let batch = batch.map_err(damaged)?;
                 let header = *batch.header();
                 let len = batch.as_bytes().len();
-                let dropped = self.filter.drops(&batch);
-                if header.last_offset >= self.next_offset
-                    && !dropped
-                    && (options.include_control || !header.is_control)
-                {
+                if self.state.wants(&batch) {
                     if options.check_crcs {
                         batch.ensure_valid().map_err(damaged)?;
                     }
@@ -465,7 +536,7 @@ impl RecordReader<'_> {
                     if let Some(records) = batch.records_borrowed() {
                         for record in records {
                             let record = record.map_err(damaged)?;
-                            if record.offset < self.next_offset {
+                            if record.offset < self.state.next_offset {
                                 continue;
                             }
                             let view = RecordView {
@@ -480,7 +551,7 @@ impl RecordReader<'_> {
                     } else {
                         for record in batch.records(options.max_decompressed_bytes) {
                             let record = record.map_err(damaged)?;
-                            if record.offset < self.next_offset {
+                            if record.offset < self.state.next_offset {
                                 continue;
                             }
                             let view = RecordView {
@@ -493,16 +564,16 @@ impl RecordReader<'_> {
                             }
                         }
                     }
-                    self.log.metrics.records_read(delivered);
+                    self.state.log.metrics.records_read(delivered);
                     if let Some(offset) = stopped {
-                        self.next_offset = offset + 1;
+                        self.state.next_offset = offset + 1;
                         if offset >= header.last_offset {
                             self.cursor += len;
                         }
                         return Ok(PollEnd::Stopped);
                     }
                 }
-                self.next_offset = self.next_offset.max(header.next_offset());
+                self.state.step_over(&header);
                 self.cursor += len;
             }
             // Everything whole in the buffer is passed: fetch again from the position.
@@ -512,40 +583,10 @@ impl RecordReader<'_> {
 
     /// Fetches from the position into the buffer; `false` when nothing is visible there.
     fn fetch(&mut self) -> Result<bool> {
-        let fetch = self.log.read_into(
-            self.next_offset,
-            self.options.fetch_bytes,
-            self.options.isolation,
-            true,
-            &mut self.buf,
-        )?;
+        let fetched = self.state.fetch(&mut self.buf)?;
         self.cursor = 0;
-        if self.buf.is_empty() {
-            self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
-            return Ok(false);
-        }
-        self.caught_up_at = None;
-        self.filter = AbortFilter::for_fetch(
-            self.log,
-            self.options.isolation,
-            self.next_offset,
-            fetch.last_stable_offset,
-        )?;
-        let path = file_path(
-            self.log.dir(),
-            fetch.fetch_offset.segment_base_offset,
-            FileKind::LOG,
-        );
-        // With min_one_message the fetch holds at least one whole batch; if a damaged header
-        // makes it look otherwise, the next walk reports it rather than spinning.
-        if let Err(source) = seglog_records::BatchRef::parse(&self.buf, fetch.position) {
-            return Err(Error::DamagedBatch { path, source });
-        }
-        self.fetched = Some(Fetched {
-            path,
-            position: fetch.position,
-        });
-        Ok(true)
+        self.fetched = fetched;
+        Ok(self.fetched.is_some())
     }
 }
 
@@ -567,22 +608,16 @@ pub struct FetchedRecord {
 /// [`Log::wait_for`]). After an `Err` the iterator yields `None` until [`Self::seek`].
 #[derive(Debug)]
 pub struct OwnedRecordReader<'log> {
-    log: &'log Log,
-    options: ReaderOptions,
-    next_offset: i64,
+    state: ReadState<'log>,
     batches: Option<(OwnedBatches, PathBuf)>,
     current: Option<(BatchHeader, Records, PathBuf)>,
     failed: bool,
-    /// The visible end when the last fetch found nothing ([`OwnedRecordReader::wait`]).
-    caught_up_at: Option<i64>,
-    /// `read_committed`'s filter of the current fetch.
-    filter: AbortFilter,
 }
 
 impl OwnedRecordReader<'_> {
     /// The offset the next record yielded will be at or after.
     pub fn position(&self) -> i64 {
-        self.next_offset
+        self.state.next_offset
     }
 
     /// [`RecordReader::wait`]: after `next` returned `None`, blocks until the visible end
@@ -591,17 +626,13 @@ impl OwnedRecordReader<'_> {
     /// # Errors
     /// [`Error::Closed`] when the log is closed and nothing more is visible.
     pub fn wait(&self, timeout: Duration) -> Result<bool> {
-        let offset = self
-            .caught_up_at
-            .map_or(self.next_offset, |seen| seen.max(self.next_offset));
-        self.log.wait_for(offset, self.options.isolation, timeout)
+        self.state.wait(timeout)
     }
 
     /// Moves to `offset` (checked by the next fetch), drops what is buffered and clears an
     /// earlier error.
     pub fn seek(&mut self, offset: i64) {
-        self.next_offset = offset;
-        self.caught_up_at = None;
+        self.state.seek(offset);
         self.batches = None;
         self.current = None;
         self.failed = false;
@@ -611,10 +642,10 @@ impl OwnedRecordReader<'_> {
         loop {
             if let Some((header, records, path)) = &mut self.current {
                 match records.next() {
-                    Some(Ok(record)) if record.offset < self.next_offset => continue,
+                    Some(Ok(record)) if record.offset < self.state.next_offset => continue,
                     Some(Ok(record)) => {
-                        self.next_offset = record.offset + 1;
-                        self.log.metrics.records_read(1);
+                        self.state.next_offset = record.offset + 1;
+                        self.state.log.metrics.records_read(1);
                         return Ok(Some(FetchedRecord {
                             batch: *header,
                             record,
@@ -627,7 +658,7 @@ impl OwnedRecordReader<'_> {
                         });
                     }
                     None => {
-                        self.next_offset = self.next_offset.max(header.next_offset());
+                        self.state.step_over(header);
                         self.current = None;
                     }
                 }
@@ -636,21 +667,17 @@ impl OwnedRecordReader<'_> {
                 match batches.next() {
                     Some(Ok(batch)) => {
                         let header = *batch.header();
-                        let dropped = self.filter.drops(&batch.as_batch_ref());
-                        if header.last_offset < self.next_offset
-                            || dropped
-                            || (header.is_control && !self.options.include_control)
-                        {
-                            self.next_offset = self.next_offset.max(header.next_offset());
+                        if !self.state.wants(&batch.as_batch_ref()) {
+                            self.state.step_over(&header);
                             continue;
                         }
-                        if self.options.check_crcs {
+                        if self.state.options.check_crcs {
                             batch.ensure_valid().map_err(|source| Error::DamagedBatch {
                                 path: path.clone(),
                                 source,
                             })?;
                         }
-                        let records = batch.records(self.options.max_decompressed_bytes);
+                        let records = batch.records(self.state.options.max_decompressed_bytes);
                         self.current = Some((header, records, path.clone()));
                     }
                     Some(Err(source)) => {
@@ -664,34 +691,13 @@ impl OwnedRecordReader<'_> {
                 continue;
             }
             let mut buf = Vec::new();
-            let fetch = self.log.read_into(
-                self.next_offset,
-                self.options.fetch_bytes,
-                self.options.isolation,
-                true,
-                &mut buf,
-            )?;
-            if buf.is_empty() {
-                self.caught_up_at = Some(visible_end(self.options.isolation, &fetch));
+            let Some(fetched) = self.state.fetch(&mut buf)? else {
                 return Ok(None);
-            }
-            self.caught_up_at = None;
-            self.filter = AbortFilter::for_fetch(
-                self.log,
-                self.options.isolation,
-                self.next_offset,
-                fetch.last_stable_offset,
-            )?;
-            let path = file_path(
-                self.log.dir(),
-                fetch.fetch_offset.segment_base_offset,
-                FileKind::LOG,
-            );
-            // At least one whole batch (min_one_message), else the walk would not progress.
-            if let Err(source) = seglog_records::BatchRef::parse(&buf, fetch.position) {
-                return Err(Error::DamagedBatch { path, source });
-            }
-            self.batches = Some((OwnedBatches::new(Bytes::from(buf), fetch.position), path));
+            };
+            self.batches = Some((
+                OwnedBatches::new(Bytes::from(buf), fetched.position),
+                fetched.path,
+            ));
         }
     }
 }

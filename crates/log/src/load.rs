@@ -554,7 +554,11 @@ impl Loader<'_> {
                 ..SegmentOpenOptions::read_only()
             };
             let (segment, _) = Segment::open(self.dir, parsed.base_offset, self.config, options)?;
-            let next = segment.read_next_offset()?;
+            // An empty swap (a cleaned group that kept no record) still replaces the old
+            // files at its own base: the renames below overwrite all but a `.txnindex`.
+            let next = segment
+                .read_next_offset()?
+                .max(parsed.base_offset.saturating_add(1));
             let (lo, hi) = swap_range.unwrap_or((i64::MAX, i64::MIN));
             swap_range = Some((lo.min(parsed.base_offset), hi.max(next)));
         }

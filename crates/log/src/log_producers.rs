@@ -347,7 +347,8 @@ impl Log {
         producers.take_snapshot(true).map(drop)
     }
 
-    /// After retention deleted the segments at `bases` and the log start moved.
+    /// After retention deleted the segments at `bases` and the log start moved, or a cleaner
+    /// swap replaced them (the log start unchanged): their snapshots go.
     pub(crate) fn producers_segments_deleted(
         &self,
         bases: &[i64],

@@ -39,6 +39,7 @@ impl Log {
             RetentionReason::LogStartOffset,
             now_ms,
             &mut report,
+            false,
             |view, _| Some(retention::log_start_breached(view.log_start_offset)),
         )?;
         // 2. Size and 3. time, only when `cleanup.policy` holds `delete` (a `compact` log keeps
@@ -49,21 +50,22 @@ impl Log {
             RetentionReason::Size,
             now_ms,
             &mut report,
+            false,
             |_, stats| {
                 let limit = if delete { config.retention_bytes } else { -1 };
                 retention::size_breached(retention::total_bytes(stats), limit)
             },
         )?;
-        // 3. Time.
+        // 3. Time: the only rule that reads the segments' timestamps (a deferred segment is
+        // opened for it), and only when it applies.
+        let time_limit = if delete { config.retention_ms } else { -1 };
         self.apply_rule(
             &mut writer,
             RetentionReason::Time,
             now_ms,
             &mut report,
-            |_, _| {
-                let limit = if delete { config.retention_ms } else { -1 };
-                retention::time_breached(now_ms, limit)
-            },
+            time_limit >= 0,
+            |_, _| retention::time_breached(now_ms, time_limit),
         )?;
         if !report.deleted.is_empty() {
             // Principle (c): the renames are durable before the pass returns. A power loss
@@ -73,7 +75,7 @@ impl Log {
         }
         if delete && config.retention_ms >= 0 {
             let view = self.published.load();
-            for stat in segment_stats(&view)? {
+            for stat in segment_stats(&view, true)? {
                 if stat.largest_timestamp_ms > now_ms {
                     report.future_timestamp_segments.push(stat.base_offset);
                 }
@@ -88,17 +90,19 @@ impl Log {
     }
 
     /// One retention rule over the current view: the deletable prefix under the predicate
-    /// (`None`: the rule does not apply), deleted for `reason`.
+    /// (`None`: the rule does not apply), deleted for `reason`. `timestamps`: the predicate
+    /// reads the segments' largest timestamps (else they are not read).
     fn apply_rule<P: FnMut(&SegmentStat, Option<&SegmentStat>) -> bool>(
         &self,
         writer: &mut Writer,
         reason: RetentionReason,
         now_ms: i64,
         report: &mut RetentionReport,
+        timestamps: bool,
         predicate: impl FnOnce(&View, &[SegmentStat]) -> Option<P>,
     ) -> Result<()> {
         let view = self.published.load();
-        let stats = segment_stats(&view)?;
+        let stats = segment_stats(&view, timestamps)?;
         let Some(predicate) = predicate(&view, &stats) else {
             return Ok(());
         };
@@ -419,14 +423,19 @@ fn refuse_negative(offset: i64, view: &View) -> Result<()> {
 }
 
 /// Retention statistics of every segment in `view`, oldest first.
-fn segment_stats(view: &View) -> Result<Vec<SegmentStat>> {
+fn segment_stats(view: &View, timestamps: bool) -> Result<Vec<SegmentStat>> {
     view.segments
         .iter()
         .map(|(base, segment)| {
             Ok(SegmentStat {
                 base_offset: base,
                 size_bytes: segment.size() as i64,
-                largest_timestamp_ms: segment.largest_timestamp()?,
+                // Not read (nor a deferred segment opened) for the rules that ignore it.
+                largest_timestamp_ms: if timestamps {
+                    segment.largest_timestamp()?
+                } else {
+                    i64::MIN
+                },
             })
         })
         .collect()

@@ -7,29 +7,9 @@ use crate::{Error, Result};
 
 /// The keys a topic override may set: Kafka's topic-level names. Broker-level aliases
 /// (`log.retention.hours`, `message.max.bytes`, ...) and root-wide settings
-/// (`seglog.segment.cache.capacity`) belong in the `LogDir`'s default config.
-pub const TOPIC_CONFIG_KEYS: &[&str] = &[
-    "segment.bytes",
-    "segment.ms",
-    "segment.jitter.ms",
-    "segment.index.bytes",
-    "index.interval.bytes",
-    "retention.ms",
-    "retention.bytes",
-    "flush.messages",
-    "flush.ms",
-    "file.delete.delay.ms",
-    "max.message.bytes",
-    "preallocate",
-    "message.timestamp.type",
-    "message.timestamp.before.max.ms",
-    "message.timestamp.after.max.ms",
-    "cleanup.policy",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-    "max.compaction.lag.ms",
-    "delete.retention.ms",
-];
+/// (`seglog.segment.cache.capacity`) belong in the `LogDir`'s default config. Derived from
+/// the table behind [`crate::CONFIG_KEYS`] (one list of keys, each with its scope).
+pub const TOPIC_CONFIG_KEYS: &[&str] = crate::config::TOPIC_KEYS;
 
 /// Per-topic config overrides (Kafka's topic configs): for each topic, `key=value` pairs with
 /// Kafka's topic-level names that replace the [`crate::LogDir`]'s defaults (Kafka's broker

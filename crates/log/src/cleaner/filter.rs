@@ -3,7 +3,8 @@
 //!
 //! Per batch: an aborted transaction's data may go, a marker may go once its transaction's
 //! data is gone and its delete horizon passed; a batch is kept (emptied if need be) when it is
-//! its producer's last, or the last of the round. Per record: kept if newer than the offset map
+//! its producer's last, or the last batch below the high watermark (Kafka 4.4 passes
+//! `log.highWatermark()` where 4.0 passed the round's upper bound). Per record: kept if newer than the offset map
 //! covers, or if it is its key's latest and either has a value or is a tombstone whose delete
 //! horizon has not passed; keyless records go. A batch whose records all stay and that needs no
 //! new horizon is copied byte for byte; otherwise it is rebuilt with the same base and last
@@ -22,14 +23,15 @@ use super::txn::{CleanedTxns, LastRecord, damaged};
 use crate::Result;
 
 /// The rules of one round.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Rules<'a> {
     pub(crate) map: &'a OffsetMap,
     pub(crate) now_ms: i64,
     pub(crate) delete_retention_ms: i64,
     pub(crate) last_records: &'a HashMap<i64, LastRecord>,
-    /// The round's first uncleanable offset: the batch ending just below it is kept.
-    pub(crate) upper_bound: i64,
+    /// The log's high watermark when the segment being cleaned was started (Kafka reads
+    /// `log.highWatermark()` per segment): the batch ending just below it is kept.
+    pub(crate) high_watermark: i64,
     /// Decompression bound per batch.
     pub(crate) max_decompressed_bytes: usize,
 }
@@ -60,9 +62,8 @@ enum BatchRetention {
     DeleteEmpty,
 }
 
-/// Filters `batch` (CRC already checked). `keep_shell` keeps it, emptied if need be, whatever
-/// the rules say (the last batch of a group: see the swap's crash safety in `swap.rs`).
-/// `retain_legacy_deletes` is Kafka's rule for tombstones of v0/v1 messages (no horizon field:
+/// Filters `batch` (CRC already checked), as Kafka's `checkBatchRetention` and
+/// `shouldRetainRecord`. `retain_legacy_deletes` is Kafka's rule for tombstones of v0/v1 messages (no horizon field:
 /// kept while their segment is younger than the legacy delete horizon).
 ///
 /// # Errors
@@ -73,7 +74,6 @@ pub(crate) fn filter_batch(
     rules: &Rules<'_>,
     txns: &mut CleanedTxns,
     retain_legacy_deletes: bool,
-    keep_shell: bool,
 ) -> Result<Filtered> {
     let header = batch.header();
     let v2 = header.magic == MAGIC_V2;
@@ -102,10 +102,9 @@ pub(crate) fn filter_batch(
                 Some(offset) => header.last_offset == offset,
                 None => header.is_control && header.producer_epoch == last.producer_epoch,
             });
-    // Kafka keeps a producer's last batch and the round's last batch; seglog also the last
-    // batch of each group (`keep_shell`).
-    let retain_empty =
-        (v2 && last_of_producer) || header.next_offset() == rules.upper_bound || keep_shell;
+    // Kafka keeps a producer's last batch and the batch ending at the high watermark, emptied
+    // if need be; every other batch left without records goes.
+    let retain_empty = (v2 && last_of_producer) || header.next_offset() == rules.high_watermark;
     let retention = if retain_empty {
         BatchRetention::RetainEmpty
     } else if discard_records {
@@ -255,14 +254,14 @@ mod tests {
         builder.build().unwrap()
     }
 
-    fn run(bytes: &Bytes, map: &OffsetMap, now_ms: i64, upper_bound: i64) -> Filtered {
+    fn run(bytes: &Bytes, map: &OffsetMap, now_ms: i64, high_watermark: i64) -> Filtered {
         let last = HashMap::new();
         let rules = Rules {
             map,
             now_ms,
             delete_retention_ms: 1000,
             last_records: &last,
-            upper_bound,
+            high_watermark,
             max_decompressed_bytes: 1 << 20,
         };
         let parsed = BatchRef::parse(bytes, 0).unwrap();
@@ -272,7 +271,6 @@ mod tests {
             &rules,
             &mut CleanedTxns::default(),
             true,
-            false,
         )
         .unwrap()
     }
@@ -330,7 +328,7 @@ mod tests {
     }
 
     #[test]
-    fn records_beyond_the_map_stay_and_empty_batches_go_unless_last_of_the_round() {
+    fn records_beyond_the_map_stay_and_empty_batches_go_unless_they_end_at_the_high_watermark() {
         let mut map = OffsetMap::new(1 << 16, 10);
         map.put(hash_key(b"a"), 5);
         let old = batch(0, &[("a", Some("old"))]);

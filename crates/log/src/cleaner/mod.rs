@@ -17,7 +17,9 @@
 //!    that fit `segment.bytes` and `segment.index.bytes`, each copied into a `<base>.log.cleaned`
 //!    segment with rebuilt indexes (and `.txnindex`), keeping Kafka's records: the latest per
 //!    key, tombstones and markers until their KIP-534 delete horizon, no aborted data, every
-//!    producer's last batch. Offsets never change.
+//!    producer's last batch and the batch ending at the high watermark (emptied if need be, as
+//!    Kafka's `RETAIN_EMPTY`). A group that keeps nothing becomes an empty segment, as in
+//!    Kafka. Offsets never change.
 //! 5. **Swap** (`swap.rs`): `.cleaned` → `.swap`, old → `.deleted`, `.swap` → final, with a
 //!    directory fsync after each step; readers holding old segments keep reading them until
 //!    their delayed unlink. A truncation during the round aborts it before its next swap.
@@ -29,17 +31,18 @@
 //!
 //! Differences from Kafka, each deliberate: keys are hashed with two SipHash runs (128 bits,
 //! like Kafka's MD5); transactional state comes from the batches, not from `.txnindex` and
-//! producer snapshots, and producers never expire; the last batch of every group is kept
-//! (emptied if need be), so a crash between a swap's steps can never leave an old segment
-//! beside its replacement; a partially kept legacy (v0/v1) message set is rewritten as a v2
-//! batch (seglog writes no legacy format).
+//! producer snapshots, and producers never expire; a partially kept legacy (v0/v1) message set
+//! is rewritten as a v2 batch (seglog writes no legacy format).
 
 mod filter;
 mod offset_map;
 mod plan;
 mod round;
+mod stats;
 mod swap;
 mod txn;
+
+pub(crate) use stats::StatCache;
 
 use crate::Result;
 use crate::log::Log;

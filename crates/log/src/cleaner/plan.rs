@@ -3,7 +3,9 @@
 //! `maxCompactionDelay`, `LogToClean`, `Cleaner.groupSegmentsBySize`), as functions over
 //! segment statistics.
 
-/// What the planner needs to know about one segment, oldest first.
+/// What the planner needs to know about one segment, oldest first. Only what a plan reads is
+/// filled (`stats.rs`): the timestamps of the dirty sealed segments when a compaction lag asks
+/// for them, the index bytes of the segments a round groups.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SegmentStat {
     pub(crate) base_offset: i64,
@@ -12,11 +14,26 @@ pub(crate) struct SegmentStat {
     pub(crate) offset_index_bytes: u64,
     /// Bytes of the time index's entries (`entries × 12`).
     pub(crate) time_index_bytes: u64,
-    /// Largest record timestamp, or the `.log` mtime (Kafka's `largestTimestamp`).
+    /// Largest record timestamp, or the `.log` mtime (Kafka's `largestTimestamp`);
+    /// `i64::MIN` when not read.
     pub(crate) largest_timestamp_ms: i64,
     /// The first batch's max timestamp (Kafka's `getFirstBatchTimestamp`); `i64::MAX` when
-    /// unknown.
+    /// unknown or not read.
     pub(crate) first_batch_timestamp_ms: i64,
+}
+
+impl SegmentStat {
+    /// A segment's base and size, nothing read yet.
+    pub(crate) fn sized(base_offset: i64, size_bytes: u64) -> SegmentStat {
+        SegmentStat {
+            base_offset,
+            size_bytes,
+            offset_index_bytes: 0,
+            time_index_bytes: 0,
+            largest_timestamp_ms: i64::MIN,
+            first_batch_timestamp_ms: i64::MAX,
+        }
+    }
 }
 
 /// The offsets a round works between.
@@ -63,13 +80,7 @@ pub(crate) struct Bounds {
 /// Kafka's `cleanableOffsets` followed by `calculateCleanableBytes`. `segments` is the whole
 /// log, oldest first; the last one is the active segment.
 pub(crate) fn offsets(segments: &[SegmentStat], bounds: Bounds) -> Offsets {
-    let checkpoint = bounds.checkpoint.unwrap_or(bounds.log_start_offset);
-    let (first_dirty, reset_checkpoint) =
-        if checkpoint < bounds.log_start_offset || checkpoint > bounds.log_end_offset {
-            (bounds.log_start_offset, bounds.checkpoint.is_some())
-        } else {
-            (checkpoint, false)
-        };
+    let (first_dirty, reset_checkpoint) = first_dirty(&bounds);
     let active_base = segments.last().map_or(0, |s| s.base_offset);
     let mut uncleanable = bounds.last_stable_offset.min(active_base);
     let lag = bounds.min_compaction_lag_ms.max(0);
@@ -103,6 +114,17 @@ pub(crate) fn offsets(segments: &[SegmentStat], bounds: Bounds) -> Offsets {
         first_uncleanable,
         clean_bytes,
         cleanable_bytes,
+    }
+}
+
+/// Where the dirty section starts: the checkpoint, or the log start when it is missing or out
+/// of range (then `true` if a checkpoint must be rewritten).
+pub(crate) fn first_dirty(bounds: &Bounds) -> (i64, bool) {
+    let checkpoint = bounds.checkpoint.unwrap_or(bounds.log_start_offset);
+    if checkpoint < bounds.log_start_offset || checkpoint > bounds.log_end_offset {
+        (bounds.log_start_offset, bounds.checkpoint.is_some())
+    } else {
+        (checkpoint, false)
     }
 }
 
@@ -184,22 +206,32 @@ pub(crate) fn group(
 /// Kafka's `nonActiveLogSegmentsFrom`: the sealed segments from the one holding `offset`
 /// (none when `offset` is at or past the active segment's base).
 fn non_active_from(segments: &[SegmentStat], offset: i64) -> &[SegmentStat] {
+    &segments[non_active_range(segments, offset)]
+}
+
+/// The indexes of [`non_active_from`]: the only segments whose timestamps a plan reads.
+pub(crate) fn non_active_range(segments: &[SegmentStat], offset: i64) -> std::ops::Range<usize> {
     let Some((active, sealed)) = segments.split_last() else {
-        return &[];
+        return 0..0;
     };
     if offset >= active.base_offset {
-        return &[];
+        return 0..0;
     }
-    from_floor(sealed, offset)
+    floor_index(sealed, offset)..sealed.len()
 }
 
 /// The segments from the one holding `offset` (or the first) on.
 fn from_floor(segments: &[SegmentStat], offset: i64) -> &[SegmentStat] {
-    let floor = segments
+    &segments[floor_index(segments, offset)..]
+}
+
+/// The index of the segment holding `offset` (0 when it is below the first).
+fn floor_index(segments: &[SegmentStat], offset: i64) -> usize {
+    segments
         .iter()
         .rposition(|s| s.base_offset <= offset)
-        .unwrap_or(0);
-    &segments[floor.min(segments.len())..]
+        .unwrap_or(0)
+        .min(segments.len())
 }
 
 /// Kafka's `logSegments(from, to)`: from the floor of `from` to base `to`, exclusive.

@@ -10,6 +10,7 @@ use seglog_segment::{ActiveSegment, FileKind, FileType, Segment, TempSuffix, fil
 use super::filter::{Kept, Rules, filter_batch};
 use super::offset_map::{OffsetMap, hash_key};
 use super::plan::{self, Bounds, SegmentStat};
+use super::stats::{Needed, fill_index_bytes};
 use super::txn::{self, AbortedTxn, CleanedTxns, TxnScan, damaged};
 use super::{CleanReport, GroupReport};
 use crate::Result;
@@ -48,20 +49,25 @@ impl Log {
             .iter()
             .map(|(b, s)| (b, Arc::clone(s)))
             .collect();
-        let mut stats = Vec::with_capacity(segments.len());
-        for (base, segment) in &segments {
-            stats.push(stat(*base, segment)?);
-        }
+        let settings = self.settings();
+        let config = &settings.config;
         let (checkpoint, _) = self.home.cleaner_checkpoint();
         let bounds = |lso| Bounds {
             checkpoint,
             log_start_offset: view.log_start_offset,
             log_end_offset: view.end.offset,
             last_stable_offset: lso,
-            min_compaction_lag_ms: self.settings().config.min_compaction_lag_ms,
+            min_compaction_lag_ms: config.min_compaction_lag_ms,
             now_ms,
         };
         let last_stable_offset = view.last_stable_offset();
+        let (first_dirty, _) = plan::first_dirty(&bounds(last_stable_offset));
+        let needed = Needed::for_lags(
+            config.min_compaction_lag_ms,
+            config.max_compaction_lag_ms,
+            now_ms,
+        );
+        let stats = self.segment_stats(&segments, first_dirty, needed)?;
         let mut offsets = plan::offsets(&stats, bounds(last_stable_offset));
         let scan = if scan {
             let mut found = txn::scan(segments.iter().map(|(_, s)| s), offsets.first_dirty)?;
@@ -79,7 +85,7 @@ impl Log {
         let compaction_delay_ms = plan::max_compaction_delay_ms(
             &stats,
             offsets.first_dirty,
-            self.settings().config.max_compaction_lag_ms,
+            config.max_compaction_lag_ms,
             now_ms,
         );
         Ok(Plan {
@@ -139,10 +145,15 @@ impl Log {
         {
             return Ok(None);
         }
-        // Everything cleaned lies below the recovery point, so a crash never asks recovery to
-        // judge a cleaned segment's gaps as a torn tail.
-        self.flush_to(offsets.first_uncleanable, false)?;
-        let Snapshot { segments, stats } = snapshot;
+        // Everything cleaned lies below the recovery point, durably checkpointed before the
+        // first swap, so a crash never asks recovery to judge a cleaned segment's gaps (an
+        // empty segment, one ending below the next base) as data the crash erased: the
+        // loader's gap rule (`Discontinuity`) would drop every later segment.
+        self.flush_up_to(offsets.first_uncleanable)?;
+        let Snapshot {
+            segments,
+            mut stats,
+        } = snapshot;
         let mut report = CleanReport {
             first_dirty_offset: offsets.first_dirty,
             first_uncleanable_offset: offsets.first_uncleanable,
@@ -166,6 +177,7 @@ impl Log {
             .iter()
             .take_while(|s| s.base_offset < end_offset)
             .count();
+        fill_index_bytes(&segments, &mut stats, below_end);
         let groups = plan::group(
             &stats[..below_end],
             self.settings().segment.segment_bytes.into(),
@@ -177,7 +189,7 @@ impl Log {
             now_ms,
             delete_retention_ms: self.settings().config.delete_retention_ms,
             last_records: &scan.last_records,
-            upper_bound: offsets.first_uncleanable,
+            high_watermark: self.published.load().high_watermark.offset,
             max_decompressed_bytes: crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES,
         };
         let mut txns = CleanedTxns::default();
@@ -299,8 +311,9 @@ impl Log {
     }
 
     /// Kafka's `cleanSegments`: copies what `rules` keep of `group` into a new `.cleaned`
-    /// segment at the group's first base, sealed, flushed and given the last old segment's
-    /// mtime, with a `.txnindex.cleaned` of the aborted transactions whose markers stay.
+    /// segment at the group's first base (empty when nothing is kept), sealed, flushed and
+    /// given the last old segment's mtime, with a `.txnindex.cleaned` of the aborted
+    /// transactions whose markers stay.
     #[allow(clippy::too_many_arguments)]
     fn clean_group(
         &self,
@@ -360,21 +373,16 @@ impl Log {
                 }
             }
             let retain_legacy_deletes = segment.last_modified_ms()? > legacy_horizon_ms;
-            let last_in_group = i + 1 == group.len();
-            let size = segment.size();
+            // Kafka reads the high watermark for each segment it cleans.
+            let rules = Rules {
+                high_watermark: self.published.load().high_watermark.offset,
+                ..*rules
+            };
             let path = segment.log_path();
             for_each_batch(segment, &path, |batch| {
                 batch.ensure_valid().map_err(|e| damaged(&path, e))?;
                 let header = *batch.header();
-                let keep_shell = last_in_group && header.end_position() == size;
-                let filtered = filter_batch(
-                    &path,
-                    &batch,
-                    rules,
-                    txns,
-                    retain_legacy_deletes,
-                    keep_shell,
-                )?;
+                let filtered = filter_batch(&path, &batch, &rules, txns, retain_legacy_deletes)?;
                 report.records_before += filtered.records_read;
                 report.records_after += filtered.records_kept;
                 match filtered.kept {
@@ -485,22 +493,6 @@ fn for_each_batch(
         want = READ_CHUNK;
     }
     Ok(())
-}
-
-/// The planner's statistics of one segment.
-fn stat(base_offset: i64, segment: &Segment) -> Result<SegmentStat> {
-    let first_batch_timestamp_ms = match segment.batch_headers(0).next() {
-        Some(header) => header?.max_timestamp_ms,
-        None => i64::MAX,
-    };
-    Ok(SegmentStat {
-        base_offset,
-        size_bytes: segment.size(),
-        offset_index_bytes: segment.offset_index_entries() as u64 * 8,
-        time_index_bytes: segment.time_index_entries() as u64 * 12,
-        largest_timestamp_ms: segment.largest_timestamp()?,
-        first_batch_timestamp_ms,
-    })
 }
 
 /// Removes the `.cleaned` files of `base` (a round that failed before, without a reload).

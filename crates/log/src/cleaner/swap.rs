@@ -8,16 +8,28 @@
 //! 2. rename every old segment's files to `.deleted` (unlinked after `file.delete.delay.ms`;
 //!    readers holding them keep reading), fsync the directory;
 //! 3. rename the `.swap` files to their final names, fsync the directory;
-//! 4. publish the segment map with the new segment in place of the old ones.
+//! 4. publish the segment map with the new segment in place of the old ones, and delete the
+//!    producer snapshots at the old bases the new segment does not take over.
 //!
 //! A crash (or power loss: every step's renames are durable before the next step starts)
 //! leaves one of these states, which the loader (`load.rs`, Kafka's `LogLoader`) finishes:
 //! `.cleaned` files only, or a `.swap` `.log` beside a `.cleaned` index → the cleaned files and
 //! swaps at or above them are deleted, the old segments stay (the old state); a complete
-//! `.swap` set → every non-suffixed file in `[swap base, swap next offset)` is deleted and the
-//! swaps are renamed (the new state). The round keeps the last batch of every group (emptied
-//! if need be) so the swap's next offset covers the whole group: no old segment of the group
-//! can survive beside its replacement.
+//! `.swap` set → every non-suffixed file at the swap's base or in `[swap base, swap next
+//! offset)` is deleted and the swaps are renamed (the new state).
+//!
+//! The cleaned segment holds what Kafka's cleaner keeps and nothing more: it is empty when no
+//! record of the group survives, and its next offset can be lower than the base of the group's
+//! last old segments. The replaced range is then only known from the group itself (in memory,
+//! step 4); after a crash between steps 1 and 2 the loader's rule, Kafka's `LogLoader` rule,
+//! leaves those old segments at or past the swap's next offset beside it. Such a survivor holds
+//! only records this round drops (any kept record would lie below the swap's next offset), so
+//! the log is the cleaned log below that offset and the old one from there: offsets ascend; a
+//! record the cleaned part dropped is superseded by its key's latest record, which is still
+//! in the log (kept, or in a survivor or a later segment) unless it is a tombstone the round
+//! dropped too; no marker loses the data it closes (data precedes its marker, and a marker the
+//! round drops has no data left); every producer keeps its last batch (no round drops it). The
+//! next round, which starts from the same cleaner checkpoint, drops the survivors again.
 
 use std::sync::Arc;
 
@@ -130,6 +142,16 @@ impl Log {
             self.deletions
                 .push(due, Doomed::Segment(Arc::clone(segment)));
         }
+        // Kafka's `deleteProducerSnapshots` of the replaced segments whose base offsets are
+        // gone (Kafka renames them `.deleted` and unlinks them later; seglog unlinks them now,
+        // as for retention). A crash before this leaves them stray: the next load removes
+        // them (Kafka's `removeStraySnapshots`).
+        let gone: Vec<i64> = old
+            .iter()
+            .map(|(base, _)| *base)
+            .filter(|base| *base != cleaned.base_offset())
+            .collect();
+        self.producers_segments_deleted(&gone, view.log_start_offset)?;
         drop(writer);
         Ok(())
     }

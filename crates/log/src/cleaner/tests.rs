@@ -220,59 +220,66 @@ fn a_full_offset_map_ends_the_round_early_and_the_next_goes_on() {
     assert!(rounds > 2);
 }
 
-#[test]
-fn a_crash_after_every_swap_step_recovers_the_old_or_the_new_segments() {
-    let template = tempfile::tempdir().unwrap();
-    let clock = Arc::new(ManualClock::new(T0));
-    {
-        let log = keyed_log(template.path(), &clock);
-        log.close().unwrap();
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
     }
-    let steps = {
-        let log = open(template.path(), config(), &clock);
+}
+
+/// Crashes the first swap of a round on copies of `template` after each of its steps, then
+/// reopens: the old segments (before the first rename), or the new segment of the first group
+/// with, at most, old segments of that group at or past its next offset (the loader's rule, as
+/// Kafka's: see `swap.rs`). Returns how many crash states kept such survivors.
+fn crash_after_every_swap_step(template: &Path, clock: &Arc<ManualClock>) -> usize {
+    let (steps, group_end) = {
+        let log = open(template, config(), clock);
         let plan = log.plan_round(T0, true).unwrap();
-        let stats = &plan.snapshot.stats;
+        let mut stats = plan.snapshot.stats.clone();
         let n = stats
             .iter()
             .take_while(|s| s.base_offset < plan.offsets.first_uncleanable)
             .count();
+        super::stats::fill_index_bytes(&plan.snapshot.segments, &mut stats, n);
         let groups = super::plan::group(
             &stats[..n],
             log.settings().segment.segment_bytes.into(),
             log.settings().segment.max_index_bytes.into(),
             plan.offsets.first_uncleanable,
         );
-        super::swap::steps(groups[0].len()).len()
+        let group_end = stats.get(groups[0].end).map_or(i64::MAX, |s| s.base_offset);
+        (super::swap::steps(groups[0].len()).len(), group_end)
     };
     let expected = {
-        let log = open(template.path(), config(), &clock);
+        let log = open(template, config(), clock);
         latest(&records(&log))
     };
     // What a reader sees once the first group is swapped in (and nothing else).
     let first_group_swapped = {
         let tmp = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(template.path()).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
-        }
-        let log = open(tmp.path(), config(), &clock);
+        copy_dir(template, tmp.path());
+        let log = open(tmp.path(), config(), clock);
         log.clean_with(T0, true, steps).unwrap();
         records(&log)
     };
+    // The cleaned segment's next offset: past its last kept record.
+    let swap_next = first_group_swapped
+        .iter()
+        .filter(|r| r.0 < group_end)
+        .map(|r| r.0 + 1)
+        .max()
+        .unwrap_or(0);
+    let mut with_survivors = 0;
     for k in 0..=steps {
         let tmp = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(template.path()).unwrap() {
-            let entry = entry.unwrap();
-            std::fs::copy(entry.path(), tmp.path().join(entry.file_name())).unwrap();
-        }
-        let log = open(tmp.path(), config(), &clock);
+        copy_dir(template, tmp.path());
+        let log = open(tmp.path(), config(), clock);
         let before = records(&log);
         log.clean_with(T0, true, k).unwrap();
         drop(log); // a crash: no close
-        let log = open(tmp.path(), config(), &clock);
+        let log = open(tmp.path(), config(), clock);
         let after = records(&log);
         assert_eq!(latest(&after), expected, "crash after step {k}");
-        // Old or new, never a mix: either nothing changed, or the first group is cleaned.
         let offsets: Vec<i64> = after.iter().map(|r| r.0).collect();
         let sorted = offsets.windows(2).all(|w| w[0] < w[1]);
         assert!(sorted, "crash after step {k}: {offsets:?}");
@@ -281,10 +288,27 @@ fn a_crash_after_every_swap_step_recovers_the_old_or_the_new_segments() {
         if k == 0 {
             assert_eq!(after, before, "crash after step {k}: the old segments");
         } else {
+            let survivors: Vec<_> = after
+                .iter()
+                .filter(|r| !first_group_swapped.contains(r))
+                .collect();
+            let new: Vec<_> = after
+                .iter()
+                .filter(|r| first_group_swapped.contains(r))
+                .cloned()
+                .collect();
             assert_eq!(
-                after, first_group_swapped,
+                new, first_group_swapped,
                 "crash after step {k}: the new segment"
             );
+            for r in &survivors {
+                assert!(
+                    before.contains(r) && r.0 >= swap_next && r.0 < group_end,
+                    "crash after step {k}: {r:?} is no old record of the group past \
+                     {swap_next} (group end {group_end})"
+                );
+            }
+            with_survivors += usize::from(!survivors.is_empty());
         }
         let names: Vec<String> = std::fs::read_dir(tmp.path())
             .unwrap()
@@ -296,6 +320,112 @@ fn a_crash_after_every_swap_step_recovers_the_old_or_the_new_segments() {
         log.clean().unwrap();
         assert_eq!(latest(&records(&log)), expected);
     }
+    with_survivors
+}
+
+#[test]
+fn a_crash_after_every_swap_step_recovers_the_old_or_the_new_segments() {
+    let template = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    {
+        let log = keyed_log(template.path(), &clock);
+        log.close().unwrap();
+    }
+    crash_after_every_swap_step(template.path(), &clock);
+}
+
+/// Segments rolled after each record, values large enough that two segments fill a group.
+fn grouped_log(dir: &Path, clock: &Arc<ManualClock>, keys: &[&str]) -> Log {
+    let log = open(dir, config(), clock);
+    let value = "v".repeat(300);
+    for key in keys {
+        put(&log, key, Some(&value));
+        log.roll().unwrap();
+    }
+    log
+}
+
+#[test]
+fn a_crash_mid_swap_may_leave_old_segments_past_the_swaps_next_offset_and_loses_nothing() {
+    let template = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    {
+        // Groups [a, b] and [b, c]: the first group's second segment keeps nothing, so the
+        // swap's next offset (1) is below its base (1) only by the record it dropped.
+        let log = grouped_log(template.path(), &clock, &["a", "b", "b", "c"]);
+        log.close().unwrap();
+    }
+    let with_survivors = crash_after_every_swap_step(template.path(), &clock);
+    // Crashes after the rename to `.swap`, its directory fsync and the first old segment's
+    // rename to `.deleted` leave the second old segment.
+    assert_eq!(with_survivors, 3);
+}
+
+#[test]
+fn a_group_that_keeps_no_record_becomes_an_empty_segment_as_in_kafka() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    // Three segments of one record each, too large to share a group: the first two groups
+    // keep nothing (their keys are written again later), the third keeps "b".
+    let log = open(tmp.path(), config(), &clock);
+    let value = "v".repeat(600);
+    for key in ["a", "b", "a"] {
+        put(&log, key, Some(&value));
+        log.roll().unwrap();
+    }
+    let report = log.clean().unwrap().unwrap();
+    assert_eq!(report.segments_cleaned, 3, "{report:?}");
+    assert_eq!(
+        report
+            .groups
+            .iter()
+            .map(|g| g.bytes_after == 0)
+            .collect::<Vec<_>>(),
+        [true, false, false],
+        "{report:?}"
+    );
+    let sizes = |dir: &Path| -> Vec<(String, u64)> {
+        let mut v: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, e.metadata().unwrap().len())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let files = sizes(tmp.path());
+    assert_eq!(
+        files[0],
+        ("00000000000000000000.log".into(), 0),
+        "{files:?}"
+    );
+    // No record-less batch anywhere: nothing Kafka's DumpLogSegments would read as a
+    // timestamp of -1.
+    for (_, segment) in log.published.load().segments.iter() {
+        for header in segment.batch_headers(0) {
+            let header = header.unwrap();
+            assert_ne!(header.record_count, Some(0), "{header:?}");
+        }
+    }
+    let after = records(&log);
+    assert_eq!(
+        after
+            .iter()
+            .map(|r| (r.0, r.1.as_str()))
+            .collect::<Vec<_>>(),
+        [(1, "b"), (2, "a")]
+    );
+    // A strict reopen keeps the empty segment and serves the same records.
+    log.close().unwrap();
+    drop(log);
+    let log = open(tmp.path(), config(), &clock);
+    assert_eq!(records(&log), after);
+    assert_eq!(log.log_start_offset(), 0);
+    assert_eq!(sizes(tmp.path()), files);
 }
 
 #[test]
@@ -567,4 +697,172 @@ fn a_log_dir_ticks_its_compacted_topics_into_one_root_checkpoint() {
         assert_eq!(records(log).len(), 7);
     }
     dir.close().unwrap();
+}
+
+#[test]
+fn an_empty_swap_replaces_every_old_file_at_its_base_after_a_crash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = open(tmp.path(), config(), &clock);
+    let value = "v".repeat(600);
+    for key in ["a", "b", "a"] {
+        put(&log, key, Some(&value));
+        log.roll().unwrap();
+    }
+    // A crash right after the empty cleaned segment of the first group became `.swap`.
+    log.clean_with(T0, true, 1).unwrap();
+    drop(log);
+    assert!(tmp.path().join("00000000000000000000.log.swap").exists());
+    // The old segment at the swap's base with a `.txnindex` (one aborted transaction of
+    // producer 7 at offset 0): the swap's renames overwrite its other files, not this one.
+    let mut entry = vec![0u8, 0];
+    for field in [7i64, 0, 0, 0] {
+        entry.extend_from_slice(&field.to_be_bytes());
+    }
+    let txnindex = tmp.path().join("00000000000000000000.txnindex");
+    std::fs::write(&txnindex, &entry).unwrap();
+    let log = open(tmp.path(), config(), &clock);
+    assert_eq!(log.load_report().discontinuity, None);
+    assert!(
+        !txnindex.exists(),
+        "the old segment's .txnindex outlived its swap"
+    );
+    assert_eq!(
+        std::fs::metadata(tmp.path().join("00000000000000000000.log"))
+            .unwrap()
+            .len(),
+        0
+    );
+    assert_eq!(
+        records(&log).iter().map(|r| r.0).collect::<Vec<_>>(),
+        [1, 2]
+    );
+}
+
+/// A log of many sealed segments, closed cleanly, then opened trusting that: its sealed
+/// segments (but the first and last) are left unopened. Never due by the dirty ratio.
+fn trusted_log(
+    dir: &Path,
+    clock: &Arc<ManualClock>,
+    config: LogConfig,
+) -> (Log, seglog_segment::SegmentCache) {
+    {
+        let log = keyed_log(dir, clock);
+        log.close().unwrap();
+    }
+    let cache = seglog_segment::SegmentCache::new(64);
+    let log = Log::open_with(
+        dir,
+        config,
+        OpenOptions {
+            clock: clock.clone(),
+            high_watermark: crate::HighWatermarkPolicy::LogEnd,
+            trust_clean_shutdown: true,
+            segment_cache: Some(cache.clone()),
+            ..OpenOptions::default()
+        },
+    )
+    .unwrap();
+    (log, cache)
+}
+
+fn deferred(log: &Log) -> Vec<i64> {
+    log.published
+        .load()
+        .segments
+        .iter()
+        .filter(|(_, s)| s.is_deferred())
+        .map(|(b, _)| b)
+        .collect()
+}
+
+#[test]
+fn a_tick_on_a_trusted_open_opens_no_sealed_segment_when_nothing_is_due() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig {
+        min_cleanable_dirty_ratio: crate::DirtyRatio(1.0),
+        ..config()
+    };
+    let (log, _cache) = trusted_log(tmp.path(), &clock, config);
+    let before = deferred(&log);
+    assert!(before.len() > 10, "{before:?}");
+    // Default lags: the due check needs only the segments' sizes.
+    assert!(!log.cleaning_due(T0).unwrap());
+    assert_eq!(deferred(&log), before, "due check");
+    for _ in 0..3 {
+        assert!(!log.cleaning_due(T0).unwrap());
+        assert_eq!(log.tick(T0).unwrap().cleaned, None);
+    }
+    assert_eq!(deferred(&log), before);
+}
+
+#[test]
+fn with_compaction_lags_each_sealed_segment_is_read_once_for_the_due_check() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig {
+        min_cleanable_dirty_ratio: crate::DirtyRatio(1.0),
+        min_compaction_lag_ms: 1,
+        max_compaction_lag_ms: DAY,
+        ..config()
+    };
+    let (log, cache) = trusted_log(tmp.path(), &clock, config);
+    // The first check reads the dirty sealed segments' timestamps (every record is at T0:
+    // all too young to clean, none overdue).
+    assert!(!log.cleaning_due(T0).unwrap());
+    assert!(deferred(&log).is_empty(), "{:?}", deferred(&log));
+    cache.evict_all();
+    let open = cache.open_segments();
+    // Later checks and ticks take them from the cache: no segment is opened again.
+    for _ in 0..3 {
+        assert!(!log.cleaning_due(T0).unwrap());
+        assert_eq!(log.tick(T0).unwrap().cleaned, None);
+    }
+    assert_eq!(cache.open_segments(), open);
+    // Overdue by max.compaction.lag.ms a day later (the cached first batch timestamps), but
+    // the segments are older than min.compaction.lag.ms now: due, and cleaned.
+    assert!(log.cleaning_due(T0 + DAY + 1).unwrap());
+    // A truncation forgets what was cached: the values are read again.
+    log.truncate_to(log.log_end_offset() - 1).unwrap();
+    cache.evict_all();
+    let open = cache.open_segments();
+    assert!(log.cleaning_due(T0 + DAY + 1).unwrap());
+    assert!(cache.open_segments() > open);
+}
+
+fn snapshots(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".snapshot"))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_swap_deletes_the_producer_snapshots_of_the_bases_it_removes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    // Segments 0..4 of one record each, a snapshot taken at every roll (1, 2, 3, 4); groups
+    // [0, 1] and [2, 3].
+    let log = grouped_log(tmp.path(), &clock, &["a", "b", "b", "c"]);
+    let name = |offset: i64| format!("{offset:020}.snapshot");
+    assert_eq!(snapshots(tmp.path()), [name(1), name(2), name(3), name(4)]);
+    let report = log.clean().unwrap().unwrap();
+    let bases: Vec<i64> = report.groups.iter().map(|g| g.base_offset).collect();
+    assert_eq!(bases, [0, 2], "{report:?}");
+    assert!(report.groups.iter().all(|g| g.replaced == 2), "{report:?}");
+    // Bases 1 and 3 are gone, and so are their snapshots (2 is the second cleaned segment's
+    // base, 4 the active segment's).
+    assert_eq!(snapshots(tmp.path()), [name(2), name(4)]);
+    // A reopen after a crash finds nothing stray to delete, and the producer state loads.
+    drop(log);
+    let log = open(tmp.path(), config(), &clock);
+    assert_eq!(
+        log.load_report().producers.deleted_snapshots,
+        Vec::<std::path::PathBuf>::new()
+    );
+    assert_eq!(records(&log).len(), 3);
 }

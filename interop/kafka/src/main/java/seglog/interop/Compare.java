@@ -57,8 +57,9 @@ final class Compare {
         List<String> diffs = new java.util.ArrayList<>();
         List<Path> empty = new java.util.ArrayList<>(Fs.list(dir).stream()
                 .filter(p -> p.getFileName().toString().endsWith(".log") && p.toFile().length() == 0).toList());
-        // Known disagreement 1 also covers segments whose batches hold no record (what a cleaner
-        // leaves): Kafka picks the first segment whose largest timestamp >= target, finds no
+        // Known disagreement 1 also covers segments whose batches hold no record (a cleaner's
+        // RETAIN_EMPTY batches: a producer's last batch, the batch ending at the high
+        // watermark): Kafka picks the first segment whose largest timestamp >= target, finds no
         // record in it, and answers none. Their largest timestamp stands in for the mtime.
         java.util.Map<Path, Long> recordLess = new java.util.HashMap<>();
         for (com.fasterxml.jackson.databind.JsonNode seg : seglog.info(dir).path("segments")) {
