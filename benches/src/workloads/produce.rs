@@ -137,18 +137,32 @@ fn find_cli() -> std::result::Result<PathBuf, String> {
         })
 }
 
-/// A note when the `seglog` binary is older than this one (built before the last change).
+/// A note when a source file of the `seglog` binary (crates/cli and the crates it links) is
+/// newer than the binary: it was built before the last change (`cargo run -p seglog-benches`
+/// does not rebuild it; `cargo xtask bench` does).
 fn stale_note(cli: &Path) -> Option<String> {
-    let modified = |path: &Path| fs::metadata(path).and_then(|meta| meta.modified()).ok();
-    let exe = std::env::current_exe().ok()?;
-    (modified(cli)? < modified(&exe)?).then(|| {
-        format!(
-            "{} is older than {} and may predate the code measured (`cargo xtask bench` \
-             rebuilds both)",
-            cli.display(),
-            exe.display()
-        )
-    })
+    let built = fs::metadata(cli).and_then(|meta| meta.modified()).ok()?;
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates");
+    let mut dirs: Vec<PathBuf> = ["cli", "log", "records", "segment", "index-core"]
+        .iter()
+        .map(|name| crates.join(name).join("src"))
+        .collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).ok()?.flatten() {
+            let (path, meta) = (entry.path(), entry.metadata().ok()?);
+            if meta.is_dir() {
+                dirs.push(path);
+            } else if meta.modified().is_ok_and(|modified| modified > built) {
+                return Some(format!(
+                    "{} is older than {} and may not hold the code measured (`cargo xtask \
+                     bench` rebuilds it)",
+                    cli.display(),
+                    path.display()
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// The records the CLI writes, generated ahead: key `key-{i}` and the CLI's value of record `i`.
@@ -379,6 +393,19 @@ mod tests {
         let mut value = vec![0; 30];
         seglog_cli::fill_value(&mut value, 11);
         assert_eq!(data.value(11), value.as_slice());
+    }
+
+    #[test]
+    fn a_binary_older_than_its_sources_is_noted() -> Result<()> {
+        let tmp = tempfile::tempdir()?;
+        let binary = tmp.path().join("seglog");
+        let file = fs::File::create(&binary)?;
+        file.set_modified(std::time::UNIX_EPOCH + Duration::from_secs(1))?;
+        let note = stale_note(&binary).ok_or("an ancient binary passed as fresh")?;
+        assert!(note.contains("crates/"), "{note}");
+        file.set_modified(std::time::SystemTime::now() + Duration::from_secs(86_400))?;
+        assert_eq!(stale_note(&binary), None);
+        Ok(())
     }
 
     #[test]
