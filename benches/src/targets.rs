@@ -212,7 +212,9 @@ const CHECKS: &[(&str, Check, &[Bound])] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
-        &[Bound::FairShare { threads: 9 }],
+        &[Bound::FairShare {
+            threads: crate::workloads::MIXED_READER_THREADS + 1,
+        }],
     ),
     (
         "mixed: 8 readers with an appender / 8 readers alone",
@@ -239,7 +241,10 @@ const CHECKS: &[(&str, Check, &[Bound])] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
-        &[],
+        &[Bound::Row {
+            workload: names::RAFT_DURABLE,
+            label: labels::RAFT_ONE_WRITER,
+        }],
     ),
     (
         "raft batched: Proposer / seglog append_durable (8 proposers)",

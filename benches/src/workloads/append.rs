@@ -186,7 +186,7 @@ pub fn run_mixed(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     };
     let data = Dataset::generate(spec)?;
     let root = context.scratch.dir("mixed")?;
-    let readers = 8;
+    let readers = crate::workloads::MIXED_READER_THREADS;
     let trial = |side, together, name: &str| {
         seglog_contender::Mixed::new(&data, &data, root.join(name), readers, side, together)
     };

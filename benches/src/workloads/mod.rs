@@ -83,7 +83,13 @@ pub mod labels {
     pub const FLOOR_BOUND: &str = "reference: partition_point on .index bytes";
     /// Recovery: 1 MiB reads of the same bytes, every batch's CRC.
     pub const RECOVERY_BOUND: &str = "reference: 1 MiB reads + CRC of every batch";
+    /// seglog-raft, one request per entry: openraft's core waits for each entry's flush, so
+    /// entries are at most one writer's durable appends.
+    pub const RAFT_ONE_WRITER: &str = "seglog append_durable, 1 writer";
 }
+
+/// Reader threads in the mixed workload (one appender runs beside them).
+pub const MIXED_READER_THREADS: usize = 8;
 
 /// Workload groups, as `--only` names them.
 pub const GROUPS: &[&str] = &[
