@@ -130,9 +130,22 @@ pub fn targets(outcomes: &[TargetOutcome]) -> String {
         let measured = outcome
             .measured
             .map_or_else(|| "not measured".to_owned(), |value| format!("{value:.2}"));
+        let bounds = outcome
+            .bounds
+            .iter()
+            .map(|bound| match bound.measured {
+                Some(value) => format!("{} {value:.2}", bound.what),
+                None => format!("{} not measured", bound.what),
+            })
+            .collect::<Vec<_>>();
+        let bounds = if bounds.is_empty() {
+            String::new()
+        } else {
+            format!(" (bound: {})", bounds.join("; "))
+        };
         let _ = writeln!(
             out,
-            "{verdict}  {:<58} measured {measured:<12} target {}",
+            "{verdict}  {:<58} measured {measured:<12} target {}{bounds}",
             outcome.name, outcome.target
         );
     }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use crate::harness::{ContenderResult, Role, Sample, WorkloadResult, median};
-use crate::workloads::names;
+use crate::workloads::{labels, names};
 
 /// One target and how this run did against it.
 #[derive(Clone, Debug, Serialize)]
@@ -17,7 +17,56 @@ pub struct TargetOutcome {
     pub measured: Option<f64>,
     /// `None` when not measured.
     pub pass: Option<bool>,
+    /// What the least work the operation must do measured, on the same scale as `measured`
+    /// (the same denominator, paired by round): the best this design could show.
+    pub bounds: Vec<BoundOutcome>,
 }
+
+/// A measured bound beside a target (see [`TargetOutcome::bounds`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct BoundOutcome {
+    /// What the bound does, e.g. `1 MiB reads + CRC + decode`.
+    pub what: String,
+    /// Its ratio on the target's scale; `None` when its row did not run.
+    pub measured: Option<f64>,
+}
+
+/// The least work a target's operation must do, as the target line reports it.
+enum Bound {
+    /// The reference row `label` of `workload` (the check's own workload, or one measured in
+    /// the same rounds), over the check's denominator, paired by round; for a time target, the
+    /// inverse.
+    Row {
+        workload: &'static str,
+        label: &'static str,
+    },
+    /// The fair share of the CPUs for one of `threads` runnable threads, against that thread
+    /// alone on a CPU of its own: `cpus / threads` (at most 1), `cpus` from
+    /// `std::thread::available_parallelism` (computed, not measured).
+    FairShare { threads: usize },
+}
+
+const SCAN_SMALL_BOUNDS: &[Bound] = &[
+    Bound::Row {
+        workload: names::SCAN_SMALL,
+        label: labels::SCAN_CRC_BOUND,
+    },
+    Bound::Row {
+        workload: names::SCAN_SMALL,
+        label: labels::SCAN_DECODE_BOUND,
+    },
+];
+
+const SCAN_LARGE_BOUNDS: &[Bound] = &[
+    Bound::Row {
+        workload: names::SCAN_LARGE,
+        label: labels::SCAN_CRC_BOUND,
+    },
+    Bound::Row {
+        workload: names::SCAN_LARGE,
+        label: labels::SCAN_DECODE_BOUND,
+    },
+];
 
 enum Check {
     /// seglog's rate over the other role's rate in the same workload, at least this.
@@ -56,7 +105,16 @@ enum Check {
     },
 }
 
-const CHECKS: &[(&str, Check)] = &[
+const CHECKS: &[(&str, Check, &[Bound])] = &[
+    (
+        "seglog produce: whole process / library, same records",
+        Check::RateAtLeast {
+            workload: names::PRODUCE,
+            against: Role::Ceiling,
+            bound: 0.8,
+        },
+        &[],
+    ),
     (
         "bulk append 1 MiB/call, leader: seglog / raw 1 MiB writes",
         Check::RateAtLeast {
@@ -64,6 +122,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.85,
         },
+        &[Bound::Row {
+            workload: names::BULK_LEADER,
+            label: labels::BULK_BOUND,
+        }],
     ),
     (
         "bulk append 1 MiB/call, follower: seglog / raw 1 MiB writes",
@@ -72,6 +134,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.85,
         },
+        &[Bound::Row {
+            workload: names::BULK_LEADER,
+            label: labels::BULK_BOUND,
+        }],
     ),
     (
         "append 100B: seglog / raw write",
@@ -80,6 +146,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.85,
         },
+        &[Bound::Row {
+            workload: names::APPEND_SMALL,
+            label: labels::APPEND_BOUND,
+        }],
     ),
     (
         "append 100B: seglog / commitlog",
@@ -88,14 +158,19 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Commitlog,
             bound: 3.0,
         },
+        &[Bound::Row {
+            workload: names::APPEND_SMALL,
+            label: labels::APPEND_BOUND,
+        }],
     ),
     (
         "append 100B: seglog / CRC + write per batch",
         Check::RateOverLabelAtLeast {
             workload: names::APPEND_SMALL,
-            label: "reference: CRC + write per batch",
+            label: labels::APPEND_BOUND,
             bound: 0.95,
         },
+        &[],
     ),
     (
         "append 1KiB: seglog / raw write",
@@ -104,6 +179,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.85,
         },
+        &[Bound::Row {
+            workload: names::APPEND_LARGE,
+            label: labels::APPEND_BOUND,
+        }],
     ),
     (
         "append 1KiB: seglog / commitlog",
@@ -112,14 +191,19 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Commitlog,
             bound: 3.0,
         },
+        &[Bound::Row {
+            workload: names::APPEND_LARGE,
+            label: labels::APPEND_BOUND,
+        }],
     ),
     (
         "append 1KiB: seglog / CRC + write per batch",
         Check::RateOverLabelAtLeast {
             workload: names::APPEND_LARGE,
-            label: "reference: CRC + write per batch",
+            label: labels::APPEND_BOUND,
             bound: 0.95,
         },
+        &[],
     ),
     (
         "mixed: appender with 8 readers / appender alone",
@@ -128,6 +212,9 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        &[Bound::FairShare {
+            threads: crate::workloads::MIXED_READER_THREADS + 1,
+        }],
     ),
     (
         "mixed: 8 readers with an appender / 8 readers alone",
@@ -136,6 +223,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        &[],
     ),
     (
         "durable append: seglog 8 writers / seglog 1 writer",
@@ -144,6 +232,7 @@ const CHECKS: &[(&str, Check)] = &[
             denominator: names::DURABLE_ONE,
             bound: 4.0,
         },
+        &[],
     ),
     (
         "raft durable: seglog-raft / seglog append_durable (8 proposers)",
@@ -152,6 +241,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        &[Bound::Row {
+            workload: names::RAFT_DURABLE,
+            label: labels::RAFT_ONE_WRITER,
+        }],
     ),
     (
         "raft batched: Proposer / seglog append_durable (8 proposers)",
@@ -160,6 +253,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        &[],
     ),
     (
         "scan 100B: seglog / raw read",
@@ -168,6 +262,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        SCAN_SMALL_BOUNDS,
     ),
     (
         "scan 100B: seglog / commitlog",
@@ -176,6 +271,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Commitlog,
             bound: 2.0,
         },
+        SCAN_SMALL_BOUNDS,
     ),
     (
         "scan 1KiB: seglog / raw read",
@@ -184,6 +280,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.9,
         },
+        SCAN_LARGE_BOUNDS,
     ),
     (
         "scan 1KiB: seglog / commitlog",
@@ -192,6 +289,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Commitlog,
             bound: 2.0,
         },
+        SCAN_LARGE_BOUNDS,
     ),
     (
         "point read: seglog / one pread",
@@ -200,6 +298,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.9,
         },
+        &[Bound::Row {
+            workload: names::POINT_READ,
+            label: labels::POINT_READ_BOUND,
+        }],
     ),
     (
         "read by timestamp: seglog / partition_point + one pread",
@@ -208,6 +310,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        &[Bound::Row {
+            workload: names::TIMESTAMP_READ,
+            label: labels::TIMESTAMP_READ_BOUND,
+        }],
     ),
     (
         "floor lookup: seglog time / partition_point time",
@@ -215,6 +321,10 @@ const CHECKS: &[(&str, Check)] = &[
             workload: names::FLOOR,
             bound: 1.05,
         },
+        &[Bound::Row {
+            workload: names::FLOOR,
+            label: labels::FLOOR_BOUND,
+        }],
     ),
     (
         "recovery: seglog / raw read",
@@ -223,6 +333,10 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Ceiling,
             bound: 0.8,
         },
+        &[Bound::Row {
+            workload: names::RECOVERY,
+            label: labels::RECOVERY_BOUND,
+        }],
     ),
     (
         "open 1000 segments: KiB read by syscalls / budget",
@@ -231,6 +345,7 @@ const CHECKS: &[(&str, Check)] = &[
             metric: "read_kib",
             budget: "read_budget_kib",
         },
+        &[],
     ),
     (
         "peak RSS: seglog large log / small log",
@@ -240,6 +355,7 @@ const CHECKS: &[(&str, Check)] = &[
             metric: "peak_rss_mib",
             bound: 1.25,
         },
+        &[],
     ),
     (
         "append 100B: seglog / Kafka 4.4",
@@ -248,6 +364,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 1.5,
         },
+        &[],
     ),
     (
         "append 1KiB: seglog / Kafka 4.4",
@@ -256,6 +373,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 1.5,
         },
+        &[],
     ),
     (
         "scan 100B: seglog / Kafka 4.4",
@@ -264,6 +382,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 2.0,
         },
+        &[],
     ),
     (
         "scan 1KiB: seglog / Kafka 4.4",
@@ -272,6 +391,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 2.0,
         },
+        &[],
     ),
     (
         "recovery: seglog / Kafka 4.4",
@@ -280,6 +400,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 2.0,
         },
+        &[],
     ),
     (
         "point read: seglog / Kafka 4.4",
@@ -288,6 +409,7 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 2.0,
         },
+        &[],
     ),
     (
         "read by timestamp: seglog / Kafka 4.4",
@@ -296,17 +418,88 @@ const CHECKS: &[(&str, Check)] = &[
             against: Role::Kafka,
             bound: 2.0,
         },
+        &[],
     ),
 ];
 
 /// Checks every target against `workloads`; the goals against Kafka only where its row ran
-/// (without Java there is none, and the report says so once).
-pub fn evaluate(workloads: &[WorkloadResult]) -> Vec<TargetOutcome> {
+/// (without Java there is none, and the report says so once). `cpus` (the machine's
+/// `available_parallelism`) sets the fair-share bounds.
+pub fn evaluate(workloads: &[WorkloadResult], cpus: usize) -> Vec<TargetOutcome> {
     CHECKS
         .iter()
-        .filter(|(_, check)| ran_against_kafka(check, workloads))
-        .map(|(name, check)| outcome(name, check, workloads))
+        .filter(|(_, check, _)| ran_against_kafka(check, workloads))
+        .map(|(name, check, bounds)| {
+            let mut outcome = outcome(name, check, workloads);
+            outcome.bounds = bounds
+                .iter()
+                .map(|bound| bound_outcome(bound, check, workloads, cpus))
+                .collect();
+            outcome
+        })
         .collect()
+}
+
+fn find<'a>(workloads: &'a [WorkloadResult], name: &str) -> Option<&'a WorkloadResult> {
+    workloads.iter().find(|result| result.name == name)
+}
+
+/// The samples a check divides by, and whether its scale is time (inverse rates).
+fn denominator<'a>(
+    check: &Check,
+    workloads: &'a [WorkloadResult],
+) -> Option<(&'a ContenderResult, bool)> {
+    match check {
+        Check::RateAtLeast {
+            workload, against, ..
+        } => Some((find(workloads, workload)?.get(*against)?, false)),
+        Check::RateOverLabelAtLeast {
+            workload, label, ..
+        } => Some((
+            find(workloads, workload)?
+                .contenders
+                .iter()
+                .find(|contender| contender.label == *label)?,
+            false,
+        )),
+        Check::TimeAtMost { workload, .. } => {
+            Some((find(workloads, workload)?.get(Role::Ceiling)?, true))
+        }
+        Check::ScalingAtLeast { .. }
+        | Check::MetricGrowthAtMost { .. }
+        | Check::MetricWithinBudget { .. } => None,
+    }
+}
+
+fn bound_outcome(
+    bound: &Bound,
+    check: &Check,
+    workloads: &[WorkloadResult],
+    cpus: usize,
+) -> BoundOutcome {
+    match bound {
+        Bound::Row { workload, label } => {
+            let reference = find(workloads, workload)
+                .and_then(|result| result.contenders.iter().find(|c| c.label == *label));
+            let measured = reference.zip(denominator(check, workloads)).and_then(
+                |(reference, (base, time))| {
+                    let ratio = paired(&reference.samples, &base.samples, Sample::records_per_s)?;
+                    Some(if time { 1.0 / ratio } else { ratio })
+                },
+            );
+            BoundOutcome {
+                what: label
+                    .strip_prefix("reference: ")
+                    .unwrap_or(label)
+                    .to_owned(),
+                measured,
+            }
+        }
+        Bound::FairShare { threads } => BoundOutcome {
+            what: format!("fair share, {cpus} CPUs / {threads} threads"),
+            measured: Some((cpus as f64 / (*threads).max(1) as f64).min(1.0)),
+        },
+    }
 }
 
 /// False for a check against Kafka whose workload has no Kafka row.
@@ -424,6 +617,7 @@ fn outcome(name: &str, check: &Check, workloads: &[WorkloadResult]) -> TargetOut
         target: format!("{} {target}", if at_least { ">=" } else { "<=" }),
         measured,
         pass,
+        bounds: Vec::new(),
     }
 }
 
@@ -435,4 +629,96 @@ fn paired(top: &[Sample], bottom: &[Sample], f: impl Fn(&Sample) -> f64) -> Opti
             .map(|(top, bottom)| f(top) / f(bottom))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::harness::{Contender, Trial, Work, measure};
+
+    /// A trial that reports `records` done in `millis`.
+    struct Fixed(u64);
+
+    impl Trial for Fixed {
+        fn run(&mut self) -> crate::Result<Work> {
+            let mut work = Work::new(1_000, 0);
+            work.elapsed = Some(Duration::from_millis(self.0));
+            Ok(work)
+        }
+    }
+
+    fn workload(name: &str, rows: &[(Role, &str, u64)]) -> WorkloadResult {
+        let contenders = rows
+            .iter()
+            .map(|(role, label, millis)| Contender::new(*role, *label, Fixed(*millis)))
+            .collect();
+        measure(name, "test", 3, contenders).unwrap()
+    }
+
+    #[test]
+    fn target_lines_carry_their_measured_bounds() {
+        let workloads = [
+            workload(
+                names::SCAN_SMALL,
+                &[
+                    (Role::Ceiling, "ceiling (std::fs)", 10),
+                    (Role::Seglog, "seglog", 40),
+                    (Role::Reference, labels::SCAN_CRC_BOUND, 20),
+                    (Role::Reference, labels::SCAN_DECODE_BOUND, 25),
+                ],
+            ),
+            workload(
+                names::FLOOR,
+                &[
+                    (Role::Ceiling, "ceiling", 10),
+                    (Role::Seglog, "seglog", 20),
+                    (Role::Reference, labels::FLOOR_BOUND, 11),
+                ],
+            ),
+        ];
+        let outcomes = evaluate(&workloads, 2);
+        let scan = outcomes
+            .iter()
+            .find(|outcome| outcome.name == "scan 100B: seglog / raw read")
+            .unwrap();
+        assert_eq!(scan.measured, Some(0.25));
+        let bounds: Vec<_> = scan
+            .bounds
+            .iter()
+            .map(|bound| (bound.what.as_str(), bound.measured))
+            .collect();
+        assert_eq!(
+            bounds,
+            [
+                ("1 MiB reads + CRC", Some(0.5)),
+                ("1 MiB reads + CRC + decode", Some(0.4))
+            ]
+        );
+        let floor = outcomes
+            .iter()
+            .find(|outcome| outcome.name.starts_with("floor lookup"))
+            .unwrap();
+        assert_eq!(floor.measured, Some(2.0));
+        assert!((floor.bounds[0].measured.unwrap() - 1.1).abs() < 1e-9);
+        // A workload that did not run: its bounds are named and not measured.
+        let point = outcomes
+            .iter()
+            .find(|outcome| outcome.name == "point read: seglog / one pread")
+            .unwrap();
+        assert_eq!(point.measured, None);
+        assert_eq!(point.bounds[0].measured, None);
+        let mixed = outcomes
+            .iter()
+            .find(|outcome| outcome.name.starts_with("mixed: appender"))
+            .unwrap();
+        assert_eq!(mixed.bounds[0].what, "fair share, 2 CPUs / 9 threads");
+        assert!((mixed.bounds[0].measured.unwrap() - 2.0 / 9.0).abs() < 1e-9);
+        let line = crate::report::targets(std::slice::from_ref(scan));
+        assert!(
+            line.contains("(bound: 1 MiB reads + CRC 0.50; 1 MiB reads + CRC + decode 0.40)"),
+            "{line}"
+        );
+    }
 }

@@ -7,6 +7,9 @@
 //!   compiles `interop/kafka` (cached, see `kafka::java_classpath`) and hands the suite its
 //!   class path for the Kafka 4.4 rows; without them (or with `--no-kafka`) those rows are
 //!   skipped and the report says why in one line.
+//!   The `produce` group times the release `seglog` binary (crates/cli) as a child process,
+//!   so the suite's build is preceded by `cargo build --release -p seglog-cli --bin seglog`
+//!   (when that group is selected); the suite finds it next to its own binary.
 //! - `cargo xtask bench --criterion [ARGS]` (or `cargo xtask bench -- [ARGS]`) runs every
 //!   crate's criterion benches instead: `cargo bench --workspace --bench '*' -- ARGS`, e.g.
 //!   `--save-baseline main` then `--baseline main`.
@@ -52,6 +55,19 @@ pub fn run(args: &[String]) -> Result<(), String> {
             ));
         }
     }
+    if wants_group(&suite_args, "produce") {
+        // The `produce` row runs this binary; it lands next to the suite's, in target/release.
+        let mut build = cargo();
+        build.args([
+            "build",
+            "--release",
+            "--package",
+            "seglog-cli",
+            "--bin",
+            "seglog",
+        ]);
+        run_command(build)?;
+    }
     let kafka_args: [String; 2] = if !with_kafka {
         ["--kafka-skipped".into(), "--no-kafka was given".into()]
     } else if let Some(missing) = kafka::missing_tool() {
@@ -81,6 +97,16 @@ pub fn run(args: &[String]) -> Result<(), String> {
     run_command(command)
 }
 
+/// Whether the suite arguments select `group` (every group runs without `--only`).
+fn wants_group(suite_args: &[String], group: &str) -> bool {
+    match suite_args.iter().position(|arg| arg == "--only") {
+        None => true,
+        Some(index) => suite_args
+            .get(index + 1)
+            .is_some_and(|groups| groups.split(',').any(|name| name == group)),
+    }
+}
+
 /// `cargo bench` over every `[[bench]]` target of the workspace (criterion), passing `args` on.
 fn criterion(args: &[String]) -> Result<(), String> {
     let mut command = cargo();
@@ -103,4 +129,18 @@ fn out_dir() -> PathBuf {
         })
         .unwrap_or_else(|| workspace_root().join("target"))
         .join("bench")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_produce_group_is_wanted_unless_another_only_is_given() {
+        let args = |list: &[&str]| list.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
+        assert!(wants_group(&args(&["--quick"]), "produce"));
+        assert!(wants_group(&args(&["--only", "append,produce"]), "produce"));
+        assert!(!wants_group(&args(&["--only", "append,scan"]), "produce"));
+        assert!(!wants_group(&args(&["--only", "producer"]), "produce"));
+    }
 }

@@ -7,7 +7,7 @@ use crate::commitlog_contender;
 use crate::data::{DataSpec, Dataset};
 use crate::harness::{Contender, Role, WorkloadResult, measure, measure_together};
 use crate::seglog_contender;
-use crate::workloads::{Context, names, recycled};
+use crate::workloads::{Context, labels, names, recycled};
 
 /// `append 100B` and `append 1KiB`.
 ///
@@ -61,7 +61,7 @@ pub fn run_page_cache(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             ),
             Contender::new(
                 Role::Reference,
-                "reference: CRC + write per batch",
+                labels::APPEND_BOUND,
                 recycled(
                     &root,
                     recycle_bytes,
@@ -148,7 +148,7 @@ pub fn run_bulk(context: &mut Context) -> Result<Vec<WorkloadResult>> {
         0,
         Contender::new(
             Role::Reference,
-            "reference: CRC + 1 MiB writes",
+            labels::BULK_BOUND,
             recycled(
                 &root,
                 recycle_bytes,
@@ -186,7 +186,7 @@ pub fn run_mixed(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     };
     let data = Dataset::generate(spec)?;
     let root = context.scratch.dir("mixed")?;
-    let readers = 8;
+    let readers = crate::workloads::MIXED_READER_THREADS;
     let trial = |side, together, name: &str| {
         seglog_contender::Mixed::new(&data, &data, root.join(name), readers, side, together)
     };

@@ -7,7 +7,7 @@ use crate::Result;
 use crate::ceiling;
 use crate::harness::{Contender, Role, Trial, WorkloadResult, measure};
 use crate::seglog_contender;
-use crate::workloads::{Context, names};
+use crate::workloads::{Context, labels, names};
 
 /// Relative offsets between consecutive index entries (a sparse index: about one entry per
 /// `index.interval.bytes` of 100 B records).
@@ -53,11 +53,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             partition_point,
         ),
         Contender::new(Role::Seglog, "seglog (OffsetIndex::lookup)", seglog_index),
-        Contender::new(
-            Role::Reference,
-            "reference: partition_point on .index bytes",
-            index_bytes,
-        ),
+        Contender::new(Role::Reference, labels::FLOOR_BOUND, index_bytes),
     ];
     if let Some(kafka) = context.kafka.floor_lookup(&index_path, &targets)? {
         contenders.push(Contender::new(

@@ -6,6 +6,7 @@ mod append;
 mod compaction;
 mod index;
 mod open;
+mod produce;
 mod raft;
 mod read;
 mod rss;
@@ -59,11 +60,41 @@ pub mod names {
     pub const RSS_LARGE: &str = "rss scan large";
     /// One log-cleaner round over a keyed log.
     pub const COMPACTION: &str = "compaction";
+    /// `seglog produce --count N --record-bytes 100`, the whole process, against the library.
+    pub const PRODUCE: &str = "produce 100B";
 }
+
+/// Labels of the reference rows the targets name as their bounds (`targets.rs`): the least
+/// work the target's operation must do. Reference rows are never denominators.
+pub mod labels {
+    /// Leader append of one batch per call: check its CRC, one `write`.
+    pub const APPEND_BOUND: &str = "reference: CRC + write per batch";
+    /// Bulk append: every batch's CRC, then 1 MiB writes.
+    pub const BULK_BOUND: &str = "reference: CRC + 1 MiB writes";
+    /// Scan: 1 MiB reads of the same file, every batch's CRC.
+    pub const SCAN_CRC_BOUND: &str = "reference: 1 MiB reads + CRC";
+    /// Scan: 1 MiB reads, every batch's CRC, every record decoded.
+    pub const SCAN_DECODE_BOUND: &str = "reference: 1 MiB reads + CRC + decode";
+    /// Point read: the batch's `pread`, its CRC, records decoded up to the target.
+    pub const POINT_READ_BOUND: &str = "reference: pread + CRC + decode";
+    /// Read by timestamp: `partition_point`, the batch's `pread`, CRC, decode to the record.
+    pub const TIMESTAMP_READ_BOUND: &str = "reference: partition_point + pread + CRC + decode";
+    /// Floor lookup: `partition_point` over the `.index` file's bytes.
+    pub const FLOOR_BOUND: &str = "reference: partition_point on .index bytes";
+    /// Recovery: 1 MiB reads of the same bytes, every batch's CRC.
+    pub const RECOVERY_BOUND: &str = "reference: 1 MiB reads + CRC of every batch";
+    /// seglog-raft, one request per entry: openraft's core waits for each entry's flush, so
+    /// entries are at most one writer's durable appends.
+    pub const RAFT_ONE_WRITER: &str = "seglog append_durable, 1 writer";
+}
+
+/// Reader threads in the mixed workload (one appender runs beside them).
+pub const MIXED_READER_THREADS: usize = 8;
 
 /// Workload groups, as `--only` names them.
 pub const GROUPS: &[&str] = &[
     "append",
+    "produce",
     "bulk",
     "mixed",
     "durable",
@@ -89,6 +120,8 @@ pub struct Plan {
     pub small: DataSpec,
     /// 1 KiB records (append, scan).
     pub large: DataSpec,
+    /// Records per `seglog produce` run (values of `small.record_bytes`).
+    pub produce_records: u64,
     /// Batches per durable-append run (split across the writers).
     pub durable_batches: usize,
     /// Requests per seglog-raft run (split across the proposers; one entry each in the
@@ -126,6 +159,7 @@ impl Plan {
                 record_bytes: 1024,
                 batch_records: 100,
             },
+            produce_records: 1_000_000,
             durable_batches: 2_000,
             raft_requests: 8_000,
             point_reads: 100_000,
@@ -157,6 +191,7 @@ impl Plan {
                 record_bytes: 1024,
                 batch_records: 100,
             },
+            produce_records: 500_000,
             durable_batches: 400,
             raft_requests: 2_000,
             point_reads: 10_000,
@@ -264,6 +299,9 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     let mut results = Vec::new();
     if context.wants("append") {
         results.extend(append::run_page_cache(context)?);
+    }
+    if context.wants("produce") {
+        results.extend(produce::run(context)?);
     }
     if context.wants("bulk") {
         results.extend(append::run_bulk(context)?);

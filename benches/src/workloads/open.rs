@@ -9,7 +9,7 @@ use crate::data::{DataSpec, Dataset};
 use crate::fsx;
 use crate::harness::{Contender, Role, WorkloadResult, measure};
 use crate::seglog_contender;
-use crate::workloads::{Context, names};
+use crate::workloads::{Context, labels, names};
 
 /// `recovery (unflushed)`: a child process appends the 100 B dataset and exits without closing
 /// or flushing (a process crash: the page cache keeps what was written, nothing was fsynced or
@@ -59,9 +59,19 @@ pub fn run_recovery(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             Role::Ceiling,
             "ceiling (std::fs read)",
             context.cold(ceiling::SequentialRead::new(
-                ceiling_file,
+                ceiling_file.clone(),
                 spec.records,
                 spec.payload_bytes(),
+            )),
+        ),
+        Contender::new(
+            Role::Reference,
+            labels::RECOVERY_BOUND,
+            context.cold(ceiling::ValidatedRead::new(
+                ceiling_file.clone(),
+                spec.records,
+                spec.payload_bytes(),
+                ceiling::Validate::Crc,
             )),
         ),
         Contender::new(

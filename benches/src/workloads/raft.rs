@@ -68,7 +68,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
             0,
             Contender::new(
                 Role::Reference,
-                "seglog append_durable, 1 writer",
+                crate::workloads::labels::RAFT_ONE_WRITER,
                 seglog_contender::DurableAppend::new(&data, requests, 1, root.join("seglog-1")),
             ),
         ),

@@ -10,7 +10,7 @@ use crate::data::Dataset;
 use crate::harness::{Contender, Role, WorkloadResult, measure};
 use crate::kafka_contender;
 use crate::seglog_contender;
-use crate::workloads::{Context, names};
+use crate::workloads::{Context, labels, names};
 
 /// The scan, point-read and timestamp-read workloads selected in `context`.
 ///
@@ -44,6 +44,14 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                     small_logs.ceiling.clone(),
                     &targets,
                 )?),
+            ),
+            Contender::new(
+                Role::Reference,
+                labels::POINT_READ_BOUND,
+                context.cold(
+                    ceiling::PointRead::new(&small, small_logs.ceiling.clone(), &targets)?
+                        .decoded(),
+                ),
             ),
             Contender::new(
                 Role::Seglog,
@@ -99,6 +107,14 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
                     small_logs.ceiling.clone(),
                     &targets,
                 )?),
+            ),
+            Contender::new(
+                Role::Reference,
+                labels::TIMESTAMP_READ_BOUND,
+                context.cold(
+                    ceiling::TimestampRead::new(&small, small_logs.ceiling.clone(), &targets)?
+                        .decoded(),
+                ),
             ),
             Contender::new(
                 Role::Seglog,
@@ -171,6 +187,26 @@ fn scan(context: &Context, name: &str, data: &Dataset, logs: &Logs) -> Result<Wo
                 logs.ceiling_one_write.clone(),
                 spec.records,
                 spec.payload_bytes(),
+            )),
+        ),
+        Contender::new(
+            Role::Reference,
+            labels::SCAN_CRC_BOUND,
+            context.cold(ceiling::ValidatedRead::new(
+                logs.ceiling.clone(),
+                spec.records,
+                spec.payload_bytes(),
+                ceiling::Validate::Crc,
+            )),
+        ),
+        Contender::new(
+            Role::Reference,
+            labels::SCAN_DECODE_BOUND,
+            context.cold(ceiling::ValidatedRead::new(
+                logs.ceiling.clone(),
+                spec.records,
+                spec.payload_bytes(),
+                ceiling::Validate::Records,
             )),
         ),
         Contender::new(

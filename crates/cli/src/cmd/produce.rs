@@ -207,7 +207,7 @@ impl<'a> Producer<'a> {
         let mut lines = JsonLines::new(reader, path, self.args.encoding, max_line);
         while let Some(record) = lines.next() {
             let pushed = match record {
-                Ok(record) => self.push(&record).map_err(|e| match e {
+                Ok(record) => self.push_record(&record).map_err(|e| match e {
                     PushError::TooLarge(kind) => lines.error(kind),
                     PushError::Other(e) => e,
                 }),
@@ -224,22 +224,17 @@ impl<'a> Producer<'a> {
 
     fn synthetic(&mut self, count: u64, record_bytes: usize, quiet: bool) -> Result<(), Error> {
         let progress = Progress::records(count, "produce", quiet);
-        let mut value = vec![0u8; record_bytes];
+        let mut record = Synthetic::new(record_bytes);
         for i in 0..count {
-            fill_value(&mut value, i);
-            let record = InputRecord {
-                key: Some(format!("key-{i}").into_bytes()),
-                value: Some(value.clone()),
-                timestamp_ms: None,
-                headers: Vec::new(),
-            };
-            self.push(&record).map_err(|e| match e {
-                PushError::TooLarge(kind) => Error::Usage {
-                    arg: "--record-bytes",
-                    reason: kind.to_string(),
-                },
-                PushError::Other(e) => e,
-            })?;
+            record.set(i);
+            self.push(Some(&record.key), Some(&record.value), None, &[])
+                .map_err(|e| match e {
+                    PushError::TooLarge(kind) => Error::Usage {
+                        arg: "--record-bytes",
+                        reason: kind.to_string(),
+                    },
+                    PushError::Other(e) => e,
+                })?;
             if i % 4096 == 0 {
                 progress.set(i);
             }
@@ -248,13 +243,34 @@ impl<'a> Producer<'a> {
         self.flush_batch()
     }
 
-    fn push(&mut self, record: &InputRecord) -> Result<(), PushError> {
-        let size = record.key.as_ref().map_or(0, Vec::len)
-            + record.value.as_ref().map_or(0, Vec::len)
-            + record
-                .headers
+    fn push_record(&mut self, record: &InputRecord) -> Result<(), PushError> {
+        let headers: Vec<(&str, Option<&[u8]>)> = record
+            .headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_deref()))
+            .collect();
+        self.push(
+            record.key.as_deref(),
+            record.value.as_deref(),
+            record.timestamp_ms,
+            &headers,
+        )
+    }
+
+    /// Adds one record to the batch being built (`timestamp_ms` `None`: now), appending the
+    /// batch first when the record would not fit in it.
+    fn push(
+        &mut self,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        timestamp_ms: Option<i64>,
+        headers: &[(&str, Option<&[u8]>)],
+    ) -> Result<(), PushError> {
+        let size = key.map_or(0, <[u8]>::len)
+            + value.map_or(0, <[u8]>::len)
+            + headers
                 .iter()
-                .map(|(k, v)| k.len() + v.as_ref().map_or(0, Vec::len))
+                .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len))
                 .sum::<usize>();
         if size > self.max_batch_bytes {
             return Err(PushError::TooLarge(InputErrorKind::RecordTooLarge {
@@ -280,17 +296,7 @@ impl<'a> Producer<'a> {
                 _ => builder,
             }
         });
-        let headers: Vec<(&str, Option<&[u8]>)> = record
-            .headers
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_deref()))
-            .collect();
-        builder.append(
-            record.timestamp_ms.unwrap_or_else(now_ms),
-            record.key.as_deref(),
-            record.value.as_deref(),
-            &headers,
-        );
+        builder.append(timestamp_ms.unwrap_or_else(now_ms), key, value, headers);
         Ok(())
     }
 
@@ -345,6 +351,74 @@ enum PushError {
     Other(Error),
 }
 
+/// The synthetic record `i` of `--count`, written into buffers reused from record to record:
+/// key `key-{i}` and the value [`fill_value`] writes, byte for byte, without a formatting call
+/// or an allocation per record (they cost more than appending the record did).
+struct Synthetic {
+    key: Vec<u8>,
+    value: Vec<u8>,
+    /// `a` to `z` over and over, 26 bytes longer than a value: record `i`'s filler is the
+    /// window that starts at `i % 26`.
+    alphabet: Vec<u8>,
+}
+
+/// `value-` and 12 digits and `-`: the label [`fill_value`] starts a value with, for record
+/// numbers below 10^12 (larger ones take the slow path).
+const LABEL_BYTES: usize = 19;
+
+impl Synthetic {
+    fn new(record_bytes: usize) -> Self {
+        Synthetic {
+            key: Vec::with_capacity(24),
+            value: vec![0; record_bytes],
+            alphabet: (0..record_bytes + 26)
+                .map(|n| b'a' + (n % 26) as u8)
+                .collect(),
+        }
+    }
+
+    /// Makes `key` and `value` record `i`'s.
+    fn set(&mut self, i: u64) {
+        self.key.clear();
+        self.key.extend_from_slice(b"key-");
+        push_decimal(&mut self.key, i);
+        if i >= 1_000_000_000_000 {
+            fill_value(&mut self.value, i);
+            return;
+        }
+        let mut label = *b"value-000000000000-";
+        let mut rest = i;
+        for digit in label[6..18].iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        let len = self.value.len();
+        let head = len.min(LABEL_BYTES);
+        self.value[..head].copy_from_slice(&label[..head]);
+        if len > LABEL_BYTES {
+            // fill_value's byte n is b'a' + (i + n) % 26, i.e. alphabet[i % 26 + n].
+            let start = (i % 26) as usize + LABEL_BYTES;
+            self.value[LABEL_BYTES..]
+                .copy_from_slice(&self.alphabet[start..start + len - LABEL_BYTES]);
+        }
+    }
+}
+
+/// Appends `n` in decimal, as `{n}` formats it.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut first = digits.len();
+    loop {
+        first -= 1;
+        digits[first] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[first..]);
+}
+
 /// Deterministic synthetic value for record `i`: its number, then filler letters.
 pub fn fill_value(value: &mut [u8], i: u64) {
     let label = format!("value-{i:012}-");
@@ -374,6 +448,36 @@ mod tests {
         let mut short = vec![0; 3];
         fill_value(&mut short, 1);
         assert_eq!(short, b"val");
+    }
+
+    #[test]
+    fn synthetic_records_are_fill_values_and_numbered_keys() {
+        let numbers = [
+            0,
+            1,
+            25,
+            26,
+            27,
+            999,
+            123_456_789,
+            999_999_999_999,
+            1_000_000_000_000,
+            1_000_000_000_027,
+            u64::from(u32::MAX) * 1000,
+        ];
+        for bytes in [0, 1, 5, 18, 19, 20, 45, 100, 1000] {
+            let mut record = Synthetic::new(bytes);
+            let mut expected = vec![0; bytes];
+            for i in numbers.into_iter().chain(0..600) {
+                record.set(i);
+                fill_value(&mut expected, i);
+                assert_eq!(record.value, expected, "record {i}, {bytes} bytes");
+                assert_eq!(record.key, format!("key-{i}").into_bytes(), "record {i}");
+            }
+        }
+        let mut max = Vec::new();
+        push_decimal(&mut max, u64::MAX);
+        assert_eq!(max, u64::MAX.to_string().into_bytes());
     }
 
     #[test]
