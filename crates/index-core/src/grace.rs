@@ -3,11 +3,17 @@
 //! it has ended (userspace RCU, the "membarrier" flavour of liburcu).
 //!
 //! **Read side** ([`read_section`]): each thread has one registered `seq` counter, odd while the
-//! thread is inside a read section (nested sections count once). Entering stores `seq + 1` and
-//! issues a *reader barrier*; leaving stores `seq + 1` with `Release`. Only the owning thread
-//! writes its counter, so both are plain stores, no read-modify-write: a read section costs two
-//! thread-local accesses and two uncontended stores, against the two atomic read-modify-writes
-//! of the `RwLock` read side it replaced.
+//! thread is inside a read section. Entering an outermost section stores `seq + 1` and issues a
+//! *reader barrier*; leaving it stores `seq + 1` with `Release`; a section that finds its
+//! counter odd is nested in one of its thread's and does neither. Only the owning thread writes
+//! its counter, so both are plain stores, no read-modify-write. The counter lives in a slot
+//! that is never freed (reused by a later thread once its owner exits), so a constant-
+//! initialised thread-local holds a `&'static` to it: a read section costs one thread-local
+//! load, a load and two uncontended stores of the counter, and one load of the barrier
+//! flavour (against the two atomic read-modify-writes of the `RwLock` read side it replaced).
+//! Every instruction counts there: a lookup in a large index is a chain of cache misses, and
+//! how much of the next lookup the CPU overlaps with them depends on its instruction count
+//! (docs/performance.md, "Floor lookup").
 //!
 //! **Write side** ([`synchronize`]): the writer has already made the old state unreachable for
 //! new readers (published a lower entry count, swapped the buffer pointer). It issues a *writer
@@ -254,10 +260,17 @@ fn observe(seq: &AtomicUsize) -> usize {
 #[cfg(not(loom))]
 static MEMBARRIER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
+/// `MEMBARRIER` decided `true`, for the readers' barrier: one `Relaxed` load, no `OnceLock`
+/// state check. Stored inside `MEMBARRIER`'s initialisation, so every thread that registered
+/// as a reader (which decides `MEMBARRIER` first, and sees its initialisation) reads the final
+/// value; every writer barrier from then on is a `membarrier` call.
+#[cfg(not(loom))]
+static READER_COMPILER_FENCE: AtomicBool = AtomicBool::new(false);
+
 #[cfg(not(loom))]
 #[inline]
 fn reader_barrier() {
-    if MEMBARRIER.get() == Some(&true) {
+    if READER_COMPILER_FENCE.load(Ordering::Relaxed) {
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
     } else {
         std::sync::atomic::fence(Ordering::SeqCst);
@@ -269,8 +282,10 @@ fn reader_barrier() {
 fn membarrier_registered() -> bool {
     use rustix::thread::{MembarrierCommand, membarrier};
     *MEMBARRIER.get_or_init(|| {
-        membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
-            && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
+        let registered = membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+            && membarrier(MembarrierCommand::PrivateExpedited).is_ok();
+        READER_COMPILER_FENCE.store(registered, Ordering::Relaxed);
+        registered
     })
 }
 
