@@ -3,7 +3,10 @@
 //!
 //! * `partition_point`: the yardstick (native `i32`s, no decoding, no locking).
 //! * `floor_slot`: the crate's search primitive over the raw big-endian bytes.
-//! * `OffsetIndex::lookup`: the whole public lookup (remap lock, atomic entry count, decode).
+//! * `OffsetIndex::lookup`: the whole public lookup (read section, atomic entry count, decode).
+//!
+//! For the bench suite's 1M-entry workload on a mapped file, and instruction counts under
+//! callgrind, see `examples/floor_profile.rs`.
 //!
 //! Each is run with uniformly random targets and with targets in the warm section (the last
 //! 8 KiB of entries), which Kafka's warm/cold split makes cheaper.

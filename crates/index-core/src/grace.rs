@@ -3,11 +3,17 @@
 //! it has ended (userspace RCU, the "membarrier" flavour of liburcu).
 //!
 //! **Read side** ([`read_section`]): each thread has one registered `seq` counter, odd while the
-//! thread is inside a read section (nested sections count once). Entering stores `seq + 1` and
-//! issues a *reader barrier*; leaving stores `seq + 1` with `Release`. Only the owning thread
-//! writes its counter, so both are plain stores, no read-modify-write: a read section costs two
-//! thread-local accesses and two uncontended stores, against the two atomic read-modify-writes
-//! of the `RwLock` read side it replaced.
+//! thread is inside a read section. Entering an outermost section stores `seq + 1` and issues a
+//! *reader barrier*; leaving it stores `seq + 1` with `Release`; a section that finds its
+//! counter odd is nested in one of its thread's and does neither. Only the owning thread writes
+//! its counter, so both are plain stores, no read-modify-write. The counter lives in a slot
+//! that is never freed (reused by a later thread once its owner exits), so a constant-
+//! initialised thread-local holds a `&'static` to it: a read section costs one thread-local
+//! load, a load and two uncontended stores of the counter, and one load of the barrier
+//! flavour (against the two atomic read-modify-writes of the `RwLock` read side it replaced).
+//! Every instruction counts there: a lookup in a large index is a chain of cache misses, and
+//! how much of the next lookup the CPU overlaps with them depends on its instruction count
+//! (docs/performance.md, "Floor lookup").
 //!
 //! **Write side** ([`synchronize`]): the writer has already made the old state unreachable for
 //! new readers (published a lower entry count, swapped the buffer pointer). It issues a *writer
@@ -33,117 +39,177 @@
 
 use std::cell::Cell;
 
-use crate::sync::{Arc, AtomicUsize, Mutex, Ordering, lock};
+#[cfg(not(loom))]
+use std::sync::atomic::AtomicBool;
 
-/// One thread's read-section counter (odd: inside a section).
+use crate::sync::{AtomicUsize, Mutex, Ordering, lock};
+
+/// One thread's read-section counter (odd: inside a section). Allocated once and never freed:
+/// when its thread exits, the slot goes back to the registry and the next new thread reuses
+/// it, so there are at most as many as threads ever ran index reads at the same time. A
+/// `&'static` reference in a constant-initialised thread-local is what makes entering a
+/// section cheap: one thread-local load, no lazy-initialisation check, no reference count.
 struct Reader {
     seq: AtomicUsize,
+    /// Owned by a live thread (`false`: free for the next thread that registers).
+    #[cfg(not(loom))]
+    taken: AtomicBool,
 }
 
 #[cfg(not(loom))]
-static REGISTRY: Mutex<Vec<Arc<Reader>>> = Mutex::new(Vec::new());
+static REGISTRY: Mutex<Vec<&'static Reader>> = Mutex::new(Vec::new());
 
 #[cfg(loom)]
 loom::lazy_static! {
-    static ref REGISTRY: Mutex<Vec<Arc<Reader>>> = Mutex::new(Vec::new());
+    static ref REGISTRY: Mutex<Vec<&'static Reader>> = Mutex::new(Vec::new());
 }
 
 /// Readers running without their thread-local counter (only during thread teardown).
 #[cfg(not(loom))]
 static OUTSIDE: AtomicUsize = AtomicUsize::new(0);
 
-struct Local {
-    reader: Arc<Reader>,
-    depth: Cell<usize>,
+/// This thread's slot, taken on its first read section and given back when the thread exits.
+/// Only touched when registering: the read sections use [`READER`].
+struct Slot {
+    reader: &'static Reader,
 }
 
-impl Local {
-    fn register() -> Local {
+impl Slot {
+    fn take() -> Slot {
         // Decide the barrier flavour before this thread's first read section: until a writer
         // decided it, readers would take the full-fence path.
         #[cfg(not(loom))]
         membarrier_registered();
-        let reader = Arc::new(Reader {
+        let mut registry = lock(&REGISTRY);
+        #[cfg(not(loom))]
+        if let Some(&reader) = registry.iter().find(|reader| {
+            // A free slot's counter is even (its thread left every section before exiting)
+            // and stays so: only the thread that takes it writes it again.
+            reader
+                .taken
+                // `Acquire`: pairs with the `Release` of the previous owner's `Slot::drop`, so
+                // this thread's first load of the counter sees that owner's last store.
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        }) {
+            return Slot { reader };
+        }
+        let reader: &'static Reader = Box::leak(Box::new(Reader {
             seq: AtomicUsize::new(0),
-        });
-        lock(&REGISTRY).push(Arc::clone(&reader));
-        Local {
-            reader,
-            depth: Cell::new(0),
-        }
-    }
-
-    #[inline]
-    fn enter(&self) {
-        let depth = self.depth.get();
-        self.depth.set(depth + 1);
-        if depth == 0 {
             #[cfg(not(loom))]
-            {
-                // Only this thread writes its counter.
-                let seq = self.reader.seq.load(Ordering::Relaxed);
-                self.reader
-                    .seq
-                    .store(seq.wrapping_add(1), Ordering::Relaxed);
-                reader_barrier();
-            }
-            #[cfg(loom)]
-            self.reader.seq.fetch_add(1, Ordering::AcqRel);
-        }
-    }
-
-    #[inline]
-    fn exit(&self) {
-        let depth = self.depth.get().saturating_sub(1);
-        self.depth.set(depth);
-        if depth == 0 {
-            #[cfg(not(loom))]
-            {
-                let seq = self.reader.seq.load(Ordering::Relaxed);
-                // `Release`: every access of the section happens before a writer's `Acquire`
-                // load that sees the new value.
-                self.reader
-                    .seq
-                    .store(seq.wrapping_add(1), Ordering::Release);
-            }
-            #[cfg(loom)]
-            self.reader.seq.fetch_add(1, Ordering::Release);
-        }
+            taken: AtomicBool::new(true),
+        }));
+        registry.push(reader);
+        Slot { reader }
     }
 }
 
 // Under loom the registry lives for one execution and thread-locals are dropped at its end,
 // when its statics are gone: an exited thread's even counter is simply never waited for.
 #[cfg(not(loom))]
-impl Drop for Local {
+impl Drop for Slot {
     fn drop(&mut self) {
-        lock(&REGISTRY).retain(|reader| !Arc::ptr_eq(reader, &self.reader));
+        // Later reads of this thread (other thread-locals' destructors) use `OUTSIDE`: the slot
+        // may belong to another thread from the next line on.
+        let _ = READER.try_with(|reader| reader.set(None));
+        self.reader.taken.store(false, Ordering::Release);
     }
 }
 
 #[cfg(not(loom))]
 std::thread_local! {
-    static LOCAL: Local = Local::register();
+    /// This thread's counter once registered (`None` before the first read section and
+    /// after the thread's [`SLOT`] is gone). Constant-initialised and without destructor, so
+    /// reading it is a plain thread-local load.
+    static READER: Cell<Option<&'static Reader>> = const { Cell::new(None) };
+    static SLOT: Slot = Slot::take();
 }
 
 #[cfg(loom)]
 loom::thread_local! {
-    static LOCAL: Local = Local::register();
+    static READER: Cell<Option<&'static Reader>> = Cell::new(None);
+    static SLOT: Slot = Slot::take();
+}
+
+/// This thread's counter, registering it on first use; `None` during thread teardown.
+#[inline]
+fn reader() -> Option<&'static Reader> {
+    match READER.try_with(Cell::get) {
+        Ok(Some(reader)) => Some(reader),
+        Ok(None) => register(),
+        Err(_) => None,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn register() -> Option<&'static Reader> {
+    let reader = SLOT.try_with(|slot| slot.reader).ok()?;
+    READER.try_with(|cell| cell.set(Some(reader))).ok()?;
+    Some(reader)
 }
 
 /// Leaves the read section when dropped (also when `f` panics).
-struct Section {
-    local: bool,
+enum Section {
+    /// Entered by the outermost section of this thread: the counter to make even again.
+    Outer(&'static Reader),
+    /// Nested in another section of this thread, which leaves it.
+    Nested,
+    /// Counted in `OUTSIDE`.
+    #[cfg(not(loom))]
+    Outside,
+}
+
+impl Section {
+    #[inline]
+    fn enter() -> Section {
+        let Some(reader) = reader() else {
+            #[cfg(not(loom))]
+            {
+                OUTSIDE.fetch_add(1, Ordering::SeqCst);
+                return Section::Outside;
+            }
+            #[cfg(loom)]
+            unreachable!("loom threads register on their first read");
+        };
+        // Only this thread writes its counter, so a plain load and store suffice, and an odd
+        // value means an enclosing section of this thread is still open (sections nest
+        // strictly: they are scoped to a call).
+        let seq = reader.seq.load(Ordering::Relaxed);
+        if seq % 2 == 1 {
+            return Section::Nested;
+        }
+        #[cfg(not(loom))]
+        {
+            reader.seq.store(seq.wrapping_add(1), Ordering::Relaxed);
+            reader_barrier();
+        }
+        #[cfg(loom)]
+        reader.seq.fetch_add(1, Ordering::AcqRel);
+        Section::Outer(reader)
+    }
 }
 
 impl Drop for Section {
     #[inline]
     fn drop(&mut self) {
-        if self.local {
-            let _ = LOCAL.try_with(Local::exit);
-        } else {
+        match self {
+            Section::Outer(reader) => {
+                #[cfg(not(loom))]
+                {
+                    let seq = reader.seq.load(Ordering::Relaxed);
+                    // `Release`: every access of the section happens before a writer's
+                    // `Acquire` load that sees the new value.
+                    reader.seq.store(seq.wrapping_add(1), Ordering::Release);
+                }
+                #[cfg(loom)]
+                reader.seq.fetch_add(1, Ordering::Release);
+            }
+            Section::Nested => {}
             #[cfg(not(loom))]
-            OUTSIDE.fetch_sub(1, Ordering::Release);
+            Section::Outside => {
+                OUTSIDE.fetch_sub(1, Ordering::Release);
+            }
         }
     }
 }
@@ -152,12 +218,7 @@ impl Drop for Section {
 /// until `f` returns (the writer's [`synchronize`] waits for it).
 #[inline]
 pub(crate) fn read_section<R>(f: impl FnOnce() -> R) -> R {
-    let local = LOCAL.try_with(Local::enter).is_ok();
-    #[cfg(not(loom))]
-    if !local {
-        OUTSIDE.fetch_add(1, Ordering::SeqCst);
-    }
-    let _section = Section { local };
+    let _section = Section::enter();
     f()
 }
 
@@ -165,10 +226,10 @@ pub(crate) fn read_section<R>(f: impl FnOnce() -> R) -> R {
 /// already made the state it is about to retire unreachable for new read sections.
 pub(crate) fn synchronize() {
     writer_barrier();
-    let readers: Vec<Arc<Reader>> = lock(&REGISTRY).clone();
-    let me = LOCAL.try_with(|local| Arc::clone(&local.reader)).ok();
+    let readers: Vec<&'static Reader> = lock(&REGISTRY).clone();
+    let me = READER.try_with(Cell::get).ok().flatten();
     for reader in readers {
-        if me.as_ref().is_some_and(|me| Arc::ptr_eq(me, &reader)) {
+        if me.is_some_and(|me| std::ptr::eq(me, reader)) {
             continue;
         }
         let seq = observe(&reader.seq);
@@ -199,10 +260,17 @@ fn observe(seq: &AtomicUsize) -> usize {
 #[cfg(not(loom))]
 static MEMBARRIER: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
 
+/// `MEMBARRIER` decided `true`, for the readers' barrier: one `Relaxed` load, no `OnceLock`
+/// state check. Stored inside `MEMBARRIER`'s initialisation, so every thread that registered
+/// as a reader (which decides `MEMBARRIER` first, and sees its initialisation) reads the final
+/// value; every writer barrier from then on is a `membarrier` call.
+#[cfg(not(loom))]
+static READER_COMPILER_FENCE: AtomicBool = AtomicBool::new(false);
+
 #[cfg(not(loom))]
 #[inline]
 fn reader_barrier() {
-    if MEMBARRIER.get() == Some(&true) {
+    if READER_COMPILER_FENCE.load(Ordering::Relaxed) {
         std::sync::atomic::compiler_fence(Ordering::SeqCst);
     } else {
         std::sync::atomic::fence(Ordering::SeqCst);
@@ -214,8 +282,10 @@ fn reader_barrier() {
 fn membarrier_registered() -> bool {
     use rustix::thread::{MembarrierCommand, membarrier};
     *MEMBARRIER.get_or_init(|| {
-        membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
-            && membarrier(MembarrierCommand::PrivateExpedited).is_ok()
+        let registered = membarrier(MembarrierCommand::RegisterPrivateExpedited).is_ok()
+            && membarrier(MembarrierCommand::PrivateExpedited).is_ok();
+        READER_COMPILER_FENCE.store(registered, Ordering::Relaxed);
+        registered
     })
 }
 
@@ -239,7 +309,7 @@ fn writer_barrier() {}
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
     use std::time::Duration;
 
     #[test]
@@ -266,6 +336,75 @@ mod tests {
         );
         reader.join().unwrap();
         // Exited threads are unregistered, idle ones are not waited for.
+        synchronize();
+    }
+
+    #[test]
+    fn an_exited_threads_slot_is_reused_and_still_waited_for() {
+        let slot = Slot::take();
+        let reader = slot.reader;
+        assert!(reader.taken.load(Ordering::SeqCst));
+        drop(slot);
+        assert!(
+            !reader.taken.load(Ordering::SeqCst),
+            "a dropped slot is free"
+        );
+        // The next registration takes the first free slot (this one unless another test's
+        // thread took it meanwhile or an earlier one is free): never a taken one.
+        let again = Slot::take();
+        assert!(again.reader.taken.load(Ordering::SeqCst));
+        assert_eq!(again.reader.seq.load(Ordering::SeqCst) % 2, 0);
+        let before = lock(&REGISTRY).len();
+        drop(again);
+        let reused = Slot::take();
+        assert!(lock(&REGISTRY).len() <= before + 1);
+        drop(reused);
+
+        // A reused slot's section is waited for like any other.
+        let inside = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let (i, d) = (Arc::clone(&inside), Arc::clone(&done));
+        let reader = std::thread::spawn(move || {
+            read_section(|| {
+                i.store(true, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_millis(100));
+                d.store(true, Ordering::SeqCst);
+            });
+        });
+        while !inside.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        synchronize();
+        assert!(
+            done.load(Ordering::SeqCst),
+            "synchronize returned inside a read section"
+        );
+        reader.join().unwrap();
+    }
+
+    #[test]
+    fn a_read_from_a_thread_local_destructor_is_counted_outside() {
+        struct ReadsOnDrop(Arc<AtomicBool>);
+        impl Drop for ReadsOnDrop {
+            fn drop(&mut self) {
+                // Runs during thread teardown, possibly after this thread's slot is gone.
+                let value = read_section(|| 7);
+                self.0.store(value == 7, Ordering::SeqCst);
+            }
+        }
+        std::thread_local! {
+            static LATE: std::cell::RefCell<Option<ReadsOnDrop>> = const { std::cell::RefCell::new(None) };
+        }
+        let ran = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&ran);
+        std::thread::spawn(move || {
+            read_section(|| {});
+            LATE.with(|late| *late.borrow_mut() = Some(ReadsOnDrop(flag)));
+        })
+        .join()
+        .unwrap();
+        assert!(ran.load(Ordering::SeqCst));
+        assert_eq!(OUTSIDE.load(Ordering::SeqCst), 0);
         synchronize();
     }
 }

@@ -1,4 +1,5 @@
-//! Entry storage and the publish/observe protocol. The only `unsafe` code in the workspace.
+//! Entry storage and the publish/observe protocol. The only `unsafe` code in the workspace
+//! (besides these, [`prefetch`]: the search loop's cache hint).
 //!
 //! [`Slots`] owns a byte buffer (a mapped file, a heap buffer, or under `cfg(loom)` a
 //! loom-tracked buffer; see [`Buffer`]) and the count of *published* entries. Its safe API
@@ -448,12 +449,41 @@ pub(crate) enum Push {
     ReadOnly,
 }
 
+/// A buffer in use, with where its bytes are, so that a read needs no dispatch on the kind of
+/// buffer (the lookups' hot path: `Slots::read`).
+struct Current {
+    backing: Backing,
+    /// `backing`'s first byte: the mapping or heap allocation (never null; dangling and
+    /// never dereferenced when `len` is 0).
+    #[cfg(not(loom))]
+    bytes: std::ptr::NonNull<u8>,
+    /// `backing.len()`.
+    len: usize,
+}
+
+impl Current {
+    fn new(backing: Backing) -> Current {
+        let len = backing.len();
+        Current {
+            #[cfg(not(loom))]
+            bytes: match &backing {
+                Backing::File(file) => std::ptr::NonNull::new(file.map.as_mut_ptr()),
+                Backing::Heap(heap) => std::ptr::NonNull::new(heap.ptr),
+            }
+            .filter(|_| len > 0)
+            .unwrap_or(std::ptr::NonNull::dangling()),
+            len,
+            backing,
+        }
+    }
+}
+
 /// Fixed-size slots over a [`Backing`], with the entry count published atomically.
 pub(crate) struct Slots {
     slot_size: usize,
     /// The buffer in use, from `Box::into_raw`. Never changed in place: `resize` swaps in a new
     /// one and frees the old one after a grace period; `Drop` frees the last.
-    current: AtomicPtr<Backing>,
+    current: AtomicPtr<Current>,
     /// Entries readers may read. See the module docs for the invariant. Written only under
     /// `writer`; loaded by readers.
     published: AtomicUsize,
@@ -472,7 +502,7 @@ struct WriterState {
 }
 
 #[cfg(loom)]
-struct Retired(*mut Backing);
+struct Retired(*mut Current);
 
 // SAFETY: a retired buffer is only freed in `Slots::drop` (exclusive access); `Backing` is
 // `Send`.
@@ -485,7 +515,7 @@ impl Slots {
         let published = published.min(backing.len() / slot_size);
         Slots {
             slot_size,
-            current: AtomicPtr::new(Box::into_raw(Box::new(backing))),
+            current: AtomicPtr::new(Box::into_raw(Box::new(Current::new(backing)))),
             published: AtomicUsize::new(published),
             writer: Mutex::new(WriterState {
                 count: published,
@@ -497,7 +527,8 @@ impl Slots {
 
     /// The current buffer. Valid while the caller is inside a read section or holds `writer`
     /// (a replaced buffer is freed only after both have ended).
-    fn current(&self) -> &Backing {
+    #[inline]
+    fn current(&self) -> &Current {
         // SAFETY: the pointer came from `Box::into_raw` and is freed only after it was replaced
         // and a grace period passed (`resize`) or in `drop` (exclusive access); every caller
         // is inside a read section or holds `writer` for as long as it uses the reference.
@@ -516,7 +547,7 @@ impl Slots {
 
     /// Buffer length in bytes (the file length for a mapped file).
     pub(crate) fn byte_len(&self) -> usize {
-        grace::read_section(|| self.current().len())
+        grace::read_section(|| self.current().len)
     }
 
     /// Calls `f` with the published entries' bytes. Takes no lock: a read section keeps the
@@ -527,12 +558,22 @@ impl Slots {
             // `published` first: a count published after a resize is only loaded together with
             // the buffer that holds it (the swap happens before that count's `Release` store).
             let published = self.published.load(Ordering::Acquire);
-            let backing = self.current();
-            let len = (published * self.slot_size).min(backing.len());
-            // SAFETY: `len <= backing.len()`, and those bytes are fully written (the `Acquire`
+            let current = self.current();
+            let len = (published * self.slot_size).min(current.len);
+            // SAFETY: `len <= current.len`, and those bytes are fully written (the `Acquire`
             // load pairs with the `Release` store in `push_with`) and not written again while
-            // this read section lasts (module invariant).
-            unsafe { backing.with_prefix(len, f) }
+            // this read section lasts (module invariant). `current.bytes` is the start of
+            // `current.backing`'s bytes (dangling only when there are none, then `len` is 0):
+            // the slice is what `with_prefix` passes, without dispatching on the buffer kind.
+            #[cfg(not(loom))]
+            let bytes = unsafe { std::slice::from_raw_parts(current.bytes.as_ptr(), len) };
+            #[cfg(not(loom))]
+            return f(bytes);
+            // SAFETY: as above; the loom buffer copies the slots it reads, under loom's checks.
+            #[cfg(loom)]
+            unsafe {
+                current.backing.with_prefix(len, f)
+            }
         })
     }
 
@@ -547,7 +588,7 @@ impl Slots {
         B: AsRef<[u8]>,
     {
         let mut writer = lock(&self.writer);
-        let backing = self.current();
+        let backing = &self.current().backing;
         if !backing.writable() {
             return Ok(Push::ReadOnly);
         }
@@ -578,7 +619,7 @@ impl Slots {
     /// later append overwrites a dropped slot or a resize shrinks the buffer.
     pub(crate) fn truncate_with(&self, keep: impl FnOnce(&[u8]) -> usize) {
         let mut writer = lock(&self.writer);
-        let backing = self.current();
+        let backing = &self.current().backing;
         let published = writer.count;
         // SAFETY: as in `push_with` (this thread is the only writer).
         let keep = unsafe { backing.with_prefix(published * self.slot_size, keep) }.min(published);
@@ -602,7 +643,7 @@ impl Slots {
     ) -> Result<bool, E> {
         let mut writer = lock(&self.writer);
         let old = self.current.load(Ordering::Acquire);
-        let backing = self.current();
+        let backing = &self.current().backing;
         let Some(new_len) = new_len(writer.count, backing.len())? else {
             return Ok(false);
         };
@@ -615,8 +656,10 @@ impl Slots {
             writer.count = fits;
             self.published.store(fits, Ordering::Release);
         }
-        self.current
-            .store(Box::into_raw(Box::new(next)), Ordering::Release);
+        self.current.store(
+            Box::into_raw(Box::new(Current::new(next))),
+            Ordering::Release,
+        );
         grace::synchronize();
         self.retire(&mut writer, old);
         Ok(true)
@@ -624,7 +667,7 @@ impl Slots {
 
     /// Frees a buffer that was replaced and whose grace period has passed.
     #[cfg_attr(not(loom), allow(clippy::unused_self))]
-    fn retire(&self, writer: &mut WriterState, old: *mut Backing) {
+    fn retire(&self, writer: &mut WriterState, old: *mut Current) {
         #[cfg(not(loom))]
         {
             let _ = writer;
@@ -635,7 +678,7 @@ impl Slots {
         #[cfg(loom)]
         {
             // SAFETY: as above; under loom it is marked retired instead and freed in `drop`.
-            if let Backing::Loom(buffer) = unsafe { &*old } {
+            if let Backing::Loom(buffer) = unsafe { &(*old).backing } {
                 buffer.retire();
             }
             writer.graveyard.push(Retired(old));
@@ -647,7 +690,7 @@ impl Slots {
     pub(crate) fn flush(&self) -> io::Result<()> {
         grace::read_section(|| {
             let used = self.published() * self.slot_size;
-            self.current().flush(used)
+            self.current().backing.flush(used)
         })
     }
 }
@@ -691,6 +734,24 @@ mod tests {
         assert!(matches!(slots.resize(to(0), |e| e), Ok(true)));
         assert_eq!(slots.published(), 0);
     }
+}
+
+/// Hints the CPU to fetch the cache line holding `slice[index]` (an index past the end hints a
+/// line that is never read; nothing is ever dereferenced). The search loop's prefetch
+/// (`crate::search`); a no-op where there is no stable prefetch instruction.
+#[inline(always)]
+pub(crate) fn prefetch<T>(slice: &[T], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let line = slice.as_ptr().wrapping_add(index).cast::<i8>();
+        // SAFETY: `prefetcht0` (SSE, which every x86_64 CPU has) is only a hint: it reads no
+        // data into the program, writes nothing, and never faults, whatever the address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line);
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, index);
 }
 
 /// Reserves the blocks of `file`'s first `len` bytes (`fallocate`, keeping the size), so that

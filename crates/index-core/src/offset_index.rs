@@ -112,6 +112,7 @@ impl OffsetIndex {
     /// batch holding the target starts at or before the next entry's position. `None` when
     /// no entry is above the target.
     #[must_use]
+    #[inline]
     pub fn lookup_with_next(&self, target_offset: i64) -> (OffsetPosition, Option<OffsetPosition>) {
         let target = target_offset.saturating_sub(self.base_offset());
         self.core.read(|bytes| {

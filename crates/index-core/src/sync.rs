@@ -4,14 +4,14 @@
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    Arc, Mutex, MutexGuard,
+    Mutex, MutexGuard,
     atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 #[cfg(loom)]
 pub(crate) use loom::thread::yield_now;
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    Arc, Mutex, MutexGuard,
+    Mutex, MutexGuard,
     atomic::{AtomicPtr, AtomicUsize, Ordering},
 };
 #[cfg(not(loom))]

@@ -97,6 +97,7 @@ impl TimeIndex {
     /// The last entry whose timestamp is `<= timestamp_ms` (floor), or `(-1, base_offset)` when
     /// the index is empty or every entry is later (Kafka's `lookup`).
     #[must_use]
+    #[inline]
     pub fn lookup(&self, timestamp_ms: i64) -> TimestampOffset {
         match self.core.floor(Column::Key, timestamp_ms) {
             Some(entry) => self.to_absolute(entry),
