@@ -1,4 +1,4 @@
-//! [`crc32c`]: the CRC-32C (Castagnoli) of Kafka v2 batches, the one place the crate's
+//! [`crc32c()`]: the CRC-32C (Castagnoli) of Kafka v2 batches, the one place the crate's
 //! CRC-32C dependencies are named.
 //!
 //! Kafka's v2 `crc` field is CRC-32C over `[attributes, end)` of the batch (spec 4.2). Two

@@ -15,7 +15,7 @@
 //! - control records ([`ControlRecord`]): transaction markers and KRaft control types;
 //! - [`BatchBuilder`]: writes v2 batches with any codec; [`set_base_offset`],
 //!   [`set_partition_leader_epoch`] and [`set_log_append_time`] rewrite one in place;
-//! - [`crc32c`]: the v2 batch checksum, for re-checksumming hand-edited bytes.
+//! - [`crc32c()`]: the v2 batch checksum, for re-checksumming hand-edited bytes.
 //!
 //! It deliberately knows nothing of files, segments or indexes: positions are plain byte
 //! positions the caller chooses (the segment layer passes file positions and adds the path to
