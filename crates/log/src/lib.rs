@@ -152,6 +152,7 @@ mod retention;
 mod segment_map;
 mod settings;
 mod split;
+mod stat_cache;
 mod sync;
 mod topic_config;
 mod topic_partition;

@@ -185,7 +185,7 @@ pub struct Log {
     /// is aborted before its next swap.
     pub(crate) truncations: crate::sync::AtomicU64,
     /// The cleaner's cached timestamps of sealed segments (`cleaner/stats.rs`).
-    pub(crate) cleaner_stats: Mutex<crate::cleaner::StatCache>,
+    pub(crate) cleaner_stats: Mutex<crate::stat_cache::StatCache>,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
     pub(crate) async_commit: crate::async_commit::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
@@ -443,7 +443,7 @@ impl Log {
             high_watermark_policy: crate::sync::AtomicUsize::new(0),
             cleaning: Mutex::new(false),
             truncations: crate::sync::AtomicU64::new(0),
-            cleaner_stats: Mutex::new(crate::cleaner::StatCache::default()),
+            cleaner_stats: Mutex::new(crate::stat_cache::StatCache::default()),
             async_commit: crate::async_commit::AsyncCommit::default(),
             metrics,
         };

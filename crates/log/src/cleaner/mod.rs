@@ -42,8 +42,6 @@ mod stats;
 mod swap;
 mod txn;
 
-pub(crate) use stats::StatCache;
-
 use crate::Result;
 use crate::log::Log;
 use crate::sync::lock;

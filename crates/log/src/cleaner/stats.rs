@@ -10,7 +10,6 @@
 //! once: every tick after that opens no sealed segment. The round itself reads the index
 //! entry counts of the segments it groups (it copies them anyway).
 
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use seglog_segment::Segment;
@@ -18,24 +17,8 @@ use seglog_segment::Segment;
 use super::plan::{self, SegmentStat};
 use crate::Result;
 use crate::log::Log;
+use crate::stat_cache::Cached;
 use crate::sync::{Ordering, lock};
-
-/// Timestamps of sealed segments, by base offset.
-#[derive(Debug, Default)]
-pub(crate) struct StatCache {
-    entries: HashMap<i64, Cached>,
-}
-
-#[derive(Debug)]
-struct Cached {
-    /// The segment the values belong to (a weak reference keeps its address from being
-    /// reused by another segment while the entry exists).
-    segment: Weak<Segment>,
-    /// [`Log::truncations`] when the values were read.
-    truncations: u64,
-    largest_timestamp_ms: Option<i64>,
-    first_batch_timestamp_ms: Option<i64>,
-}
 
 /// Which timestamps a plan reads (see the module docs).
 #[derive(Debug, Clone, Copy)]
@@ -130,17 +113,6 @@ pub(crate) fn fill_index_bytes(
     for ((_, segment), stat) in segments.iter().zip(stats.iter_mut()).take(n) {
         stat.offset_index_bytes = segment.offset_index_entries() as u64 * 8;
         stat.time_index_bytes = segment.time_index_entries() as u64 * 12;
-    }
-}
-
-impl Cached {
-    fn new(segment: &Arc<Segment>, truncations: u64) -> Cached {
-        Cached {
-            segment: Arc::downgrade(segment),
-            truncations,
-            largest_timestamp_ms: None,
-            first_batch_timestamp_ms: None,
-        }
     }
 }
 
