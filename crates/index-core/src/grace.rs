@@ -312,15 +312,18 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    #[test]
-    fn synchronize_waits_for_a_section_that_began_before_it() {
+    /// Starts a reader thread that stays 100 ms in a read section (`nested`: with a nested
+    /// section inside, which counts once), calls `synchronize` once it is inside, and asserts
+    /// that `synchronize` returned only after the section ended.
+    fn assert_synchronize_waits_for_a_reader(nested: bool) {
         let inside = Arc::new(AtomicBool::new(false));
         let done = Arc::new(AtomicBool::new(false));
         let (i, d) = (Arc::clone(&inside), Arc::clone(&done));
         let reader = std::thread::spawn(move || {
             read_section(|| {
-                // Nested sections count once.
-                read_section(|| {});
+                if nested {
+                    read_section(|| {});
+                }
                 i.store(true, Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(100));
                 d.store(true, Ordering::SeqCst);
@@ -334,7 +337,13 @@ mod tests {
             done.load(Ordering::SeqCst),
             "synchronize returned inside a read section"
         );
-        reader.join().unwrap();
+        assert!(reader.join().is_ok(), "the reader thread panicked");
+    }
+
+    #[test]
+    fn synchronize_waits_for_a_section_that_began_before_it() {
+        // Nested sections count once.
+        assert_synchronize_waits_for_a_reader(true);
         // Exited threads are unregistered, idle ones are not waited for.
         synchronize();
     }
@@ -361,25 +370,7 @@ mod tests {
         drop(reused);
 
         // A reused slot's section is waited for like any other.
-        let inside = Arc::new(AtomicBool::new(false));
-        let done = Arc::new(AtomicBool::new(false));
-        let (i, d) = (Arc::clone(&inside), Arc::clone(&done));
-        let reader = std::thread::spawn(move || {
-            read_section(|| {
-                i.store(true, Ordering::SeqCst);
-                std::thread::sleep(Duration::from_millis(100));
-                d.store(true, Ordering::SeqCst);
-            });
-        });
-        while !inside.load(Ordering::SeqCst) {
-            std::thread::yield_now();
-        }
-        synchronize();
-        assert!(
-            done.load(Ordering::SeqCst),
-            "synchronize returned inside a read section"
-        );
-        reader.join().unwrap();
+        assert_synchronize_waits_for_a_reader(false);
     }
 
     #[test]
