@@ -123,6 +123,74 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
             }
             seeds
         }
+        "producer_snapshot" => corpus_files(&[".snapshot"])
+            .iter()
+            .flat_map(|p| {
+                let file = head(p, 8192);
+                // As the file is, and with its CRC recomputed (flag bit 0).
+                [0u8, 1].map(|flags| [vec![flags], file.clone()].concat())
+            })
+            .collect(),
+        "txn_index" => {
+            let mut seeds: Vec<Vec<u8>> = corpus_files(&[".txnindex"])
+                .iter()
+                .enumerate()
+                .map(|(i, p)| [vec![i as u8 & 0x0f], head(p, 4096)].concat())
+                .collect();
+            // A removed file (bit 7), and a hand-made entry of each shape Kafka may read.
+            seeds.push(vec![0x81]);
+            for (producer_id, first, last) in [(5i64, 0i64, 3i64), (6, 4, 2), (-1, -5, 9)] {
+                let entry = seglog::AbortedTxn {
+                    producer_id,
+                    first_offset: first,
+                    last_offset: last,
+                    last_stable_offset: last + 1,
+                };
+                seeds.push([vec![1], entry.encode().to_vec()].concat());
+            }
+            seeds
+        }
+        "leader_epoch_checkpoint" => {
+            let mut seeds: Vec<Vec<u8>> = corpus_files(&["leader-epoch-checkpoint"])
+                .iter()
+                .map(|p| [vec![0], head(p, 4096)].concat())
+                .collect();
+            for text in [
+                "0\n3\n0 0\n2 4\n5 8\n",
+                "0\r\n3\r\n0 0\r\n2 4\r\n5 8\r\n",
+                "0\n2\n5 0\n2 4\n",
+                "0\n2\n0 8\n2 4\n",
+                "0\n2\n0 0\n0 4\n",
+                "0\n1\n9 100\n",
+                "0\n1\n1 -3\n",
+                "0\n0\n",
+                "1\n0\n",
+                "",
+            ] {
+                for flags in [0u8, 1] {
+                    seeds.push([vec![flags], text.as_bytes().to_vec()].concat());
+                }
+            }
+            seeds
+        }
+        "record_readers" => corpus_files(&[".log"])
+            .iter()
+            .enumerate()
+            .map(|(i, p)| [vec![(i as u8).wrapping_mul(37)], head(p, 8192)].concat())
+            .collect(),
+        "swap_recovery" => {
+            let mut seeds = Vec::new();
+            for at in 0..12u8 {
+                for kind in 0..6u8 {
+                    // An empty leftover, a copy of a live segment, and a copy followed by a
+                    // batch-like tail whose CRCs are recomputed.
+                    seeds.push(vec![at, kind, 0, 0]);
+                    seeds.push(vec![at, kind, 0b10, at / 2]);
+                    seeds.push([vec![at, kind, 0b11, at / 3], vec![0; 70]].concat());
+                }
+            }
+            seeds
+        }
         _ => Vec::new(),
     };
     let regressions = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -236,8 +304,13 @@ fn every_fuzz_target_has_a_harness_here() {
         [
             "checkpoint_parse",
             "index_open",
+            "leader_epoch_checkpoint",
             "parse_batches",
-            "segment_recovery"
+            "producer_snapshot",
+            "record_readers",
+            "segment_recovery",
+            "swap_recovery",
+            "txn_index",
         ],
         "a new fuzz target needs seeds and a #[test] in tests/it/fuzz.rs"
     );
@@ -261,4 +334,29 @@ fn fuzz_index_open() {
 #[test]
 fn fuzz_checkpoint_parse() {
     exercise("checkpoint_parse", 300);
+}
+
+#[test]
+fn fuzz_producer_snapshot() {
+    exercise("producer_snapshot", 100);
+}
+
+#[test]
+fn fuzz_txn_index() {
+    exercise("txn_index", 100);
+}
+
+#[test]
+fn fuzz_leader_epoch_checkpoint() {
+    exercise("leader_epoch_checkpoint", 100);
+}
+
+#[test]
+fn fuzz_record_readers() {
+    exercise("record_readers", 100);
+}
+
+#[test]
+fn fuzz_swap_recovery() {
+    exercise("swap_recovery", 100);
 }
