@@ -205,11 +205,9 @@ impl Log {
             && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
-        // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
-        let stamped = match log_append_time_ms {
-            Some(now) => Some(validate::stamp_log_append_time(chunks, &mut analysis, now)?),
-            None => None,
-        };
+        // write); only LogAppendTime or a max timestamp rewritten from the records, which
+        // change CRC-covered bytes, need a copy.
+        let stamped = validate::restamp(chunks, &mut analysis, log_append_time_ms)?;
         let stamped_chunk;
         let bytes: &[&[u8]] = match &stamped {
             Some(copy) => {
