@@ -196,7 +196,9 @@ fn check_leader_batch(header: &BatchHeader, config: &LogConfig, origin: Origin) 
         return Err(invalid(AppendErrorKind::ControlBatch { position }));
     }
     if header.is_transactional && header.producer_id < 0 {
-        return Err(invalid(AppendErrorKind::TransactionalWithoutProducerId { position }));
+        return Err(invalid(AppendErrorKind::TransactionalWithoutProducerId {
+            position,
+        }));
     }
     if !header.is_control && header.producer_id >= 0 && header.base_sequence < 0 {
         return Err(invalid(AppendErrorKind::InvalidSequence {
@@ -688,10 +690,13 @@ mod tests {
             message_timestamp_type: TimestampType::LogAppendTime,
             ..create.clone()
         };
-        for config in [&lat, &LogConfig {
-            cleanup_policy: crate::CleanupPolicy::Compact,
-            ..lat.clone()
-        }] {
+        for config in [
+            &lat,
+            &LogConfig {
+                cleanup_policy: crate::CleanupPolicy::Compact,
+                ..lat.clone()
+            },
+        ] {
             let e = analyze(&[&flagged(NOW)], Origin::Leader, config, NOW).unwrap_err();
             assert_eq!(
                 kind(e),
