@@ -333,6 +333,20 @@ pub enum AppendErrorKind {
         /// The record's index in its batch (0 = first).
         record_index: usize,
     },
+    /// A compressed leader batch whose records' offset deltas are not 0, 1, 2, ... Kafka's
+    /// `LogValidator` re-compresses such a batch with consecutive offsets; seglog, which
+    /// writes the producer's bytes as they are, refuses it (a deliberate difference).
+    #[error(
+        "compressed batch at position {position}: record {record_index} has offset delta {offset_delta}, not {record_index}"
+    )]
+    InnerOffsetsNotConsecutive {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The record's index in its batch (0 = first).
+        record_index: usize,
+        /// Its offset delta.
+        offset_delta: i64,
+    },
     /// A leader batch flagged transactional without a producer id (-1): a transaction
     /// belongs to a producer. Kafka's producer refuses to build one ("Cannot write
     /// transactional messages without a valid producer ID") but Kafka 4.4's broker does not

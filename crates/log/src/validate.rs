@@ -227,8 +227,8 @@ const RECORD_CHECK_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
 /// `validateTimestamp`), and the max timestamp its header must then carry on a CreateTime log
 /// (`None`: it carries it already). Every record is decoded: an uncompressed batch borrows its
 /// bytes (no copy, no allocation), a compressed one is decompressed (bounded as a consumer's
-/// reads are). A LogAppendTime log without the key check decodes nothing: it looks at no
-/// record's timestamp.
+/// reads are), its inner offsets checked to be consecutive. On a LogAppendTime log without
+/// the key check an uncompressed batch is not decoded: no record's timestamp is looked at.
 ///
 /// As in Kafka, a timestamp error wins over a key error of an earlier record (Kafka collects
 /// the errors of every record and raises `InvalidTimestampException` if any is one).
@@ -242,7 +242,7 @@ fn check_records(
     let position = header.position;
     let create_time = config.message_timestamp_type == TimestampType::CreateTime;
     let producer_log_append_time = header.timestamp_type == Some(TimestampType::LogAppendTime);
-    if !create_time && !keys {
+    if !create_time && !keys && header.compression == seglog_records::Compression::None {
         // Every record would fail the same way: refuse at the first (the count is > 0).
         return match producer_log_append_time {
             true => Err(invalid(AppendErrorKind::LogAppendTimeFromProducer {
@@ -294,6 +294,16 @@ fn check_records(
                 .enumerate()
             {
                 let record = record.map_err(Error::Records)?;
+                // Kafka's compressed path rebuilds a batch whose inner offsets are not
+                // consecutive (`inPlaceAssignment = false`); seglog writes the bytes as given.
+                let offset_delta = record.offset - header.base_offset.unwrap_or(0);
+                if offset_delta != index as i64 {
+                    return Err(invalid(AppendErrorKind::InnerOffsetsNotConsecutive {
+                        position,
+                        record_index: index,
+                        offset_delta,
+                    }));
+                }
                 check(
                     index,
                     record.timestamp_ms.unwrap_or(-1),
@@ -725,6 +735,45 @@ mod tests {
             (b.header().timestamp_type, b.header().max_timestamp_ms),
             (Some(TimestampType::CreateTime), NOW - 1)
         );
+    }
+
+    /// A compressed batch's inner offsets must be 0, 1, 2, ... (Kafka re-compresses one that
+    /// is not; seglog refuses it), on a LogAppendTime log too; an uncompressed batch is
+    /// written as given, as Kafka's in-place path does.
+    #[test]
+    fn a_compressed_batch_with_gaps_in_its_inner_offsets_is_refused() {
+        use seglog_records::Compression;
+        let lat = LogConfig {
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..config()
+        };
+        for config in [config(), lat] {
+            let mut b = BatchBuilder::new(0).compression(Compression::Gzip);
+            b.append_with_offset(0, 100, Some(b"k"), Some(b"v"), &[])
+                .unwrap();
+            b.append_with_offset(2, 100, Some(b"k"), Some(b"v"), &[])
+                .unwrap();
+            b.append_with_offset(3, 100, Some(b"k"), Some(b"v"), &[])
+                .unwrap();
+            let mut buf = b.build().unwrap().to_vec();
+            // Make the header consistent (3 records, last delta 2) so only the gap is wrong.
+            let parsed = BatchRef::parse(&buf, 0).unwrap();
+            assert_eq!(parsed.header().record_count, Some(3));
+            if parsed.header().last_offset != 2 {
+                buf[23..27].copy_from_slice(&2i32.to_be_bytes());
+                let crc = seglog_records::crc32c(&buf[21..]);
+                buf[17..21].copy_from_slice(&crc.to_be_bytes());
+            }
+            let e = analyze(&[&buf], Origin::Leader, &config, 0).unwrap_err();
+            assert_eq!(
+                kind(e),
+                AppendErrorKind::InnerOffsetsNotConsecutive {
+                    position: 0,
+                    record_index: 1,
+                    offset_delta: 2
+                }
+            );
+        }
     }
 
     /// A transactional batch needs a producer id (#27); an idempotent one a sequence.
