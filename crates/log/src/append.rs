@@ -62,11 +62,16 @@ pub struct AppendInfo {
 }
 
 impl Log {
-    /// Appends one or more concatenated v2 batches as the leader: validates them (framing,
-    /// CRC, `max.message.bytes`, record counts, no control batches, the CreateTime window),
-    /// assigns offsets from the log end offset (the new base offsets are written in place of the
-    /// old ones by one vectored write: the caller's bytes are neither modified nor copied), stamps
-    /// LogAppendTime when configured, rolls when the active segment says so, writes.
+    /// Appends one or more concatenated v2 batches as the leader: validates each as Kafka's
+    /// `LogValidator` validates a produced batch (framing, CRC, `max.message.bytes`, record
+    /// counts, no control batches, a producer id for a transactional batch, and every
+    /// record's key on a compacted log and timestamp against the CreateTime window; a
+    /// producer may not choose LogAppendTime), assigns offsets from the log end offset (the
+    /// new base offsets are written in place of the old ones by one vectored write: the
+    /// caller's bytes are neither modified nor copied, unless a header's max timestamp must be
+    /// rewritten from its records or LogAppendTime stamped, which change checksummed bytes),
+    /// rolls when the active segment says so, writes. Kafka takes one batch per produce; a
+    /// concatenation here is one all-or-nothing append of batches each validated alone.
     ///
     /// # Errors
     /// [`Error::InvalidAppend`] / [`Error::Records`] for bad input (nothing written);
@@ -205,11 +210,9 @@ impl Log {
             && settings.config.message_timestamp_type == TimestampType::LogAppendTime)
             .then_some(now);
         // The caller's bytes are written in place (base offsets are patched in by the vectored
-        // write); only LogAppendTime, which changes CRC-covered bytes, needs a copy.
-        let stamped = match log_append_time_ms {
-            Some(now) => Some(validate::stamp_log_append_time(chunks, &mut analysis, now)?),
-            None => None,
-        };
+        // write); only LogAppendTime or a max timestamp rewritten from the records, which
+        // change CRC-covered bytes, need a copy.
+        let stamped = validate::restamp(chunks, &mut analysis, log_append_time_ms)?;
         let stamped_chunk;
         let bytes: &[&[u8]] = match &stamped {
             Some(copy) => {

@@ -302,19 +302,59 @@ pub enum AppendErrorKind {
         /// The header's record count.
         count: i32,
     },
-    /// A CreateTime timestamp lies outside the `message.timestamp.{before,after}.max.ms` window.
+    /// A record's CreateTime timestamp lies outside the
+    /// `message.timestamp.{before,after}.max.ms` window (Kafka's `InvalidTimestampException`;
+    /// every record is checked, as Kafka's `LogValidator` does, not only the batch header).
     #[error(
-        "batch at position {position}: timestamp {timestamp_ms} is outside [{min_ms}, {max_ms}]"
+        "batch at position {position}: record {record_index} has timestamp {timestamp_ms}, outside [{min_ms}, {max_ms}]"
     )]
     TimestampOutOfRange {
         /// Byte position of the batch in the appended buffer.
         position: u64,
-        /// The offending (max) timestamp.
+        /// The record's index in its batch (0 = first).
+        record_index: usize,
+        /// The offending timestamp.
         timestamp_ms: i64,
         /// Earliest accepted timestamp.
         min_ms: i64,
         /// Latest accepted timestamp.
         max_ms: i64,
+    },
+    /// A leader batch that its producer flagged LogAppendTime, on a LogAppendTime log or
+    /// with no record timestamp (Kafka's `InvalidTimestampException`: "Producer should not set
+    /// timestamp type to LogAppendTime"). On a CreateTime log a flagged batch whose timestamps
+    /// lie in the window is accepted and written as CreateTime, as Kafka does.
+    #[error(
+        "batch at position {position}: record {record_index}: a producer may not set the timestamp type to LogAppendTime"
+    )]
+    LogAppendTimeFromProducer {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The record's index in its batch (0 = first).
+        record_index: usize,
+    },
+    /// A compressed leader batch whose records' offset deltas are not 0, 1, 2, ... Kafka's
+    /// `LogValidator` re-compresses such a batch with consecutive offsets; seglog, which
+    /// writes the producer's bytes as they are, refuses it (a deliberate difference).
+    #[error(
+        "compressed batch at position {position}: record {record_index} has offset delta {offset_delta}, not {record_index}"
+    )]
+    InnerOffsetsNotConsecutive {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
+        /// The record's index in its batch (0 = first).
+        record_index: usize,
+        /// Its offset delta.
+        offset_delta: i64,
+    },
+    /// A leader batch flagged transactional without a producer id (-1): a transaction
+    /// belongs to a producer. Kafka's producer refuses to build one ("Cannot write
+    /// transactional messages without a valid producer ID") but Kafka 4.4's broker does not
+    /// check; seglog's leader append refuses it (a deliberate difference).
+    #[error("batch at position {position} is transactional but has no producer id")]
+    TransactionalWithoutProducerId {
+        /// Byte position of the batch in the appended buffer.
+        position: u64,
     },
     /// A leader append to a compacted log (`cleanup.policy` holds `compact`) has a record
     /// without a key (Kafka: "Compacted topic cannot accept message without key").

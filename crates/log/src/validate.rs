@@ -29,6 +29,11 @@ pub(crate) struct BatchSpan {
     /// first buffer, as if the buffers were one).
     pub(crate) at: usize,
     pub(crate) header: BatchHeader,
+    /// Leader on a CreateTime log: the max timestamp the header must carry (the largest
+    /// record timestamp, -1 when none) when it differs from the header's or the producer
+    /// flagged the batch LogAppendTime (Kafka's `setMaxTimestamp(CREATE_TIME, max)`); the
+    /// batch is then rewritten, its CRC recomputed ([`restamp`]).
+    pub(crate) restamp: Option<i64>,
 }
 
 impl BatchSpan {
@@ -96,8 +101,12 @@ impl Analysis {
 }
 
 /// Checks every batch of the concatenation of `chunks` (each holding whole batches; empty
-/// chunks are allowed) for `origin`, as one append: framing, CRC, and for the leader magic v2,
-/// `max.message.bytes`, record counts, no control batches and the CreateTime window. Batch positions in errors count from the start of the first chunk.
+/// chunks are allowed) for `origin`, as one append: framing, CRC, and for the leader Kafka's
+/// `LogValidator` rules for v2 applied to each batch (magic v2, `max.message.bytes`, record
+/// counts, no control batches, a sequence and a producer id where needed, and per record:
+/// its key on a compacted log, its timestamp against the CreateTime window, no
+/// producer-chosen LogAppendTime). Batch positions in errors count from the start of the
+/// first chunk.
 /// A follower's partial trailing batch is dropped only at the end of the last chunk: one inside
 /// the concatenation is [`AppendErrorKind::TrailingBytes`] for leader and follower alike.
 ///
@@ -121,12 +130,15 @@ pub(crate) fn analyze(
             let batch = batch.map_err(Error::Records)?;
             let header = *batch.header();
             if origin != Origin::Follower {
-                check_leader_batch(&header, config, now_ms, origin)?;
+                check_leader_batch(&header, config, origin)?;
             }
             batch.ensure_valid().map_err(Error::Records)?;
-            if origin == Origin::Leader && config.cleanup_policy.compact() {
-                check_keys(&batch)?;
-            }
+            let restamp = if origin == Origin::Follower {
+                None
+            } else {
+                let keys = origin == Origin::Leader && config.cleanup_policy.compact();
+                check_records(&batch, config, now_ms, keys)?
+            };
             if origin == Origin::Follower
                 && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
                 && header.last_offset <= previous
@@ -140,6 +152,7 @@ pub(crate) fn analyze(
                 chunk,
                 at: header.position as usize - start,
                 header,
+                restamp,
             });
         }
         let valid = iter.valid_bytes() as usize;
@@ -162,12 +175,9 @@ pub(crate) fn analyze(
     })
 }
 
-fn check_leader_batch(
-    header: &BatchHeader,
-    config: &LogConfig,
-    now_ms: i64,
-    origin: Origin,
-) -> Result<()> {
+/// Kafka's `validateBatch` for a leader batch (the header's rules; `max.message.bytes` is
+/// `analyzeAndValidateRecords`'), plus a producer id for a transactional batch.
+fn check_leader_batch(header: &BatchHeader, config: &LogConfig, origin: Origin) -> Result<()> {
     let position = header.position;
     if header.magic != MAGIC_V2 {
         return Err(invalid(AppendErrorKind::UnsupportedMagic {
@@ -184,6 +194,11 @@ fn check_leader_batch(
     }
     if header.is_control && origin != Origin::Coordinator {
         return Err(invalid(AppendErrorKind::ControlBatch { position }));
+    }
+    if header.is_transactional && header.producer_id < 0 {
+        return Err(invalid(AppendErrorKind::TransactionalWithoutProducerId {
+            position,
+        }));
     }
     if !header.is_control && header.producer_id >= 0 && header.base_sequence < 0 {
         return Err(invalid(AppendErrorKind::InvalidSequence {
@@ -202,40 +217,158 @@ fn check_leader_batch(
             count,
         }));
     }
-    if config.message_timestamp_type == TimestampType::CreateTime
-        && header.timestamp_type == Some(TimestampType::CreateTime)
-    {
-        let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
-        let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
-        let ts = header.max_timestamp_ms;
-        if ts >= 0 && (ts < min_ms || ts > max_ms) {
-            return Err(invalid(AppendErrorKind::TimestampOutOfRange {
-                position,
-                timestamp_ms: ts,
-                min_ms,
-                max_ms,
-            }));
-        }
-    }
     Ok(())
 }
 
-/// The decompression bound of the key check (the consumer's default bound).
-const KEY_CHECK_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
+/// The decompression bound of the per-record checks (the consumer's default bound).
+const RECORD_CHECK_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
 
-/// Kafka's `LogValidator.validateKey`: every record of a leader batch for a compacted log has
-/// a key. Decodes the records (decompressing, bounded as a consumer's reads are).
-fn check_keys(batch: &seglog_records::BatchRef<'_>) -> Result<()> {
-    let position = batch.header().position;
-    for (record_index, record) in batch.records(KEY_CHECK_MAX_DECOMPRESSED_BYTES).enumerate() {
-        if record.map_err(Error::Records)?.key.is_none() {
-            return Err(invalid(AppendErrorKind::MissingKey {
+/// Kafka's per-record `validateRecord` over a leader batch (`validateKey`, then
+/// `validateTimestamp`), and the max timestamp its header must then carry on a CreateTime log
+/// (`None`: it carries it already). Every record is decoded: an uncompressed batch borrows its
+/// bytes (no copy, no allocation), a compressed one is decompressed (bounded as a consumer's
+/// reads are), its inner offsets checked to be consecutive. On a LogAppendTime log without
+/// the key check an uncompressed batch is not decoded: no record's timestamp is looked at.
+///
+/// As in Kafka, a timestamp error wins over a key error of an earlier record (Kafka collects
+/// the errors of every record and raises `InvalidTimestampException` if any is one).
+fn check_records(
+    batch: &seglog_records::BatchRef<'_>,
+    config: &LogConfig,
+    now_ms: i64,
+    keys: bool,
+) -> Result<Option<i64>> {
+    let header = batch.header();
+    let position = header.position;
+    let create_time = config.message_timestamp_type == TimestampType::CreateTime;
+    let producer_log_append_time = header.timestamp_type == Some(TimestampType::LogAppendTime);
+    if !create_time && !keys && header.compression == seglog_records::Compression::None {
+        // Every record would fail the same way: refuse at the first (the count is > 0).
+        return match producer_log_append_time {
+            true => Err(invalid(AppendErrorKind::LogAppendTimeFromProducer {
+                position,
+                record_index: 0,
+            })),
+            false => Ok(None),
+        };
+    }
+    let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
+    let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
+    let mut max_timestamp_ms = -1i64;
+    let mut key_error = None;
+    let mut check = |record_index: usize, timestamp_ms: i64, has_key: bool| -> Result<()> {
+        if keys && !has_key {
+            key_error.get_or_insert(AppendErrorKind::MissingKey {
+                position,
+                record_index,
+            });
+        } else if create_time && timestamp_ms != -1 {
+            if timestamp_ms < min_ms || timestamp_ms > max_ms {
+                return Err(invalid(AppendErrorKind::TimestampOutOfRange {
+                    position,
+                    record_index,
+                    timestamp_ms,
+                    min_ms,
+                    max_ms,
+                }));
+            }
+        } else if producer_log_append_time {
+            return Err(invalid(AppendErrorKind::LogAppendTimeFromProducer {
                 position,
                 record_index,
             }));
         }
+        max_timestamp_ms = max_timestamp_ms.max(timestamp_ms);
+        Ok(())
+    };
+    match batch.records_borrowed() {
+        Some(records) => {
+            for (index, record) in records.enumerate() {
+                let record = record.map_err(Error::Records)?;
+                check(index, record.timestamp_ms, record.key.is_some())?;
+            }
+        }
+        None => {
+            for (index, record) in batch
+                .records(RECORD_CHECK_MAX_DECOMPRESSED_BYTES)
+                .enumerate()
+            {
+                let record = record.map_err(Error::Records)?;
+                // Kafka's compressed path rebuilds a batch whose inner offsets are not
+                // consecutive (`inPlaceAssignment = false`); seglog writes the bytes as given.
+                let offset_delta = record.offset - header.base_offset.unwrap_or(0);
+                if offset_delta != index as i64 {
+                    return Err(invalid(AppendErrorKind::InnerOffsetsNotConsecutive {
+                        position,
+                        record_index: index,
+                        offset_delta,
+                    }));
+                }
+                check(
+                    index,
+                    record.timestamp_ms.unwrap_or(-1),
+                    record.key.is_some(),
+                )?;
+            }
+        }
     }
-    Ok(())
+    if let Some(kind) = key_error {
+        return Err(invalid(kind));
+    }
+    let stamped_as_is = header.timestamp_type == Some(TimestampType::CreateTime)
+        && header.max_timestamp_ms == max_timestamp_ms;
+    Ok((create_time && !stamped_as_is).then_some(max_timestamp_ms))
+}
+
+/// Leader: the bytes to write when some batch's CRC-covered header must change — every batch
+/// stamped LogAppendTime `now_ms` when `log_append_time_ms` is given ([`stamp_log_append_time`]),
+/// else the batches whose max timestamp is restamped ([`BatchSpan::restamp`]) rewritten in a
+/// copy; `None` (the caller's bytes are written as they are) when neither applies.
+///
+/// # Errors
+/// As [`stamp_log_append_time`].
+pub(crate) fn restamp(
+    chunks: &[&[u8]],
+    analysis: &mut Analysis,
+    log_append_time_ms: Option<i64>,
+) -> Result<Option<Vec<u8>>> {
+    if let Some(now_ms) = log_append_time_ms {
+        return stamp_log_append_time(chunks, analysis, now_ms).map(Some);
+    }
+    if analysis.batches.iter().all(|b| b.restamp.is_none()) {
+        return Ok(None);
+    }
+    let mut copy = copy_whole_batches(chunks, analysis);
+    for span in &mut analysis.batches {
+        if let Some(max_timestamp_ms) = span.restamp.take() {
+            seglog_records::set_max_timestamp(
+                &mut copy[span.range()],
+                TimestampType::CreateTime,
+                max_timestamp_ms,
+            )
+            .map_err(Error::Records)?;
+            span.header.max_timestamp_ms = max_timestamp_ms;
+            span.header.timestamp_type = Some(TimestampType::CreateTime);
+        }
+    }
+    Ok(Some(copy))
+}
+
+/// Copies the whole batches of `chunks` into one buffer; `analysis` then describes the copy
+/// (one chunk).
+fn copy_whole_batches(chunks: &[&[u8]], analysis: &mut Analysis) -> Vec<u8> {
+    let mut copy = Vec::with_capacity(analysis.valid_bytes);
+    let mut starts = Vec::with_capacity(chunks.len());
+    for (chunk, valid) in chunks.iter().zip(&analysis.chunk_valid) {
+        starts.push(copy.len());
+        copy.extend_from_slice(&chunk[..*valid]);
+    }
+    for span in &mut analysis.batches {
+        span.at += starts[span.chunk];
+        span.chunk = 0;
+    }
+    analysis.chunk_valid = vec![copy.len()];
+    copy
 }
 
 /// Leader: copies the whole batches of `chunks` into one buffer and stamps every batch of the
@@ -249,21 +382,14 @@ pub(crate) fn stamp_log_append_time(
     analysis: &mut Analysis,
     now_ms: i64,
 ) -> Result<Vec<u8>> {
-    let mut copy = Vec::with_capacity(analysis.valid_bytes);
-    let mut starts = Vec::with_capacity(chunks.len());
-    for (chunk, valid) in chunks.iter().zip(&analysis.chunk_valid) {
-        starts.push(copy.len());
-        copy.extend_from_slice(&chunk[..*valid]);
-    }
+    let mut copy = copy_whole_batches(chunks, analysis);
     for span in &mut analysis.batches {
-        span.at += starts[span.chunk];
-        span.chunk = 0;
         seglog_records::set_log_append_time(&mut copy[span.range()], now_ms)
             .map_err(Error::Records)?;
         span.header.max_timestamp_ms = now_ms;
         span.header.timestamp_type = Some(TimestampType::LogAppendTime);
+        span.restamp = None;
     }
-    analysis.chunk_valid = vec![copy.len()];
     Ok(copy)
 }
 
@@ -451,6 +577,251 @@ mod tests {
                 kind: AppendErrorKind::TimestampOutOfRange { .. }
             }
         ));
+    }
+
+    fn kind(e: Error) -> AppendErrorKind {
+        match e {
+            Error::InvalidAppend { kind } => kind,
+            other => panic!("expected an invalid append, got {other:?}"),
+        }
+    }
+
+    fn batch_with(timestamps: &[i64], compression: seglog_records::Compression) -> Vec<u8> {
+        let mut b = BatchBuilder::new(0).compression(compression);
+        for ts in timestamps {
+            b.append(*ts, Some(b"k"), Some(b"value"), &[]);
+        }
+        b.build().unwrap().to_vec()
+    }
+
+    const DAY_MS: i64 = 24 * 3_600_000;
+    const NOW: i64 = 1_700_000_000_000;
+
+    fn window(before_ms: i64, after_ms: i64) -> LogConfig {
+        LogConfig {
+            message_timestamp_before_max_ms: before_ms,
+            message_timestamp_after_max_ms: after_ms,
+            ..LogConfig::default()
+        }
+    }
+
+    /// Kafka's `validateTimestamp` runs on every record: a 2-day-old record sharing a batch
+    /// with a fresh one is refused (the header's max timestamp, the fresh one, is in the
+    /// window), compressed or not. Fails on the header-only check.
+    #[test]
+    fn every_record_timestamp_is_checked_against_the_window() {
+        use seglog_records::Compression;
+        let config = window(DAY_MS, 3_600_000);
+        for compression in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            let buf = batch_with(&[NOW - 2 * DAY_MS, NOW], compression);
+            let e = analyze(&[&buf], Origin::Leader, &config, NOW).unwrap_err();
+            assert_eq!(
+                kind(e),
+                AppendErrorKind::TimestampOutOfRange {
+                    position: 0,
+                    record_index: 0,
+                    timestamp_ms: NOW - 2 * DAY_MS,
+                    min_ms: NOW - DAY_MS,
+                    max_ms: NOW + 3_600_000,
+                },
+                "{compression:?}"
+            );
+            let future = batch_with(&[NOW, NOW + 2 * 3_600_000, NOW], compression);
+            let e = analyze(&[&future], Origin::Leader, &config, NOW).unwrap_err();
+            assert!(matches!(
+                kind(e),
+                AppendErrorKind::TimestampOutOfRange {
+                    record_index: 1,
+                    ..
+                }
+            ));
+            // -1 (no timestamp) is not checked, as in Kafka.
+            let none = batch_with(&[-1, NOW], compression);
+            analyze(&[&none], Origin::Leader, &config, NOW).unwrap();
+        }
+        // A LogAppendTime log looks at no record's timestamp.
+        let lat = LogConfig {
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..config
+        };
+        let old = batch_with(&[NOW - 2 * DAY_MS], seglog_records::Compression::None);
+        analyze(&[&old], Origin::Leader, &lat, NOW).unwrap();
+    }
+
+    /// The header's max timestamp is rewritten from the records when it differs (Kafka's
+    /// `setMaxTimestamp(CREATE_TIME, maxBatchTimestamp)`), with a valid CRC; a batch that is
+    /// right already is written as the caller gave it (no copy).
+    #[test]
+    fn the_header_max_timestamp_is_rewritten_from_the_records() {
+        use seglog_records::Compression;
+        let config = window(i64::MAX, i64::MAX);
+        for compression in [Compression::None, Compression::Lz4] {
+            let mut buf = batch_with(&[NOW + 5, NOW + 9, NOW + 7], compression);
+            seglog_records::set_max_timestamp(&mut buf, TimestampType::CreateTime, NOW).unwrap();
+            let mut a = analyze(&[&buf], Origin::Leader, &config, NOW).unwrap();
+            assert_eq!(a.batches[0].restamp, Some(NOW + 9));
+            let copy = restamp(&[&buf], &mut a, None).unwrap().expect("rewritten");
+            let bases = assign_offsets(&mut a, 20).unwrap();
+            let out = write_parts(&[&copy], &a, &bases).concat();
+            let b = BatchRef::parse(&out, 0).unwrap();
+            b.ensure_valid().unwrap();
+            assert_eq!(b.header().max_timestamp_ms, NOW + 9);
+            assert_eq!(a.max_timestamp(), (NOW + 9, 22));
+            let stamps: Vec<_> = b
+                .records(1 << 20)
+                .map(|r| r.unwrap().timestamp_ms.unwrap())
+                .collect();
+            assert_eq!(stamps, [NOW + 5, NOW + 9, NOW + 7], "records unchanged");
+            // Right already: nothing to rewrite.
+            let good = batch_with(&[NOW + 5, NOW + 9], compression);
+            let mut a = analyze(&[&good], Origin::Leader, &config, NOW).unwrap();
+            assert!(restamp(&[&good], &mut a, None).unwrap().is_none());
+        }
+        // A header max above every record's is lowered too.
+        let mut high = batch_with(&[NOW], Compression::None);
+        seglog_records::set_max_timestamp(&mut high, TimestampType::CreateTime, NOW + 50).unwrap();
+        let a = analyze(&[&high], Origin::Leader, &config, NOW).unwrap();
+        assert_eq!(a.batches[0].restamp, Some(NOW));
+    }
+
+    /// A producer may not choose LogAppendTime (Kafka's `validateTimestamp`): refused on a
+    /// LogAppendTime log, and on a CreateTime log when its records have no timestamp; on a
+    /// CreateTime log with timestamps in the window it is accepted and written as CreateTime
+    /// carrying the same max timestamp, as Kafka's in-place paths do.
+    #[test]
+    fn a_producer_chosen_log_append_time_is_refused_or_rewritten_as_kafka_does() {
+        let flagged = |ts: i64| {
+            let mut buf = batch_with(&[NOW - 10, NOW - 5], seglog_records::Compression::None);
+            seglog_records::set_log_append_time(&mut buf, ts).unwrap();
+            buf
+        };
+        let create = window(DAY_MS, 3_600_000);
+        let lat = LogConfig {
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..create.clone()
+        };
+        for config in [
+            &lat,
+            &LogConfig {
+                cleanup_policy: crate::CleanupPolicy::Compact,
+                ..lat.clone()
+            },
+        ] {
+            let e = analyze(&[&flagged(NOW)], Origin::Leader, config, NOW).unwrap_err();
+            assert_eq!(
+                kind(e),
+                AppendErrorKind::LogAppendTimeFromProducer {
+                    position: 0,
+                    record_index: 0
+                }
+            );
+        }
+        let e = analyze(&[&flagged(-1)], Origin::Leader, &create, NOW).unwrap_err();
+        assert!(matches!(
+            kind(e),
+            AppendErrorKind::LogAppendTimeFromProducer { .. }
+        ));
+        let e = analyze(&[&flagged(NOW - 2 * DAY_MS)], Origin::Leader, &create, NOW).unwrap_err();
+        assert!(matches!(
+            kind(e),
+            AppendErrorKind::TimestampOutOfRange { .. }
+        ));
+        let buf = flagged(NOW - 1);
+        let mut a = analyze(&[&buf], Origin::Leader, &create, NOW).unwrap();
+        let copy = restamp(&[&buf], &mut a, None).unwrap().expect("rewritten");
+        let b = BatchRef::parse(&copy, 0).unwrap();
+        b.ensure_valid().unwrap();
+        assert_eq!(
+            (b.header().timestamp_type, b.header().max_timestamp_ms),
+            (Some(TimestampType::CreateTime), NOW - 1)
+        );
+    }
+
+    /// A compressed batch's inner offsets must be 0, 1, 2, ... (Kafka re-compresses one that
+    /// is not; seglog refuses it), on a LogAppendTime log too; an uncompressed batch is
+    /// written as given, as Kafka's in-place path does.
+    #[test]
+    fn a_compressed_batch_with_gaps_in_its_inner_offsets_is_refused() {
+        use seglog_records::Compression;
+        let lat = LogConfig {
+            message_timestamp_type: TimestampType::LogAppendTime,
+            ..config()
+        };
+        for config in [config(), lat] {
+            let mut b = BatchBuilder::new(0).compression(Compression::Gzip);
+            b.append_with_offset(0, 100, Some(b"k"), Some(b"v"), &[])
+                .unwrap();
+            b.append_with_offset(2, 100, Some(b"k"), Some(b"v"), &[])
+                .unwrap();
+            b.append_with_offset(3, 100, Some(b"k"), Some(b"v"), &[])
+                .unwrap();
+            let mut buf = b.build().unwrap().to_vec();
+            // Make the header consistent (3 records, last delta 2) so only the gap is wrong.
+            let parsed = BatchRef::parse(&buf, 0).unwrap();
+            assert_eq!(parsed.header().record_count, Some(3));
+            if parsed.header().last_offset != 2 {
+                buf[23..27].copy_from_slice(&2i32.to_be_bytes());
+                let crc = seglog_records::crc32c(&buf[21..]);
+                buf[17..21].copy_from_slice(&crc.to_be_bytes());
+            }
+            let e = analyze(&[&buf], Origin::Leader, &config, 0).unwrap_err();
+            assert_eq!(
+                kind(e),
+                AppendErrorKind::InnerOffsetsNotConsecutive {
+                    position: 0,
+                    record_index: 1,
+                    offset_delta: 2
+                }
+            );
+        }
+    }
+
+    /// A transactional batch needs a producer id (#27); an idempotent one a sequence.
+    #[test]
+    fn a_transactional_batch_without_a_producer_id_is_refused() {
+        let mut b = BatchBuilder::new(0).transactional(true);
+        b.append(100, None, Some(b"v"), &[]);
+        let buf = b.build().unwrap().to_vec();
+        let e = analyze(&[&buf], Origin::Leader, &config(), 0).unwrap_err();
+        assert_eq!(
+            kind(e),
+            AppendErrorKind::TransactionalWithoutProducerId { position: 0 }
+        );
+        let mut b = BatchBuilder::new(0).producer(7, 0, 0).transactional(true);
+        b.append(100, None, Some(b"v"), &[]);
+        analyze(&[&b.build().unwrap()], Origin::Leader, &config(), 0).unwrap();
+    }
+
+    /// A timestamp error wins over an earlier record's missing key, as Kafka's
+    /// `processRecordErrors` raises `InvalidTimestampException` when any record has one.
+    #[test]
+    fn a_timestamp_error_wins_over_a_key_error() {
+        let compacted = LogConfig {
+            cleanup_policy: crate::CleanupPolicy::Compact,
+            ..window(DAY_MS, 3_600_000)
+        };
+        let mut b = BatchBuilder::new(0);
+        b.append(NOW, None, Some(b"v"), &[]);
+        b.append(NOW - 2 * DAY_MS, Some(b"k"), Some(b"v"), &[]);
+        let e = analyze(&[&b.build().unwrap()], Origin::Leader, &compacted, NOW).unwrap_err();
+        assert!(matches!(
+            kind(e),
+            AppendErrorKind::TimestampOutOfRange {
+                record_index: 1,
+                ..
+            }
+        ));
+        let mut b = BatchBuilder::new(0);
+        b.append(NOW, Some(b"k"), Some(b"v"), &[]);
+        b.append(NOW, None, Some(b"v"), &[]);
+        let e = analyze(&[&b.build().unwrap()], Origin::Leader, &compacted, NOW).unwrap_err();
+        assert_eq!(
+            kind(e),
+            AppendErrorKind::MissingKey {
+                position: 0,
+                record_index: 1
+            }
+        );
     }
 
     #[test]

@@ -326,7 +326,14 @@ pub fn verify_dir_with(
 }
 
 /// Every `.txnindex` against the entries a full recovery rebuilds from the markers (in
-/// memory: read-only).
+/// memory: read-only). An index equal to the rebuilt one passes at once. One that differs
+/// passes when it is one Kafka's cleaner may leave (its `CleanedTransactionMetadata` keeps an
+/// aborted transaction's entry in the round that removes the transaction's data, with the
+/// ABORT marker, while a rebuild finds no data and so no entry; a later round drops the
+/// entry, the marker stays until its delete horizon): every rebuilt entry is on disk (same
+/// producer and marker, first offset no later, last stable offset no higher), every other
+/// entry names an ABORT marker of its producer in the segment, and a `read_committed`
+/// consumer fed the on-disk entries drops exactly the batches it drops with the rebuilt ones.
 fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
     let options = seglog::LogOpenOptions {
         read_only: true,
@@ -341,6 +348,8 @@ fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
     };
     let expected: std::collections::BTreeMap<i64, Vec<seglog::AbortedTxn>> =
         expected.into_iter().collect();
+    let mut differing = Vec::new();
+    let mut on_disk_all = Vec::new();
     for segment in log.segments() {
         let path = seglog_segment::file_path(
             dir,
@@ -370,24 +379,210 @@ fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
             .get(&segment.base_offset)
             .cloned()
             .unwrap_or_default();
+        on_disk_all.extend(on_disk.iter().copied());
         if on_disk != want {
-            let at = on_disk
-                .iter()
-                .zip(&want)
-                .position(|(a, b)| a != b)
-                .unwrap_or(on_disk.len().min(want.len()));
-            v.problem(
-                &path,
-                Some((at * seglog::AbortedTxn::SIZE) as u64),
-                ProblemKind::TxnIndexMismatch,
-                format!(
-                    "{} aborted transactions, the segment's ABORT markers give {} (first difference at entry {at}); `seglog recover` rewrites it",
-                    on_disk.len(),
-                    want.len()
-                ),
-            );
+            differing.push((segment.base_offset, path, on_disk, want));
         }
     }
+    if differing.is_empty() {
+        return;
+    }
+    let rebuilt: Vec<_> = expected.values().flatten().copied().collect();
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    // On a read error the walk reported the damage already: judge by equality alone.
+    let replay = replay_read_committed(dir, &bases, &on_disk_all, &rebuilt, v.max_batch_bytes).ok();
+    for (base, path, on_disk, want) in differing {
+        let verdict = match &replay {
+            Some(replay) => cleaned_index_fault(base, &on_disk, &want, replay),
+            None => Some(String::from("the segment could not be read to compare")),
+        };
+        let Some(why) = verdict else { continue };
+        let at = on_disk
+            .iter()
+            .zip(&want)
+            .position(|(a, b)| a != b)
+            .unwrap_or(on_disk.len().min(want.len()));
+        v.problem(
+            &path,
+            Some((at * seglog::AbortedTxn::SIZE) as u64),
+            ProblemKind::TxnIndexMismatch,
+            format!(
+                "{} aborted transactions, the segment's ABORT markers give {} (first difference at entry {at}): {why}; `seglog recover` rewrites it",
+                on_disk.len(),
+                want.len()
+            ),
+        );
+    }
+}
+
+/// What a replay of the log's batches found: the ABORT markers (producer, offset, segment
+/// base) that hold a control record, and the data batches a `read_committed` consumer drops
+/// with the on-disk entries and with the rebuilt ones.
+struct Replay {
+    aborts: std::collections::HashSet<(i64, i64, i64)>,
+    dropped_on_disk: Vec<i64>,
+    dropped_rebuilt: Vec<i64>,
+}
+
+/// A Kafka consumer's `read_committed` filter (`abortedProducerIds`): an aborted
+/// transaction's producer is added when a batch reaches its first offset and removed at the
+/// producer's ABORT marker; its transactional batches in between are dropped.
+struct ConsumerFilter {
+    pending: Vec<seglog::AbortedTxn>,
+    aborted: std::collections::HashSet<i64>,
+    dropped: Vec<i64>,
+}
+
+impl ConsumerFilter {
+    fn new(entries: &[seglog::AbortedTxn]) -> Self {
+        let mut pending = entries.to_vec();
+        pending.sort_by_key(|t| std::cmp::Reverse(t.first_offset));
+        ConsumerFilter {
+            pending,
+            aborted: Default::default(),
+            dropped: Vec::new(),
+        }
+    }
+
+    fn batch(&mut self, header: &seglog::BatchHeader, abort_marker: bool) {
+        if header.producer_id < 0 {
+            return;
+        }
+        while self
+            .pending
+            .last()
+            .is_some_and(|t| t.first_offset <= header.last_offset)
+        {
+            if let Some(t) = self.pending.pop() {
+                self.aborted.insert(t.producer_id);
+            }
+        }
+        if abort_marker {
+            self.aborted.remove(&header.producer_id);
+        } else if !header.is_control
+            && header.is_transactional
+            && self.aborted.contains(&header.producer_id)
+        {
+            self.dropped.push(header.last_offset);
+        }
+    }
+}
+
+/// Streams every segment's batches once (one batch in memory at a time) through both filters.
+fn replay_read_committed(
+    dir: &Path,
+    bases: &[i64],
+    on_disk: &[seglog::AbortedTxn],
+    rebuilt: &[seglog::AbortedTxn],
+    max_batch_bytes: u32,
+) -> Result<Replay, Error> {
+    let mut with_disk = ConsumerFilter::new(on_disk);
+    let mut with_rebuilt = ConsumerFilter::new(rebuilt);
+    let mut aborts = std::collections::HashSet::new();
+    for &base in bases {
+        let path = seglog_segment::file_path(dir, base, seglog_segment::FileKind::LOG);
+        let mut stream = LogStream::open(&path, max_batch_bytes)?;
+        while let Step::Batch(batch) = stream.next_step()? {
+            let header = *batch.header();
+            let abort_marker = header.is_control
+                && batch
+                    .control_record()
+                    .ok()
+                    .flatten()
+                    .is_some_and(|c| c.control_type == seglog::ControlRecordType::Abort);
+            if abort_marker {
+                aborts.insert((header.producer_id, header.last_offset, base));
+            }
+            with_disk.batch(&header, abort_marker);
+            with_rebuilt.batch(&header, abort_marker);
+        }
+    }
+    Ok(Replay {
+        aborts,
+        dropped_on_disk: with_disk.dropped,
+        dropped_rebuilt: with_rebuilt.dropped,
+    })
+}
+
+/// Why the `.txnindex` of segment `base` (`on_disk`, differing from the rebuilt `want`) is
+/// not one Kafka's cleaner leaves; `None` when it is.
+fn cleaned_index_fault(
+    base: i64,
+    on_disk: &[seglog::AbortedTxn],
+    want: &[seglog::AbortedTxn],
+    replay: &Replay,
+) -> Option<String> {
+    for w in want {
+        let found = on_disk
+            .iter()
+            .find(|d| d.producer_id == w.producer_id && d.last_offset == w.last_offset);
+        match found {
+            None => {
+                return Some(format!(
+                    "no entry for producer {}'s aborted transaction ending at {}",
+                    w.producer_id, w.last_offset
+                ));
+            }
+            Some(d)
+                if d.first_offset > w.first_offset
+                    || d.last_stable_offset > w.last_stable_offset =>
+            {
+                return Some(format!(
+                    "the entry of producer {} ending at {} starts at {} (last stable offset {}); its data starts at {} (last stable offset {})",
+                    d.producer_id,
+                    d.last_offset,
+                    d.first_offset,
+                    d.last_stable_offset,
+                    w.first_offset,
+                    w.last_stable_offset
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for d in on_disk {
+        if !seen.insert((d.producer_id, d.last_offset)) {
+            return Some(format!(
+                "two entries of producer {} ending at {}",
+                d.producer_id, d.last_offset
+            ));
+        }
+        if d.first_offset < 0
+            || d.first_offset > d.last_offset
+            || d.last_stable_offset > d.last_offset.saturating_add(1)
+            || !replay
+                .aborts
+                .contains(&(d.producer_id, d.last_offset, base))
+        {
+            return Some(format!(
+                "the entry of producer {} for offsets {}..={} (last stable offset {}) names no ABORT marker of its producer in the segment",
+                d.producer_id, d.first_offset, d.last_offset, d.last_stable_offset
+            ));
+        }
+    }
+    if replay.dropped_on_disk != replay.dropped_rebuilt {
+        let first = replay
+            .dropped_on_disk
+            .iter()
+            .zip(&replay.dropped_rebuilt)
+            .find(|(a, b)| a != b)
+            .map_or_else(
+                || {
+                    let (a, b) = (&replay.dropped_on_disk, &replay.dropped_rebuilt);
+                    if a.len() > b.len() {
+                        a[b.len()]
+                    } else {
+                        b[a.len()]
+                    }
+                },
+                |(a, b)| *a.min(b),
+            );
+        return Some(format!(
+            "a read_committed consumer would treat the batch ending at offset {first} differently than the markers say"
+        ));
+    }
+    None
 }
 
 /// A batch as the index checks need it.

@@ -123,3 +123,39 @@ fn read_by_timestamp_into_is_the_lookup_and_the_fetch_in_one() {
     );
     assert_eq!(inside.position, fetch.position);
 }
+
+/// A producer's batch whose header max timestamp lies below one of its records' (Kafka's
+/// `LogValidator` rewrites the header from the records): the log stores the records' max,
+/// so `ListOffsets` by that timestamp and `MaxTimestamp` find the record. With the header
+/// kept as sent (the old header-only validation) both answered nothing / the wrong record.
+#[test]
+fn a_header_max_timestamp_below_a_record_is_rewritten_so_lookups_find_the_record() {
+    let config = LogConfig {
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        ..LogConfig::default()
+    };
+    let (_dir, _clock, log) = fresh(config);
+    log.append(&batch(T0, &[b"a", b"b"])).unwrap();
+    let mut lying = batch(T0 + 100, &[b"c", b"d", b"e"]);
+    seglog_records::set_max_timestamp(&mut lying, seglog::TimestampType::CreateTime, T0 + 1)
+        .unwrap();
+    let info = log.append(&lying).unwrap();
+    assert_eq!(info.max_timestamp_ms, Some(T0 + 102));
+    let found = log
+        .offset_for_timestamp(ListOffsets::Timestamp(T0 + 101))
+        .unwrap()
+        .map(|f| (f.offset, f.timestamp_ms));
+    assert_eq!(found, Some((3, T0 + 101)));
+    let max = log
+        .offset_for_timestamp(ListOffsets::MaxTimestamp)
+        .unwrap()
+        .map(|f| (f.offset, f.timestamp_ms));
+    assert_eq!(max, Some((4, T0 + 102)));
+    // The stored batch carries the records' max and a valid CRC.
+    let fetched = log.read(2, 1 << 20, Isolation::LogEnd, true).unwrap();
+    let bytes = fetched.slice.read_to_vec().unwrap();
+    let stored = seglog::BatchRef::parse(&bytes, 0).unwrap();
+    stored.ensure_valid().unwrap();
+    assert_eq!(stored.header().max_timestamp_ms, T0 + 102);
+}

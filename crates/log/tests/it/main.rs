@@ -34,3 +34,4 @@ mod recovery_reads;
 mod reopen;
 mod retention;
 mod truncation;
+mod txn_compaction;
