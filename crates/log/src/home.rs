@@ -176,7 +176,7 @@ fn entry(
     // partition (a copied or renamed directory, a stray edit) is reported, never applied.
     if own_root && let Some(other) = map.keys().next() {
         let prefix = format!("{} {} ", other.topic, other.partition);
-        let line = std::fs::read_to_string(file.path()).ok().and_then(|text| {
+        let line = crate::checkpoint::read_bounded(file.path()).ok().flatten().and_then(|text| {
             text.lines()
                 .position(|l| l.starts_with(&prefix))
                 .map(|i| i as u64 + 1)
@@ -257,10 +257,14 @@ pub(crate) fn open_standalone(
 }
 
 /// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
-pub(crate) fn peek_read_only(dir: &Path) -> (InitialState, Vec<CheckpointProblem>) {
+///
+/// # Errors
+/// [`crate::Error::Io`] when the clean-shutdown marker's name holds something other than a
+/// regular file.
+pub(crate) fn peek_read_only(dir: &Path) -> Result<(InitialState, Vec<CheckpointProblem>)> {
     let (root, shared) = root_for(dir);
-    let clean = CleanShutdownMarker::new(&root, &Io::direct()).exists();
-    read_state(&root, &key_for(dir), !shared, clean)
+    let clean = CleanShutdownMarker::new(&root, &Io::direct()).exists()?;
+    Ok(read_state(&root, &key_for(dir), !shared, clean))
 }
 
 impl StateHome {
@@ -445,7 +449,7 @@ mod tests {
             Err(crate::Error::Locked { .. })
         ));
         drop(home);
-        let (peek, _) = peek_read_only(&dir);
+        let (peek, _) = peek_read_only(&dir).unwrap();
         assert_eq!(
             peek,
             InitialState {
