@@ -87,7 +87,8 @@ pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
 pub use crate::txn_index::{
-    AbortedTxn, MIN_CONTROL_BATCH_BYTES, TxnIndexSearch, decode_txn_index, read_txn_index,
+    AbortedTxn, MIN_CONTROL_BATCH_BYTES, TxnIndexSearch, check_txn_entry, decode_txn_index,
+    read_txn_index,
     txn_index_limit,
 };
 pub use crate::walk::TruncationReason;

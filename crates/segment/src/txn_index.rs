@@ -163,7 +163,7 @@ pub fn read_txn_index(path: &Path, base_offset: i64, segment_bytes: u64) -> Resu
         }
         let txn = AbortedTxn::decode(&bytes)
             .map_err(|version| corrupt(position, CorruptKind::TxnIndexVersion { version }))?;
-        check_entry(&txn, base_offset, previous)
+        check_txn_entry(&txn, base_offset, previous)
             .map_err(|problem| corrupt(position, CorruptKind::TxnIndex(problem)))?;
         previous = Some(txn.last_offset);
         entries.push(txn);
@@ -171,8 +171,12 @@ pub fn read_txn_index(path: &Path, base_offset: i64, segment_bytes: u64) -> Resu
     Ok(entries)
 }
 
-/// One entry's checks (see [`read_txn_index`]).
-fn check_entry(
+/// One entry's checks (see [`read_txn_index`]): `previous_last_offset` is the marker offset
+/// of the entry before it, if any.
+///
+/// # Errors
+/// The first [`TxnIndexProblem`] found.
+pub fn check_txn_entry(
     txn: &AbortedTxn,
     base_offset: i64,
     previous_last_offset: Option<i64>,

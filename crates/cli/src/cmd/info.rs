@@ -101,6 +101,12 @@ pub struct Totals {
 pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
     let listing = DirListing::read(&args.dir)?;
     let dirs = if listing.is_log_dirs_root() {
+        if let Some((path, what)) = listing.irregular.first() {
+            return Err(Error::NotRegular {
+                path: path.clone(),
+                what: what.clone(),
+            });
+        }
         listing.partition_dirs()
     } else {
         vec![args.dir.clone()]
@@ -165,7 +171,7 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
 /// Walks the batch headers of a segment's published bytes (seeking over record data).
 fn segment_line(segment: &SegmentInfo) -> Result<SegmentLine, Error> {
     let path = &segment.path;
-    let file = File::open(path).map_err(Error::io("open", path))?;
+    let (file, _) = crate::log_stream::open_checked(path)?;
     let mut line = SegmentLine {
         base_offset: segment.base_offset,
         bytes: segment.size_bytes,

@@ -16,6 +16,7 @@ mod produce_read;
 mod recover_agrees;
 mod repair;
 mod repair_policy;
+mod state_files;
 mod support;
 mod transactions;
 mod usage;
