@@ -19,6 +19,7 @@ mod repair_policy;
 mod state_files;
 mod support;
 mod transactions;
+mod txn_index_damage;
 mod usage;
 mod verbose;
 mod verify;
