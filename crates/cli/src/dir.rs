@@ -205,6 +205,27 @@ impl DirListing {
         self.segments.is_empty() && !self.partition_dirs().is_empty()
     }
 
+    /// Segments `recover` set aside as `<base>.log.damaged` (damaged from their first byte in
+    /// flushed data; bytes unchanged, never loaded), with their base offsets and lengths,
+    /// oldest first. Their records are not served: `read` and `verify` say so.
+    pub fn set_aside(&self) -> Vec<(PathBuf, i64, u64)> {
+        let mut out: Vec<(PathBuf, i64, u64)> = self
+            .other
+            .iter()
+            .filter_map(|path| {
+                let name = path.file_name()?.to_str()?;
+                let base = name.strip_suffix(".log.damaged")?;
+                if base.len() != 20 || !base.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let len = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+                Some((path.clone(), base.parse().ok()?, len))
+            })
+            .collect();
+        out.sort_by_key(|(_, base, _)| *base);
+        out
+    }
+
     /// Sub-directories whose names parse as partition directories.
     pub fn partition_dirs(&self) -> Vec<PathBuf> {
         self.subdirs

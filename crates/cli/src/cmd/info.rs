@@ -112,8 +112,10 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
         vec![args.dir.clone()]
     };
     let mut out = Out::stdout();
+    let mut damage = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
-        let info = log_info(dir)?;
+        let (info, unreadable) = log_info_and_damage(dir)?;
+        damage.extend(unreadable);
         if args.json {
             out.json(&info)?;
         } else {
@@ -124,6 +126,16 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
         }
     }
     out.flush()?;
+    // Bytes the read-only open could not serve (its in-memory recovery stopped at damage):
+    // reported as `read` reports them, for a partition and for every partition of a root
+    // alike, after everything else was printed (exit 1).
+    let mut damage = damage.into_iter();
+    if let Some(first) = damage.next() {
+        for more in damage {
+            eprintln!("seglog: error: {}", more.one_line());
+        }
+        return Err(first);
+    }
     Ok(Outcome::Ok)
 }
 
@@ -132,8 +144,15 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
 /// # Errors
 /// A log that cannot be loaded; I/O errors reading segment headers.
 pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
+    log_info_and_damage(dir).map(|(info, _)| info)
+}
+
+/// [`log_info`], with the damage the open's in-memory recovery could not serve past
+/// ([`Error::Unreadable`] per damaged segment, oldest first).
+fn log_info_and_damage(dir: &Path) -> Result<(LogInfo, Vec<Error>), Error> {
     DirListing::partition(dir)?;
     let log = Log::open_read_only(dir, LogConfig::default())?;
+    let damage = crate::cmd::read::unreadable_tails(&log);
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
@@ -150,7 +169,7 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
         totals.records += line.records;
         segments.push(line);
     }
-    Ok(LogInfo {
+    let info = LogInfo {
         dir: dir.to_owned(),
         topic: name.as_ref().map(|n| n.topic_partition.topic.clone()),
         partition: name.as_ref().map(|n| n.topic_partition.partition),
@@ -165,7 +184,8 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
         ongoing_transactions: log.ongoing_transactions(),
         segments,
         totals,
-    })
+    };
+    Ok((info, damage))
 }
 
 /// Walks the batch headers of a segment's published bytes (seeking over record data).

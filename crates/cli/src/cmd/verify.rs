@@ -74,8 +74,12 @@ pub enum ProblemKind {
     /// device, or a symlink to one or to nowhere): nothing reads it, and the log cannot load.
     NotAFile,
     /// A `.txnindex` whose entries differ from the aborted transactions its segment's ABORT
-    /// markers give (as Kafka's recovery rebuilds them; `seglog recover` rewrites it).
+    /// markers give (as Kafka's recovery rebuilds them; `seglog recover` rewrites it), or that
+    /// fails the checks the log runs at first use.
     TxnIndexMismatch,
+    /// A `<base>.log.damaged` that `recover` set aside (damaged from its first byte in
+    /// flushed data): its bytes are kept, its records are not served.
+    DamagedSetAside,
 }
 
 /// One finding: the file, the byte position in it (when there is one) and what is wrong.
@@ -217,6 +221,14 @@ pub fn verify_dir_with(
             None,
             ProblemKind::StrayFile,
             "not a segment this log can hold (a name other than Kafka's 20-digit base offset, or base offset i64::MAX, after which no offset fits): ignored by seglog, loaded as a segment by a broker; move it out".into(),
+        );
+    }
+    for (path, base, len) in listing.set_aside() {
+        v.problem(
+            &path,
+            Some(0),
+            ProblemKind::DamagedSetAside,
+            format!("{len} bytes from offset {base} set aside by `seglog recover` (damaged from the first byte): kept, not served"),
         );
     }
     for path in &listing.leftovers {

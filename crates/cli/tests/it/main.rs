@@ -6,6 +6,7 @@
 mod bounded_memory;
 mod compact;
 mod corpus;
+mod damage_reports;
 mod corpus_read;
 mod full_disk;
 mod hostile;
