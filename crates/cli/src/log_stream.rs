@@ -374,7 +374,8 @@ impl<const N: usize> EntryStream<N> {
 /// # Errors
 /// [`Error::NotRegular`] / [`Error::NotFound`] / [`Error::Io`] naming the file.
 pub fn open_checked(path: &Path) -> Result<(File, u64), Error> {
-    let (file, meta) = seglog_segment::open_regular(path, false).map_err(Error::io("open", path))?;
+    let (file, meta) =
+        seglog_segment::open_regular(path, false).map_err(Error::io("open", path))?;
     Ok((file, meta.len()))
 }
 

@@ -357,7 +357,9 @@ mod tests {
         ] {
             let file = OffsetCheckpointFile::new(path);
             match file.read() {
-                Err(Error::Io { path: p, source, .. }) => {
+                Err(Error::Io {
+                    path: p, source, ..
+                }) => {
                     assert_eq!(&p, path);
                     assert_eq!(seglog_segment::not_regular(&source), Some(want));
                 }
@@ -365,7 +367,10 @@ mod tests {
             }
             let (map, problem) = file.read_or_report();
             assert!(map.is_empty());
-            assert_eq!(problem.unwrap().kind, CheckpointProblemKind::NotRegular(want));
+            assert_eq!(
+                problem.unwrap().kind,
+                CheckpointProblemKind::NotRegular(want)
+            );
         }
         let epochs = crate::LeaderEpochCheckpointFile::in_dir(dir.path());
         mkfifo(epochs.path());

@@ -40,7 +40,11 @@ impl CleanShutdownMarker {
     pub(crate) fn exists(&self) -> Result<bool> {
         match seglog_segment::open_regular_if_exists(&self.path) {
             Ok(found) => Ok(found.is_some()),
-            Err(e) => Err(crate::Error::io("open clean-shutdown marker", &self.path, e)),
+            Err(e) => Err(crate::Error::io(
+                "open clean-shutdown marker",
+                &self.path,
+                e,
+            )),
         }
     }
 

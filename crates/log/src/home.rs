@@ -176,11 +176,14 @@ fn entry(
     // partition (a copied or renamed directory, a stray edit) is reported, never applied.
     if own_root && let Some(other) = map.keys().next() {
         let prefix = format!("{} {} ", other.topic, other.partition);
-        let line = crate::checkpoint::read_bounded(file.path()).ok().flatten().and_then(|text| {
-            text.lines()
-                .position(|l| l.starts_with(&prefix))
-                .map(|i| i as u64 + 1)
-        });
+        let line = crate::checkpoint::read_bounded(file.path())
+            .ok()
+            .flatten()
+            .and_then(|text| {
+                text.lines()
+                    .position(|l| l.starts_with(&prefix))
+                    .map(|i| i as u64 + 1)
+            });
         problems.push(CheckpointProblem {
             path: file.path().to_path_buf(),
             line,

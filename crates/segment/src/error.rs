@@ -218,9 +218,9 @@ impl fmt::Display for TxnIndexProblem {
                 f,
                 "{len} bytes is not a whole number of 34-byte aborted transaction entries"
             ),
-            TxnIndexProblem::Negative => f.write_str(
-                "aborted transaction entry with a negative producer id or offset",
-            ),
+            TxnIndexProblem::Negative => {
+                f.write_str("aborted transaction entry with a negative producer id or offset")
+            }
             TxnIndexProblem::FirstAfterLast {
                 first_offset,
                 last_offset,

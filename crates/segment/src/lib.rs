@@ -81,15 +81,15 @@ pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset, TimestampBatch};
 pub use crate::recover::RecoveryReport;
 pub use crate::regular_file::{
-    NonRegularKind, NotRegularFile, create_regular, not_regular, open_regular, open_regular_if_exists,
+    NonRegularKind, NotRegularFile, create_regular, not_regular, open_regular,
+    open_regular_if_exists,
 };
 pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
 pub use crate::txn_index::{
     AbortedTxn, MIN_CONTROL_BATCH_BYTES, TxnIndexSearch, check_txn_entry, decode_txn_index,
-    read_txn_index,
-    txn_index_limit,
+    read_txn_index, txn_index_limit,
 };
 pub use crate::walk::TruncationReason;
 pub use seglog_index_core::TimestampOffset;

@@ -178,7 +178,11 @@ mod tests {
         let link = dir.path().join("link");
         std::os::unix::fs::symlink(&path, &link).unwrap();
         assert_eq!(open_regular(&link, true).unwrap().1.len(), 5);
-        assert!(open_regular_if_exists(&dir.path().join("missing")).unwrap().is_none());
+        assert!(
+            open_regular_if_exists(&dir.path().join("missing"))
+                .unwrap()
+                .is_none()
+        );
     }
 
     #[test]

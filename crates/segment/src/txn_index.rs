@@ -116,7 +116,11 @@ pub fn txn_index_limit(segment_bytes: u64) -> u64 {
 /// # Errors
 /// [`Error::Io`] (a non-regular file included); [`Error::Corrupt`] naming the first entry
 /// that fails, with [`crate::CorruptKind::TxnIndexVersion`] or [`crate::CorruptKind::TxnIndex`].
-pub fn read_txn_index(path: &Path, base_offset: i64, segment_bytes: u64) -> Result<Vec<AbortedTxn>> {
+pub fn read_txn_index(
+    path: &Path,
+    base_offset: i64,
+    segment_bytes: u64,
+) -> Result<Vec<AbortedTxn>> {
     use std::io::Read;
     let corrupt = |position: u64, kind: CorruptKind| Error::Corrupt {
         path: path.to_owned(),
@@ -264,7 +268,8 @@ impl Segment {
             });
         }
         use std::os::unix::fs::FileExt;
-        let file = crate::regular_file::create_regular(&path).map_err(Error::io(IoOp::Open, &path))?;
+        let file =
+            crate::regular_file::create_regular(&path).map_err(Error::io(IoOp::Open, &path))?;
         // At the end of the entries read (a torn tail, which the checks refuse, was never read).
         file.write_all_at(&txn.encode(), (entries.len() * AbortedTxn::SIZE) as u64)
             .map_err(Error::io(IoOp::Write, &path))?;
@@ -294,7 +299,8 @@ impl Segment {
                     .map_err(Error::io(IoOp::Open, &path))?;
                 file.set_len(0).map_err(Error::io(IoOp::SetLength, &path))?;
                 let bytes: Vec<u8> = txns.iter().flat_map(|t| t.encode()).collect();
-                file.write_all(&bytes).map_err(Error::io(IoOp::Write, &path))?;
+                file.write_all(&bytes)
+                    .map_err(Error::io(IoOp::Write, &path))?;
             }
         }
         *lock(&self.txns) = Some(txns);
@@ -425,7 +431,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("00000000000000000100.txnindex");
         let cases: [(&[AbortedTxn], u64, TxnIndexProblem); 5] = [
-            (&[txn(1, 100, 101), txn(-1, 100, 102)], 34, TxnIndexProblem::Negative),
+            (
+                &[txn(1, 100, 101), txn(-1, 100, 102)],
+                34,
+                TxnIndexProblem::Negative,
+            ),
             (
                 &[txn(1, 105, 101)],
                 0,
@@ -471,7 +481,10 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         assert_eq!(
             problem(read_txn_index(&path, 100, 10_000)),
-            (34, CorruptKind::TxnIndex(TxnIndexProblem::PartialEntry { len: 39 }))
+            (
+                34,
+                CorruptKind::TxnIndex(TxnIndexProblem::PartialEntry { len: 39 })
+            )
         );
         let mut v5 = txn(1, 100, 101).encode();
         v5[1] = 5;
@@ -519,7 +532,9 @@ mod tests {
             .success();
         assert!(ok, "mkfifo");
         match read_txn_index(&path, 0, 8000) {
-            Err(Error::Io { path: p, source, .. }) => {
+            Err(Error::Io {
+                path: p, source, ..
+            }) => {
                 assert_eq!(p, path);
                 assert_eq!(
                     crate::not_regular(&source),

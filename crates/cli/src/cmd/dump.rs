@@ -643,7 +643,11 @@ impl Dumper<'_> {
         }
         if len % seglog::AbortedTxn::SIZE as u64 != 0 {
             let problem = seglog_segment::TxnIndexProblem::PartialEntry { len };
-            return self.problem(&file, len - len % seglog::AbortedTxn::SIZE as u64, problem.to_string());
+            return self.problem(
+                &file,
+                len - len % seglog::AbortedTxn::SIZE as u64,
+                problem.to_string(),
+            );
         }
         Ok(())
     }

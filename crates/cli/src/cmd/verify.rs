@@ -369,7 +369,9 @@ fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
                         &path,
                         Some(position),
                         ProblemKind::TxnIndexMismatch,
-                        format!("{kind}; `seglog recover` rebuilds it from the segment's ABORT markers"),
+                        format!(
+                            "{kind}; `seglog recover` rebuilds it from the segment's ABORT markers"
+                        ),
                     );
                     continue;
                 }

@@ -91,7 +91,11 @@ fn read_and_verify_name_a_segment_recover_set_aside() {
     assert_eq!(head.code, 0, "{}", head.stderr);
     let verify = seglog(["verify".as_ref(), dir.as_os_str(), "--json".as_ref()]);
     assert_eq!(verify.code, 1, "{}", verify.stdout);
-    assert!(verify.stdout.contains("damaged_set_aside"), "{}", verify.stdout);
+    assert!(
+        verify.stdout.contains("damaged_set_aside"),
+        "{}",
+        verify.stdout
+    );
     // Nothing was deleted: the bytes are all still there.
     assert_eq!(std::fs::metadata(&aside).unwrap().len(), 5608);
 }

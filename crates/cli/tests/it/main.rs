@@ -6,8 +6,8 @@
 mod bounded_memory;
 mod compact;
 mod corpus;
-mod damage_reports;
 mod corpus_read;
+mod damage_reports;
 mod full_disk;
 mod hostile;
 mod kafka_fixtures;

@@ -100,7 +100,8 @@ fn listing(dir: &Path) -> BTreeMap<PathBuf, (String, Option<Vec<u8>>)> {
         let path = entry.unwrap().path();
         let meta = path.symlink_metadata().unwrap();
         let kind = format!("{:?}", meta.file_type());
-        let bytes = (meta.is_file() && meta.len() < (1 << 20)).then(|| std::fs::read(&path).unwrap());
+        let bytes =
+            (meta.is_file() && meta.len() < (1 << 20)).then(|| std::fs::read(&path).unwrap());
         out.insert(path, (kind, bytes));
     }
     out
@@ -187,9 +188,17 @@ fn every_state_file_that_is_not_a_regular_file_is_refused_at_once_and_nothing_is
                 let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
                 let case = format!("{file} as {what}: seglog {args:?}");
                 let out = run_bounded(&args);
-                assert!(out.code == 1 || out.code == 2, "{case}: exit {} {}", out.code, out.stderr);
+                assert!(
+                    out.code == 1 || out.code == 2,
+                    "{case}: exit {} {}",
+                    out.code,
+                    out.stderr
+                );
                 let said = format!("{}{}", out.stdout, out.stderr);
-                assert!(said.contains(file), "{case}: does not name the file: {said}");
+                assert!(
+                    said.contains(file),
+                    "{case}: does not name the file: {said}"
+                );
                 assert!(!said.contains("panicked"), "{case}: {said}");
                 if let Some(kib) = out.rss_kib {
                     assert!(kib < BOUND_KIB, "{case}: peak RSS {kib} KiB");

@@ -32,17 +32,34 @@ fn produce(dir: &Path, extra: &[&str], values: &[&str]) {
 /// COMMIT at 5): the `.txnindex` holds producer 8, first 1, last 3, LSO 4.
 fn txn_log(dir: &Path) {
     produce(dir, &[], &["plain-1"]);
-    let txn = ["--producer-id", "8", "--producer-epoch", "0", "--transactional"];
+    let txn = [
+        "--producer-id",
+        "8",
+        "--producer-epoch",
+        "0",
+        "--transactional",
+    ];
     produce(dir, &txn, &["aborted-1", "aborted-2"]);
     let marker = |kind: &str| {
         let out = run(
-            &["marker", "--producer-id", "8", "--producer-epoch", "0", kind],
+            &[
+                "marker",
+                "--producer-id",
+                "8",
+                "--producer-epoch",
+                "0",
+                kind,
+            ],
             dir,
         );
         assert_eq!(out.code, 0, "{}", out.stderr);
     };
     marker("--abort");
-    produce(dir, &[&txn[..], &["--base-sequence", "2"]].concat(), &["committed-1"]);
+    produce(
+        dir,
+        &[&txn[..], &["--base-sequence", "2"]].concat(),
+        &["committed-1"],
+    );
     marker("--commit");
 }
 
@@ -71,7 +88,15 @@ fn a_damaged_txn_index_fails_read_committed_is_flagged_and_rebuilt() {
     let cases: [(&str, Vec<u8>, &str); 7] = [
         ("truncated", good[..17].to_vec(), "not a whole number"),
         ("version 5", version5, "unknown version 5"),
-        ("garbage", vec![0x00, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00], "negative"),
+        (
+            "garbage",
+            vec![
+                0x00, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55, 0x44,
+                0x33, 0x22, 0x11, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66,
+                0x55, 0x44, 0x33, 0x22, 0x11, 0x00,
+            ],
+            "negative",
+        ),
         ("negative", entry(8, -1, 3, 4), "negative"),
         ("inverted", entry(8, 3, 1, 4), "after its ABORT marker"),
         (
@@ -79,7 +104,11 @@ fn a_damaged_txn_index_fails_read_committed_is_flagged_and_rebuilt() {
             [entry(8, 1, 3, 4), entry(8, 1, 2, 4)].concat(),
             "not above the previous",
         ),
-        ("oversized", vec![0; 1 << 20], "more than the segment can hold"),
+        (
+            "oversized",
+            vec![0; 1 << 20],
+            "more than the segment can hold",
+        ),
     ];
     for (what, bytes, says) in cases {
         let dir = tmp.path().join("t-0");
@@ -99,7 +128,11 @@ fn a_damaged_txn_index_fails_read_committed_is_flagged_and_rebuilt() {
             "{what}: {}",
             read.stderr
         );
-        assert!(!read.stdout.contains("aborted-1"), "{what}: {}", read.stdout);
+        assert!(
+            !read.stdout.contains("aborted-1"),
+            "{what}: {}",
+            read.stdout
+        );
         let verify = run(&["verify", "--json"], &dir);
         assert_eq!(verify.code, 1, "{what}: {}", verify.stdout);
         assert!(
@@ -131,25 +164,38 @@ fn dump_reports_the_first_invalid_txn_index_entry_and_stops() {
     // Beside its segment: an index larger than the segment can need is refused before any
     // entry is read (a 4 GiB hole).
     let good = std::fs::read(&index).unwrap();
-    let f = std::fs::OpenOptions::new().write(true).open(&index).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap();
     f.set_len(4 << 30).unwrap();
     drop(f);
     let out = seglog(["dump".as_ref(), index.as_os_str()]);
     assert_eq!(out.code, 1, "{}", out.stdout);
-    assert!(out.stdout.contains("more than the segment can hold"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("more than the segment can hold"),
+        "{}",
+        out.stdout
+    );
     assert!(out.stdout.lines().count() < 5, "{}", out.stdout);
     // Alone (no .log to bound it): all zeros stops at the second entry, whose marker offset
     // does not increase.
     let alone = tmp.path().join("alone");
     std::fs::create_dir(&alone).unwrap();
     let copy = alone.join("00000000000000000000.txnindex");
-    std::fs::File::create(&copy).unwrap().set_len(4 << 30).unwrap();
+    std::fs::File::create(&copy)
+        .unwrap()
+        .set_len(4 << 30)
+        .unwrap();
     let out = seglog(["dump".as_ref(), copy.as_os_str(), "--json".as_ref()]);
     assert_eq!(out.code, 1, "{}", out.stdout);
     let lines = out.json_lines();
     assert_eq!(lines.len(), 2, "{}", out.stdout);
     assert!(
-        lines[1]["problem"].as_str().unwrap().contains("entry 1: ABORT marker offset 0 is not above"),
+        lines[1]["problem"]
+            .as_str()
+            .unwrap()
+            .contains("entry 1: ABORT marker offset 0 is not above"),
         "{}",
         out.stdout
     );
