@@ -468,6 +468,63 @@ mod tests {
         assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
     }
 
+    /// The library itself never blocks on a FIFO at a state file's name (the CLI refuses
+    /// them first; a program using `Log` directly has no such guard): a read-only open of a
+    /// log whose checkpoints, leader-epoch checkpoint and `.txnindex` are FIFOs returns, the
+    /// checkpoints reported as not regular files and read as empty, the FIFO `.txnindex` an
+    /// error at its first use.
+    #[test]
+    fn fifos_at_state_file_names_never_block_an_open() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("orders-3");
+        {
+            let log = crate::Log::open(&dir, crate::LogConfig::default()).unwrap();
+            let mut builder = seglog_records::BatchBuilder::new(0);
+            builder.append(1_700_000_000_000, Some(b"k"), Some(b"v"), &[]);
+            log.append(&builder.build().unwrap()).unwrap();
+            log.close().unwrap();
+        }
+        for name in [
+            RECOVERY_POINT_CHECKPOINT,
+            LOG_START_OFFSET_CHECKPOINT,
+            crate::LEADER_EPOCH_CHECKPOINT,
+            "00000000000000000000.txnindex",
+        ] {
+            let path = dir.join(name);
+            let _ = std::fs::remove_file(&path);
+            let ok = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "mkfifo");
+        }
+        let (tx, rx) = mpsc::channel();
+        let opened = dir.clone();
+        std::thread::spawn(move || {
+            let result =
+                crate::Log::open_read_only(&opened, crate::LogConfig::default()).map(|log| {
+                    let problems = log.load_report().checkpoint_problems.clone();
+                    let txns = log.txn_index_entries().map(|_| ());
+                    (problems, txns)
+                });
+            let _ = tx.send(result.map_err(|e| e.to_string()));
+        });
+        let (problems, txns) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the open blocked on a FIFO")
+            .unwrap();
+        assert!(
+            problems.iter().any(|p| p.kind
+                == crate::CheckpointProblemKind::NotRegular(seglog_segment::NonRegularKind::Fifo)),
+            "{problems:?}"
+        );
+        let e = txns.unwrap_err();
+        assert!(e.to_string().contains("a FIFO, not a regular file"), "{e}");
+    }
+
     #[test]
     fn shared_root_keeps_other_entries_and_marker_rule() {
         let tmp = tempfile::tempdir().unwrap();
