@@ -36,9 +36,10 @@ pub struct DirListing {
     pub other: Vec<PathBuf>,
     /// Sub-directories.
     pub subdirs: Vec<PathBuf>,
-    /// Files named like segment files or snapshots that are not regular files (a directory,
-    /// a FIFO, a device, a symlink to one, a dangling or looping symlink), with what they are.
-    /// They are not in `segments`: nothing may open them as data.
+    /// Files named like segment files, snapshots or the state files seglog reads
+    /// ([`STATE_FILE_NAMES`]) that are not regular files (a directory, a FIFO, a device, a
+    /// symlink to one, a dangling or looping symlink), with what they are. They are not in
+    /// `segments` or `other`: nothing may open them as data.
     pub irregular: Vec<(PathBuf, String)>,
     /// Files named like segment files but not as Kafka names them (a base offset of other
     /// than 20 digits, e.g. a copy saved as `123.log`): not segments (the loader ignores
@@ -72,6 +73,17 @@ impl DirListing {
         paths.sort();
         for path in paths {
             let Some(parsed) = parse_file_name(&path) else {
+                if is_state_file_name(&path) {
+                    // Followed through symlinks, as the checked open follows them.
+                    match std::fs::metadata(&path) {
+                        Ok(meta) if meta.is_file() => listing.other.push(path),
+                        Ok(meta) => listing.irregular.push((path, file_kind(&meta).to_owned())),
+                        Err(e) => listing
+                            .irregular
+                            .push((path, format!("cannot be opened ({e})"))),
+                    }
+                    continue;
+                }
                 if path.is_dir() {
                     listing.subdirs.push(path);
                 } else {
@@ -143,7 +155,23 @@ impl DirListing {
     /// # Errors
     /// As [`DirListing::read`]; [`Error::WrongKind`] for a `log.dirs` root.
     pub fn partition_lenient(dir: &Path) -> Result<Self, Error> {
-        let listing = Self::read(dir)?;
+        let mut listing = Self::read(dir)?;
+        // A partition inside a `log.dirs` root reads the root's checkpoints and marker.
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            for name in &STATE_FILE_NAMES[..6] {
+                let path = parent.join(name);
+                if name == &seglog::LEADER_EPOCH_CHECKPOINT || path.symlink_metadata().is_err() {
+                    continue;
+                }
+                match std::fs::metadata(&path) {
+                    Ok(meta) if meta.is_file() => {}
+                    Ok(meta) => listing.irregular.push((path, file_kind(&meta).to_owned())),
+                    Err(e) => listing
+                        .irregular
+                        .push((path, format!("cannot be opened ({e})"))),
+                }
+            }
+        }
         if listing.is_log_dirs_root() {
             return Err(Error::WrongKind {
                 path: dir.to_owned(),
@@ -177,6 +205,27 @@ impl DirListing {
         self.segments.is_empty() && !self.partition_dirs().is_empty()
     }
 
+    /// Segments `recover` set aside as `<base>.log.damaged` (damaged from their first byte in
+    /// flushed data; bytes unchanged, never loaded), with their base offsets and lengths,
+    /// oldest first. Their records are not served: `read` and `verify` say so.
+    pub fn set_aside(&self) -> Vec<(PathBuf, i64, u64)> {
+        let mut out: Vec<(PathBuf, i64, u64)> = self
+            .other
+            .iter()
+            .filter_map(|path| {
+                let name = path.file_name()?.to_str()?;
+                let base = name.strip_suffix(".log.damaged")?;
+                if base.len() != 20 || !base.bytes().all(|b| b.is_ascii_digit()) {
+                    return None;
+                }
+                let len = std::fs::metadata(path).ok().filter(|m| m.is_file())?.len();
+                Some((path.clone(), base.parse().ok()?, len))
+            })
+            .collect();
+        out.sort_by_key(|(_, base, _)| *base);
+        out
+    }
+
     /// Sub-directories whose names parse as partition directories.
     pub fn partition_dirs(&self) -> Vec<PathBuf> {
         self.subdirs
@@ -189,6 +238,26 @@ impl DirListing {
             .cloned()
             .collect()
     }
+}
+
+/// The state files beside the segments that seglog (or `dump`) reads: the offset
+/// checkpoints (in a standalone partition directory or a `log.dirs` root), the
+/// `leader-epoch-checkpoint`, the clean-shutdown marker and `partition.metadata`. A FIFO, a
+/// directory or a dangling symlink at one of these names is refused like a segment file's.
+pub const STATE_FILE_NAMES: [&str; 7] = [
+    seglog::RECOVERY_POINT_CHECKPOINT,
+    seglog::LOG_START_OFFSET_CHECKPOINT,
+    seglog::REPLICATION_OFFSET_CHECKPOINT,
+    seglog::CLEANER_OFFSET_CHECKPOINT,
+    seglog::LEADER_EPOCH_CHECKPOINT,
+    seglog::CLEAN_SHUTDOWN_FILE,
+    "partition.metadata",
+];
+
+fn is_state_file_name(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| STATE_FILE_NAMES.contains(&n))
 }
 
 /// What a non-regular file is, for messages.

@@ -217,6 +217,12 @@ impl Error {
         move |source| {
             if source.kind() == io::ErrorKind::NotFound {
                 Error::NotFound { path }
+            } else if let Some(kind) = seglog_segment::not_regular(&source) {
+                // The checked open refused it (`seglog_segment::open_regular`).
+                Error::NotRegular {
+                    path,
+                    what: kind.to_string(),
+                }
             } else {
                 Error::Io { path, op, source }
             }

@@ -111,8 +111,7 @@ impl LogStream {
     /// # Errors
     /// [`Error::Io`] / [`Error::NotFound`] naming the file.
     pub fn open(path: &Path, max_batch_bytes: u32) -> Result<LogStream, Error> {
-        let file = File::open(path).map_err(Error::io("open", path))?;
-        let len = file.metadata().map_err(Error::io("stat", path))?.len();
+        let (file, len) = open_checked(path)?;
         Ok(LogStream {
             file,
             path: path.to_owned(),
@@ -283,8 +282,7 @@ impl<const N: usize> EntryStream<N> {
     /// # Errors
     /// [`Error::Io`] / [`Error::NotFound`] naming the file.
     pub fn open(path: &Path) -> Result<EntryStream<N>, Error> {
-        let file = File::open(path).map_err(Error::io("open", path))?;
-        let len = file.metadata().map_err(Error::io("stat", path))?.len();
+        let (file, len) = open_checked(path)?;
         Ok(EntryStream {
             file,
             path: path.to_owned(),
@@ -370,6 +368,17 @@ impl<const N: usize> EntryStream<N> {
     }
 }
 
+/// Opens a file the CLI reads through the one checked open ([`seglog_segment::open_regular`]:
+/// never blocks on a FIFO, refuses anything but a regular file); returns it with its length.
+///
+/// # Errors
+/// [`Error::NotRegular`] / [`Error::NotFound`] / [`Error::Io`] naming the file.
+pub fn open_checked(path: &Path) -> Result<(File, u64), Error> {
+    let (file, meta) =
+        seglog_segment::open_regular(path, false).map_err(Error::io("open", path))?;
+    Ok((file, meta.len()))
+}
+
 /// The largest producer `.snapshot` read: 64 MiB, about 900,000 producers' entries (Kafka
 /// writes one entry per active producer).
 pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
@@ -381,8 +390,7 @@ pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 /// [`Error::Io`] / [`Error::NotFound`] naming the file.
 pub fn read_bounded(path: &Path, limit: u64) -> Result<Result<Vec<u8>, String>, Error> {
     use std::io::Read;
-    let file = File::open(path).map_err(Error::io("open", path))?;
-    let len = file.metadata().map_err(Error::io("stat", path))?.len();
+    let (file, len) = open_checked(path)?;
     let too_large = |len| {
         Ok(Err(format!(
             "{len} bytes, larger than the {limit}-byte bound for this file; not read"

@@ -9,7 +9,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -106,10 +105,13 @@ impl OffsetCheckpointFile {
                 BTreeMap::new(),
                 Some(problem(Some(line), CheckpointProblemKind::Corrupt(kind))),
             ),
-            Err(ReadFailure::Io(e)) => (
-                BTreeMap::new(),
-                Some(problem(None, CheckpointProblemKind::Unreadable(e.kind()))),
-            ),
+            Err(ReadFailure::Io(e)) => {
+                let kind = match seglog_segment::not_regular(&e) {
+                    Some(kind) => CheckpointProblemKind::NotRegular(kind),
+                    None => CheckpointProblemKind::Unreadable(e.kind()),
+                };
+                (BTreeMap::new(), Some(problem(None, kind)))
+            }
         }
     }
 
@@ -129,14 +131,17 @@ impl OffsetCheckpointFile {
 pub const MAX_CHECKPOINT_BYTES: u64 = 64 << 20;
 
 /// Reads a checkpoint's text, at most [`MAX_CHECKPOINT_BYTES`]; `None` when it does not exist.
+/// Every checkpoint file (offset checkpoints, `leader-epoch-checkpoint`) is opened through the
+/// one checked open, [`seglog_segment::open_regular`]: a FIFO, a directory or a device is an
+/// error ([`seglog_segment::NotRegularFile`] inside the I/O error), never a blocked read.
 pub(crate) fn read_bounded(path: &Path) -> Result<Option<String>, ReadFailure> {
     use std::io::Read;
-    let file = match fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+    let (file, meta) = match seglog_segment::open_regular_if_exists(path) {
+        Ok(Some(opened)) => opened,
+        Ok(None) => return Ok(None),
         Err(e) => return Err(ReadFailure::Io(e)),
     };
-    let len = file.metadata().map_err(ReadFailure::Io)?.len();
+    let len = meta.len();
     let too_large = |len| {
         ReadFailure::Corrupt(
             1,
@@ -193,6 +198,9 @@ pub enum CheckpointProblemKind {
     /// A standalone log's own checkpoint holds an entry for another topic-partition only
     /// (a copied or renamed directory, or a stray edit): it is not applied to this log.
     OtherPartition,
+    /// A FIFO, a directory, a device or a socket at the checkpoint's name: not read (the
+    /// checked open, [`seglog_segment::open_regular`]).
+    NotRegular(seglog_segment::NonRegularKind),
 }
 
 impl std::fmt::Display for CheckpointProblemKind {
@@ -200,6 +208,7 @@ impl std::fmt::Display for CheckpointProblemKind {
         match self {
             Self::Corrupt(kind) => write!(f, "corrupt: {kind}"),
             Self::Unreadable(kind) => write!(f, "unreadable: {kind}"),
+            Self::NotRegular(kind) => write!(f, "{kind}"),
             Self::OtherPartition => f.write_str(
                 "its entry is for another topic-partition than this directory's; not applied",
             ),
@@ -288,6 +297,7 @@ pub(crate) fn parse_entries<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     /// A checkpoint larger than the bound (a 2 GiB sparse file costs no disk) is reported as
     /// corrupt at line 1 and never read: it used to be read whole, costing its size.
@@ -320,6 +330,62 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    fn mkfifo(path: &Path) {
+        let ok = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "mkfifo");
+    }
+
+    /// A FIFO or a directory at a checkpoint's name is refused at once (it used to block the
+    /// open of every command, issue #26): a typed error naming the file, nothing read.
+    #[test]
+    fn a_checkpoint_that_is_not_a_regular_file_is_refused_without_blocking() {
+        use seglog_segment::NonRegularKind;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join(RECOVERY_POINT_CHECKPOINT);
+        mkfifo(&fifo);
+        let subdir = dir.path().join(LOG_START_OFFSET_CHECKPOINT);
+        fs::create_dir(&subdir).unwrap();
+        for (path, want) in [
+            (&fifo, NonRegularKind::Fifo),
+            (&subdir, NonRegularKind::Directory),
+        ] {
+            let file = OffsetCheckpointFile::new(path);
+            match file.read() {
+                Err(Error::Io {
+                    path: p, source, ..
+                }) => {
+                    assert_eq!(&p, path);
+                    assert_eq!(seglog_segment::not_regular(&source), Some(want));
+                }
+                other => panic!("{other:?}"),
+            }
+            let (map, problem) = file.read_or_report();
+            assert!(map.is_empty());
+            assert_eq!(
+                problem.unwrap().kind,
+                CheckpointProblemKind::NotRegular(want)
+            );
+        }
+        let epochs = crate::LeaderEpochCheckpointFile::in_dir(dir.path());
+        mkfifo(epochs.path());
+        assert!(matches!(epochs.read(), Err(Error::Io { .. })));
+        // A FIFO left at the temp name cannot block a write either.
+        let ok = dir.path().join("ok");
+        mkfifo(&tmp_path_for_test(&ok));
+        let file = OffsetCheckpointFile::new(&ok);
+        file.write(&BTreeMap::new()).unwrap_err();
+    }
+
+    fn tmp_path_for_test(path: &Path) -> PathBuf {
+        let mut name = path.as_os_str().to_owned();
+        name.push(".tmp");
+        PathBuf::from(name)
     }
 
     #[test]

@@ -240,6 +240,24 @@ pub enum CheckpointCorruptKind {
         /// The bound.
         limit: u64,
     },
+    /// A `leader-epoch-checkpoint` entry whose epoch or start offset is not above the entry
+    /// before it (or that repeats an epoch). Kafka writes its cache, whose epochs and start
+    /// offsets strictly increase; its loader would drop the entries silently, seglog rebuilds
+    /// the cache from the batches instead (docs/format.md, deliberate differences).
+    #[error(
+        "epoch {epoch} starting at offset {start_offset} does not follow epoch \
+         {previous_epoch} starting at {previous_start_offset} (epochs and start offsets must increase)"
+    )]
+    EpochsNotIncreasing {
+        /// The previous entry's epoch.
+        previous_epoch: i32,
+        /// The previous entry's start offset.
+        previous_start_offset: i64,
+        /// This entry's epoch.
+        epoch: i32,
+        /// This entry's start offset.
+        start_offset: i64,
+    },
 }
 
 /// Why an append was rejected.

@@ -1,6 +1,6 @@
 //! The one durable-file protocol: write a temp file, fsync it, rename it over, fsync the directory.
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -18,12 +18,9 @@ use crate::error::IoContext;
 pub(crate) fn write_atomic(io: &Io, path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = tmp_path(path);
     {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .ctx("create", &tmp)?;
+        // The checked open: a FIFO left at the temp name cannot block the write.
+        let mut file = seglog_segment::create_regular(&tmp).ctx("create", &tmp)?;
+        file.set_len(0).ctx("truncate", &tmp)?;
         file.write_all(bytes).ctx("write", &tmp)?;
         file.sync_all().ctx("fsync", &tmp)?;
     }

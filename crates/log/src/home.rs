@@ -176,11 +176,14 @@ fn entry(
     // partition (a copied or renamed directory, a stray edit) is reported, never applied.
     if own_root && let Some(other) = map.keys().next() {
         let prefix = format!("{} {} ", other.topic, other.partition);
-        let line = std::fs::read_to_string(file.path()).ok().and_then(|text| {
-            text.lines()
-                .position(|l| l.starts_with(&prefix))
-                .map(|i| i as u64 + 1)
-        });
+        let line = crate::checkpoint::read_bounded(file.path())
+            .ok()
+            .flatten()
+            .and_then(|text| {
+                text.lines()
+                    .position(|l| l.starts_with(&prefix))
+                    .map(|i| i as u64 + 1)
+            });
         problems.push(CheckpointProblem {
             path: file.path().to_path_buf(),
             line,
@@ -257,10 +260,14 @@ pub(crate) fn open_standalone(
 }
 
 /// Peeks at a directory's state for a read-only open: nothing is locked, created or deleted.
-pub(crate) fn peek_read_only(dir: &Path) -> (InitialState, Vec<CheckpointProblem>) {
+///
+/// # Errors
+/// [`crate::Error::Io`] when the clean-shutdown marker's name holds something other than a
+/// regular file.
+pub(crate) fn peek_read_only(dir: &Path) -> Result<(InitialState, Vec<CheckpointProblem>)> {
     let (root, shared) = root_for(dir);
-    let clean = CleanShutdownMarker::new(&root, &Io::direct()).exists();
-    read_state(&root, &key_for(dir), !shared, clean)
+    let clean = CleanShutdownMarker::new(&root, &Io::direct()).exists()?;
+    Ok(read_state(&root, &key_for(dir), !shared, clean))
 }
 
 impl StateHome {
@@ -445,7 +452,7 @@ mod tests {
             Err(crate::Error::Locked { .. })
         ));
         drop(home);
-        let (peek, _) = peek_read_only(&dir);
+        let (peek, _) = peek_read_only(&dir).unwrap();
         assert_eq!(
             peek,
             InitialState {
@@ -459,6 +466,63 @@ mod tests {
         let (_home, state, _) = open_standalone(&dir, &Io::direct()).unwrap();
         assert!(state.had_clean_shutdown);
         assert!(!dir.join(CLEAN_SHUTDOWN_FILE).exists());
+    }
+
+    /// The library itself never blocks on a FIFO at a state file's name (the CLI refuses
+    /// them first; a program using `Log` directly has no such guard): a read-only open of a
+    /// log whose checkpoints, leader-epoch checkpoint and `.txnindex` are FIFOs returns, the
+    /// checkpoints reported as not regular files and read as empty, the FIFO `.txnindex` an
+    /// error at its first use.
+    #[test]
+    fn fifos_at_state_file_names_never_block_an_open() {
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("orders-3");
+        {
+            let log = crate::Log::open(&dir, crate::LogConfig::default()).unwrap();
+            let mut builder = seglog_records::BatchBuilder::new(0);
+            builder.append(1_700_000_000_000, Some(b"k"), Some(b"v"), &[]);
+            log.append(&builder.build().unwrap()).unwrap();
+            log.close().unwrap();
+        }
+        for name in [
+            RECOVERY_POINT_CHECKPOINT,
+            LOG_START_OFFSET_CHECKPOINT,
+            crate::LEADER_EPOCH_CHECKPOINT,
+            "00000000000000000000.txnindex",
+        ] {
+            let path = dir.join(name);
+            let _ = std::fs::remove_file(&path);
+            let ok = std::process::Command::new("mkfifo")
+                .arg(&path)
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "mkfifo");
+        }
+        let (tx, rx) = mpsc::channel();
+        let opened = dir.clone();
+        std::thread::spawn(move || {
+            let result =
+                crate::Log::open_read_only(&opened, crate::LogConfig::default()).map(|log| {
+                    let problems = log.load_report().checkpoint_problems.clone();
+                    let txns = log.txn_index_entries().map(|_| ());
+                    (problems, txns)
+                });
+            let _ = tx.send(result.map_err(|e| e.to_string()));
+        });
+        let (problems, txns) = rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the open blocked on a FIFO")
+            .unwrap();
+        assert!(
+            problems.iter().any(|p| p.kind
+                == crate::CheckpointProblemKind::NotRegular(seglog_segment::NonRegularKind::Fifo)),
+            "{problems:?}"
+        );
+        let e = txns.unwrap_err();
+        assert!(e.to_string().contains("a FIFO, not a regular file"), "{e}");
     }
 
     #[test]

@@ -383,10 +383,14 @@ pub(crate) fn format(entries: &[EpochEntry]) -> String {
 /// Parses checkpoint text (Kafka's `CheckpointReadBuffer` with the leader-epoch formatter);
 /// errors carry a 1-based line number. Both `\n` and `\r\n` line ends are accepted.
 ///
+/// Entries must strictly increase in both epoch and start offset, as Kafka's cache writes
+/// them ([`CheckpointCorruptKind::EpochsNotIncreasing`] otherwise: a repeated epoch, or one
+/// that goes backwards, would map offsets to the wrong leader epoch).
+///
 /// # Errors
 /// The line and what is wrong with it.
 pub fn parse(text: &str) -> Result<Vec<EpochEntry>, (u64, CheckpointCorruptKind)> {
-    crate::checkpoint::parse_entries(text, |tokens| {
+    let entries = crate::checkpoint::parse_entries(text, |tokens| {
         let [epoch, start_offset] = tokens else {
             return None;
         };
@@ -395,7 +399,23 @@ pub fn parse(text: &str) -> Result<Vec<EpochEntry>, (u64, CheckpointCorruptKind)
             start_offset: start_offset.parse().ok()?,
         };
         (entry.epoch >= 0 && entry.start_offset >= 0).then_some(entry)
-    })
+    })?;
+    for (i, pair) in entries.windows(2).enumerate() {
+        let (previous, entry) = (pair[0], pair[1]);
+        if entry.epoch <= previous.epoch || entry.start_offset <= previous.start_offset {
+            // Line 1 is the version, line 2 the count: entry i + 1 is on line i + 4.
+            return Err((
+                i as u64 + 4,
+                CheckpointCorruptKind::EpochsNotIncreasing {
+                    previous_epoch: previous.epoch,
+                    previous_start_offset: previous.start_offset,
+                    epoch: entry.epoch,
+                    start_offset: entry.start_offset,
+                },
+            ));
+        }
+    }
+    Ok(entries)
 }
 
 /// Where [`crate::Log::open`] took the leader-epoch cache from
@@ -746,6 +766,26 @@ mod tests {
                 found: 1
             }
         );
+    }
+
+    /// Epochs or start offsets that go backwards, or a repeated epoch, are corrupt (naming the
+    /// line): Kafka's cache never writes them. They used to be accepted.
+    #[test]
+    fn entries_that_do_not_increase_are_corrupt() {
+        for (text, line) in [
+            ("0\n2\n0 0\n0 50\n", 4),
+            ("0\n3\n1 0\n2 10\n1 20\n", 5),
+            ("0\n2\n1 10\n2 5\n", 4),
+            ("0\n2\n1 10\n2 10\n", 4),
+        ] {
+            match parse(text) {
+                Err((at, CheckpointCorruptKind::EpochsNotIncreasing { .. })) => {
+                    assert_eq!(at, line, "{text:?}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        assert_eq!(parse("0\n2\n1 0\n3 10\n").unwrap().len(), 2);
     }
 
     #[test]

@@ -278,7 +278,7 @@ impl Log {
             .unwrap_or_else(|| segment_cache_for(&config));
         let policy = options.high_watermark;
         if options.read_only {
-            let (state, problems) = home::peek_read_only(&dir);
+            let (state, problems) = home::peek_read_only(&dir)?;
             crate::observe::checkpoint_problems(&problems);
             let home = StateHome::ReadOnly;
             let io = options.io;

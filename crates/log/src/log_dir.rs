@@ -121,7 +121,7 @@ impl LogDir {
         let root = root.as_ref().to_path_buf();
         let marker = CleanShutdownMarker::new(&root, &options.io);
         let (shared, had_clean_shutdown) = if options.read_only {
-            (None, marker.exists())
+            (None, marker.exists()?)
         } else {
             std::fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
             let shared = SharedRoot {

@@ -178,11 +178,11 @@ impl Producers {
     /// fsyncs the snapshots taken without one (Kafka's `flushProducerStateSnapshot`).
     pub(crate) fn sync_pending(&mut self) -> Result<()> {
         for path in std::mem::take(&mut self.unsynced) {
-            match std::fs::File::open(&path) {
-                Ok(file) => file
+            match seglog_segment::open_regular_if_exists(&path) {
+                Ok(Some((file, _))) => file
                     .sync_all()
                     .map_err(|e| Error::io("fsync snapshot", &path, e))?,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Ok(None) => {}
                 Err(e) => return Err(Error::io("open snapshot", &path, e)),
             }
         }
@@ -547,12 +547,11 @@ fn list_snapshots(dir: &Path) -> Result<BTreeMap<i64, PathBuf>> {
 
 fn write_file(path: &Path, bytes: &[u8], sync: bool) -> Result<()> {
     use std::io::Write;
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(path)
-        .map_err(|e| Error::io("create snapshot", path, e))?;
+    // The checked open: a FIFO at the snapshot's name cannot block the write.
+    let mut file =
+        seglog_segment::create_regular(path).map_err(|e| Error::io("create snapshot", path, e))?;
+    file.set_len(0)
+        .map_err(|e| Error::io("truncate snapshot", path, e))?;
     file.write_all(bytes)
         .map_err(|e| Error::io("write snapshot", path, e))?;
     if sync {

@@ -98,7 +98,19 @@ pub enum SnapshotProblem {
         /// The CRC of its bytes.
         computed: u32,
     },
+    /// Larger than [`MAX_SNAPSHOT_BYTES`]: not read (a hole or a hostile file would cost its
+    /// size in memory). The state is rebuilt from the log instead.
+    #[error("{len} bytes, more than the {limit} bytes seglog reads")]
+    TooLarge {
+        /// Bytes in the file.
+        len: u64,
+        /// [`MAX_SNAPSHOT_BYTES`].
+        limit: u64,
+    },
 }
+
+/// The largest producer snapshot seglog reads: 64 MiB, about a million producers' entries.
+pub const MAX_SNAPSHOT_BYTES: u64 = 64 << 20;
 
 /// A decoded snapshot: the entries in file order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -175,14 +187,35 @@ impl ProducerSnapshot {
     /// Reads and decodes the snapshot file at `path`.
     ///
     /// # Errors
-    /// [`Error::Io`] when it cannot be read; [`Error::CorruptSnapshot`] naming the file when
-    /// it does not decode.
+    /// [`Error::Io`] when it cannot be read or is not a regular file (the checked open,
+    /// [`seglog_segment::open_regular`]); [`Error::CorruptSnapshot`] naming the file when it
+    /// does not decode or is larger than [`MAX_SNAPSHOT_BYTES`].
     pub fn read(path: &Path) -> Result<Self> {
-        let bytes = std::fs::read(path).map_err(|e| Error::io("read snapshot", path, e))?;
-        Self::decode(&bytes).map_err(|problem| Error::CorruptSnapshot {
+        use std::io::Read;
+        let corrupt = |problem| Error::CorruptSnapshot {
             path: path.to_path_buf(),
             problem,
-        })
+        };
+        let (file, meta) = seglog_segment::open_regular(path, false)
+            .map_err(|e| Error::io("read snapshot", path, e))?;
+        let too_large = |len| {
+            corrupt(SnapshotProblem::TooLarge {
+                len,
+                limit: MAX_SNAPSHOT_BYTES,
+            })
+        };
+        if meta.len() > MAX_SNAPSHOT_BYTES {
+            return Err(too_large(meta.len()));
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        // One byte more than the bound: a file that grew after the fstat is refused too.
+        file.take(MAX_SNAPSHOT_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io("read snapshot", path, e))?;
+        if bytes.len() as u64 > MAX_SNAPSHOT_BYTES {
+            return Err(too_large(bytes.len() as u64));
+        }
+        Self::decode(&bytes).map_err(corrupt)
     }
 }
 

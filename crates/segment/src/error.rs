@@ -159,6 +159,91 @@ pub enum CorruptKind {
         /// The entry's version.
         version: i16,
     },
+    /// A `.txnindex` that cannot describe this segment (checked when it is first read,
+    /// without reading the `.log`; see `txn_index.rs`).
+    TxnIndex(TxnIndexProblem),
+}
+
+/// What is wrong with a `.txnindex` ([`CorruptKind::TxnIndex`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TxnIndexProblem {
+    /// More entries than the segment could hold ABORT markers: one marker per control batch,
+    /// and a segment of `segment_bytes` holds at most `segment_bytes / 61` batches.
+    TooLarge {
+        /// The file's length.
+        len: u64,
+        /// The most bytes of entries the segment can need.
+        limit: u64,
+    },
+    /// The length is not a multiple of the 34-byte entry (a torn append, or not an index).
+    PartialEntry {
+        /// The file's length.
+        len: u64,
+    },
+    /// A producer id, an offset or a last stable offset is negative.
+    Negative,
+    /// The transaction's first offset is above its ABORT marker's offset.
+    FirstAfterLast {
+        /// The entry's first offset.
+        first_offset: i64,
+        /// The entry's marker offset.
+        last_offset: i64,
+    },
+    /// The marker's offset is below the segment's base offset, or too far above it for the
+    /// segment's indexes (more than `i32::MAX` past the base).
+    OutsideSegment {
+        /// The entry's marker offset.
+        last_offset: i64,
+        /// The segment's base offset.
+        base_offset: i64,
+    },
+    /// The markers' offsets do not increase (Kafka appends them in marker order).
+    NotIncreasing {
+        /// The previous entry's marker offset.
+        previous_last_offset: i64,
+        /// This entry's marker offset.
+        last_offset: i64,
+    },
+}
+
+impl fmt::Display for TxnIndexProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TxnIndexProblem::TooLarge { len, limit } => write!(
+                f,
+                "{len} bytes of aborted transactions, more than the segment can hold ABORT markers for ({limit} bytes)"
+            ),
+            TxnIndexProblem::PartialEntry { len } => write!(
+                f,
+                "{len} bytes is not a whole number of 34-byte aborted transaction entries"
+            ),
+            TxnIndexProblem::Negative => {
+                f.write_str("aborted transaction entry with a negative producer id or offset")
+            }
+            TxnIndexProblem::FirstAfterLast {
+                first_offset,
+                last_offset,
+            } => write!(
+                f,
+                "aborted transaction starts at {first_offset}, after its ABORT marker at {last_offset}"
+            ),
+            TxnIndexProblem::OutsideSegment {
+                last_offset,
+                base_offset,
+            } => write!(
+                f,
+                "ABORT marker offset {last_offset} lies outside the segment based at {base_offset}"
+            ),
+            TxnIndexProblem::NotIncreasing {
+                previous_last_offset,
+                last_offset,
+            } => write!(
+                f,
+                "ABORT marker offset {last_offset} is not above the previous entry's {previous_last_offset}"
+            ),
+        }
+    }
 }
 
 impl fmt::Display for CorruptKind {
@@ -196,6 +281,7 @@ impl fmt::Display for CorruptKind {
                 f,
                 "aborted transaction entry of unknown version {version} (expected 0)"
             ),
+            CorruptKind::TxnIndex(problem) => write!(f, "{problem}"),
         }
     }
 }

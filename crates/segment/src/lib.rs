@@ -60,6 +60,7 @@ mod loom_models;
 mod open;
 mod read;
 mod recover;
+mod regular_file;
 pub mod seam;
 mod segment;
 mod slice;
@@ -72,17 +73,24 @@ pub use crate::cache::{DEFAULT_SEGMENT_CACHE_CAPACITY, SegmentCache};
 pub use crate::config::{RollParams, SegmentConfig};
 pub use crate::copy_out::CopiedRead;
 pub use crate::digest::{EpochStart, ProducerBatch, RecoveryDigest, TxnMarker};
-pub use crate::error::{CorruptKind, Error, IoOp};
+pub use crate::error::{CorruptKind, Error, IoOp, TxnIndexProblem};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
 pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset, TimestampBatch};
 pub use crate::recover::RecoveryReport;
+pub use crate::regular_file::{
+    NonRegularKind, NotRegularFile, create_regular, not_regular, open_regular,
+    open_regular_if_exists,
+};
 pub use crate::seam::Io;
 pub use crate::segment::{OpenMode, Segment, sync_dir};
 pub use crate::slice::{FileSlice, SliceOffsets};
-pub use crate::txn_index::{AbortedTxn, TxnIndexSearch, decode_txn_index};
+pub use crate::txn_index::{
+    AbortedTxn, MIN_CONTROL_BATCH_BYTES, TxnIndexSearch, check_txn_entry, decode_txn_index,
+    read_txn_index, txn_index_limit,
+};
 pub use crate::walk::TruncationReason;
 pub use seglog_index_core::TimestampOffset;
 

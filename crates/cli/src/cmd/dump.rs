@@ -32,6 +32,19 @@ pub fn run(args: &DumpArgs) -> Result<Outcome, Error> {
         out: Out::stdout(),
         problems: 0,
     };
+    let named_like_a_file = parse_file_name(&args.path).is_some()
+        || args
+            .path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| crate::dir::STATE_FILE_NAMES.contains(&n));
+    if meta.is_dir() && named_like_a_file {
+        // A directory at a segment or state file's name is damage, not a log to list.
+        return Err(Error::NotRegular {
+            path: args.path.clone(),
+            what: "a directory, not a regular file".into(),
+        });
+    }
     if meta.is_dir() {
         let listing = DirListing::read(&args.path)?;
         let mut files: Vec<_> = listing
@@ -247,7 +260,11 @@ impl Dumper<'_> {
                 let file = path.display().to_string();
                 return self.problem(&file, 0, "not a regular file; not read".to_owned());
             }
-            Err(e) => return Err(Error::io("stat", path)(e)),
+            Err(e) => {
+                self.heading(path)?;
+                let file = path.display().to_string();
+                return self.problem(&file, 0, format!("cannot be opened ({e}); not read"));
+            }
         }
         match kind_of(path) {
             Kind::Log => self.log(path),
@@ -562,11 +579,28 @@ impl Dumper<'_> {
         }
     }
 
-    /// `.txnindex`: 34-byte entries (spec 2.4); a partial tail is ignored, as Kafka does.
+    /// `.txnindex`: 34-byte entries (spec 2.4), streamed. The first entry that fails the
+    /// checks the log runs at first use (version 0, no negative field, first offset at or
+    /// below the marker's, the marker inside the segment and above the previous one) is
+    /// reported as a problem and ends the file's dump; so is a file larger than its segment's
+    /// `.log` (when beside it) can need, before any entry, and a partial last entry.
     fn txn_index(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let file = path.display().to_string();
+        let base_offset = parse_file_name(path).map_or(0, |p| p.base_offset);
         let mut entries = EntryStream::<34>::open(path)?;
+        let len = entries.len_bytes();
+        let log = path.with_extension("log");
+        if let Ok(meta) = std::fs::metadata(&log)
+            && meta.is_file()
+        {
+            let limit = seglog_segment::txn_index_limit(meta.len());
+            if len > limit {
+                let problem = seglog_segment::TxnIndexProblem::TooLarge { len, limit };
+                return self.problem(&file, 0, format!("{problem}; not read"));
+            }
+        }
+        let mut previous = None;
         while let Some((slot, e)) = entries.next_entry()? {
             let slot = slot as usize;
             let i64_at = |at: usize| i64::from_be_bytes(e[at..at + 8].try_into().unwrap_or([0; 8]));
@@ -579,6 +613,25 @@ impl Dumper<'_> {
                 last_offset: i64_at(18),
                 last_stable_offset: i64_at(26),
             };
+            let position = (slot * seglog::AbortedTxn::SIZE) as u64;
+            if line.version != seglog::AbortedTxn::CURRENT_VERSION {
+                let version = line.version;
+                return self.problem(
+                    &file,
+                    position,
+                    format!("entry {slot}: aborted transaction entry of unknown version {version} (expected 0)"),
+                );
+            }
+            let txn = seglog::AbortedTxn {
+                producer_id: line.producer_id,
+                first_offset: line.first_offset,
+                last_offset: line.last_offset,
+                last_stable_offset: line.last_stable_offset,
+            };
+            if let Err(problem) = seglog_segment::check_txn_entry(&txn, base_offset, previous) {
+                return self.problem(&file, position, format!("entry {slot}: {problem}"));
+            }
+            previous = Some(txn.last_offset);
             if self.args.json {
                 self.out.json(&line)?;
             } else {
@@ -587,6 +640,14 @@ impl Dumper<'_> {
                     line.version, line.producer_id, line.first_offset, line.last_offset, line.last_stable_offset
                 ))?;
             }
+        }
+        if len % seglog::AbortedTxn::SIZE as u64 != 0 {
+            let problem = seglog_segment::TxnIndexProblem::PartialEntry { len };
+            return self.problem(
+                &file,
+                len - len % seglog::AbortedTxn::SIZE as u64,
+                problem.to_string(),
+            );
         }
         Ok(())
     }
@@ -683,13 +744,11 @@ impl Dumper<'_> {
     fn other(&mut self, path: &Path) -> Result<(), Error> {
         self.heading(path)?;
         let meta = std::fs::metadata(path).map_err(Error::io("stat", path))?;
-        let text = if meta.len() <= 64 * 1024 {
-            let bytes = std::fs::read(path).map_err(Error::io("read", path))?;
-            String::from_utf8(bytes)
+        let text = match crate::log_stream::read_bounded(path, 64 * 1024)? {
+            Ok(bytes) => String::from_utf8(bytes)
                 .ok()
-                .filter(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace()))
-        } else {
-            None
+                .filter(|t| t.chars().all(|c| !c.is_control() || c.is_whitespace())),
+            Err(_) => None,
         };
         let file = path.display().to_string();
         if self.args.json {

@@ -101,13 +101,21 @@ pub struct Totals {
 pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
     let listing = DirListing::read(&args.dir)?;
     let dirs = if listing.is_log_dirs_root() {
+        if let Some((path, what)) = listing.irregular.first() {
+            return Err(Error::NotRegular {
+                path: path.clone(),
+                what: what.clone(),
+            });
+        }
         listing.partition_dirs()
     } else {
         vec![args.dir.clone()]
     };
     let mut out = Out::stdout();
+    let mut damage = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
-        let info = log_info(dir)?;
+        let (info, unreadable) = log_info_and_damage(dir)?;
+        damage.extend(unreadable);
         if args.json {
             out.json(&info)?;
         } else {
@@ -118,6 +126,16 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
         }
     }
     out.flush()?;
+    // Bytes the read-only open could not serve (its in-memory recovery stopped at damage):
+    // reported as `read` reports them, for a partition and for every partition of a root
+    // alike, after everything else was printed (exit 1).
+    let mut damage = damage.into_iter();
+    if let Some(first) = damage.next() {
+        for more in damage {
+            eprintln!("seglog: error: {}", more.one_line());
+        }
+        return Err(first);
+    }
     Ok(Outcome::Ok)
 }
 
@@ -126,8 +144,15 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
 /// # Errors
 /// A log that cannot be loaded; I/O errors reading segment headers.
 pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
+    log_info_and_damage(dir).map(|(info, _)| info)
+}
+
+/// [`log_info`], with the damage the open's in-memory recovery could not serve past
+/// ([`Error::Unreadable`] per damaged segment, oldest first).
+fn log_info_and_damage(dir: &Path) -> Result<(LogInfo, Vec<Error>), Error> {
     DirListing::partition(dir)?;
     let log = Log::open_read_only(dir, LogConfig::default())?;
+    let damage = crate::cmd::read::unreadable_tails(&log);
     let name = dir
         .file_name()
         .and_then(|n| n.to_str())
@@ -144,7 +169,7 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
         totals.records += line.records;
         segments.push(line);
     }
-    Ok(LogInfo {
+    let info = LogInfo {
         dir: dir.to_owned(),
         topic: name.as_ref().map(|n| n.topic_partition.topic.clone()),
         partition: name.as_ref().map(|n| n.topic_partition.partition),
@@ -159,13 +184,14 @@ pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
         ongoing_transactions: log.ongoing_transactions(),
         segments,
         totals,
-    })
+    };
+    Ok((info, damage))
 }
 
 /// Walks the batch headers of a segment's published bytes (seeking over record data).
 fn segment_line(segment: &SegmentInfo) -> Result<SegmentLine, Error> {
     let path = &segment.path;
-    let file = File::open(path).map_err(Error::io("open", path))?;
+    let (file, _) = crate::log_stream::open_checked(path)?;
     let mut line = SegmentLine {
         base_offset: segment.base_offset,
         bytes: segment.size_bytes,

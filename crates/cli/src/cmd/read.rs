@@ -18,7 +18,7 @@ use crate::view;
 /// # Errors
 /// A missing directory, an offset out of range, undecodable data, stdout errors.
 pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
-    crate::dir::DirListing::partition(&args.dir)?;
+    let listing = crate::dir::DirListing::partition(&args.dir)?;
     let log = Log::open_read_only(&args.dir, LogConfig::default())?;
     let isolation = match args.isolation {
         IsolationArg::ReadUncommitted => Isolation::LogEnd,
@@ -92,6 +92,24 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
             out.flush()?;
             return Err(unreadable);
         }
+        // A segment `recover` set aside (`<base>.log.damaged`): its records are not served,
+        // which is said as for a damaged tail the scan went past.
+        let aside = listing
+            .set_aside()
+            .into_iter()
+            .find(|(_, base, _)| *base >= start && (!end.stopped || end.next_offset > *base));
+        if let Some((path, base, len)) = aside {
+            progress.finish();
+            out.flush()?;
+            return Err(Error::Unreadable {
+                path,
+                position: 0,
+                next_offset: base,
+                reason: format!(
+                    "{len} bytes set aside by `seglog recover` (damaged from the first byte), not served"
+                ),
+            });
+        }
     }
     progress.finish();
     out.flush()?;
@@ -101,7 +119,7 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
 /// The segments whose loading found bytes it could not serve (a read-only open recovers in
 /// memory and serves what precedes the damage), oldest first, as the error `read` reports when
 /// it reaches one.
-fn unreadable_tails(log: &Log) -> Vec<Error> {
+pub(crate) fn unreadable_tails(log: &Log) -> Vec<Error> {
     log.load_report()
         .segments
         .iter()

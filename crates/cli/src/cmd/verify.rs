@@ -74,8 +74,12 @@ pub enum ProblemKind {
     /// device, or a symlink to one or to nowhere): nothing reads it, and the log cannot load.
     NotAFile,
     /// A `.txnindex` whose entries differ from the aborted transactions its segment's ABORT
-    /// markers give (as Kafka's recovery rebuilds them; `seglog recover` rewrites it).
+    /// markers give (as Kafka's recovery rebuilds them; `seglog recover` rewrites it), or that
+    /// fails the checks the log runs at first use.
     TxnIndexMismatch,
+    /// A `<base>.log.damaged` that `recover` set aside (damaged from its first byte in
+    /// flushed data): its bytes are kept, its records are not served.
+    DamagedSetAside,
 }
 
 /// One finding: the file, the byte position in it (when there is one) and what is wrong.
@@ -219,6 +223,14 @@ pub fn verify_dir_with(
             "not a segment this log can hold (a name other than Kafka's 20-digit base offset, or base offset i64::MAX, after which no offset fits): ignored by seglog, loaded as a segment by a broker; move it out".into(),
         );
     }
+    for (path, base, len) in listing.set_aside() {
+        v.problem(
+            &path,
+            Some(0),
+            ProblemKind::DamagedSetAside,
+            format!("{len} bytes from offset {base} set aside by `seglog recover` (damaged from the first byte): kept, not served"),
+        );
+    }
     for path in &listing.leftovers {
         v.problem(
             path,
@@ -356,25 +368,27 @@ fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
             segment.base_offset,
             seglog_segment::FileKind::TXN_INDEX,
         );
-        let on_disk = match std::fs::read(&path) {
-            Ok(bytes) => match seglog::decode_txn_index(&bytes) {
+        // Streamed and bounded by what the segment can hold, with the structural checks the
+        // log runs at first use (a failure is reported; `seglog recover` rebuilds the file).
+        let on_disk =
+            match seglog_segment::read_txn_index(&path, segment.base_offset, segment.size_bytes) {
                 Ok(entries) => entries,
-                Err((position, version)) => {
+                Err(seglog_segment::Error::Corrupt { position, kind, .. }) => {
                     v.problem(
                         &path,
                         Some(position),
                         ProblemKind::TxnIndexMismatch,
-                        format!("entry of unknown version {version}"),
+                        format!(
+                            "{kind}; `seglog recover` rebuilds it from the segment's ABORT markers"
+                        ),
                     );
                     continue;
                 }
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => {
-                v.problem(&path, None, ProblemKind::TxnIndexMismatch, e.to_string());
-                continue;
-            }
-        };
+                Err(e) => {
+                    v.problem(&path, None, ProblemKind::TxnIndexMismatch, e.to_string());
+                    continue;
+                }
+            };
         let want = expected
             .get(&segment.base_offset)
             .cloned()
