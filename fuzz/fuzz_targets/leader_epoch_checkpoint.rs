@@ -27,6 +27,7 @@ const EPOCHS: [i32; 3] = [0, 2, 5];
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 300,
+        segment_index_bytes: 4096,
         message_timestamp_after_max_ms: i64::MAX,
         message_timestamp_before_max_ms: i64::MAX,
         ..LogConfig::default()

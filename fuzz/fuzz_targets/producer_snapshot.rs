@@ -35,6 +35,7 @@ fn t0() -> i64 {
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 400,
+        segment_index_bytes: 4096,
         message_timestamp_after_max_ms: i64::MAX,
         message_timestamp_before_max_ms: i64::MAX,
         ..LogConfig::default()

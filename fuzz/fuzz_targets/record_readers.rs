@@ -31,6 +31,7 @@ type Seen = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
 fn config() -> LogConfig {
     LogConfig {
         segment_bytes: 500,
+        segment_index_bytes: 4096,
         message_timestamp_after_max_ms: i64::MAX,
         message_timestamp_before_max_ms: i64::MAX,
         ..LogConfig::default()

@@ -32,6 +32,7 @@ fn config() -> LogConfig {
         segment_bytes: 300,
         cleanup_policy: CleanupPolicy::Compact,
         file_delete_delay_ms: 0,
+        segment_index_bytes: 4096,
         message_timestamp_after_max_ms: i64::MAX,
         message_timestamp_before_max_ms: i64::MAX,
         ..LogConfig::default()
