@@ -711,7 +711,9 @@ impl Log {
     }
 
     /// Sets the metric gauges from the published view (after a change of the segment map or
-    /// the log start; nothing without the `metrics` feature).
+    /// the log start: open, roll, retention, truncation, `DeleteRecords`, a cleaning round;
+    /// nothing without the `metrics` feature). Call it under the writer lock where others may
+    /// append meanwhile: appends increment the size gauge under it.
     pub(crate) fn observe_shape(&self) {
         #[cfg(feature = "metrics")]
         {

@@ -185,6 +185,13 @@ impl Log {
         let mut uncleanable = lock(&self.cleaning);
         let started = std::time::Instant::now();
         let result = self.clean_round(now_ms, force, step_limit);
+        // The swaps replaced segments (also those of an aborted or failed round that swapped
+        // some groups): the size and segment gauges follow, under the writer lock as every
+        // gauge update.
+        {
+            let _writer = self.lock_writer();
+            self.observe_shape();
+        }
         crate::observe::cleaned(&self.dir, &result, started.elapsed());
         match &result {
             Ok(_) => *uncleanable = false,
