@@ -73,12 +73,14 @@
 //! backward move ([`Error::HighWatermarkRegression`]); only a truncation lowers it. It is
 //! persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
 //! checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
-//! restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
-//! caller moves it, as a replication layer does; a single node opts into
-//! [`HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
-//! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-//! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
-//! [`Log::set_high_watermark_policy`].
+//! restored at open, clamped to the log end. By default ([`HighWatermarkPolicy::LogEnd`]) every
+//! append publishes it at the new log end, so high-watermark and read-committed consumers see
+//! what was appended: a standalone log has no replicas to wait for, as a Kafka partition with
+//! one replica. [`HighWatermarkPolicy::DurableEnd`] has it follow [`Log::durable_end_offset`]
+//! (consumers see only what an fsync made durable), and a replication layer opts into
+//! [`HighWatermarkPolicy::Manual`] (only the caller moves it), through
+//! [`LogOpenOptions::high_watermark`] or [`Log::set_high_watermark_policy`]. The open logs the
+//! policy (the `log loaded` event's `high_watermark_policy` field).
 //!
 //! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
 //! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable

@@ -223,11 +223,13 @@ pub(crate) fn recovery_bytes_scanned(report: &LoadReport) -> u64 {
 
 /// The events of a finished load: one per segment that a recovery or a check changed (WARN
 /// when data was cut or damaged bytes were kept), one per other finding, then the INFO
-/// summary.
+/// summary, which names the high-watermark policy and the high watermark it gave (a consumer
+/// reading below the high watermark sees nothing under `Manual` until someone moves it).
 pub(crate) fn loaded(
     dir: &Path,
     report: &LoadReport,
     offsets: (i64, i64, i64),
+    (high_watermark_policy, high_watermark): (crate::HighWatermarkPolicy, i64),
     read_only: bool,
     took: Duration,
 ) {
@@ -306,7 +308,8 @@ pub(crate) fn loaded(
     }
     tracing::info!(
         %dir, segments = report.segments.len(), log_start_offset, log_end_offset,
-        recovery_point, clean_shutdown = report.had_clean_shutdown,
+        recovery_point, ?high_watermark_policy, high_watermark,
+        clean_shutdown = report.had_clean_shutdown,
         recovered = report.recovered().count(), read_only,
         duration_ms = took.as_secs_f64() * 1e3, "log loaded"
     );
@@ -398,9 +401,7 @@ mod tests {
     use seglog_records::BatchBuilder;
 
     use super::names;
-    use crate::{
-        CleanupPolicy, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions, ManualClock,
-    };
+    use crate::{CleanupPolicy, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions, ManualClock};
 
     const T0: i64 = 1_700_000_000_000;
 
@@ -507,7 +508,8 @@ mod tests {
         let retention = log.delete_old_segments().unwrap();
         assert!(!retention.deleted.is_empty(), "{retention:?}");
         gauges.check(&log, "size retention");
-        log.delete_records_before(log.log_end_offset() - 10).unwrap();
+        log.delete_records_before(log.log_end_offset() - 10)
+            .unwrap();
         gauges.check(&log, "DeleteRecords");
         let retention = log.delete_old_segments().unwrap();
         assert!(!retention.deleted.is_empty(), "{retention:?}");

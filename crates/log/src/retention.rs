@@ -228,7 +228,11 @@ mod tests {
         assert!(!in_the_future(1_000, 1_000 + margin, margin));
         assert!(in_the_future(1_000, 1_001 + margin, margin));
         // Microseconds written as milliseconds (KAFKA-6482), without overflow.
-        assert!(in_the_future(1_700_000_000_000, 1_700_000_000_000_000, margin));
+        assert!(in_the_future(
+            1_700_000_000_000,
+            1_700_000_000_000_000,
+            margin
+        ));
         assert!(in_the_future(i64::MIN, i64::MAX, margin));
     }
 

@@ -101,44 +101,11 @@ fn log_start_breach_runs_first_and_deletion_is_delayed() {
 
 /// The WARN and ERROR events of the closure's thread, as `level: message`.
 fn warnings_during(f: impl FnOnce()) -> Vec<String> {
-    use std::sync::{Arc, Mutex};
-    use tracing::field::{Field, Visit};
-    use tracing::{Event, Level, Metadata, span};
-
-    struct Capture(Arc<Mutex<Vec<String>>>);
-    struct Message(String);
-    impl Visit for Message {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            if field.name() == "message" {
-                self.0 = format!("{value:?}");
-            }
-        }
-    }
-    impl tracing::Subscriber for Capture {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-            span::Id::from_u64(1)
-        }
-        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-        fn event(&self, event: &Event<'_>) {
-            let level = *event.metadata().level();
-            if level <= Level::WARN {
-                let mut message = Message(String::new());
-                event.record(&mut message);
-                self.0.lock().unwrap().push(format!("{level}: {}", message.0));
-            }
-        }
-        fn enter(&self, _: &span::Id) {}
-        fn exit(&self, _: &span::Id) {}
-    }
-
-    let captured = Arc::new(Mutex::new(Vec::new()));
-    tracing::subscriber::with_default(Capture(Arc::clone(&captured)), f);
-    let out = captured.lock().unwrap().clone();
-    out
+    events_during(f)
+        .into_iter()
+        .filter(|e| e.level <= tracing::Level::WARN)
+        .map(|e| format!("{}: {}", e.level, e.message))
+        .collect()
 }
 
 /// A tick reads `now` once; appends stamped from the same clock a few milliseconds later go
