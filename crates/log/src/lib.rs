@@ -148,6 +148,7 @@ mod observe;
 mod producer_files;
 mod producer_snapshot;
 mod producer_state;
+mod purge_horizon;
 mod read;
 mod read_request;
 mod retention;

@@ -192,6 +192,8 @@ pub struct Log {
     pub(crate) truncations: crate::sync::AtomicU64,
     /// The cleaner's cached timestamps of sealed segments (`cleaner/stats.rs`).
     pub(crate) cleaner_stats: Mutex<crate::stat_cache::StatCache>,
+    /// When the cleaner can next purge tombstones or markers it kept (`purge_horizon.rs`).
+    pub(crate) purge_horizon: crate::purge_horizon::PurgeHorizon,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
     pub(crate) async_commit: crate::async_commit::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
@@ -456,6 +458,7 @@ impl Log {
             cleaning: Mutex::new(false),
             truncations: crate::sync::AtomicU64::new(0),
             cleaner_stats: Mutex::new(crate::stat_cache::StatCache::default()),
+            purge_horizon: crate::purge_horizon::PurgeHorizon::new(),
             async_commit: crate::async_commit::AsyncCommit::default(),
             metrics,
         };
