@@ -32,12 +32,10 @@ impl PurgeHorizon {
         }
     }
 
-    /// The earliest pending horizon of `clean` (the segments below the cleaner checkpoint),
-    /// read from their batch headers the first time and cached until [`PurgeHorizon::set`].
-    pub(crate) fn next_ms<'a>(
-        &self,
-        clean: impl Iterator<Item = &'a Arc<Segment>>,
-    ) -> Result<Option<i64>> {
+    /// The earliest pending horizon of the clean section (`clean()`: the segments below the
+    /// cleaner checkpoint), read from their batch headers the first time and cached until
+    /// [`PurgeHorizon::set`] (a cached answer lists no segment).
+    pub(crate) fn next_ms(&self, clean: impl FnOnce() -> Vec<Arc<Segment>>) -> Result<Option<i64>> {
         let mut next = lock(&self.next_ms);
         if let Some(known) = *next {
             return Ok(known);
@@ -45,7 +43,7 @@ impl PurgeHorizon {
         // Nothing says which horizons a round already judged: count them all (a batch kept
         // past its horizon, as a producer's last batch, then costs one round, after which
         // `set` leaves it out).
-        let found = earliest_horizon(clean, i64::MIN)?;
+        let found = earliest_horizon(clean().iter(), i64::MIN)?;
         *next = Some(found);
         Ok(found)
     }

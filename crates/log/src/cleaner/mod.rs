@@ -164,7 +164,7 @@ impl Log {
     /// checkpoint) has reached its delete horizon at `now_ms` (`purge_horizon.rs`; the headers
     /// are read once, then cached until the next round).
     pub(crate) fn purge_due(&self, now_ms: i64) -> Result<bool> {
-        let next = self.purge_horizon.next_ms(self.clean_section().iter())?;
+        let next = self.purge_horizon.next_ms(|| self.clean_section())?;
         Ok(next.is_some_and(|horizon| horizon <= now_ms))
     }
 
