@@ -391,7 +391,8 @@ pub(crate) fn poisoned(dir: &Path, op: &'static str, error: &dyn std::error::Err
 
 /// Every gauge equals what the [`crate::Log`] reports after each kind of operation that
 /// changes it (a recorder that keeps the gauges' values, local to the test's thread).
-#[cfg(all(test, feature = "metrics", not(loom)))]
+#[cfg(test)]
+#[cfg(all(feature = "metrics", not(loom)))]
 mod tests {
     use std::collections::HashMap;
     use std::sync::atomic::{AtomicU64, Ordering};

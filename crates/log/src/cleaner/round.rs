@@ -144,7 +144,7 @@ impl Log {
         let dirty = offsets.cleanable_bytes > 0 && offsets.first_dirty < offsets.first_uncleanable;
         // Nothing dirty, but a kept tombstone or marker reached its delete horizon: a round
         // over the clean section (with an empty offset map) purges it (`purge_horizon.rs`).
-        if !(due && dirty) && !self.purge_due(now_ms)? {
+        if !(due && dirty || self.purge_due(now_ms)?) {
             return Ok(None);
         }
         // Everything cleaned lies below the recovery point, durably checkpointed before the
