@@ -10,7 +10,7 @@ use crate::view::LogView;
 /// Who moves the high watermark ([`crate::LogOpenOptions::high_watermark`],
 /// [`Log::set_high_watermark_policy`]).
 ///
-/// Consumers reading below the high watermark ([`crate::Isolation::HighWatermark`],
+/// Consumers reading below the high watermark ([`crate::Isolation::ReadUncommitted`],
 /// [`crate::Isolation::ReadCommitted`]) see nothing above it, so the default serves what was
 /// appended ([`HighWatermarkPolicy::LogEnd`]): a standalone log has no replicas to wait for,
 /// exactly as a Kafka partition with one replica, whose high watermark follows its log end
@@ -25,7 +25,7 @@ pub enum HighWatermarkPolicy {
     /// checkpointed high watermark).
     Manual,
     /// Every append publishes the high watermark at the new log end: consumers
-    /// ([`crate::Isolation::HighWatermark`]) see what is appended at once, as in a Kafka
+    /// ([`crate::Isolation::ReadUncommitted`]) see what is appended at once, as in a Kafka
     /// partition with a single replica. What a consumer saw may be lost by a power failure
     /// before an fsync (choose [`HighWatermarkPolicy::DurableEnd`] when it must not). The
     /// default.

@@ -68,7 +68,7 @@
 //! their own `pread`s. The futures (`wait_for_async`, `sync_to_async`, the durability part of
 //! `append_durable_async`) never block.
 //!
-//! **The high watermark.** Consumers ([`Isolation::HighWatermark`]) read below it, and
+//! **The high watermark.** Consumers ([`Isolation::ReadUncommitted`]) read below it, and
 //! retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
 //! backward move ([`Error::HighWatermarkRegression`]); only a truncation lowers it. It is
 //! persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text

@@ -145,7 +145,7 @@ pub struct SegmentInfo {
 /// Dropping a `Log` without [`Log::close`] is a crash for recovery purposes: no clean-shutdown
 /// marker is written, so the next open recovers everything above the recovery point.
 ///
-/// **The high watermark.** Consumers ([`crate::Isolation::HighWatermark`]) read below it, and
+/// **The high watermark.** Consumers ([`crate::Isolation::ReadUncommitted`]) read below it, and
 /// retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
 /// backward move ([`crate::Error::HighWatermarkRegression`]); only a truncation lowers it. It is
 /// persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
@@ -521,7 +521,7 @@ impl Log {
         self.published.load().end
     }
 
-    /// The high watermark: consumers ([`crate::Isolation::HighWatermark`]) read below it.
+    /// The high watermark: consumers ([`crate::Isolation::ReadUncommitted`]) read below it.
     pub fn high_watermark(&self) -> i64 {
         self.published.load().high_watermark.offset
     }

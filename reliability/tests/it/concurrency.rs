@@ -168,7 +168,7 @@ fn stress(label: &str, segment_cache_capacity: Option<i64>) {
                     let isolation = if r % 4 < 2 {
                         Isolation::LogEnd
                     } else {
-                        Isolation::HighWatermark
+                        Isolation::ReadUncommitted
                     };
                     let from = if sequential {
                         next
@@ -186,7 +186,7 @@ fn stress(label: &str, segment_cache_capacity: Option<i64>) {
                         log.read_into(from, max_bytes, isolation, true, &mut buf)
                             .map(|fetch| {
                                 let bound = match isolation {
-                                    Isolation::HighWatermark => fetch.high_watermark,
+                                    Isolation::ReadUncommitted => fetch.high_watermark,
                                     _ => fetch.log_end_offset,
                                 };
                                 (std::mem::take(&mut buf), fetch.position, bound)
@@ -198,7 +198,7 @@ fn stress(label: &str, segment_cache_capacity: Option<i64>) {
                                 .read_to_vec()
                                 .unwrap_or_else(|e| panic!("{context}: reading the slice: {e}"));
                             let bound = match isolation {
-                                Isolation::HighWatermark => data.high_watermark,
+                                Isolation::ReadUncommitted => data.high_watermark,
                                 _ => data.log_end_offset,
                             };
                             (bytes, data.slice.position(), bound)

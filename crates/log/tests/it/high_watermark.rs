@@ -56,7 +56,7 @@ fn log_end_policy_publishes_every_append() {
         assert_eq!(log.high_watermark(), log.log_end_offset());
     }
     assert!(log.segment_count() > 1, "rolls keep it at the log end");
-    let read = ReaderOptions::new(0, Isolation::HighWatermark)
+    let read = ReaderOptions::new(0, Isolation::ReadUncommitted)
         .owned_reader(&log)
         .count();
     assert_eq!(read, 150);
@@ -153,7 +153,7 @@ fn the_default_policy_serves_what_was_appended_and_the_open_names_it() {
         assert_eq!(log.high_watermark_policy(), HighWatermarkPolicy::LogEnd);
         append_numbered(&log, 4, "a", 3);
         assert_eq!(log.high_watermark(), 12);
-        for isolation in [Isolation::HighWatermark, Isolation::ReadCommitted] {
+        for isolation in [Isolation::ReadUncommitted, Isolation::ReadCommitted] {
             let read = ReaderOptions::new(0, isolation).owned_reader(&log).count();
             assert_eq!(read, 12, "{isolation:?}");
         }
@@ -191,4 +191,29 @@ fn the_default_policy_serves_what_was_appended_and_the_open_names_it() {
     let loaded = events.iter().find(|e| e.message == "log loaded").unwrap();
     assert_eq!(loaded.field("high_watermark_policy"), Some("Manual"));
     assert_eq!(loaded.field("high_watermark"), Some("4"));
+}
+
+/// `Isolation::HighWatermark`, the old name of `Isolation::ReadUncommitted`, still compiles
+/// in expressions and patterns and reads the same records (deprecated).
+#[test]
+#[allow(deprecated)]
+fn the_old_isolation_name_reads_as_read_uncommitted() {
+    assert_eq!(Isolation::HighWatermark, Isolation::ReadUncommitted);
+    assert!(matches!(
+        Isolation::ReadUncommitted,
+        Isolation::HighWatermark
+    ));
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    append_numbered(&log, 3, "a", 2);
+    log.set_high_watermark(4).unwrap();
+    let old: Vec<i64> = ReaderOptions::new(0, Isolation::HighWatermark)
+        .owned_reader(&log)
+        .map(|r| r.unwrap().record.offset)
+        .collect();
+    let new: Vec<i64> = ReaderOptions::new(0, Isolation::ReadUncommitted)
+        .owned_reader(&log)
+        .map(|r| r.unwrap().record.offset)
+        .collect();
+    assert_eq!((old.clone(), new), (vec![0, 1, 2, 3], vec![0, 1, 2, 3]));
+    assert_eq!(format!("{:?}", Isolation::HighWatermark), "ReadUncommitted");
 }
