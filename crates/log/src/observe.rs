@@ -359,7 +359,8 @@ pub(crate) fn cleaned(
             checkpoint = ?r.checkpoint, segments_cleaned = r.segments_cleaned,
             segments_after = r.segments_after, records_before = r.records_before,
             records_after = r.records_after, bytes_before = r.bytes_before,
-            bytes_after = r.bytes_after, keys = r.keys, map_full = r.map_full, duration_ms,
+            bytes_after = r.bytes_after, keys = r.keys, map_full = r.map_full,
+            next_purge_ms = r.next_purge_ms, duration_ms,
             "cleaning round done"
         ),
         Ok(None) => tracing::debug!(%dir, duration_ms, "cleaning round: nothing to clean"),
