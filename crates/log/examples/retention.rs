@@ -1,8 +1,8 @@
 //! Retention: a log of small segments trimmed by size and then by age, driven by `tick(now)`.
 //!
 //! Retention deletes whole segments, oldest first, and only below the high watermark (here it
-//! follows the log end: `HighWatermarkPolicy::LogEnd`; with the default `Manual` policy nothing
-//! is deleted until someone moves it). `retention.bytes` keeps *at least* the limit: a segment
+//! follows the log end: `HighWatermarkPolicy::LogEnd`, the default, spelled out; with `Manual`,
+//! a replication layer's policy, nothing is deleted until someone moves it). `retention.bytes` keeps *at least* the limit: a segment
 //! goes only while the log without it still holds that many bytes. `retention.ms` compares each
 //! segment's largest record timestamp with the `now` passed to `tick`. Deleted segments are
 //! renamed `.deleted` and unlinked `file.delete.delay.ms` after that `now`. The active segment

@@ -42,7 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         })
     };
 
-    let mut reader = log.reader(0, Isolation::HighWatermark);
+    let mut reader = log.reader(0, Isolation::ReadUncommitted);
     let (mut count, mut sum) = (0i64, 0i64);
     while count < RECORDS {
         // Sleeps until an append moves the visible end past where the last poll stopped.

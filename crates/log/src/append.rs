@@ -320,11 +320,14 @@ impl Log {
         }
         self.published
             .publish(self.with_high_watermark_policy(appended));
-        drop(writer);
         let records = last_offset
             .saturating_add(1)
             .saturating_sub(analysis.first_offset());
+        // Under the writer lock, as every gauge update ([`Log::observe_shape`]): a shape set
+        // from a view that already holds this append can then never be followed by its
+        // increment (the size gauge would count the batch twice).
         self.metrics.appended(size, records as u64, end.offset);
+        drop(writer);
         tracing::trace!(
             dir = %self.dir.display(), first_offset = analysis.first_offset(), last_offset,
             bytes = size, "appended"

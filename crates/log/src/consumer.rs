@@ -725,7 +725,7 @@ impl Iterator for OwnedRecordReader<'_> {
 fn visible_end(isolation: Isolation, fetch: &crate::CopiedFetch) -> i64 {
     match isolation {
         Isolation::LogEnd => fetch.log_end_offset,
-        Isolation::HighWatermark => fetch.high_watermark,
+        Isolation::ReadUncommitted => fetch.high_watermark,
         Isolation::ReadCommitted => fetch.last_stable_offset,
     }
 }

@@ -9,16 +9,27 @@ use crate::view::LogView;
 
 /// Who moves the high watermark ([`crate::LogOpenOptions::high_watermark`],
 /// [`Log::set_high_watermark_policy`]).
+///
+/// Consumers reading below the high watermark ([`crate::Isolation::ReadUncommitted`],
+/// [`crate::Isolation::ReadCommitted`]) see nothing above it, so the default serves what was
+/// appended ([`HighWatermarkPolicy::LogEnd`]): a standalone log has no replicas to wait for,
+/// exactly as a Kafka partition with one replica, whose high watermark follows its log end
+/// without any fsync. Only a replication layer (a broker, a Raft log) that decides the high
+/// watermark itself opts into [`HighWatermarkPolicy::Manual`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum HighWatermarkPolicy {
-    /// Only [`Log::set_high_watermark`] (a replication layer decides it). The default, and
-    /// Kafka's model.
-    #[default]
+    /// Only [`Log::set_high_watermark`] (a replication layer decides it): Kafka's model for a
+    /// replicated partition. Until someone calls it, high-watermark and read-committed
+    /// consumers see nothing new. [`Log::open_read_only`] uses it (an inspection shows the
+    /// checkpointed high watermark).
     Manual,
     /// Every append publishes the high watermark at the new log end: consumers
-    /// ([`crate::Isolation::HighWatermark`]) see what is appended at once. For a single node
-    /// that does not care whether what consumers saw survives a crash.
+    /// ([`crate::Isolation::ReadUncommitted`]) see what is appended at once, as in a Kafka
+    /// partition with a single replica. What a consumer saw may be lost by a power failure
+    /// before an fsync (choose [`HighWatermarkPolicy::DurableEnd`] when it must not). The
+    /// default.
+    #[default]
     LogEnd,
     /// The high watermark follows the durable end ([`Log::durable_end_offset`]): consumers see
     /// only what an fsync made durable (a durable append, a flush, a flush policy in

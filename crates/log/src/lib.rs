@@ -68,17 +68,19 @@
 //! their own `pread`s. The futures (`wait_for_async`, `sync_to_async`, the durability part of
 //! `append_durable_async`) never block.
 //!
-//! **The high watermark.** Consumers ([`Isolation::HighWatermark`]) read below it, and
+//! **The high watermark.** Consumers ([`Isolation::ReadUncommitted`]) read below it, and
 //! retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
 //! backward move ([`Error::HighWatermarkRegression`]); only a truncation lowers it. It is
 //! persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
 //! checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
-//! restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
-//! caller moves it, as a replication layer does; a single node opts into
-//! [`HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
-//! [`HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-//! only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
-//! [`Log::set_high_watermark_policy`].
+//! restored at open, clamped to the log end. By default ([`HighWatermarkPolicy::LogEnd`]) every
+//! append publishes it at the new log end, so high-watermark and read-committed consumers see
+//! what was appended: a standalone log has no replicas to wait for, as a Kafka partition with
+//! one replica. [`HighWatermarkPolicy::DurableEnd`] has it follow [`Log::durable_end_offset`]
+//! (consumers see only what an fsync made durable), and a replication layer opts into
+//! [`HighWatermarkPolicy::Manual`] (only the caller moves it), through
+//! [`LogOpenOptions::high_watermark`] or [`Log::set_high_watermark_policy`]. The open logs the
+//! policy (the `log loaded` event's `high_watermark_policy` field).
 //!
 //! **Observability.** The log emits `tracing` events (INFO: opens, rolls, retention,
 //! truncation, close; WARN: data cut or damaged bytes kept, slow fsyncs, unreadable
@@ -146,6 +148,7 @@ mod observe;
 mod producer_files;
 mod producer_snapshot;
 mod producer_state;
+mod purge_horizon;
 mod read;
 mod read_request;
 mod retention;

@@ -78,8 +78,14 @@ pub struct LogOpenOptions {
     /// cache of `segment_cache_capacity` for this log alone ([`crate::LogDir`] passes its own
     /// to every log it opens).
     pub segment_cache: Option<SegmentCache>,
-    /// Who moves the high watermark ([`crate::HighWatermarkPolicy`]). Default: `Manual`
-    /// (only [`Log::set_high_watermark`]).
+    /// Who moves the high watermark ([`crate::HighWatermarkPolicy`]). Default:
+    /// [`crate::HighWatermarkPolicy::LogEnd`]: every append moves it to the new log end, so
+    /// high-watermark and read-committed consumers see what was appended (a standalone log
+    /// has no replicas to wait for, like a Kafka partition with one replica). A replication
+    /// layer that decides the high watermark itself sets
+    /// [`crate::HighWatermarkPolicy::Manual`]; [`crate::HighWatermarkPolicy::DurableEnd`]
+    /// shows consumers only what an fsync made durable. The open logs the policy (the `log
+    /// loaded` event's `high_watermark_policy` field).
     pub high_watermark: crate::HighWatermarkPolicy,
     /// How much of what the recovery of an unclean shutdown validated is kept to load the
     /// leader-epoch cache and the producer state from that one pass (Kafka's
@@ -101,7 +107,7 @@ impl Default for LogOpenOptions {
             decode_records: false,
             io: Io::direct(),
             segment_cache: None,
-            high_watermark: crate::HighWatermarkPolicy::Manual,
+            high_watermark: crate::HighWatermarkPolicy::LogEnd,
             recovery_digest: crate::RecoveryDigestLimits::default(),
         }
     }
@@ -139,17 +145,17 @@ pub struct SegmentInfo {
 /// Dropping a `Log` without [`Log::close`] is a crash for recovery purposes: no clean-shutdown
 /// marker is written, so the next open recovers everything above the recovery point.
 ///
-/// **The high watermark.** Consumers ([`crate::Isolation::HighWatermark`]) read below it, and
+/// **The high watermark.** Consumers ([`crate::Isolation::ReadUncommitted`]) read below it, and
 /// retention never deletes at or above it. It is monotonic: [`Log::set_high_watermark`] refuses a
 /// backward move ([`crate::Error::HighWatermarkRegression`]); only a truncation lowers it. It is
 /// persisted as Kafka does, in the root's `replication-offset-checkpoint` (Kafka's text
 /// checkpoint format, written with the other checkpoints by `flush`, `tick` and `close`), and
-/// restored at open, clamped to the log end. By default (`HighWatermarkPolicy::Manual`) only the
-/// caller moves it, as a replication layer does; a single node opts into
-/// [`crate::HighWatermarkPolicy::LogEnd`] (every append publishes it at the new log end) or
-/// [`crate::HighWatermarkPolicy::DurableEnd`] (it follows [`Log::durable_end_offset`], so consumers see
-/// only what an fsync made durable) through [`LogOpenOptions::high_watermark`] or
-/// [`Log::set_high_watermark_policy`].
+/// restored at open, clamped to the log end. By default
+/// ([`crate::HighWatermarkPolicy::LogEnd`]) every append publishes it at the new log end, as
+/// a single-replica Kafka partition does; [`crate::HighWatermarkPolicy::DurableEnd`] has it
+/// follow [`Log::durable_end_offset`] (consumers see only what an fsync made durable), and a
+/// replication layer opts into [`crate::HighWatermarkPolicy::Manual`] (only the caller moves
+/// it), through [`LogOpenOptions::high_watermark`] or [`Log::set_high_watermark_policy`].
 #[derive(Debug)]
 pub struct Log {
     pub(crate) dir: PathBuf,
@@ -186,6 +192,8 @@ pub struct Log {
     pub(crate) truncations: crate::sync::AtomicU64,
     /// The cleaner's cached timestamps of sealed segments (`cleaner/stats.rs`).
     pub(crate) cleaner_stats: Mutex<crate::stat_cache::StatCache>,
+    /// When the cleaner can next purge tombstones or markers it kept (`purge_horizon.rs`).
+    pub(crate) purge_horizon: crate::purge_horizon::PurgeHorizon,
     /// The async durability waiters and the sync thread (`durable_async.rs`).
     pub(crate) async_commit: crate::async_commit::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
@@ -233,6 +241,9 @@ impl Log {
     /// or truncating them while this log is open cannot fault it. Writes return
     /// [`Error::ReadOnly`].
     ///
+    /// The high watermark is the checkpointed one
+    /// ([`crate::HighWatermarkPolicy::Manual`]): an inspection shows what the owner published.
+    ///
     /// A directory without any segment (empty, or not yet written) gives an empty log: no
     /// segments, log start offset = log end offset = the checkpointed log start offset (or 0),
     /// and a read at that offset returns an empty slice. Leftover `.cleaned` / `.swap` files
@@ -249,6 +260,7 @@ impl Log {
             config,
             LogOpenOptions {
                 read_only: true,
+                high_watermark: crate::HighWatermarkPolicy::Manual,
                 ..LogOpenOptions::default()
             },
         )
@@ -291,8 +303,8 @@ impl Log {
                 home,
                 mode,
                 cache,
+                policy,
             )?;
-            log.set_high_watermark_policy(policy)?;
             return Ok(log);
         }
         std::fs::create_dir_all(&dir).map_err(|e| Error::io("create directory", &dir, e))?;
@@ -308,13 +320,13 @@ impl Log {
             home,
             mode,
             cache,
+            policy,
         )?;
         if !known {
             // Checkpointed at once: the loader's rule for gaps after a crash needs to know
             // where flushed data ends (docs/durability.md, section 4).
             log.write_checkpoints(true)?;
         }
-        log.set_high_watermark_policy(policy)?;
         Ok(log)
     }
 
@@ -330,6 +342,7 @@ impl Log {
         mode: LoadMode,
         root: Option<&SharedRoot>,
         cache: SegmentCache,
+        policy: crate::HighWatermarkPolicy,
     ) -> Result<Self> {
         config.validate()?;
         // `None`: a read-only `LogDir`, which holds no lock.
@@ -337,11 +350,11 @@ impl Log {
             Some(root) if !mode.read_only => root.home_for(&dir),
             _ => StateHome::ReadOnly,
         };
-        Self::load(dir, config, clock, io, state, home, mode, cache)
+        Self::load(dir, config, clock, io, state, home, mode, cache, policy)
     }
 
     /// Loads `dir` from `state` (with the checkpoint files that were read as empty, for the
-    /// report).
+    /// report), then applies the high-watermark `policy`.
     #[allow(clippy::too_many_arguments)]
     fn load(
         dir: PathBuf,
@@ -352,6 +365,7 @@ impl Log {
         home: StateHome,
         mode: LoadMode,
         cache: SegmentCache,
+        policy: crate::HighWatermarkPolicy,
     ) -> Result<Self> {
         let read_only = mode.read_only;
         let started = std::time::Instant::now();
@@ -444,6 +458,7 @@ impl Log {
             cleaning: Mutex::new(false),
             truncations: crate::sync::AtomicU64::new(0),
             cleaner_stats: Mutex::new(crate::stat_cache::StatCache::default()),
+            purge_horizon: crate::purge_horizon::PurgeHorizon::new(),
             async_commit: crate::async_commit::AsyncCommit::default(),
             metrics,
         };
@@ -459,9 +474,12 @@ impl Log {
         if let Some(high_watermark) = restored_high_watermark {
             log.set_high_watermark(high_watermark)?;
         }
+        // Then the policy, which may raise it (to the log end or the durable end).
+        log.set_high_watermark_policy(policy)?;
         let offsets = (log_start_offset, end.offset, log.recovery_point());
         let took = started.elapsed();
-        crate::observe::loaded(&log.dir, &log.load_report, offsets, read_only, took);
+        let hw = (policy, log.high_watermark());
+        crate::observe::loaded(&log.dir, &log.load_report, offsets, hw, read_only, took);
         log.metrics
             .recovered(crate::observe::recovery_bytes_scanned(&log.load_report));
         log.observe_shape();
@@ -503,7 +521,7 @@ impl Log {
         self.published.load().end
     }
 
-    /// The high watermark: consumers ([`crate::Isolation::HighWatermark`]) read below it.
+    /// The high watermark: consumers ([`crate::Isolation::ReadUncommitted`]) read below it.
     pub fn high_watermark(&self) -> i64 {
         self.published.load().high_watermark.offset
     }
@@ -520,8 +538,9 @@ impl Log {
     }
 
     /// Sets the high watermark, clamped to `[log start offset, log end offset]` (the caller —
-    /// a replication layer — decides it; a standalone user sets it to the LEO, or opts into a
-    /// [`crate::HighWatermarkPolicy`]). Returns the value set. Monotonic: only a truncation
+    /// a replication layer, with [`crate::HighWatermarkPolicy::Manual`] — decides it; under the
+    /// default [`crate::HighWatermarkPolicy::LogEnd`] it is already at the log end). Returns
+    /// the value set. Monotonic: only a truncation
     /// lowers it.
     ///
     /// # Errors
@@ -711,7 +730,9 @@ impl Log {
     }
 
     /// Sets the metric gauges from the published view (after a change of the segment map or
-    /// the log start; nothing without the `metrics` feature).
+    /// the log start: open, roll, retention, truncation, `DeleteRecords`, a cleaning round;
+    /// nothing without the `metrics` feature). Call it under the writer lock where others may
+    /// append meanwhile: appends increment the size gauge under it.
     pub(crate) fn observe_shape(&self) {
         #[cfg(feature = "metrics")]
         {

@@ -76,7 +76,10 @@ pub struct LogDirTickReport {
 
 impl LogDir {
     /// Opens (creating it if needed) the root `root`; every partition uses `config` (no topic
-    /// overrides: see [`LogDir::open_with_topic_configs`]).
+    /// overrides: see [`LogDir::open_with_topic_configs`]) and the default
+    /// [`crate::HighWatermarkPolicy::LogEnd`]: each partition's high watermark follows its log
+    /// end, so consumers see what was appended. A replicating broker passes
+    /// [`crate::HighWatermarkPolicy::Manual`] to [`LogDir::open_with`].
     ///
     /// # Errors
     /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root,
@@ -207,8 +210,8 @@ impl LogDir {
                 },
                 shared.as_ref(),
                 cache.clone(),
+                options.high_watermark,
             )?;
-            log.set_high_watermark_policy(options.high_watermark)?;
             logs.insert(tp, Arc::new(log));
         }
         let log_dir = Self {
@@ -300,8 +303,8 @@ impl LogDir {
             LoadMode::default(),
             Some(shared),
             self.segment_cache.clone(),
+            self.high_watermark_policy,
         )?);
-        log.set_high_watermark_policy(self.high_watermark_policy)?;
         logs.insert(topic_partition.clone(), Arc::clone(&log));
         drop(logs);
         drop(topic_configs);

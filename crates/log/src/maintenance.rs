@@ -75,8 +75,9 @@ impl Log {
         }
         if delete && config.retention_ms >= 0 {
             let view = self.published.load();
+            let margin_ms = retention::future_margin_ms(config.message_timestamp_after_max_ms);
             for stat in segment_stats(&view, true)? {
-                if stat.largest_timestamp_ms > now_ms {
+                if retention::in_the_future(now_ms, stat.largest_timestamp_ms, margin_ms) {
                     report.future_timestamp_segments.push(stat.base_offset);
                 }
             }

@@ -223,11 +223,13 @@ pub(crate) fn recovery_bytes_scanned(report: &LoadReport) -> u64 {
 
 /// The events of a finished load: one per segment that a recovery or a check changed (WARN
 /// when data was cut or damaged bytes were kept), one per other finding, then the INFO
-/// summary.
+/// summary, which names the high-watermark policy and the high watermark it gave (a consumer
+/// reading below the high watermark sees nothing under `Manual` until someone moves it).
 pub(crate) fn loaded(
     dir: &Path,
     report: &LoadReport,
     offsets: (i64, i64, i64),
+    (high_watermark_policy, high_watermark): (crate::HighWatermarkPolicy, i64),
     read_only: bool,
     took: Duration,
 ) {
@@ -306,7 +308,8 @@ pub(crate) fn loaded(
     }
     tracing::info!(
         %dir, segments = report.segments.len(), log_start_offset, log_end_offset,
-        recovery_point, clean_shutdown = report.had_clean_shutdown,
+        recovery_point, ?high_watermark_policy, high_watermark,
+        clean_shutdown = report.had_clean_shutdown,
         recovered = report.recovered().count(), read_only,
         duration_ms = took.as_secs_f64() * 1e3, "log loaded"
     );
@@ -356,7 +359,8 @@ pub(crate) fn cleaned(
             checkpoint = ?r.checkpoint, segments_cleaned = r.segments_cleaned,
             segments_after = r.segments_after, records_before = r.records_before,
             records_after = r.records_after, bytes_before = r.bytes_before,
-            bytes_after = r.bytes_after, keys = r.keys, map_full = r.map_full, duration_ms,
+            bytes_after = r.bytes_after, keys = r.keys, map_full = r.map_full,
+            next_purge_ms = r.next_purge_ms, duration_ms,
             "cleaning round done"
         ),
         Ok(None) => tracing::debug!(%dir, duration_ms, "cleaning round: nothing to clean"),
@@ -384,4 +388,143 @@ pub(crate) fn poisoned(dir: &Path, op: &'static str, error: &dyn std::error::Err
         dir = %dir.display(), op, error = %error,
         "write or fsync failed: the log refuses writes until reopened"
     );
+}
+
+/// Every gauge equals what the [`crate::Log`] reports after each kind of operation that
+/// changes it (a recorder that keeps the gauges' values, local to the test's thread).
+#[cfg(test)]
+#[cfg(all(feature = "metrics", not(loom)))]
+mod tests {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, SharedString, Unit};
+    use seglog_records::BatchBuilder;
+
+    use super::names;
+    use crate::{CleanupPolicy, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions, ManualClock};
+
+    const T0: i64 = 1_700_000_000_000;
+
+    /// The gauges by name (one log per test, so labels are ignored).
+    #[derive(Debug, Default)]
+    struct Gauges(Mutex<HashMap<String, Arc<AtomicU64>>>);
+
+    impl Gauges {
+        fn value(&self, name: &str) -> f64 {
+            let gauges = self.0.lock().unwrap();
+            f64::from_bits(gauges[name].load(Ordering::Relaxed))
+        }
+
+        /// The four gauges against the log's own figures, `after` naming the operation.
+        fn check(&self, log: &Log, after: &str) {
+            let size: u64 = log.segments().iter().map(|s| s.size_bytes).sum();
+            assert_eq!(self.value(names::SIZE), size as f64, "Size after {after}");
+            assert_eq!(
+                self.value(names::NUM_LOG_SEGMENTS),
+                log.segment_count() as f64,
+                "NumLogSegments after {after}"
+            );
+            assert_eq!(
+                self.value(names::LOG_START_OFFSET),
+                log.log_start_offset() as f64,
+                "LogStartOffset after {after}"
+            );
+            assert_eq!(
+                self.value(names::LOG_END_OFFSET),
+                log.log_end_offset() as f64,
+                "LogEndOffset after {after}"
+            );
+        }
+    }
+
+    impl metrics::Recorder for Gauges {
+        fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+        fn register_counter(&self, _: &Key, _: &Metadata<'_>) -> Counter {
+            Counter::noop()
+        }
+        fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+            let mut gauges = self.0.lock().unwrap();
+            Gauge::from_arc(Arc::clone(
+                gauges.entry(key.name().to_string()).or_default(),
+            ))
+        }
+        fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+            Histogram::noop()
+        }
+    }
+
+    fn open(dir: &std::path::Path, gauges: &Gauges, clock: &Arc<ManualClock>) -> Log {
+        let config = LogConfig {
+            segment_bytes: 1024,
+            retention_ms: -1,
+            retention_bytes: 2048,
+            message_timestamp_after_max_ms: i64::MAX,
+            message_timestamp_before_max_ms: i64::MAX,
+            cleanup_policy: CleanupPolicy::CompactDelete,
+            file_delete_delay_ms: 0,
+            ..LogConfig::default()
+        };
+        let options = LogOpenOptions {
+            clock: clock.clone(),
+            high_watermark: HighWatermarkPolicy::LogEnd,
+            ..LogOpenOptions::default()
+        };
+        metrics::with_local_recorder(gauges, || Log::open_with(dir, config, options)).unwrap()
+    }
+
+    /// `count` records over 5 keys, one batch each.
+    fn put(log: &Log, count: usize) {
+        for i in 0..count {
+            let mut builder = BatchBuilder::new(0);
+            let key = format!("k{}", i % 5);
+            builder.append(T0, Some(key.as_bytes()), Some(&[b'v'; 40]), &[]);
+            log.append(&builder.build().unwrap()).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_gauge_follows_every_operation_that_changes_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ManualClock::new(T0));
+        let gauges = Gauges::default();
+        let log = open(tmp.path(), &gauges, &clock);
+        gauges.check(&log, "open");
+        put(&log, 40);
+        gauges.check(&log, "appends");
+        assert!(log.segment_count() > 1);
+        log.roll().unwrap();
+        gauges.check(&log, "roll");
+        let report = log.clean().unwrap().expect("a round");
+        assert!(report.bytes_after < report.bytes_before, "{report:?}");
+        gauges.check(&log, "a cleaning round");
+        put(&log, 30);
+        gauges.check(&log, "appends after a round");
+        log.roll().unwrap();
+        log.clean().unwrap().expect("a second round");
+        gauges.check(&log, "a second cleaning round");
+        put(&log, 60);
+        let retention = log.delete_old_segments().unwrap();
+        assert!(!retention.deleted.is_empty(), "{retention:?}");
+        gauges.check(&log, "size retention");
+        log.delete_records_before(log.log_end_offset() - 10)
+            .unwrap();
+        gauges.check(&log, "DeleteRecords");
+        let retention = log.delete_old_segments().unwrap();
+        assert!(!retention.deleted.is_empty(), "{retention:?}");
+        gauges.check(&log, "log-start retention");
+        log.truncate_to(log.log_end_offset() - 3).unwrap();
+        gauges.check(&log, "truncation");
+        put(&log, 2);
+        gauges.check(&log, "appends after a truncation");
+        log.close().unwrap();
+        drop(log);
+        let log = open(tmp.path(), &gauges, &clock);
+        gauges.check(&log, "reopen");
+        put(&log, 3);
+        gauges.check(&log, "appends after reopen");
+    }
 }

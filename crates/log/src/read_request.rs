@@ -14,7 +14,7 @@ use crate::view::Isolation;
 /// # let dir = tempfile::tempdir()?;
 /// # let log = Log::open(dir.path().join("orders-0"), LogConfig::default())?;
 /// let fetched = log.read_request(
-///     &ReadRequest::new(0, Isolation::HighWatermark)
+///     &ReadRequest::new(0, Isolation::ReadUncommitted)
 ///         .max_bytes(64 << 10)
 ///         .min_one_message(true),
 /// )?;

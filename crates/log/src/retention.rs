@@ -35,9 +35,39 @@ pub struct RetentionReport {
     pub log_start_offset: i64,
     /// Whether the active segment was rolled because every segment was deletable.
     pub rolled: bool,
-    /// Base offsets of segments kept only because their largest timestamp lies in the future
-    /// (KAFKA-6482: e.g. microseconds written as milliseconds). Kafka 4.x logs a warning.
+    /// Base offsets of segments whose largest timestamp lies further in the future than
+    /// ordinary operation explains, so time retention keeps them (KAFKA-6482: e.g.
+    /// microseconds written as milliseconds); the pass logs them at WARN. "Further" is past
+    /// `message.timestamp.after.max.ms` (at least one minute; one hour when that is
+    /// unlimited): a record stamped from the same clock a few milliseconds after the pass read
+    /// its `now` is not in the future in this sense. Kafka warns at any timestamp past its
+    /// `now` (a documented difference).
     pub future_timestamp_segments: Vec<i64>,
+}
+
+/// The margin used by [`future_margin_ms`] when `message.timestamp.after.max.ms` is unlimited
+/// (`i64::MAX`): one hour, Kafka 4.0's default for that setting.
+pub(crate) const UNLIMITED_FUTURE_MARGIN_MS: i64 = 3_600_000;
+
+/// The least margin: a pass reads `now` once and may take seconds (a slow directory fsync),
+/// while appends stamped from the same clock go on beside it.
+pub(crate) const MIN_FUTURE_MARGIN_MS: i64 = 60_000;
+
+/// How far past a retention pass's `now` a segment's largest timestamp must lie before it is
+/// reported as in the future: `message.timestamp.after.max.ms`, the most a validated append
+/// may lie ahead of its own clock read, at least [`MIN_FUTURE_MARGIN_MS`], and
+/// [`UNLIMITED_FUTURE_MARGIN_MS`] when that setting is unlimited.
+pub(crate) fn future_margin_ms(message_timestamp_after_max_ms: i64) -> i64 {
+    if message_timestamp_after_max_ms == i64::MAX {
+        UNLIMITED_FUTURE_MARGIN_MS
+    } else {
+        message_timestamp_after_max_ms.max(MIN_FUTURE_MARGIN_MS)
+    }
+}
+
+/// Whether `largest_timestamp_ms` lies more than `margin_ms` past `now_ms`.
+pub(crate) fn in_the_future(now_ms: i64, largest_timestamp_ms: i64, margin_ms: i64) -> bool {
+    largest_timestamp_ms.saturating_sub(now_ms) > margin_ms
 }
 
 /// What retention needs to know about one segment.
@@ -185,6 +215,25 @@ mod tests {
             deletable_prefix(&segs, 30, 30, time_breached(50_000, 1000).unwrap()),
             1
         );
+    }
+
+    #[test]
+    fn the_future_starts_past_the_timestamp_bound_of_appends() {
+        assert_eq!(future_margin_ms(3_600_000), 3_600_000);
+        assert_eq!(future_margin_ms(i64::MAX), UNLIMITED_FUTURE_MARGIN_MS);
+        assert_eq!(future_margin_ms(0), MIN_FUTURE_MARGIN_MS);
+        let margin = future_margin_ms(3_600_000);
+        // A record stamped a few milliseconds after the pass read `now`: not the future.
+        assert!(!in_the_future(1_000, 1_005, margin));
+        assert!(!in_the_future(1_000, 1_000 + margin, margin));
+        assert!(in_the_future(1_000, 1_001 + margin, margin));
+        // Microseconds written as milliseconds (KAFKA-6482), without overflow.
+        assert!(in_the_future(
+            1_700_000_000_000,
+            1_700_000_000_000_000,
+            margin
+        ));
+        assert!(in_the_future(i64::MIN, i64::MAX, margin));
     }
 
     #[test]

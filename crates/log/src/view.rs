@@ -33,14 +33,24 @@ pub struct OffsetMetadata {
 /// How far a read may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Isolation {
-    /// Up to the log end offset (followers, Kafka's `LOG_END`).
+    /// Up to the log end offset: a follower's (replica's) fetch, Kafka's `FetchIsolation.LOG_END`.
     LogEnd,
-    /// Up to the high watermark (consumers, Kafka's `HIGH_WATERMARK`).
-    HighWatermark,
+    /// Up to the high watermark: a consumer with Kafka's `isolation.level=read_uncommitted`
+    /// (the consumer default; the broker's `FetchIsolation.HIGH_WATERMARK`). It sees the
+    /// records of open and aborted transactions too.
+    ReadUncommitted,
     /// Up to the last stable offset (`read_committed` consumers, Kafka's `TXN_COMMITTED`):
     /// `min(first unstable offset, high watermark)`. Reads with it also return the aborted
     /// transactions overlapping the fetched range ([`crate::FetchData::aborted_transactions`]).
     ReadCommitted,
+}
+
+impl Isolation {
+    /// The name [`Isolation::ReadUncommitted`] had before it took Kafka's consumer name (reads
+    /// up to the high watermark). Usable in expressions and patterns as before.
+    #[deprecated(note = "renamed `Isolation::ReadUncommitted` (Kafka's read_uncommitted)")]
+    #[allow(non_upper_case_globals)]
+    pub const HighWatermark: Isolation = Isolation::ReadUncommitted;
 }
 
 /// The size of a segment as readers may use it.
@@ -103,7 +113,7 @@ impl<S> LogView<S> {
     pub(crate) fn visible_end(&self, isolation: Isolation) -> i64 {
         match isolation {
             Isolation::LogEnd => self.end.offset,
-            Isolation::HighWatermark => self.high_watermark.offset,
+            Isolation::ReadUncommitted => self.high_watermark.offset,
             Isolation::ReadCommitted => self.last_stable_offset(),
         }
     }
@@ -191,7 +201,7 @@ impl<S: Clone + SegmentSize> LogView<S> {
         let max_offset = match (isolation, committed) {
             (Isolation::LogEnd, _) => self.end,
             (Isolation::ReadCommitted, Some(committed)) => committed,
-            (Isolation::HighWatermark | Isolation::ReadCommitted, _) => self.high_watermark,
+            (Isolation::ReadUncommitted | Isolation::ReadCommitted, _) => self.high_watermark,
         };
         let mut steps = Vec::new();
         if start_offset >= max_offset.offset {
@@ -412,17 +422,17 @@ mod tests {
         let plan = v.plan_read(7, Isolation::LogEnd, None).unwrap();
         let bounds: Vec<u64> = plan.steps.iter().map(|s| s.1).collect();
         assert_eq!(bounds, vec![1000, 2000, 2500]);
-        let plan = v.plan_read(7, Isolation::HighWatermark, None).unwrap();
+        let plan = v.plan_read(7, Isolation::ReadUncommitted, None).unwrap();
         let bounds: Vec<u64> = plan.steps.iter().map(|s| s.1).collect();
         assert_eq!(bounds, vec![1000, 700]);
         assert!(
-            v.plan_read(15, Isolation::HighWatermark, None)
+            v.plan_read(15, Isolation::ReadUncommitted, None)
                 .unwrap()
                 .steps
                 .is_empty()
         );
         assert!(
-            v.plan_read(22, Isolation::HighWatermark, None)
+            v.plan_read(22, Isolation::ReadUncommitted, None)
                 .unwrap()
                 .steps
                 .is_empty()

@@ -116,7 +116,10 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
     }
 
     /// [`LogStore::open_with`] with seglog's [`LogOpenOptions`] (a clock, recovery policy, the
-    /// segment I/O seam: tests inject faults through it).
+    /// segment I/O seam: tests inject faults through it). The high-watermark policy is always
+    /// [`seglog::HighWatermarkPolicy::Manual`], whatever `options` says (seglog's default is
+    /// `LogEnd`): openraft decides what is committed, and the store moves seglog's high
+    /// watermark itself, only to purge.
     ///
     /// # Errors
     /// As [`LogStore::open_with`]; `seglog::Error::ReadOnly` for `options.read_only` (the
@@ -133,6 +136,10 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
         std::fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
         config.retention_ms = -1;
         config.retention_bytes = -1;
+        let options = LogOpenOptions {
+            high_watermark: seglog::HighWatermarkPolicy::Manual,
+            ..options
+        };
         let log = Log::open_with(root.join(LOG_DIR), config, options)?;
         let vote = side_file::read_json(&root, VOTE_FILE)?;
         // `null` when openraft saved "nothing committed".

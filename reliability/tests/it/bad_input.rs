@@ -23,9 +23,10 @@ fn fix_crc(bytes: &mut [u8]) {
     bytes[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
-/// A log with 60 records; returns it with its contents.
+/// A log with 60 records; returns it with its contents. The high watermark stays at 0
+/// (`Manual`): the out-of-range checks move it themselves.
 fn filled(dir: &Path, config: LogConfig) -> (Log, seglog_reliability::LogContents) {
-    let log = Log::open(dir, config).unwrap();
+    let log = Log::open_with(dir, config, crate::support::manual()).unwrap();
     let (mut rng, _) = seeded_rng("bad_input");
     fill(&log, 1, &mut 0, 60, &mut rng);
     let contents = read_log(&log).unwrap();

@@ -94,6 +94,15 @@ pub fn faulty_dir(dir: &Path) -> FaultInjector {
     FaultInjector::new(dir)
 }
 
+/// Open options that leave the high watermark to the test
+/// ([`seglog::HighWatermarkPolicy::Manual`]; seglog's default follows the log end).
+pub fn manual() -> seglog::LogOpenOptions {
+    seglog::LogOpenOptions {
+        high_watermark: seglog::HighWatermarkPolicy::Manual,
+        ..seglog::LogOpenOptions::default()
+    }
+}
+
 /// Opens the log in `dir` with `faults` as its I/O seam (everything it does below the
 /// injector's directory is counted, can be failed, and shapes the durable images).
 pub fn open_faulty(dir: &Path, config: LogConfig, faults: &FaultInjector) -> Log {

@@ -88,7 +88,7 @@ pub fn run(args: &CompactArgs) -> Result<Outcome, Error> {
     let now = args.now.unwrap_or_else(now_ms);
     let options = LogOpenOptions {
         clock: Arc::new(ManualClock::new(now)),
-        ..LogOpenOptions::default()
+        ..super::open_options()
     };
     let log = Log::open_with(&args.dir, config, options)?;
     let result = log

@@ -39,7 +39,7 @@ pub struct MarkerReport {
 /// coordinator epoch); I/O errors.
 pub fn run(args: &MarkerArgs) -> Result<Outcome, Error> {
     DirListing::existing_log(&args.dir)?;
-    let log = Log::open(&args.dir, LogConfig::default())?;
+    let log = Log::open_with(&args.dir, LogConfig::default(), super::open_options())?;
     let result = if args.commit {
         TxnResult::Commit
     } else {

@@ -94,7 +94,7 @@ pub fn run(args: &ProduceArgs, quiet: bool) -> Result<Outcome, Error> {
         });
     }
     std::fs::create_dir_all(&args.dir).map_err(Error::io("create directory", &args.dir))?;
-    let log = Log::open(&args.dir, config)?;
+    let log = Log::open_with(&args.dir, config, super::open_options())?;
     let mut out = Out::stdout();
     let started = Instant::now();
     let mut producer = Producer::new(&log, args, &mut out);

@@ -192,7 +192,7 @@ pub fn recover_dir_with(
         repair_destructively: truncate_damaged,
         // What `verify` checks: a batch whose records do not decode is damage too.
         decode_records: true,
-        ..LogOpenOptions::default()
+        ..super::open_options()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;
     let load = log.load_report().clone();
@@ -307,7 +307,7 @@ fn check_before_changing(dir: &Path, truncate_damaged: bool) -> Result<(), Error
         recover_all: true,
         repair_destructively: truncate_damaged,
         decode_records: true,
-        ..LogOpenOptions::default()
+        ..super::open_options()
     };
     match Log::open_with(dir, LogConfig::default(), dry_run) {
         Ok(log) => drop(log),

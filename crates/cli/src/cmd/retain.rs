@@ -80,7 +80,7 @@ pub fn run(args: &RetainArgs) -> Result<Outcome, Error> {
     };
     let options = LogOpenOptions {
         clock: Arc::new(ManualClock::new(now)),
-        ..LogOpenOptions::default()
+        ..super::open_options()
     };
     let log = Log::open_with(&args.dir, config, options)?;
     let result = apply(&log, args);

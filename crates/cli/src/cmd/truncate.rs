@@ -31,7 +31,7 @@ pub struct TruncateReport {
 /// A directory that holds no log; a log locked by another process; I/O errors.
 pub fn run(args: &TruncateArgs) -> Result<Outcome, Error> {
     DirListing::existing_log(&args.dir)?;
-    let log = Log::open(&args.dir, LogConfig::default())?;
+    let log = Log::open_with(&args.dir, LogConfig::default(), super::open_options())?;
     let before = log.log_end_offset();
     let result = log.truncate_to(args.to);
     let (end, start) = (log.log_end_offset(), log.log_start_offset());

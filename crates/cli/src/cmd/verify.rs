@@ -350,7 +350,7 @@ fn check_txn_indexes(v: &mut Verifier, dir: &Path) {
     let options = seglog::LogOpenOptions {
         read_only: true,
         recover_all: true,
-        ..seglog::LogOpenOptions::default()
+        ..super::open_options()
     };
     let Ok(log) = seglog::Log::open_with(dir, seglog::LogConfig::default(), options) else {
         return;

@@ -7,7 +7,10 @@
 //!    range) and ends at the first uncleanable offset — the base of the segment holding the
 //!    minimum of the last stable offset, the active segment's base and the first segment
 //!    younger than `min.compaction.lag.ms`. A log is due when its dirty ratio exceeds
-//!    `min.cleanable.dirty.ratio` or a dirty segment is older than `max.compaction.lag.ms`.
+//!    `min.cleanable.dirty.ratio` or a dirty segment is older than `max.compaction.lag.ms`,
+//!    or (seglog's rule, `purge_horizon.rs`) when a tombstone or marker kept below the
+//!    checkpoint has reached its delete horizon: that round recopies the clean section with
+//!    an empty offset map, and [`CleanReport::next_purge_ms`] says when the next one can be.
 //! 2. **Transactions** (`txn.rs`): one header pass finds the aborted transactions, the last
 //!    stable offset (the high watermark, or the first offset of the oldest open transaction)
 //!    and each producer's last batch.
@@ -29,8 +32,9 @@
 //! [`crate::LogDir::tick`] when due. There is no cleaner thread: the caller's thread does the
 //! work, and appends and reads go on meanwhile (only the swaps take the writer lock).
 //!
-//! Differences from Kafka, each deliberate: keys are hashed with two SipHash runs (128 bits,
-//! like Kafka's MD5); transactional state comes from the batches, not from `.txnindex` and
+//! Differences from Kafka, each deliberate: a passed delete horizon makes a log due (Kafka 4.4
+//! waits for new dirty data, so a quiet log keeps its tombstones); keys are hashed with two
+//! SipHash runs (128 bits, like Kafka's MD5); transactional state comes from the batches, not from `.txnindex` and
 //! producer snapshots, and producers never expire; a partially kept legacy (v0/v1) message set
 //! is rewritten as a v2 batch (seglog writes no legacy format).
 
@@ -87,6 +91,13 @@ pub struct CleanReport {
     pub map_bytes_read: u64,
     /// Each group swapped in, oldest first.
     pub groups: Vec<GroupReport>,
+    /// The earliest KIP-534 delete horizon of the tombstones and transaction markers the
+    /// round kept (each kept batch holding them carries `deleteHorizonMs`, stamped
+    /// `delete.retention.ms` after the round that first kept it): the next purge can happen
+    /// then, and [`Log::tick`] runs a round for it even when nothing new was appended.
+    /// `None` when nothing kept waits for a horizon (or the headers could not be read after
+    /// the round: the next due check reads them again and reports the error).
+    pub next_purge_ms: Option<i64>,
 }
 
 /// One group of old segments replaced by one cleaned segment.
@@ -106,7 +117,10 @@ pub struct GroupReport {
 impl Log {
     /// Runs one cleaning round now (the clock's time), whatever the dirty ratio: on demand,
     /// as Kafka's cleaner would once the log is due. `Ok(None)` when the log is not compacted
-    /// (`cleanup.policy` without `compact`) or its dirty section is empty.
+    /// (`cleanup.policy` without `compact`), or its dirty section is empty and no tombstone or
+    /// marker of the clean section has reached its delete horizon
+    /// ([`CleanReport::next_purge_ms`]); when one has, the round recopies the clean section
+    /// without it.
     ///
     /// # Errors
     /// [`crate::Error::CleaningAborted`] when a truncation (or retention) changed the
@@ -128,10 +142,12 @@ impl Log {
     }
 
     /// Whether a round is due at `now_ms`: a compacted log whose dirty ratio exceeds
-    /// `min.cleanable.dirty.ratio`, or with a dirty segment older than `max.compaction.lag.ms`.
+    /// `min.cleanable.dirty.ratio`, or with a dirty segment older than `max.compaction.lag.ms`
+    /// (Kafka's rules), or whose clean section holds a tombstone or transaction marker whose
+    /// delete horizon is at or before `now_ms` (seglog's: Kafka 4.4 waits for new dirty data).
     ///
     /// # Errors
-    /// Segment I/O errors reading the segments' timestamps.
+    /// Segment I/O errors reading the segments' timestamps or batch headers.
     pub fn cleaning_due(&self, now_ms: i64) -> Result<bool> {
         if self.read_only || !self.settings().config.cleanup_policy.compact() {
             return Ok(false);
@@ -141,7 +157,28 @@ impl Log {
             &plan.offsets,
             plan.compaction_delay_ms,
             self.settings().config.min_cleanable_dirty_ratio.0,
-        ))
+        ) || self.purge_due(now_ms)?)
+    }
+
+    /// Whether a kept tombstone or marker of the clean section (below the cleaner
+    /// checkpoint) has reached its delete horizon at `now_ms` (`purge_horizon.rs`; the headers
+    /// are read once, then cached until the next round).
+    pub(crate) fn purge_due(&self, now_ms: i64) -> Result<bool> {
+        let next = self.purge_horizon.next_ms(|| self.clean_section())?;
+        Ok(next.is_some_and(|horizon| horizon <= now_ms))
+    }
+
+    /// The segments below the cleaner checkpoint (none before the first round).
+    fn clean_section(&self) -> Vec<std::sync::Arc<seglog_segment::Segment>> {
+        let Some(checkpoint) = self.cleaner_checkpoint() else {
+            return Vec::new();
+        };
+        let view = self.published.load();
+        view.segments
+            .iter()
+            .take_while(|(base, _)| *base < checkpoint)
+            .map(|(_, segment)| std::sync::Arc::clone(segment))
+            .collect()
     }
 
     /// This log's entry of the cleaner checkpoint: where its dirty section starts (`None`
@@ -184,7 +221,19 @@ impl Log {
         }
         let mut uncleanable = lock(&self.cleaning);
         let started = std::time::Instant::now();
-        let result = self.clean_round(now_ms, force, step_limit);
+        let mut result = self.clean_round(now_ms, force, step_limit);
+        if let Ok(Some(report)) = &mut result {
+            // What the round kept decides when the next purge can happen.
+            let clean = self.clean_section();
+            report.next_purge_ms = self.purge_horizon.set(clean.iter(), now_ms).ok().flatten();
+        }
+        // The swaps replaced segments (also those of an aborted or failed round that swapped
+        // some groups): the size and segment gauges follow, under the writer lock as every
+        // gauge update.
+        {
+            let _writer = self.lock_writer();
+            self.observe_shape();
+        }
         crate::observe::cleaned(&self.dir, &result, started.elapsed());
         match &result {
             Ok(_) => *uncleanable = false,

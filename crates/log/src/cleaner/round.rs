@@ -141,8 +141,10 @@ impl Log {
                 compaction_delay_ms,
                 self.settings().config.min_cleanable_dirty_ratio.0,
             );
-        if !due || offsets.cleanable_bytes == 0 || offsets.first_dirty >= offsets.first_uncleanable
-        {
+        let dirty = offsets.cleanable_bytes > 0 && offsets.first_dirty < offsets.first_uncleanable;
+        // Nothing dirty, but a kept tombstone or marker reached its delete horizon: a round
+        // over the clean section (with an empty offset map) purges it (`purge_horizon.rs`).
+        if !(due && dirty || self.purge_due(now_ms)?) {
             return Ok(None);
         }
         // Everything cleaned lies below the recovery point, durably checkpointed before the
@@ -170,7 +172,10 @@ impl Log {
                 .saturating_sub(self.settings().config.delete_retention_ms),
             None => 0,
         };
-        let map = self.build_offset_map(&segments, &stats, &offsets, &scan, &mut report)?;
+        let mut map = self.build_offset_map(&segments, &stats, &offsets, &scan, &mut report)?;
+        // The round covers at least the clean section (all of a purge round's work: nothing
+        // dirty to map); a record there whose key the map lacks is its key's latest.
+        map.update_latest_offset(offsets.first_dirty - 1);
         let end_offset = map.latest_offset() + 1;
         report.end_offset = end_offset;
         let below_end = stats

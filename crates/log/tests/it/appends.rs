@@ -33,9 +33,9 @@ fn reads_respect_the_high_watermark_and_report_out_of_range() {
     let log = open(dir.path(), small_config(1 << 20), &clock());
     append_numbered(&log, 10, "v", 1);
     assert_eq!(log.high_watermark(), 0);
-    assert!(read_all(&log, 0, Isolation::HighWatermark).is_empty());
+    assert!(read_all(&log, 0, Isolation::ReadUncommitted).is_empty());
     log.set_high_watermark(4).unwrap();
-    let upto_hw: Vec<i64> = read_all(&log, 0, Isolation::HighWatermark)
+    let upto_hw: Vec<i64> = read_all(&log, 0, Isolation::ReadUncommitted)
         .iter()
         .map(|r| r.0)
         .collect();

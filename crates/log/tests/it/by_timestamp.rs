@@ -95,26 +95,26 @@ fn read_by_timestamp_into_is_the_lookup_and_the_fetch_in_one() {
     // 100, then 3-record batches: a high watermark of 3001 lies inside batch 3000..=3002.
     assert_eq!(log.set_high_watermark(3001).unwrap(), 3001);
     assert_eq!(
-        log.read_by_timestamp_into(T0 + 3001, Isolation::HighWatermark, &mut buf)
+        log.read_by_timestamp_into(T0 + 3001, Isolation::ReadUncommitted, &mut buf)
             .unwrap(),
         None
     );
     let below = log
-        .read_by_timestamp_into(T0 + 2950, Isolation::HighWatermark, &mut buf)
+        .read_by_timestamp_into(T0 + 2950, Isolation::ReadUncommitted, &mut buf)
         .unwrap()
         .expect("below the high watermark");
     assert_eq!(below.found.offset, 2950);
-    log.read_into(2950, 1, Isolation::HighWatermark, true, &mut fetched)
+    log.read_into(2950, 1, Isolation::ReadUncommitted, true, &mut fetched)
         .unwrap();
     assert_eq!(&buf[below.batch.clone()], &fetched[..]);
     // The straddling batch: what the consumer's fetch returns, no more.
     let inside = log
-        .read_by_timestamp_into(T0 + 3000, Isolation::HighWatermark, &mut buf)
+        .read_by_timestamp_into(T0 + 3000, Isolation::ReadUncommitted, &mut buf)
         .unwrap()
         .expect("below the high watermark");
     assert_eq!(inside.found.offset, 3000);
     let fetch = log
-        .read_into(3000, 1, Isolation::HighWatermark, true, &mut fetched)
+        .read_into(3000, 1, Isolation::ReadUncommitted, true, &mut fetched)
         .unwrap();
     assert_eq!(
         &buf[inside.batch.clone()],

@@ -203,3 +203,86 @@ proptest! {
         check(&log, &written, "reopen")?;
     }
 }
+
+/// One keyed record per batch.
+fn put_record(log: &Log, key: &str, value: Option<&str>) {
+    let mut builder = BatchBuilder::new(0);
+    builder.append(T0, Some(key.as_bytes()), value.map(str::as_bytes), &[]);
+    log.append(&builder.build().unwrap()).unwrap();
+}
+
+/// The keys of the tombstones a reader sees.
+fn tombstones(log: &Log) -> Vec<Vec<u8>> {
+    served(log)
+        .into_values()
+        .filter(|(_, value)| value.is_none())
+        .map(|(key, _)| key)
+        .collect()
+}
+
+/// KIP-534: the first round keeps a tombstone and stamps its batch's delete horizon
+/// (`now + delete.retention.ms`); once the horizon passes, the tombstone goes, even when
+/// nothing new was appended: the tick's round and an explicit `clean_at` both purge it, the
+/// report says when the next purge can happen, and a log with nothing left to purge runs no
+/// further rounds.
+#[test]
+fn tombstones_past_their_horizon_go_without_new_dirty_data() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open_log(tmp.path(), &clock);
+    for round in 0..4 {
+        for key in 0..5 {
+            put_record(&log, &format!("k{key}"), Some(&format!("v{round}")));
+        }
+    }
+    put_record(&log, "k1", None);
+    put_record(&log, "k3", None);
+    put_record(&log, "k4", Some("last"));
+    log.roll().unwrap();
+    let horizon = T0 + config().delete_retention_ms;
+    let first = log.clean_at(T0).unwrap().expect("a round");
+    assert_eq!(first.next_purge_ms, Some(horizon), "{first:?}");
+    assert_eq!(tombstones(&log), [b"k1".to_vec(), b"k3".to_vec()]);
+    let kept = latest(&served(&log));
+
+    // Before the horizon: nothing to do.
+    assert!(!log.cleaning_due(horizon - 1).unwrap());
+    assert_eq!(log.clean_at(horizon - 1).unwrap(), None);
+    assert_eq!(log.tick(horizon - 1).unwrap().cleaned, None);
+    // At the horizon the ticker's round purges them; every other key keeps its record.
+    assert!(log.cleaning_due(horizon).unwrap());
+    let purged = log.tick(horizon).unwrap().cleaned.expect("a purge round");
+    assert_eq!(purged.next_purge_ms, None, "{purged:?}");
+    assert!(tombstones(&log).is_empty());
+    let mut expected = kept.clone();
+    expected.remove(b"k1".as_slice());
+    expected.remove(b"k3".as_slice());
+    assert_eq!(latest(&served(&log)), expected);
+    // Nothing left to purge: no more rounds.
+    assert!(!log.cleaning_due(horizon + 10_000).unwrap());
+    assert_eq!(log.tick(horizon + 10_000).unwrap().cleaned, None);
+    assert_eq!(log.clean_at(horizon + 10_000).unwrap(), None);
+
+    // The same through an explicit clean, after a reopen (the horizon is read from the
+    // batches' headers then): `clean_at(now + delete.retention.ms + 1)`.
+    put_record(&log, "k0", None);
+    log.roll().unwrap();
+    let now = horizon + 20_000;
+    let stamped = log.clean_at(now).unwrap().expect("a round");
+    assert_eq!(
+        stamped.next_purge_ms,
+        Some(now + config().delete_retention_ms)
+    );
+    log.close().unwrap();
+    drop(log);
+    let log = open_log(tmp.path(), &clock);
+    assert_eq!(tombstones(&log), [b"k0".to_vec()]);
+    let purged = log
+        .clean_at(now + config().delete_retention_ms + 1)
+        .unwrap()
+        .expect("a purge round");
+    assert_eq!(purged.next_purge_ms, None);
+    assert!(tombstones(&log).is_empty());
+    expected.remove(b"k0".as_slice());
+    assert_eq!(latest(&served(&log)), expected);
+}

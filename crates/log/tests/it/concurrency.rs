@@ -63,7 +63,7 @@ fn appender_readers_retention_and_durable_appends_run_together() {
             let (log, done) = (Arc::clone(&log), Arc::clone(&done));
             std::thread::spawn(move || {
                 let isolation = if r == 0 {
-                    Isolation::HighWatermark
+                    Isolation::ReadUncommitted
                 } else {
                     Isolation::LogEnd
                 };
@@ -77,7 +77,7 @@ fn appender_readers_retention_and_durable_appends_run_together() {
                         Err(e) => panic!("{e}"),
                     };
                     let bound = match isolation {
-                        Isolation::HighWatermark => data.high_watermark,
+                        Isolation::ReadUncommitted => data.high_watermark,
                         Isolation::LogEnd => data.log_end_offset,
                         Isolation::ReadCommitted => data.last_stable_offset,
                     };

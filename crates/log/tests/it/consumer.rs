@@ -84,10 +84,10 @@ fn high_watermark_isolation_stops_at_the_high_watermark() {
     let (_dir, _clock, log) = fresh(small_config(1 << 20));
     append_numbered(&log, 2, "a", 5);
     log.set_high_watermark(7).unwrap();
-    let got = owned(&log, 0, Isolation::HighWatermark);
+    let got = owned(&log, 0, Isolation::ReadUncommitted);
     // Whole batches below the high watermark's batch only.
     assert_eq!(got.len(), 5);
-    let mut reader = log.reader(0, Isolation::HighWatermark);
+    let mut reader = log.reader(0, Isolation::ReadUncommitted);
     assert_eq!(borrowed(&mut reader).len(), 5);
     log.set_high_watermark(10).unwrap();
     assert_eq!(borrowed(&mut reader).len(), 5);
@@ -237,12 +237,12 @@ fn wait_for_returns_at_once_when_past_and_times_out_otherwise() {
     );
     // The high watermark is at the log start until moved.
     assert!(
-        !log.wait_for(0, Isolation::HighWatermark, Duration::ZERO)
+        !log.wait_for(0, Isolation::ReadUncommitted, Duration::ZERO)
             .unwrap()
     );
     log.set_high_watermark(3).unwrap();
     assert!(
-        log.wait_for(2, Isolation::HighWatermark, Duration::ZERO)
+        log.wait_for(2, Isolation::ReadUncommitted, Duration::ZERO)
             .unwrap()
     );
 }
@@ -284,7 +284,7 @@ fn wait_for_loses_no_wakeup_under_concurrent_appends() {
     let waiters = [
         follow(Isolation::LogEnd),
         follow(Isolation::LogEnd),
-        follow(Isolation::HighWatermark),
+        follow(Isolation::ReadUncommitted),
     ];
     let appender = {
         let log = Arc::clone(&log);
@@ -336,11 +336,11 @@ fn reader_wait_does_not_spin_on_a_high_watermark_inside_a_batch() {
     let (_dir, _clock, log) = fresh(small_config(1 << 20));
     append_numbered(&log, 2, "a", 5);
     log.set_high_watermark(7).unwrap();
-    let mut reader = log.reader(0, Isolation::HighWatermark);
+    let mut reader = log.reader(0, Isolation::ReadUncommitted);
     assert_eq!(borrowed(&mut reader).len(), 5);
     assert_eq!(reader.position(), 5);
     assert!(
-        log.wait_for(5, Isolation::HighWatermark, Duration::ZERO)
+        log.wait_for(5, Isolation::ReadUncommitted, Duration::ZERO)
             .unwrap()
     );
     assert!(
@@ -358,7 +358,7 @@ fn reader_wait_does_not_spin_on_a_high_watermark_inside_a_batch() {
     assert!(reader.wait(Duration::ZERO).unwrap());
     assert_eq!(borrowed(&mut reader).len(), 5);
 
-    let mut owned = log.owned_reader(10, Isolation::HighWatermark);
+    let mut owned = log.owned_reader(10, Isolation::ReadUncommitted);
     assert!(owned.next().is_none());
     assert!(!owned.wait(Duration::from_millis(20)).unwrap());
     append_numbered(&log, 1, "b", 5);

@@ -179,7 +179,7 @@ fn transactions_markers_txnindex_lso_and_read_committed() {
         values(&log, Isolation::ReadCommitted),
         vec!["9-0-0", "9-0-1", "2-0-0", "2-0-1"]
     );
-    assert_eq!(values(&log, Isolation::HighWatermark).len(), 6);
+    assert_eq!(values(&log, Isolation::ReadUncommitted).len(), 6);
     let mut borrowed = Vec::new();
     ReaderOptions::new(0, Isolation::ReadCommitted)
         .reader(&log)
@@ -200,7 +200,7 @@ fn transactions_markers_txnindex_lso_and_read_committed() {
         }])
     );
     assert!(
-        log.read(0, 1 << 20, Isolation::HighWatermark, true)
+        log.read(0, 1 << 20, Isolation::ReadUncommitted, true)
             .unwrap()
             .aborted_transactions
             .is_none()

@@ -101,14 +101,14 @@ fn bounds_errors_and_the_empty_log() {
     log.set_high_watermark(70).unwrap();
     let end = log.log_end_offset();
     for offset in [-1, 0, 1, 69, 70, 71, end - 1, end, end + 1] {
-        for isolation in [Isolation::LogEnd, Isolation::HighWatermark] {
+        for isolation in [Isolation::LogEnd, Isolation::ReadUncommitted] {
             for (max_bytes, min_one) in [(1, true), (0, false), (10_000, false), (1 << 20, true)] {
                 same_fetch(&log, offset, max_bytes, isolation, min_one, &mut buf);
             }
         }
     }
     // At the high watermark: empty, with the bound's metadata.
-    let bytes = same_fetch(&log, 70, 1, Isolation::HighWatermark, true, &mut buf).unwrap();
+    let bytes = same_fetch(&log, 70, 1, Isolation::ReadUncommitted, true, &mut buf).unwrap();
     assert!(bytes.is_empty());
 }
 
@@ -214,7 +214,7 @@ fn run_random(steps: Vec<Step>, hw_pick: u16, requests: Vec<Request>) {
             _ => u32::from(max_pick) * 173,
         };
         let isolation = if high_watermark {
-            Isolation::HighWatermark
+            Isolation::ReadUncommitted
         } else {
             Isolation::LogEnd
         };

@@ -1,6 +1,6 @@
 //! Retention in Kafka's order, delayed deletion, and readers of deleted segments.
 
-use seglog::{Isolation, LogConfig, RetentionReason};
+use seglog::{Clock, Isolation, LogConfig, RetentionReason};
 
 use crate::support::*;
 
@@ -97,4 +97,63 @@ fn log_start_breach_runs_first_and_deletion_is_delayed() {
     assert_eq!(held.slice.read_to_vec().unwrap(), held_bytes);
     // Idempotent.
     assert!(log.delete_old_segments().unwrap().deleted.is_empty());
+}
+
+/// The WARN and ERROR events of the closure's thread, as `level: message`.
+fn warnings_during(f: impl FnOnce()) -> Vec<String> {
+    events_during(f)
+        .into_iter()
+        .filter(|e| e.level <= tracing::Level::WARN)
+        .map(|e| format!("{}: {}", e.level, e.message))
+        .collect()
+}
+
+/// A tick reads `now` once; appends stamped from the same clock a few milliseconds later go
+/// on beside it. Those are not future timestamps: no WARN, nothing reported, whether
+/// `message.timestamp.after.max.ms` is Kafka's hour or unlimited. A timestamp no clock
+/// explains (microseconds as milliseconds) is still reported and warned about.
+#[test]
+fn ticking_beside_appends_logs_no_future_timestamp_warning() {
+    for after_max_ms in [3_600_000, i64::MAX] {
+        // The system's time: an empty segment's largest timestamp is its file's mtime.
+        let clock = std::sync::Arc::new(seglog::ManualClock::new(seglog::SystemClock.now_ms()));
+        let dir = tempfile::tempdir().unwrap();
+        let config = LogConfig {
+            retention_ms: 7 * 86_400_000,
+            message_timestamp_after_max_ms: after_max_ms,
+            ..small_config(1024)
+        };
+        let log = open(dir.path(), config, &clock);
+        let warnings = warnings_during(|| {
+            for i in 0..100 {
+                let tick_now = clock.now_ms();
+                log.append(&numbered(tick_now + 1 + i % 5, "r", 2)).unwrap();
+                if i % 10 == 0 {
+                    log.roll().unwrap();
+                }
+                let report = log.tick(tick_now).unwrap();
+                assert!(
+                    report.retention.future_timestamp_segments.is_empty(),
+                    "{report:?}"
+                );
+                clock.advance(1);
+            }
+        });
+        assert!(warnings.is_empty(), "{after_max_ms}: {warnings:?}");
+        assert!(log.segment_count() > 10);
+    }
+
+    let (_dir, clock, log) = fresh(LogConfig {
+        retention_ms: 7 * 86_400_000,
+        ..small_config(1024)
+    });
+    log.append(&numbered(T0 * 1000, "micros", 2)).unwrap();
+    let warnings = warnings_during(|| {
+        let report = log.tick(clock.now_ms()).unwrap();
+        assert_eq!(report.retention.future_timestamp_segments, vec![0]);
+    });
+    assert_eq!(
+        warnings,
+        ["WARN: segments kept by time retention: their largest timestamp is in the future"]
+    );
 }

@@ -43,12 +43,15 @@ pub fn clock() -> Arc<ManualClock> {
     Arc::new(ManualClock::new(T0))
 }
 
+/// Opens `dir` on `clock` with [`seglog::HighWatermarkPolicy::Manual`]: the tests move the high
+/// watermark themselves (the default, `LogEnd`, has its own tests in `high_watermark.rs`).
 pub fn open(dir: &Path, config: LogConfig, clock: &Arc<ManualClock>) -> Log {
     Log::open_with(
         dir,
         config,
         LogOpenOptions {
             clock: clock.clone(),
+            high_watermark: seglog::HighWatermarkPolicy::Manual,
             ..LogOpenOptions::default()
         },
     )
@@ -68,6 +71,7 @@ pub fn open_with_faults(
         LogOpenOptions {
             clock: clock.clone(),
             io: faults.io(),
+            high_watermark: seglog::HighWatermarkPolicy::Manual,
             ..LogOpenOptions::default()
         },
     )
@@ -159,4 +163,90 @@ pub fn partition_dirs() -> Vec<PathBuf> {
         );
     }
     out
+}
+
+/// One `tracing` event captured by [`events_during`].
+#[derive(Debug, Clone)]
+pub struct CapturedEvent {
+    pub level: tracing::Level,
+    pub message: String,
+    /// Every other field, `Debug`-printed.
+    pub fields: Vec<(String, String)>,
+}
+
+impl CapturedEvent {
+    /// The field `name`, `Debug`-printed.
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Every `tracing` event the closure's thread emits. The subscriber is global, installed
+/// once for the whole binary, and keeps only the events of a thread inside this call: a
+/// thread-local default would race with other tests' threads registering callsites (which can
+/// leave a callsite or the global level filter computed without it, and an event missed).
+pub fn events_during(f: impl FnOnce()) -> Vec<CapturedEvent> {
+    use std::cell::RefCell;
+    use std::sync::Once;
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Metadata, span};
+
+    thread_local! {
+        static CAPTURED: RefCell<Option<Vec<CapturedEvent>>> = const { RefCell::new(None) };
+    }
+    struct Capture;
+    struct Fields(CapturedEvent);
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0.message = format!("{value:?}");
+            } else {
+                self.0
+                    .fields
+                    .push((field.name().to_string(), format!("{value:?}")));
+            }
+        }
+    }
+    impl tracing::Subscriber for Capture {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+        fn event(&self, event: &Event<'_>) {
+            if !CAPTURED.with(|c| c.borrow().is_some()) {
+                return;
+            }
+            let mut fields = Fields(CapturedEvent {
+                level: *event.metadata().level(),
+                message: String::new(),
+                fields: Vec::new(),
+            });
+            event.record(&mut fields);
+            CAPTURED.with(|c| {
+                if let Some(events) = c.borrow_mut().as_mut() {
+                    events.push(fields.0);
+                }
+            });
+        }
+        fn enter(&self, _: &span::Id) {}
+        fn exit(&self, _: &span::Id) {}
+    }
+
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        tracing::subscriber::set_global_default(Capture).expect("no other global subscriber");
+    });
+    // Installed now: any rebuild that raced with the installation is corrected here, and every
+    // later one includes the subscriber.
+    tracing::callsite::rebuild_interest_cache();
+    CAPTURED.with(|c| *c.borrow_mut() = Some(Vec::new()));
+    f();
+    CAPTURED.with(|c| c.borrow_mut().take().unwrap_or_default())
 }
