@@ -150,7 +150,7 @@ fuzz_target!(|data: &[u8]| {
 /// use (a superset of what they accept: the bounds by the segment's size and the next
 /// segment's base are left out).
 fn passes_first_use_checks(file: &[u8], base: i64) -> bool {
-    if file.len() % AbortedTxn::SIZE != 0 {
+    if !file.len().is_multiple_of(AbortedTxn::SIZE) {
         return false;
     }
     let Ok(entries) = seglog::decode_txn_index(file) else {
