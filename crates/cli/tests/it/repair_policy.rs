@@ -252,3 +252,67 @@ fn a_topic_with_a_space_keeps_its_log_start() {
     assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
     assert_eq!(snapshot(&dir), before);
 }
+
+/// Issue #25 finding 1: a compacted log's segments end below the next segment's base (the
+/// cleaner removed their records). After an unclean shutdown with the recovery point lagging
+/// (a broker checkpoints it every 60 s), `read` and `recover` keep every segment across those
+/// gaps, as Kafka's `LogLoader` does; the old loader's gap rule served nothing after segment 0
+/// and `recover` deleted segments 5..25 with exit 0.
+#[test]
+fn a_compacted_log_with_a_lagging_recovery_point_keeps_every_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g-0");
+    for _ in 0..6 {
+        let out = seglog([
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--config".as_ref(),
+            "segment.bytes=1024".as_ref(),
+            "--config".as_ref(),
+            "cleanup.policy=compact".as_ref(),
+            "--count".as_ref(),
+            "5".as_ref(),
+            "--record-bytes".as_ref(),
+            "100".as_ref(),
+            "--quiet".as_ref(),
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let out = seglog([
+        "compact".as_ref(),
+        dir.as_os_str(),
+        "--config".as_ref(),
+        "segment.bytes=1024".as_ref(),
+        "--quiet".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (code, before) = offsets(&dir, None);
+    assert_eq!((code, before.len()), (0, 10), "{before:?}");
+    let logs = segment_logs(&dir);
+    assert_eq!(logs.len(), 6, "{logs:?}");
+
+    // A crash with the recovery point still at 0.
+    std::fs::write(
+        dir.join("recovery-point-offset-checkpoint"),
+        "0\n1\ng 0 0\n",
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join(".kafka_cleanshutdown")).unwrap();
+
+    assert_eq!(
+        offsets(&dir, None),
+        (0, before.clone()),
+        "read serves every record"
+    );
+    let (code, report) = recover_json(&dir, &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["deleted_segments"], Value::Array(vec![]), "{report}");
+    assert_eq!(report["log_end_offset"], 30, "{report}");
+    assert_eq!(segment_logs(&dir), logs, "every segment kept");
+    assert_eq!(
+        offsets(&dir, None),
+        (0, before),
+        "recover kept all 10 records"
+    );
+    assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
+}
