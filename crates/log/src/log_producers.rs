@@ -362,15 +362,21 @@ impl Log {
         lock(&self.producers).log_start_incremented(log_start_offset);
     }
 
-    /// After a truncation to `offset` (writer lock held, the truncated view published):
-    /// Kafka's `rebuildProducerState(offset)`; returns the open transactions for the view.
-    pub(crate) fn producers_truncated(&self, offset: i64) -> Result<UnstableTxns> {
-        let view = self.published.load();
+    /// After a truncation to `offset` (writer lock held, `segments` the truncated map, not yet
+    /// published): Kafka's `rebuildProducerState(offset)`; returns the open transactions the
+    /// truncated view is published with (in the same view as its lowered log end and high
+    /// watermark, so no reader sees an LSO above the rebuilt state's first unstable offset).
+    pub(crate) fn producers_truncated(
+        &self,
+        segments: &crate::segment_map::SegmentMap<Arc<Segment>>,
+        log_start_offset: i64,
+        offset: i64,
+    ) -> Result<UnstableTxns> {
         let mut producers = lock(&self.producers);
         let mut report = crate::ProducerLoad::default();
         producers.rebuild(
-            &view.segments,
-            view.log_start_offset,
+            segments,
+            log_start_offset,
             offset,
             self.clock.now_ms(),
             false,
@@ -384,15 +390,6 @@ impl Log {
     /// After the log was emptied and restarted at `offset`.
     pub(crate) fn producers_truncated_fully(&self, offset: i64) -> Result<()> {
         lock(&self.producers).truncate_fully_and_start_at(offset)
-    }
-
-    /// Publishes `txns` as the view's open transactions (writer lock held).
-    pub(crate) fn publish_txns(&self, txns: UnstableTxns) {
-        let view = self.published.load();
-        self.published.publish(LogView {
-            txns,
-            ..(*view).clone()
-        });
     }
 }
 

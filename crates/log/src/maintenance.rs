@@ -287,11 +287,25 @@ impl Log {
         synced
             .sync_log_data()
             .map_err(|e| self.poisoned_by("fsync", e))?;
-        self.lower_after_truncation(&view, segments, offset, floor_base, position);
         // Kafka's `rebuildProducerState(offset)`: snapshots above it go, the state is reloaded
-        // and replayed to it.
-        let txns = self.producers_truncated(offset)?;
-        self.publish_txns(txns);
+        // and replayed to it. Before the lowered view is published, and published in the same
+        // view (KAFKA-12153): published apart, the lowered high watermark with the old
+        // transactions gave readers an LSO above a transaction the truncation reopened (its
+        // marker removed), and `read_committed` served it.
+        let log_start_offset = view.log_start_offset.min(offset);
+        let txns = match self.producers_truncated(&segments, log_start_offset, offset) {
+            Ok(txns) => txns,
+            Err(e) => {
+                // The files are cut but the state is unknown: the log is poisoned, and its
+                // view says nothing is stable (an LSO at the log start) until a reopen.
+                self.durability
+                    .poison_with("rebuild producer state after truncation");
+                let unknown = Arc::new(vec![(log_start_offset, i64::MAX)]);
+                self.lower_after_truncation(&view, segments, offset, floor_base, position, unknown);
+                return Err(e);
+            }
+        };
+        self.lower_after_truncation(&view, segments, offset, floor_base, position, txns);
         self.epochs_truncate_from_end(offset)?;
         drop(writer);
         tracing::info!(
@@ -383,6 +397,7 @@ impl Log {
         offset: i64,
         floor_base: i64,
         position: u64,
+        txns: crate::view::UnstableTxns,
     ) {
         let end = OffsetMetadata {
             offset,
@@ -404,7 +419,7 @@ impl Log {
             log_start_offset: view.log_start_offset.min(offset),
             end,
             high_watermark,
-            txns: Arc::clone(&view.txns),
+            txns,
         });
         drop(flusher);
     }

@@ -211,7 +211,9 @@ pub(crate) enum ProducerOrigin {
     Client,
     /// The transaction coordinator's markers: epochs and coordinator epochs validated.
     Coordinator,
-    /// A follower append or recovery: nothing is validated.
+    /// A follower append or recovery: epochs, sequences and coordinator epochs are not
+    /// validated; a non-transactional batch inside an open transaction is still refused
+    /// ([`AppendErrorKind::InvalidTxnState`]), as Kafka refuses it for every origin.
     Replication,
 }
 
@@ -266,8 +268,8 @@ impl ProducerAppend {
     ///
     /// # Errors
     /// [`AppendErrorKind::InvalidProducerEpoch`], [`AppendErrorKind::OutOfOrderSequence`],
-    /// [`AppendErrorKind::CoordinatorFenced`], [`AppendErrorKind::InvalidTxnState`] (only for
-    /// the client and coordinator origins).
+    /// [`AppendErrorKind::CoordinatorFenced`] (only for the client and coordinator origins),
+    /// [`AppendErrorKind::InvalidTxnState`] (every origin).
     pub(crate) fn append(&mut self, epoch: i16, batch: BatchKind) -> Result<Option<CompletedTxn>> {
         match batch {
             BatchKind::Marker(None) => Ok(None),
@@ -294,14 +296,14 @@ impl ProducerAppend {
                     },
                 );
                 match (self.updated.current_txn_first_offset, transactional) {
-                    (Some(_), false) if self.origin != ProducerOrigin::Replication => {
-                        Err(Error::InvalidAppend {
-                            kind: AppendErrorKind::InvalidTxnState {
-                                producer_id: self.producer_id,
-                                offset: first_offset,
-                            },
-                        })
-                    }
+                    // Kafka 4.4's `appendDataBatch` raises `InvalidTxnStateException` for
+                    // every origin, replication included.
+                    (Some(_), false) => Err(Error::InvalidAppend {
+                        kind: AppendErrorKind::InvalidTxnState {
+                            producer_id: self.producer_id,
+                            offset: first_offset,
+                        },
+                    }),
                     (None, true) => {
                         self.updated.current_txn_first_offset = Some(first_offset);
                         self.started.push(first_offset);
