@@ -215,6 +215,10 @@ impl Log {
     /// granularity: the whole batch holding `offset` goes). A no-op at or above the log end.
     /// Below the first segment it is [`Log::truncate_fully_and_start_at`]. The log end becomes
     /// `offset`; the recovery point, high watermark and log start are lowered to it if needed.
+    /// When the cut leaves the floor segment ending below `offset` (inside a batch, or in a
+    /// compacted gap), a new empty segment is rolled at `offset`, so that a reopen ends there
+    /// too (Kafka's reopen would end at the floor segment's last batch: a deliberate
+    /// difference, docs/format.md).
     ///
     /// **Inside a batch** (`offset` above the first offset of the batch holding it) the
     /// batch's records *below* `offset` go too, as in Kafka: a reader then sees the records
@@ -307,6 +311,18 @@ impl Log {
         };
         self.lower_after_truncation(&view, segments, offset, floor_base, position, txns);
         self.epochs_truncate_from_end(offset)?;
+        // Inside a batch (or a gap) the floor segment now ends below `offset`, the log end
+        // (Kafka's `updateLogEndOffset(targetOffset)`). A reopen takes the log end from the
+        // last segment's batches, so it would say the floor segment's end (Kafka's own reopen
+        // does: its immediate and reopened log ends differ). An empty segment at `offset`
+        // makes every reopen, clean or after a crash, end where this truncation said.
+        let segment_end = synced
+            .read_next_offset()
+            .map_err(|e| self.poisoned_by("read next offset", e))?;
+        if segment_end < offset {
+            let view = self.published.load();
+            self.roll_locked(&mut writer, &view, Some(offset), now_ms)?;
+        }
         drop(writer);
         tracing::info!(
             dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,

@@ -283,3 +283,26 @@ fn marker_transaction_version_2_wants_a_bumped_epoch_and_accepts_a_completed_rep
         out.stderr
     );
 }
+
+/// Issue #26 item 6: `truncate --to 4` inside the batch 3..=5 reports log end 4 (Kafka's
+/// `truncateTo` answer), and every later command sees 4 too (each reopen said 3); the next
+/// produce takes offset 4.
+#[test]
+fn truncate_inside_a_batch_reports_the_end_every_reopen_sees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cut-0");
+    assert_eq!(produce(&dir, &[], &["a", "b", "c"]).code, 0);
+    assert_eq!(produce(&dir, &[], &["d", "e", "f"]).code, 0);
+    let out = run(["truncate", "--to", "4", "--json"], &dir);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["log_end_offset"], 4);
+    for _ in 0..2 {
+        assert_eq!(info(&dir)["log_end_offset"], 4);
+        assert_eq!(values(&dir, "read-uncommitted"), vec!["a", "b", "c"]);
+    }
+    let out = produce(&dir, &[], &["g"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["base_offset"], 4);
+    assert_eq!(info(&dir)["log_end_offset"], 5);
+    assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
+}
