@@ -253,6 +253,8 @@ pub(crate) struct LoadMode {
     /// What the recoveries keep for the epoch and producer loads
     /// ([`crate::LogOpenOptions::recovery_digest`]).
     pub(crate) digest_limits: RecoveryDigestLimits,
+    /// Drop the segments after a gap a crash created ([`crate::LogOpenOptions::contiguous`]).
+    pub(crate) contiguous: bool,
 }
 
 struct Loader<'a> {
@@ -273,6 +275,10 @@ struct Loader<'a> {
     /// is flushed: a check that finds damage later keeps the bytes and never drops other
     /// segments, exactly what the load itself would have done.
     defer_sealed: bool,
+    /// With [`crate::LogOpenOptions::contiguous`], after an unclean shutdown with a
+    /// recovery-point entry: that recovery point. A gap at or above it drops every later
+    /// segment.
+    gap_rule_from: Option<i64>,
     /// Offsets below this are flushed data, never cut by a recovery (everything after a
     /// clean shutdown; below the checkpointed recovery point after an unclean one; nothing
     /// when no checkpoint says, or when repairing destructively).
@@ -313,6 +319,8 @@ pub(crate) fn load(
             && state.had_clean_shutdown
             && !mode.recover_all,
         defer_sealed: state.had_clean_shutdown && !mode.recover_all && !mode.repair_destructively,
+        gap_rule_from: (mode.contiguous && !state.had_clean_shutdown && state.recovery_point_known)
+            .then_some(state.recovery_point),
         protect_below: if mode.repair_destructively {
             i64::MIN
         } else if state.had_clean_shutdown {
@@ -677,8 +685,12 @@ impl Loader<'_> {
                 };
                 // Overlaps are never served: every later segment goes. Gaps are kept (Kafka's
                 // `LogLoader` keeps them; after cleaning and on followers of compacted topics
-                // they are normal) and reported.
-                if found.is_overlap() {
+                // they are normal) and reported, unless the log is to stay contiguous and the
+                // gap lies where the crash could have made it.
+                let gap_after_loss = self.gap_rule_from.is_some_and(|point| {
+                    found.next_offset < next_base && found.next_offset >= point
+                });
+                if found.is_overlap() || gap_after_loss {
                     self.report.discontinuity = Some(found);
                     truncated = true;
                 } else if found.next_offset < next_base {

@@ -76,6 +76,45 @@ fn a_gap_above_the_recovery_point_is_kept_and_reported() {
     assert_eq!(log.append(&numbered(T0, "d", 1)).unwrap().first_offset, 9);
 }
 
+/// With `LogOpenOptions::contiguous` (a consensus log, `seglog-raft`), the same gap drops
+/// every later segment: no record is served after offsets the crash erased, and the next
+/// append continues without a gap. Gaps below the recovery point are kept.
+#[test]
+fn a_contiguous_log_drops_the_segments_after_a_gap_a_crash_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = small_config(1 << 20);
+    two_segments(dir.path(), &config);
+    lose_tail_of_first_segment(dir.path());
+    let contiguous = || seglog::LogOpenOptions {
+        clock: clock(),
+        contiguous: true,
+        ..seglog::LogOpenOptions::default()
+    };
+    let log = Log::open_with(dir.path(), config.clone(), contiguous()).unwrap();
+    let report = log.load_report();
+    let found = report.discontinuity.expect("a discontinuity");
+    assert_eq!((found.base_offset, found.next_offset), (0, 3));
+    assert_eq!(found.next_base_offset, 6);
+    assert!(!found.is_overlap());
+    assert_eq!(report.deleted_segments, vec![6]);
+    assert!(!log_path(dir.path(), 6).exists());
+    assert_eq!(offsets(&log), vec![0, 1, 2]);
+    assert_eq!(log.append(&numbered(T0, "d", 1)).unwrap().first_offset, 3);
+    drop(log);
+
+    // Below the recovery point a gap is kept, contiguous or not.
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::open_with(dir.path(), config.clone(), contiguous()).unwrap();
+    log.append_as_follower(&follower_batch(0, 3)).unwrap();
+    log.roll().unwrap();
+    log.append_as_follower(&follower_batch(50, 3)).unwrap();
+    log.flush().unwrap();
+    drop(log); // crash
+    let log = Log::open_with(dir.path(), config, contiguous()).unwrap();
+    assert_eq!(log.load_report().discontinuity, None);
+    assert_eq!(offsets(&log), vec![0, 1, 2, 50, 51, 52]);
+}
+
 /// Issue #25 finding 1 in the library: an unclean open of a compacted log whose recovery
 /// point lags keeps every cleaned segment (the old gap rule dropped every segment after the
 /// first one that ended below the next base).
