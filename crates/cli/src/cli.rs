@@ -167,6 +167,13 @@ pub struct MarkerArgs {
     /// The transaction coordinator's epoch.
     #[arg(long, value_name = "C", default_value_t = 0)]
     pub coordinator_epoch: i32,
+    /// The transaction version the marker is written under (Kafka's `transaction.version`):
+    /// 0 or 1, a marker's epoch must not be below the producer's; 2 (transactions v2), it
+    /// must be above it, except a repeat of a completed marker at the current epoch. Default
+    /// 0, what a WriteTxnMarkers request without the field carries.
+    #[arg(long, value_name = "V", default_value_t = 0,
+          value_parser = clap::value_parser!(i16).range(0..=2))]
+    pub transaction_version: i16,
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,

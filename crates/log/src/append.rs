@@ -178,14 +178,22 @@ impl Log {
         self.append_inner(chunks, Origin::Follower, None, durability)
     }
 
-    /// A coordinator's marker batch (from [`Log::write_txn_marker`]).
+    /// A coordinator's marker batch (from [`Log::write_txn_marker_with`]), checked under
+    /// `transaction_version`.
     pub(crate) fn append_marker(
         &self,
         batch: &[u8],
         leader_epoch: Option<i32>,
         durability: Durability,
+        transaction_version: crate::TransactionVersion,
     ) -> Result<AppendInfo> {
-        self.append_inner(&[batch], Origin::Coordinator, leader_epoch, durability)
+        self.append_versioned(
+            &[batch],
+            Origin::Coordinator,
+            leader_epoch,
+            durability,
+            Some(transaction_version),
+        )
     }
 
     fn append_inner(
@@ -194,6 +202,20 @@ impl Log {
         origin: Origin,
         leader_epoch: Option<i32>,
         durability: Durability,
+    ) -> Result<AppendInfo> {
+        self.append_versioned(chunks, origin, leader_epoch, durability, None)
+    }
+
+    /// An append; `transaction_version` is the coordinator's for its markers (Kafka's
+    /// `transactionVersion` of `appendAsLeader`), `None` for every other origin (Kafka's
+    /// `TV_UNKNOWN`).
+    fn append_versioned(
+        &self,
+        chunks: &[&[u8]],
+        origin: Origin,
+        leader_epoch: Option<i32>,
+        durability: Durability,
+        transaction_version: Option<crate::TransactionVersion>,
     ) -> Result<AppendInfo> {
         if self.read_only {
             return Err(Error::ReadOnly {
@@ -250,7 +272,7 @@ impl Log {
                 Vec::new()
             }
         };
-        let pending = match self.check_producers(&analysis, bytes, origin)? {
+        let pending = match self.check_producers(&analysis, bytes, origin, transaction_version)? {
             ProducerCheck::Pending(pending) => pending,
             ProducerCheck::Duplicate(original) => {
                 return Ok(AppendInfo {

@@ -429,10 +429,11 @@ pub enum AppendErrorKind {
         /// expected).
         last_sequence: i32,
     },
-    /// A batch or marker of an epoch older than the producer's (Kafka's
+    /// A batch or marker of an epoch older than the producer's, or a transactions-v2 marker
+    /// whose epoch is not newer ([`crate::TransactionVersion::V2`]) (Kafka's
     /// `InvalidProducerEpochException`; the producer is fenced). Nothing was written.
     #[error(
-        "producer {producer_id} epoch {epoch} at offset {offset} is older than its epoch {current_epoch}"
+        "producer {producer_id} epoch {epoch} at offset {offset} is fenced by its epoch {current_epoch}"
     )]
     InvalidProducerEpoch {
         /// The producer id.

@@ -192,7 +192,7 @@ pub use load::{Discontinuity, LoadReport, RecoveryDigestLimits, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
-pub use log_producers::{AbortedTransaction, TxnResult};
+pub use log_producers::{AbortedTransaction, TransactionVersion, TxnMarker, TxnResult};
 /// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
 pub use observe::names as metric_names;
 pub use producer_files::ProducerLoad;

@@ -6,8 +6,9 @@
 //! swaps — delete the old segment files the swaps replace; (3) rename `*.swap` to their final
 //! names; (4) open every `.log` in base order, deleting orphan index files; recover, after an
 //! unclean shutdown, every segment from the one holding the recovery point on, and when a
-//! recovery truncated a segment or found a [`Discontinuity`], unlink every later segment (never
-//! opened, so at once) and fsync the directory. A segment whose offsets overflow
+//! recovery truncated a segment (above the recovery point) or found an overlap (a
+//! [`Discontinuity`]), unlink every later segment (never opened, so at once) and fsync the
+//! directory. Gaps between segments are kept and served, as Kafka's loader keeps them. A segment whose offsets overflow
 //! its base (found by its recovery, or by a check of its next offset when it is not
 //! recovered) is split (`split.rs`, KAFKA-6264) and its replacements are opened in its place.
 //! A checkpointed log start beyond the log end is reported and ignored (Kafka would wipe the
@@ -89,9 +90,13 @@ pub struct LoadReport {
     /// Segments whose offsets overflowed their base offset, split into new segments
     /// (KAFKA-6264).
     pub splits: Vec<SegmentSplit>,
-    /// A recovered segment that did not end where the next segment begins, in territory the
-    /// crash could have changed: every later segment was dropped (see [`Discontinuity`]).
+    /// A recovered segment that overlapped the next one: every later segment was dropped
+    /// (see [`Discontinuity`]).
     pub discontinuity: Option<Discontinuity>,
+    /// Recovered segments that end below the next segment's base (a gap): informational.
+    /// Every segment is kept and served across the gap, as Kafka's `LogLoader` does; gaps are
+    /// normal after cleaning and on followers of compacted topics.
+    pub gaps: Vec<Discontinuity>,
     /// Files named like segment files but not as Kafka names them (a base offset of other
     /// than 20 digits, e.g. a copy saved as `123.log`): not loaded, not touched, reported.
     /// Kafka would load them as segments.
@@ -122,15 +127,15 @@ pub struct LoadReport {
 ///   also claims. Only an undone removal (a truncation or a drop whose fsync was lost) can
 ///   cause it; the log never serves overlapping segments: the segment is kept (its bytes
 ///   were validated and are the newer ones when a removal of the later segments was
-///   undone) and every later segment is dropped.
-/// - **Gap in unflushed territory** (`next_offset < next_base_offset`, and `next_offset` at
-///   or above the checkpointed recovery point): the segment lost its unsynced tail while a
-///   later segment's file survived. Every later segment is dropped, so no record is served
-///   after offsets the crash erased. Nothing acknowledged as durable is lost: a durable
-///   append or flush of any later offset first made this segment's whole tail durable.
-///   Gaps below the recovery point (compacted data, segments named below their first
-///   offset) are legitimate and kept, and so is every gap when the recovery-point checkpoint
-///   has no entry for the log (nothing says where flushed data ends: Kafka's behaviour).
+///   undone) and every later segment is dropped ([`LoadReport::discontinuity`]). Kafka's
+///   loader has no such check (a deliberate difference, `docs/format.md`).
+/// - **Gap** (`next_offset < next_base_offset`): kept, as Kafka keeps it, and only reported
+///   ([`LoadReport::gaps`]). Gaps are normal: cleaning removes records at segment ends, a
+///   follower rolls at the first offset of the batch it appends, and a truncation inside a
+///   batch ends the segment below the offset. A gap a power loss created (a segment's
+///   unsynced tail lost while a later segment's file survived) cannot be told from those;
+///   nothing acknowledged as durable is lost by serving it (a durable append or flush of a
+///   later offset first made this segment's whole tail durable).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Discontinuity {
@@ -248,6 +253,8 @@ pub(crate) struct LoadMode {
     /// What the recoveries keep for the epoch and producer loads
     /// ([`crate::LogOpenOptions::recovery_digest`]).
     pub(crate) digest_limits: RecoveryDigestLimits,
+    /// Drop the segments after a gap a crash created ([`crate::LogOpenOptions::contiguous`]).
+    pub(crate) contiguous: bool,
 }
 
 struct Loader<'a> {
@@ -268,8 +275,9 @@ struct Loader<'a> {
     /// is flushed: a check that finds damage later keeps the bytes and never drops other
     /// segments, exactly what the load itself would have done.
     defer_sealed: bool,
-    /// The unclean-shutdown rule for gaps applies (see [`Discontinuity`]), with this
-    /// recovery point (the checkpoint's).
+    /// With [`crate::LogOpenOptions::contiguous`], after an unclean shutdown with a
+    /// recovery-point entry: that recovery point. A gap at or above it drops every later
+    /// segment.
     gap_rule_from: Option<i64>,
     /// Offsets below this are flushed data, never cut by a recovery (everything after a
     /// clean shutdown; below the checkpointed recovery point after an unclean one; nothing
@@ -311,7 +319,7 @@ pub(crate) fn load(
             && state.had_clean_shutdown
             && !mode.recover_all,
         defer_sealed: state.had_clean_shutdown && !mode.recover_all && !mode.repair_destructively,
-        gap_rule_from: (!state.had_clean_shutdown && state.recovery_point_known)
+        gap_rule_from: (mode.contiguous && !state.had_clean_shutdown && state.recovery_point_known)
             .then_some(state.recovery_point),
         protect_below: if mode.repair_destructively {
             i64::MIN
@@ -622,7 +630,7 @@ impl Loader<'_> {
         let mut split_bases = BTreeSet::new();
         while let Some(base) = pending.pop_front() {
             if truncated {
-                // Not opened at all: a later segment after a truncation (or a discontinuity)
+                // Not opened at all: a later segment after a truncation (or an overlap)
                 // is garbage. Unlinked now, and the directory fsynced below before anything
                 // is appended at its offsets: renamed `.deleted` without that fsync, a power
                 // loss could bring it back over newer acknowledged records.
@@ -675,12 +683,18 @@ impl Loader<'_> {
                     next_offset: recovery.next_offset,
                     next_base_offset: next_base,
                 };
+                // Overlaps are never served: every later segment goes. Gaps are kept (Kafka's
+                // `LogLoader` keeps them; after cleaning and on followers of compacted topics
+                // they are normal) and reported, unless the log is to stay contiguous and the
+                // gap lies where the crash could have made it.
                 let gap_after_loss = self.gap_rule_from.is_some_and(|point| {
                     found.next_offset < next_base && found.next_offset >= point
                 });
                 if found.is_overlap() || gap_after_loss {
                     self.report.discontinuity = Some(found);
                     truncated = true;
+                } else if found.next_offset < next_base {
+                    self.report.gaps.push(found);
                 }
             }
             self.report.segments.push(load);

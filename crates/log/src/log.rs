@@ -94,6 +94,17 @@ pub struct LogOpenOptions {
     /// Default: [`crate::RecoveryDigestLimits::default`];
     /// [`crate::RecoveryDigestLimits::NONE`] reads every recovered segment again.
     pub recovery_digest: crate::RecoveryDigestLimits,
+    /// Keep the log free of offset gaps a crash created: after an unclean shutdown, a
+    /// recovered segment that ends below the next segment's base at or above the
+    /// checkpointed recovery point (an unsynced tail lost while a later segment's file
+    /// survived) drops every later segment, as a truncating recovery does
+    /// ([`crate::LoadReport::discontinuity`]). Nothing acknowledged as durable is lost by it
+    /// (a durable append or flush of a later offset first synced that tail). Only for logs
+    /// that have no legitimate gaps, never compacted and whose followers never roll across
+    /// one: a consensus log (`seglog-raft` sets it). On a compacted log it would drop intact
+    /// segments after the gaps cleaning leaves whenever the recovery point lags (issue #25).
+    /// Default: false (Kafka's loader: every gap is kept and served).
+    pub contiguous: bool,
 }
 
 impl Default for LogOpenOptions {
@@ -109,6 +120,7 @@ impl Default for LogOpenOptions {
             segment_cache: None,
             high_watermark: crate::HighWatermarkPolicy::LogEnd,
             recovery_digest: crate::RecoveryDigestLimits::default(),
+            contiguous: false,
         }
     }
 }
@@ -284,6 +296,7 @@ impl Log {
             repair_destructively: options.repair_destructively,
             decode_records: options.decode_records,
             digest_limits: options.recovery_digest,
+            contiguous: options.contiguous,
         };
         let cache = options
             .segment_cache

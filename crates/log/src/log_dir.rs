@@ -207,6 +207,7 @@ impl LogDir {
                     repair_destructively: options.repair_destructively,
                     decode_records: options.decode_records,
                     digest_limits: options.recovery_digest,
+                    contiguous: options.contiguous,
                 },
                 shared.as_ref(),
                 cache.clone(),

@@ -41,6 +41,54 @@ pub enum TxnResult {
     Abort,
 }
 
+/// The transaction version a coordinator writes a marker under (Kafka's `transaction.version`
+/// feature, passed to `UnifiedLog.appendAsLeader` as `transactionVersion`; KIP-890, KIP-1228).
+/// It changes only how the marker's producer epoch is checked, as Kafka 4.4's
+/// `ProducerAppendInfo.checkProducerEpoch` checks it. Default: `V0`, what a `WriteTxnMarkers`
+/// request without the field carries (Kafka 4.4's `WritableTxnMarker.transactionVersion`,
+/// request versions before 2), and what [`Log::write_txn_marker`] uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TransactionVersion {
+    /// TV0 (the original protocol): as [`TransactionVersion::V1`].
+    #[default]
+    V0,
+    /// TV1: a marker's epoch must not be below the producer's current epoch.
+    V1,
+    /// TV2 (transactions v2, Kafka 4.0+: the producer epoch is bumped at every transaction
+    /// end): a marker's epoch must be above the producer's current epoch, except that a
+    /// repeat at the current epoch is accepted (and written) when the producer has no open
+    /// transaction, or at epoch `i16::MAX` (an idempotent retry of a completed marker).
+    V2,
+}
+
+impl TransactionVersion {
+    /// Kafka's number for it (0, 1, 2).
+    pub fn number(self) -> i16 {
+        match self {
+            TransactionVersion::V0 => 0,
+            TransactionVersion::V1 => 1,
+            TransactionVersion::V2 => 2,
+        }
+    }
+}
+
+/// A transaction marker to write ([`Log::write_txn_marker_with`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxnMarker {
+    /// The producer whose transaction ends (not negative).
+    pub producer_id: i64,
+    /// The marker's producer epoch (not negative).
+    pub producer_epoch: i16,
+    /// The transaction coordinator's epoch.
+    pub coordinator_epoch: i32,
+    /// COMMIT or ABORT.
+    pub result: TxnResult,
+    /// Written as [`Log::append_as_leader`] writes, when set.
+    pub leader_epoch: Option<i32>,
+    /// The rules its producer epoch is checked by.
+    pub transaction_version: TransactionVersion,
+}
+
 /// What the state says about an append before it is written.
 #[derive(Debug)]
 pub(crate) enum ProducerCheck {
@@ -75,6 +123,7 @@ impl Log {
         analysis: &Analysis,
         chunks: &[&[u8]],
         origin: Origin,
+        transaction_version: Option<TransactionVersion>,
     ) -> Result<ProducerCheck> {
         let origin = match origin {
             Origin::Leader => ProducerOrigin::Client,
@@ -104,10 +153,12 @@ impl Log {
             {
                 return Ok(ProducerCheck::Duplicate(duplicate));
             }
-            let append = pending
-                .appends
-                .entry(h.producer_id)
-                .or_insert_with(|| producers.state.prepare(h.producer_id, origin));
+            let append = pending.appends.entry(h.producer_id).or_insert_with(|| {
+                producers
+                    .state
+                    .prepare(h.producer_id, origin)
+                    .with_transaction_version(transaction_version)
+            });
             if let Some(completed) = append.append(h.producer_epoch, kind)? {
                 pending.completed.push(completed);
             }
@@ -153,17 +204,12 @@ impl Log {
     }
 
     /// Writes a transaction marker (Kafka's `WriteTxnMarkers` path, `appendAsLeader` with
-    /// origin COORDINATOR): a control batch with one COMMIT or ABORT record for
-    /// `producer_id` at `producer_epoch`, with `coordinator_epoch`, validated against the
-    /// producer's state (an older producer epoch is fenced, an older coordinator epoch too).
-    /// It completes the producer's open transaction (a marker without one only moves its
-    /// epochs, as Kafka does); an ABORT of a non-empty transaction adds its `.txnindex` entry.
-    /// With `leader_epoch`, it is written as [`Log::append_as_leader`] does.
+    /// origin COORDINATOR) under the default transaction version:
+    /// [`Log::write_txn_marker_with`] with [`TransactionVersion::V0`] (a marker's epoch must
+    /// not be below the producer's).
     ///
     /// # Errors
-    /// [`AppendErrorKind::InvalidMarker`] for a negative producer id or epoch;
-    /// [`AppendErrorKind::InvalidProducerEpoch`], [`AppendErrorKind::CoordinatorFenced`];
-    /// as [`Log::append_with`] otherwise.
+    /// As [`Log::write_txn_marker_with`].
     pub fn write_txn_marker(
         &self,
         producer_id: i64,
@@ -173,6 +219,45 @@ impl Log {
         leader_epoch: Option<i32>,
         durability: crate::Durability,
     ) -> Result<crate::AppendInfo> {
+        self.write_txn_marker_with(
+            TxnMarker {
+                producer_id,
+                producer_epoch,
+                coordinator_epoch,
+                result,
+                leader_epoch,
+                transaction_version: TransactionVersion::default(),
+            },
+            durability,
+        )
+    }
+
+    /// Writes a transaction marker (Kafka's `WriteTxnMarkers` path, `appendAsLeader` with
+    /// origin COORDINATOR and the marker's transaction version): a control batch with one
+    /// COMMIT or ABORT record for `producer_id` at `producer_epoch`, with
+    /// `coordinator_epoch`, validated against the producer's state (an older coordinator
+    /// epoch is fenced; the producer epoch as [`TransactionVersion`] says). It completes the
+    /// producer's open transaction (a marker without one only moves its epochs, as Kafka
+    /// does); an ABORT of a non-empty transaction adds its `.txnindex` entry. With
+    /// `leader_epoch`, it is written as [`Log::append_as_leader`] does.
+    ///
+    /// # Errors
+    /// [`AppendErrorKind::InvalidMarker`] for a negative producer id or epoch;
+    /// [`AppendErrorKind::InvalidProducerEpoch`], [`AppendErrorKind::CoordinatorFenced`];
+    /// as [`Log::append_with`] otherwise.
+    pub fn write_txn_marker_with(
+        &self,
+        marker: TxnMarker,
+        durability: crate::Durability,
+    ) -> Result<crate::AppendInfo> {
+        let TxnMarker {
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            result,
+            leader_epoch,
+            transaction_version,
+        } = marker;
         if producer_id < 0 || producer_epoch < 0 {
             return Err(Error::InvalidAppend {
                 kind: AppendErrorKind::InvalidMarker {
@@ -195,7 +280,7 @@ impl Log {
             EndTransactionMarker::new(coordinator_epoch),
         )
         .map_err(Error::Records)?;
-        self.append_marker(&batch, leader_epoch, durability)
+        self.append_marker(&batch, leader_epoch, durability, transaction_version)
     }
 
     /// The last stable offset (Kafka's `lastStableOffset`): the first offset of the earliest
@@ -362,15 +447,21 @@ impl Log {
         lock(&self.producers).log_start_incremented(log_start_offset);
     }
 
-    /// After a truncation to `offset` (writer lock held, the truncated view published):
-    /// Kafka's `rebuildProducerState(offset)`; returns the open transactions for the view.
-    pub(crate) fn producers_truncated(&self, offset: i64) -> Result<UnstableTxns> {
-        let view = self.published.load();
+    /// After a truncation to `offset` (writer lock held, `segments` the truncated map, not yet
+    /// published): Kafka's `rebuildProducerState(offset)`; returns the open transactions the
+    /// truncated view is published with (in the same view as its lowered log end and high
+    /// watermark, so no reader sees an LSO above the rebuilt state's first unstable offset).
+    pub(crate) fn producers_truncated(
+        &self,
+        segments: &crate::segment_map::SegmentMap<Arc<Segment>>,
+        log_start_offset: i64,
+        offset: i64,
+    ) -> Result<UnstableTxns> {
         let mut producers = lock(&self.producers);
         let mut report = crate::ProducerLoad::default();
         producers.rebuild(
-            &view.segments,
-            view.log_start_offset,
+            segments,
+            log_start_offset,
             offset,
             self.clock.now_ms(),
             false,
@@ -384,15 +475,6 @@ impl Log {
     /// After the log was emptied and restarted at `offset`.
     pub(crate) fn producers_truncated_fully(&self, offset: i64) -> Result<()> {
         lock(&self.producers).truncate_fully_and_start_at(offset)
-    }
-
-    /// Publishes `txns` as the view's open transactions (writer lock held).
-    pub(crate) fn publish_txns(&self, txns: UnstableTxns) {
-        let view = self.published.load();
-        self.published.publish(LogView {
-            txns,
-            ..(*view).clone()
-        });
     }
 }
 

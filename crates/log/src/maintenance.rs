@@ -216,6 +216,10 @@ impl Log {
     /// granularity: the whole batch holding `offset` goes). A no-op at or above the log end.
     /// Below the first segment it is [`Log::truncate_fully_and_start_at`]. The log end becomes
     /// `offset`; the recovery point, high watermark and log start are lowered to it if needed.
+    /// When the cut leaves the floor segment ending below `offset` (inside a batch, or in a
+    /// compacted gap), a new empty segment is rolled at `offset`, so that a reopen ends there
+    /// too (Kafka's reopen would end at the floor segment's last batch: a deliberate
+    /// difference, docs/format.md).
     ///
     /// **Inside a batch** (`offset` above the first offset of the batch holding it) the
     /// batch's records *below* `offset` go too, as in Kafka: a reader then sees the records
@@ -288,12 +292,38 @@ impl Log {
         synced
             .sync_log_data()
             .map_err(|e| self.poisoned_by("fsync", e))?;
-        self.lower_after_truncation(&view, segments, offset, floor_base, position);
         // Kafka's `rebuildProducerState(offset)`: snapshots above it go, the state is reloaded
-        // and replayed to it.
-        let txns = self.producers_truncated(offset)?;
-        self.publish_txns(txns);
+        // and replayed to it. Before the lowered view is published, and published in the same
+        // view (KAFKA-12153): published apart, the lowered high watermark with the old
+        // transactions gave readers an LSO above a transaction the truncation reopened (its
+        // marker removed), and `read_committed` served it.
+        let log_start_offset = view.log_start_offset.min(offset);
+        let txns = match self.producers_truncated(&segments, log_start_offset, offset) {
+            Ok(txns) => txns,
+            Err(e) => {
+                // The files are cut but the state is unknown: the log is poisoned, and its
+                // view says nothing is stable (an LSO at the log start) until a reopen.
+                self.durability
+                    .poison_with("rebuild producer state after truncation");
+                let unknown = Arc::new(vec![(log_start_offset, i64::MAX)]);
+                self.lower_after_truncation(&view, segments, offset, floor_base, position, unknown);
+                return Err(e);
+            }
+        };
+        self.lower_after_truncation(&view, segments, offset, floor_base, position, txns);
         self.epochs_truncate_from_end(offset)?;
+        // Inside a batch (or a gap) the floor segment now ends below `offset`, the log end
+        // (Kafka's `updateLogEndOffset(targetOffset)`). A reopen takes the log end from the
+        // last segment's batches, so it would say the floor segment's end (Kafka's own reopen
+        // does: its immediate and reopened log ends differ). An empty segment at `offset`
+        // makes every reopen, clean or after a crash, end where this truncation said.
+        let segment_end = synced
+            .read_next_offset()
+            .map_err(|e| self.poisoned_by("read next offset", e))?;
+        if segment_end < offset {
+            let view = self.published.load();
+            self.roll_locked(&mut writer, &view, Some(offset), now_ms)?;
+        }
         drop(writer);
         tracing::info!(
             dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
@@ -384,6 +414,7 @@ impl Log {
         offset: i64,
         floor_base: i64,
         position: u64,
+        txns: crate::view::UnstableTxns,
     ) {
         let end = OffsetMetadata {
             offset,
@@ -405,7 +436,7 @@ impl Log {
             log_start_offset: view.log_start_offset.min(offset),
             end,
             high_watermark,
-            txns: Arc::clone(&view.txns),
+            txns,
         });
         drop(flusher);
     }

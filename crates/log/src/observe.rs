@@ -276,7 +276,14 @@ pub(crate) fn loaded(
         tracing::warn!(
             %dir, base_offset = d.base_offset, next_offset = d.next_offset,
             next_base_offset = d.next_base_offset, overlap = d.is_overlap(),
-            "segments do not meet after an unclean shutdown: later segments dropped"
+            "segments overlap after an unclean shutdown: later segments dropped"
+        );
+    }
+    for gap in &report.gaps {
+        tracing::info!(
+            %dir, base_offset = gap.base_offset, next_offset = gap.next_offset,
+            next_base_offset = gap.next_base_offset,
+            "recovered segment ends below the next segment's base: gap kept"
         );
     }
     if !report.deleted_segments.is_empty() {

@@ -444,7 +444,10 @@ impl Producers {
         kind: BatchKind,
     ) -> Option<Option<AbortedTxn>> {
         let mut append = self.state.prepare(producer_id, ProducerOrigin::Replication);
-        // Replication validates nothing: it cannot fail.
+        // Replication validates neither epochs nor sequences. The one check it makes (a
+        // non-transactional batch inside an open transaction, which an append never let into
+        // the log) is tolerated here: the batch is already in the state (the check follows
+        // `add_batch`, as Kafka's), and the load goes on (Kafka's would fail).
         let completed = append.append(epoch, kind).ok().flatten();
         self.state.update(append);
         completed.map(|c| self.complete(&c))

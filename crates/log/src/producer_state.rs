@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::producer_snapshot::ProducerSnapshotEntry;
-use crate::{AppendErrorKind, Error, Result};
+use crate::{AppendErrorKind, Error, Result, TransactionVersion};
 
 /// Batches of a producer whose metadata is kept for deduplication (Kafka's
 /// `NUM_BATCHES_TO_RETAIN`).
@@ -211,7 +211,9 @@ pub(crate) enum ProducerOrigin {
     Client,
     /// The transaction coordinator's markers: epochs and coordinator epochs validated.
     Coordinator,
-    /// A follower append or recovery: nothing is validated.
+    /// A follower append or recovery: epochs, sequences and coordinator epochs are not
+    /// validated; a non-transactional batch inside an open transaction is still refused
+    /// ([`AppendErrorKind::InvalidTxnState`]), as Kafka refuses it for every origin.
     Replication,
 }
 
@@ -258,16 +260,25 @@ pub(crate) struct ProducerAppend {
     updated: ProducerStateEntry,
     /// First offsets of the transactions this append started.
     started: Vec<i64>,
+    /// The coordinator's transaction version for markers (`None`: Kafka's `TV_UNKNOWN`, the
+    /// TV0/TV1 rule).
+    transaction_version: Option<TransactionVersion>,
 }
 
 impl ProducerAppend {
+    /// The transaction version its markers are checked under (see [`TransactionVersion`]).
+    pub(crate) fn with_transaction_version(mut self, version: Option<TransactionVersion>) -> Self {
+        self.transaction_version = version;
+        self
+    }
+
     /// Validates and applies one batch of this producer with `epoch`; returns the transaction
     /// a marker completed (only for a non-empty transaction, as Kafka).
     ///
     /// # Errors
     /// [`AppendErrorKind::InvalidProducerEpoch`], [`AppendErrorKind::OutOfOrderSequence`],
-    /// [`AppendErrorKind::CoordinatorFenced`], [`AppendErrorKind::InvalidTxnState`] (only for
-    /// the client and coordinator origins).
+    /// [`AppendErrorKind::CoordinatorFenced`] (only for the client and coordinator origins),
+    /// [`AppendErrorKind::InvalidTxnState`] (every origin).
     pub(crate) fn append(&mut self, epoch: i16, batch: BatchKind) -> Result<Option<CompletedTxn>> {
         match batch {
             BatchKind::Marker(None) => Ok(None),
@@ -280,7 +291,7 @@ impl ProducerAppend {
                 max_timestamp_ms,
                 transactional,
             } => {
-                self.check_epoch(epoch, first_offset)?;
+                self.check_epoch(epoch, first_offset, None)?;
                 if self.origin == ProducerOrigin::Client {
                     self.check_sequence(epoch, first_sequence, first_offset)?;
                 }
@@ -294,14 +305,14 @@ impl ProducerAppend {
                     },
                 );
                 match (self.updated.current_txn_first_offset, transactional) {
-                    (Some(_), false) if self.origin != ProducerOrigin::Replication => {
-                        Err(Error::InvalidAppend {
-                            kind: AppendErrorKind::InvalidTxnState {
-                                producer_id: self.producer_id,
-                                offset: first_offset,
-                            },
-                        })
-                    }
+                    // Kafka 4.4's `appendDataBatch` raises `InvalidTxnStateException` for
+                    // every origin, replication included.
+                    (Some(_), false) => Err(Error::InvalidAppend {
+                        kind: AppendErrorKind::InvalidTxnState {
+                            producer_id: self.producer_id,
+                            offset: first_offset,
+                        },
+                    }),
                     (None, true) => {
                         self.updated.current_txn_first_offset = Some(first_offset);
                         self.started.push(first_offset);
@@ -313,8 +324,30 @@ impl ProducerAppend {
         }
     }
 
-    fn check_epoch(&self, epoch: i16, offset: i64) -> Result<()> {
-        if epoch < self.updated.producer_epoch && self.origin != ProducerOrigin::Replication {
+    /// Kafka 4.4's `checkProducerEpoch`: below TV2 (data batches always) an epoch below the
+    /// current one is fenced; under TV2 (markers) one at or below it, except a repeat at the
+    /// current epoch when no transaction is open (or at `i16::MAX`): an idempotent retry of a
+    /// completed marker, accepted. Replication is never fenced.
+    fn check_epoch(
+        &self,
+        epoch: i16,
+        offset: i64,
+        version: Option<TransactionVersion>,
+    ) -> Result<()> {
+        let current = self.updated.producer_epoch;
+        let v2 = version == Some(TransactionVersion::V2);
+        let invalid = if v2 {
+            epoch <= current
+        } else {
+            epoch < current
+        };
+        if !invalid {
+            return Ok(());
+        }
+        let completed_retry = v2
+            && epoch == current
+            && (self.updated.current_txn_first_offset.is_none() || epoch == i16::MAX);
+        if !completed_retry && self.origin != ProducerOrigin::Replication {
             return Err(Error::InvalidAppend {
                 kind: AppendErrorKind::InvalidProducerEpoch {
                     producer_id: self.producer_id,
@@ -363,7 +396,7 @@ impl ProducerAppend {
     }
 
     fn append_marker(&mut self, epoch: i16, marker: Marker) -> Result<Option<CompletedTxn>> {
-        self.check_epoch(epoch, marker.offset)?;
+        self.check_epoch(epoch, marker.offset, self.transaction_version)?;
         if self.updated.coordinator_epoch > marker.coordinator_epoch
             && self.origin != ProducerOrigin::Replication
         {
@@ -455,6 +488,7 @@ impl ProducerState {
             current,
             updated,
             started: Vec::new(),
+            transaction_version: None,
         }
     }
 
@@ -708,5 +742,80 @@ mod tests {
         // Expiry spares open transactions.
         assert_eq!(s.remove_expired(1_000_000, 10), 1);
         assert!(s.producers.contains_key(&2));
+    }
+
+    /// Kafka 4.4's `checkProducerEpoch` for markers (KIP-1228): TV1 fences only an older
+    /// epoch; TV2 fences an epoch that is not newer, except a repeat at the current epoch of
+    /// a completed marker (no open transaction), or at `i16::MAX`.
+    #[test]
+    fn marker_epochs_follow_the_transaction_version() {
+        let marker = |offset| {
+            BatchKind::Marker(Some(Marker {
+                offset,
+                timestamp_ms: 7,
+                coordinator_epoch: 0,
+                is_abort: false,
+            }))
+        };
+        let txn = |first_offset| BatchKind::Data {
+            first_sequence: 0,
+            last_sequence: 0,
+            first_offset,
+            last_offset: first_offset,
+            max_timestamp_ms: 5,
+            transactional: true,
+        };
+        let write = |s: &mut ProducerState, version, epoch, offset| {
+            let mut append = s
+                .prepare(1, ProducerOrigin::Coordinator)
+                .with_transaction_version(Some(version));
+            let completed = append.append(epoch, marker(offset))?;
+            s.update(append);
+            Ok::<_, Error>(completed)
+        };
+        let fenced = |r: Result<Option<CompletedTxn>>| {
+            matches!(
+                r,
+                Err(Error::InvalidAppend {
+                    kind: AppendErrorKind::InvalidProducerEpoch { .. }
+                })
+            )
+        };
+        for version in [TransactionVersion::V0, TransactionVersion::V1] {
+            let mut s = ProducerState::default();
+            apply(&mut s, 1, 3, txn(0)).unwrap();
+            // Stale: fenced.
+            assert!(fenced(write(&mut s, version, 2, 1)), "{version:?}");
+            // The same epoch completes the transaction; a repeat is accepted too.
+            assert!(write(&mut s, version, 3, 1).unwrap().is_some());
+            assert!(write(&mut s, version, 3, 2).unwrap().is_none());
+            // Bumped: accepted, the epoch moves.
+            assert!(write(&mut s, version, 4, 3).unwrap().is_none());
+            assert_eq!(s.producers[&1].producer_epoch, 4);
+        }
+        let v2 = TransactionVersion::V2;
+        let mut s = ProducerState::default();
+        apply(&mut s, 1, 3, txn(0)).unwrap();
+        // Stale, and the current epoch while the transaction is open: fenced.
+        assert!(fenced(write(&mut s, v2, 2, 1)));
+        assert!(fenced(write(&mut s, v2, 3, 1)));
+        assert!(s.producers[&1].current_txn_first_offset.is_some());
+        // Bumped: completes the transaction.
+        let completed = write(&mut s, v2, 4, 1).unwrap().unwrap();
+        assert_eq!((completed.first_offset, completed.last_offset), (0, 1));
+        assert_eq!(s.producers[&1].producer_epoch, 4);
+        // A repeat of the completed marker at the current epoch: accepted, completes nothing.
+        assert!(write(&mut s, v2, 4, 2).unwrap().is_none());
+        // Still fenced below it.
+        assert!(fenced(write(&mut s, v2, 3, 3)));
+        // At i16::MAX a repeat is accepted even with a transaction open.
+        let mut s = ProducerState::default();
+        apply(&mut s, 1, i16::MAX, txn(0)).unwrap();
+        assert!(write(&mut s, v2, i16::MAX, 1).unwrap().is_some());
+        // Replication is never fenced, whatever the version.
+        let mut s = ProducerState::default();
+        apply(&mut s, 1, 3, txn(0)).unwrap();
+        let mut append = s.prepare(1, ProducerOrigin::Replication);
+        assert!(append.append(3, marker(1)).unwrap().is_some());
     }
 }

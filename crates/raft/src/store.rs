@@ -136,8 +136,12 @@ impl<C: RaftTypeConfig<NodeId = u64, Entry = Entry<C>>> LogStore<C> {
         std::fs::create_dir_all(&root).map_err(|e| Error::io("create directory", &root, e))?;
         config.retention_ms = -1;
         config.retention_bytes = -1;
+        // A consensus log has no legitimate gaps (never compacted, appended contiguously):
+        // a gap after a crash is a lost unsynced tail, and what follows it goes (seglog's
+        // `contiguous` load rule; Kafka's loader would serve across it).
         let options = LogOpenOptions {
             high_watermark: seglog::HighWatermarkPolicy::Manual,
+            contiguous: true,
             ..options
         };
         let log = Log::open_with(root.join(LOG_DIR), config, options)?;

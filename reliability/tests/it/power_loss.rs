@@ -10,8 +10,10 @@
 //! at the log's last directory fsync through the seam; until the log has synced its
 //! directory through it (right after the injector is made), it is
 //! modelled as the listing right after a durable append, a flush or an open returned. Each state is reopened
-//! and must recover, serve only whole valid records without a gap, and serve every record
-//! that was acknowledged as durable (by `append_durable` or a completed `flush`).
+//! and must recover, serve only whole valid records in offset order, and serve every record
+//! that was acknowledged as durable (by `append_durable` or a completed `flush`). Offset gaps
+//! in unacknowledged territory are allowed and counted: the loader keeps segments across a
+//! gap as Kafka's does (`gap_after_a_rolled_segment_lost_its_unsynced_tail_is_kept_like_kafka`).
 //!
 //! `SEGLOG_POWER_LOSS_ITERATIONS` sets the number of workloads (default 12, about 600 crash
 //! points); `SEGLOG_SEED` replays a run.
@@ -184,8 +186,8 @@ fn check_crash_state(
         .unwrap_or_else(|e| panic!("{context}: recovery failed: {e}\nfiles: {:?}", names(image)));
     tally.truncated_bytes += log.load_report().truncations().map(|(_, n)| n).sum::<u64>();
     tally.crash_points += 1;
-    let contents =
-        read_log(&log).unwrap_or_else(|v| panic!("{context}: {v}\nfiles: {:?}", names(image)));
+    let contents = read_log_with_gaps(&log)
+        .unwrap_or_else(|v| panic!("{context}: {v}\nfiles: {:?}", names(image)));
     if let Some(&(gap_start, _)) = contents.gaps.first() {
         tally.states_with_gap += 1;
         tally.records_after_gap += contents
@@ -223,14 +225,14 @@ fn check_crash_state(
         drop(log);
         let again = Log::open(target, w.config.clone()).unwrap();
         assert_eq!(
-            read_log(&again).unwrap(),
+            read_log_with_gaps(&again).unwrap(),
             contents,
             "{context}: second open differs"
         );
         drop(again);
         let third = Log::open(target, w.config.clone()).unwrap();
         assert_eq!(
-            read_log(&third).unwrap(),
+            read_log_with_gaps(&third).unwrap(),
             contents,
             "{context}: third open differs"
         );
@@ -344,14 +346,14 @@ fn live_log(tmp: &Path, config: &LogConfig) -> (std::path::PathBuf, FaultInjecto
     (dir, faults, log)
 }
 
-/// Regression (fixed; was a bug in seglog `load.rs` / `append.rs`): a roll does not fsync the sealed segment, and loading
-/// after an unclean shutdown only drops later segments when a recovery *truncated* bytes. So
-/// after a power loss that kept the new segment's name but not the old segment's unsynced
-/// tail (both legitimate: neither was acknowledged as durable), the log has an offset gap: the
-/// log end offset is the new segment's base, the offsets in between do not exist, and any
-/// page-cache data that reached the new segment is served after the gap.
+/// A roll does not fsync the sealed segment. After a power loss that kept the new segment's
+/// file but not the old segment's unsynced tail (neither was acknowledged as durable), the
+/// log has an offset gap. The loader keeps the later segment, as Kafka's `LogLoader` does
+/// (it cannot tell this gap from the ones cleaning leaves, and dropping segments after those
+/// lost intact data: issue #25 finding 1); nothing acknowledged is lost, nothing is served
+/// twice or out of order, and appends continue after the later segment.
 #[test]
-fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
+fn gap_after_a_rolled_segment_lost_its_unsynced_tail_is_kept_like_kafka() {
     let tmp = tempfile::tempdir().unwrap();
     let config = small_config(1 << 20);
     let (dir, faults, log) = live_log(tmp.path(), &config);
@@ -376,14 +378,40 @@ fn gap_after_a_rolled_segment_lost_its_unsynced_tail() {
     let target = tmp.path().join("crashed").join("t-0");
     image.write_to(&target).unwrap();
 
-    let recovered = Log::open(&target, config).unwrap();
+    let recovered = Log::open(&target, config.clone()).unwrap();
+    let report = recovered.load_report();
+    assert_eq!(report.deleted_segments, Vec::<i64>::new());
+    let gap = report.gaps.first().expect("the gap is reported");
+    assert_eq!((gap.next_offset, gap.next_base_offset), (5, 10));
     let contents = read_log_with_gaps(&recovered).unwrap();
-    assert_eq!(
-        contents.gaps,
-        Vec::<(i64, i64)>::new(),
-        "offsets 5-9 are gone but the log serves 10-11 after them (log end offset {})",
-        contents.log_end_offset
-    );
+    assert_eq!(contents.gaps, vec![(5, 10)]);
+    let offsets: Vec<i64> = contents.records.iter().map(|r| r.offset).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 10, 11]);
+    let acked: BTreeMap<i64, RecordId> = (0..5)
+        .map(|o| {
+            (
+                o,
+                RecordId {
+                    stream: 1,
+                    seq: o as u64,
+                },
+            )
+        })
+        .collect();
+    check_acknowledged(&contents, &acked).unwrap();
+    assert_eq!(recovered.log_end_offset(), 12);
+    assert_eq!(recovered.append(&batch1(12, 13)).unwrap().first_offset, 12);
+    recovered.close().unwrap();
+    drop(recovered);
+    // A reopen serves the same.
+    let again = Log::open(&target, config).unwrap();
+    let offsets: Vec<i64> = read_log_with_gaps(&again)
+        .unwrap()
+        .records
+        .iter()
+        .map(|r| r.offset)
+        .collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 10, 11, 12]);
 }
 
 /// Regression (fixed; was a bug in seglog `maintenance.rs` `truncate_to`, `flush.rs` `flush_to`, `load.rs`): a truncation

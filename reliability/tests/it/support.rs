@@ -68,11 +68,12 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Whether the corruption suite is strict about offset gaps. Gaps a crash creates are fixed
-/// (the loader drops what follows them: `power_loss::gap_after_a_rolled_segment_lost_its_unsynced_tail`),
-/// so `power_loss` and `io_faults` are always strict. The corruption suite still tolerates gaps
-/// its damage can create where the log cannot tell them from legitimate ones: a sealed `.log`
-/// cut exactly at a batch boundary under a (stale) clean-shutdown marker.
+/// Whether the corruption suite is strict about offset gaps. The loader keeps segments across
+/// every gap, as Kafka's does (`power_loss::gap_after_a_rolled_segment_lost_its_unsynced_tail_is_kept_like_kafka`),
+/// so `power_loss` and `io_faults` allow gaps after a power loss in unacknowledged territory
+/// (they check every acknowledged record). The corruption suite tolerates gaps its damage can
+/// create where the log cannot tell them from legitimate ones: a sealed `.log` cut exactly at a
+/// batch boundary under a (stale) clean-shutdown marker.
 /// `SEGLOG_STRICT_GAPS=1` turns that tolerance off.
 pub fn gaps_are_fatal() -> bool {
     std::env::var("SEGLOG_STRICT_GAPS").is_ok_and(|v| v == "1")

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use seglog::{Durability, Log, LogConfig, TxnResult};
+use seglog::{Durability, Log, LogConfig, TransactionVersion, TxnMarker, TxnResult};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -26,6 +26,8 @@ pub struct MarkerReport {
     pub producer_epoch: i16,
     /// The coordinator epoch.
     pub coordinator_epoch: i32,
+    /// The transaction version (0, 1 or 2).
+    pub transaction_version: i16,
     /// The marker's offset.
     pub offset: i64,
     /// The last stable offset after the marker (with the high watermark at the log end).
@@ -45,12 +47,20 @@ pub fn run(args: &MarkerArgs) -> Result<Outcome, Error> {
     } else {
         TxnResult::Abort
     };
-    let written = log.write_txn_marker(
-        args.producer_id,
-        args.producer_epoch,
-        args.coordinator_epoch,
-        result,
-        None,
+    let transaction_version = match args.transaction_version {
+        2 => TransactionVersion::V2,
+        1 => TransactionVersion::V1,
+        _ => TransactionVersion::V0,
+    };
+    let written = log.write_txn_marker_with(
+        TxnMarker {
+            producer_id: args.producer_id,
+            producer_epoch: args.producer_epoch,
+            coordinator_epoch: args.coordinator_epoch,
+            result,
+            leader_epoch: None,
+            transaction_version,
+        },
         Durability::PageCache,
     );
     let stable = log
@@ -66,6 +76,7 @@ pub fn run(args: &MarkerArgs) -> Result<Outcome, Error> {
         producer_id: args.producer_id,
         producer_epoch: args.producer_epoch,
         coordinator_epoch: args.coordinator_epoch,
+        transaction_version: args.transaction_version,
         offset: info.first_offset,
         last_stable_offset,
     };

@@ -252,3 +252,141 @@ fn a_topic_with_a_space_keeps_its_log_start() {
     assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
     assert_eq!(snapshot(&dir), before);
 }
+
+/// Issue #25 finding 1: a compacted log's segments end below the next segment's base (the
+/// cleaner removed their records). After an unclean shutdown with the recovery point lagging
+/// (a broker checkpoints it every 60 s), `read` and `recover` keep every segment across those
+/// gaps, as Kafka's `LogLoader` does; the old loader's gap rule served nothing after segment 0
+/// and `recover` deleted segments 5..25 with exit 0.
+#[test]
+fn a_compacted_log_with_a_lagging_recovery_point_keeps_every_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("g-0");
+    for _ in 0..6 {
+        let out = seglog([
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--config".as_ref(),
+            "segment.bytes=1024".as_ref(),
+            "--config".as_ref(),
+            "cleanup.policy=compact".as_ref(),
+            "--count".as_ref(),
+            "5".as_ref(),
+            "--record-bytes".as_ref(),
+            "100".as_ref(),
+            "--quiet".as_ref(),
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+    }
+    let out = seglog([
+        "compact".as_ref(),
+        dir.as_os_str(),
+        "--config".as_ref(),
+        "segment.bytes=1024".as_ref(),
+        "--quiet".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (code, before) = offsets(&dir, None);
+    assert_eq!((code, before.len()), (0, 10), "{before:?}");
+    let logs = segment_logs(&dir);
+    assert_eq!(logs.len(), 6, "{logs:?}");
+
+    // A crash with the recovery point still at 0.
+    std::fs::write(
+        dir.join("recovery-point-offset-checkpoint"),
+        "0\n1\ng 0 0\n",
+    )
+    .unwrap();
+    std::fs::remove_file(dir.join(".kafka_cleanshutdown")).unwrap();
+
+    assert_eq!(
+        offsets(&dir, None),
+        (0, before.clone()),
+        "read serves every record"
+    );
+    let (code, report) = recover_json(&dir, &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["deleted_segments"], Value::Array(vec![]), "{report}");
+    assert_eq!(report["log_end_offset"], 30, "{report}");
+    assert_eq!(segment_logs(&dir), logs, "every segment kept");
+    assert_eq!(
+        offsets(&dir, None),
+        (0, before),
+        "recover kept all 10 records"
+    );
+    assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
+}
+
+/// Issue #25 finding 7: what `recover` decided about damage in flushed data (kept on disk,
+/// not served) survives the clean close it writes. Every record here has the same timestamp,
+/// the case that failed every time: the next clean open's first use of segment 0 walked only
+/// the headers of its tail and compared timestamps with the time index, found nothing wrong,
+/// and served the whole segment again, so `read` stopped at the damaged batch with a checksum
+/// error before the later segments (with distinct timestamps it passed in 6 of 8 runs).
+#[test]
+fn damage_kept_by_recover_stays_unserved_after_its_clean_close_with_equal_timestamps() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("same-ms-0");
+    let input = tmp.path().join("records.jsonl");
+    let lines: String = (0..3000)
+        .map(|i| {
+            format!(
+                "{{\"key\": \"k{i}\", \"value\": \"{:0>50}\", \"timestamp\": 1700000000000}}\n",
+                i
+            )
+        })
+        .collect();
+    std::fs::write(&input, lines).unwrap();
+    let out = seglog([
+        "produce".as_ref(),
+        dir.as_os_str(),
+        "--input".as_ref(),
+        input.as_os_str(),
+        "--batch-records".as_ref(),
+        "10".as_ref(),
+        "--config".as_ref(),
+        "segment.bytes=40000".as_ref(),
+        "--quiet".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(segment_logs(&dir).len() > 2, "{:?}", segment_logs(&dir));
+    let second_segment_base: i64 = segment_logs(&dir)[1][..20].parse().unwrap();
+
+    // A data byte (CRC-covered) of batch 2 of the sealed, flushed segment 0.
+    let log0 = dir.join(LOG0);
+    let bytes = std::fs::read(&log0).unwrap();
+    let batch2 = u32::from_be_bytes(bytes[8..12].try_into().unwrap()) as usize + 12;
+    let at = batch2 + 100;
+    patch(&log0, at, &[bytes[at] ^ 0xff]);
+
+    let (code, report) = recover_json(&dir, &[]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["segments"][0]["damaged_tail_kept"], true, "{report}");
+    assert_eq!(report["segments"][0]["truncated_at"], batch2, "{report}");
+    let intact: Vec<i64> = (0..10).chain(second_segment_base..3000).collect();
+
+    // Every later open, clean as recover left it, serves exactly what recover served.
+    for round in 0..3 {
+        let (code, served) = offsets(&dir, None);
+        assert!(
+            code == 0 && served == intact,
+            "round {round}: exit {code}, {} records served (want {}, offsets 0..10 and \
+             {second_segment_base}..3000): the damaged batches are served again",
+            served.len(),
+            intact.len()
+        );
+    }
+    // A write open and its clean close keep it too.
+    let out = seglog([
+        "produce".as_ref(),
+        dir.as_os_str(),
+        "--count".as_ref(),
+        "1".as_ref(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["base_offset"], 3000);
+    let (code, served) = offsets(&dir, None);
+    assert_eq!(code, 0);
+    assert_eq!(served.len(), intact.len() + 1);
+}

@@ -436,4 +436,106 @@ fn the_brokers_transactional_fixture_compacted_verifies_and_reads_the_same() {
         );
         assert_eq!(latest_committed(&dir), before, "round {round}");
     }
+
+/// Issue #25 finding 6 (KIP-1228, Kafka 4.4's `ProducerAppendInfo.checkProducerEpoch`):
+/// `marker --transaction-version 2` wants the producer epoch bumped past the transaction's,
+/// and accepts a repeat of the completed marker at that epoch; the default (0, as a
+/// WriteTxnMarkers request without the field) keeps the old rule (fenced only below).
+#[test]
+fn marker_transaction_version_2_wants_a_bumped_epoch_and_accepts_a_completed_repeat() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tv2-0");
+    let txn = [
+        "--producer-id",
+        "4",
+        "--producer-epoch",
+        "5",
+        "--transactional",
+    ];
+    assert_eq!(produce(&dir, &txn, &["t-1"]).code, 0);
+    let marker = |epoch: &str, version: &str| {
+        run(
+            [
+                "marker",
+                "--producer-id",
+                "4",
+                "--producer-epoch",
+                epoch,
+                "--commit",
+                "--transaction-version",
+                version,
+                "--json",
+            ],
+            &dir,
+        )
+    };
+    // TV2: the transaction's own epoch (5) is fenced while it is open, so is an older one
+    // (a rejected append exits 2).
+    let fenced =
+        |out: crate::support::Run| out.code == 2 && out.stderr.contains("fenced by its epoch");
+    for epoch in ["4", "5"] {
+        let out = marker(epoch, "2");
+        assert!(
+            out.code == 2 && out.stderr.contains("is fenced by its epoch 5"),
+            "epoch {epoch}: {}",
+            out.stderr
+        );
+    }
+    assert_eq!(values(&dir, "read-committed"), Vec::<String>::new());
+    // The bumped epoch commits.
+    let out = marker("6", "2");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["offset"], 1);
+    assert_eq!(out.json_lines()[0]["transaction_version"], 2);
+    assert_eq!(values(&dir, "read-committed"), vec!["t-1"]);
+    // A retry of the completed marker at the current epoch is written, as Kafka writes it.
+    let out = marker("6", "2");
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["offset"], 2);
+    // Below the current epoch: fenced under TV2 and under the default rule alike.
+    assert!(fenced(marker("5", "2")));
+    assert!(fenced(marker("5", "0")));
+    // The default rule accepts the current epoch.
+    let out = run(
+        [
+            "marker",
+            "--producer-id",
+            "4",
+            "--producer-epoch",
+            "6",
+            "--abort",
+        ],
+        &dir,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Only 0, 1 and 2 are transaction versions.
+    let out = marker("6", "3");
+    assert!(
+        out.code == 2 && out.stderr.contains("--transaction-version"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Issue #26 item 6: `truncate --to 4` inside the batch 3..=5 reports log end 4 (Kafka's
+/// `truncateTo` answer), and every later command sees 4 too (each reopen said 3); the next
+/// produce takes offset 4.
+#[test]
+fn truncate_inside_a_batch_reports_the_end_every_reopen_sees() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("cut-0");
+    assert_eq!(produce(&dir, &[], &["a", "b", "c"]).code, 0);
+    assert_eq!(produce(&dir, &[], &["d", "e", "f"]).code, 0);
+    let out = run(["truncate", "--to", "4", "--json"], &dir);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["log_end_offset"], 4);
+    for _ in 0..2 {
+        assert_eq!(info(&dir)["log_end_offset"], 4);
+        assert_eq!(values(&dir, "read-uncommitted"), vec!["a", "b", "c"]);
+    }
+    let out = produce(&dir, &[], &["g"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.json_lines()[0]["base_offset"], 4);
+    assert_eq!(info(&dir)["log_end_offset"], 5);
+    assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
 }

@@ -148,9 +148,9 @@ impl Log {
             return Ok(None);
         }
         // Everything cleaned lies below the recovery point, durably checkpointed before the
-        // first swap, so a crash never asks recovery to judge a cleaned segment's gaps (an
-        // empty segment, one ending below the next base) as data the crash erased: the
-        // loader's gap rule (`Discontinuity`) would drop every later segment.
+        // first swap, so a crash does not ask recovery to validate the cleaned segments again
+        // (their gaps, an empty segment or one ending below the next base, are kept by the
+        // loader in any case, as Kafka keeps them).
         self.flush_up_to(offsets.first_uncleanable)?;
         let Snapshot {
             segments,

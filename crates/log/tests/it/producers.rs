@@ -512,3 +512,101 @@ fn corpus_dirs_with_producer_state_rebuild_like_the_broker() {
         }
     }
 }
+
+/// Issue #25 finding 5: a follower append of a non-transactional batch of a producer whose
+/// transaction is open is refused as Kafka 4.4 refuses it for every origin
+/// (`ProducerAppendInfo.appendDataBatch` raises `InvalidTxnStateException`); it was
+/// accepted, leaving the open transaction holding a plain batch. Nothing is written.
+#[test]
+fn a_follower_batch_outside_an_open_transaction_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1 << 20), &clock);
+    let follower = |base: i64, sequence: i32, txn: bool| {
+        let mut b = BatchBuilder::new(base)
+            .producer(5, 0, sequence)
+            .transactional(txn);
+        b.append(T0, None, Some(b"v"), &[]);
+        b.build().unwrap().to_vec()
+    };
+    log.append_as_follower(&follower(0, 0, true)).unwrap();
+    assert_eq!(log.ongoing_transactions(), vec![(5, 0)]);
+    let end = log.log_end_offset();
+    let e = log.append_as_follower(&follower(1, 1, false)).unwrap_err();
+    assert!(
+        matches!(
+            kind(e),
+            AppendErrorKind::InvalidTxnState {
+                producer_id: 5,
+                offset: 1
+            }
+        ),
+        "refused like Kafka"
+    );
+    assert_eq!(log.log_end_offset(), end, "nothing written");
+    assert_eq!(log.ongoing_transactions(), vec![(5, 0)]);
+    // The transaction goes on as a transaction.
+    log.append_as_follower(&follower(1, 1, true)).unwrap();
+    assert_eq!(log.log_end_offset(), 2);
+}
+
+/// Issue #25 finding 2 (Kafka's KAFKA-12153): a truncation that removes a COMMIT reopens its
+/// transaction. The lowered log end and high watermark and the rebuilt producer state are
+/// published in one view, so a reader polling the last stable offset never sees one above the
+/// reopened transaction's first offset. They were published apart: readers saw the high
+/// watermark (here 2, the truncation offset) with the old, empty transaction list, and
+/// `read_committed` served the reopened transaction.
+#[test]
+fn a_truncation_that_reopens_a_transaction_never_publishes_an_lso_above_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = open(dir.path(), small_config(1 << 20), &clock);
+    log.set_high_watermark_policy(seglog::HighWatermarkPolicy::LogEnd)
+        .unwrap();
+    // Transaction of producer 3 at 0..1, its COMMIT at 2, then producer 9's batch at 3.
+    log.append(&idempotent(3, 0, 0, 2, true)).unwrap();
+    let commit_then_plain = || {
+        let marker = log
+            .write_txn_marker(3, 0, 0, TxnResult::Commit, None, Durability::PageCache)
+            .unwrap();
+        assert_eq!(marker.first_offset, 2);
+        assert_eq!(log.last_stable_offset(), 3);
+        // Another producer's batch: its append drops the completed transaction, whose marker
+        // lies below the high watermark (Kafka's `onHighWatermarkUpdated`).
+        assert_eq!(
+            log.append(&idempotent(9, 0, 0, 1, false))
+                .unwrap()
+                .first_offset,
+            3
+        );
+        assert_eq!(log.last_stable_offset(), 4);
+    };
+    commit_then_plain();
+    let done = AtomicBool::new(false);
+    let iterations = 200;
+    let seen = std::thread::scope(|scope| {
+        let reader = scope.spawn(|| {
+            let mut seen = BTreeSet::new();
+            while !done.load(Ordering::Acquire) {
+                seen.insert(log.last_stable_offset());
+            }
+            seen
+        });
+        for _ in 0..iterations {
+            // The COMMIT goes: the transaction at 0 is open again (LSO 0).
+            log.truncate_to(2).unwrap();
+            assert_eq!(log.last_stable_offset(), 0);
+            // And is committed again.
+            commit_then_plain();
+        }
+        done.store(true, Ordering::Release);
+        reader.join().unwrap()
+    });
+    assert_eq!(
+        seen,
+        BTreeSet::from([0, 3, 4]),
+        "a reader saw an LSO above the open transaction's first offset 0"
+    );
+}

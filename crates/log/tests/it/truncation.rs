@@ -132,3 +132,48 @@ fn truncating_inside_a_batch_removes_the_whole_batch_and_leaves_a_gap_below_the_
     assert_eq!(offsets(&log, 0), expected);
     assert_eq!(log.log_end_offset(), 18);
 }
+
+/// Issue #26 item 6: after a truncation inside a batch the log end is the target offset (as
+/// Kafka's `truncateTo` reports), and every reopen, clean or after a crash, ends there too (it
+/// ended at the removed batch's base: a reopen reads the log end from the last segment's
+/// batches, and Kafka's own reopen does the same). An empty segment at the target holds it.
+#[test]
+fn a_truncation_inside_a_batch_ends_at_the_target_after_every_reopen() {
+    for crash in [false, true] {
+        let (dir, clock, log) = fresh(small_config(1 << 20));
+        append_numbered(&log, 2, "t", 3); // batches 0..=2, 3..=5
+        log.truncate_to(4).unwrap();
+        assert_eq!(log.log_end_offset(), 4, "crash {crash}");
+        let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+        assert_eq!(
+            bases,
+            vec![0, 4],
+            "crash {crash}: an empty segment at the target"
+        );
+        if crash {
+            drop(log);
+        } else {
+            log.close().unwrap();
+            drop(log);
+        }
+        for reopen in 0..2 {
+            let log = open(dir.path(), small_config(1 << 20), &clock);
+            assert_eq!(log.log_end_offset(), 4, "crash {crash}, reopen {reopen}");
+            let read: Vec<i64> = log
+                .owned_reader(0, Isolation::LogEnd)
+                .map(|f| f.unwrap().record.offset)
+                .collect();
+            assert_eq!(read, vec![0, 1, 2], "crash {crash}, reopen {reopen}");
+            if reopen == 1 {
+                assert_eq!(log.append(&numbered(T0, "n", 1)).unwrap().first_offset, 4);
+            }
+            log.close().unwrap();
+        }
+    }
+    // A truncation at a batch boundary rolls nothing.
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    append_numbered(&log, 2, "t", 3);
+    log.truncate_to(3).unwrap();
+    assert_eq!(log.segments().len(), 1);
+    assert_eq!(log.log_end_offset(), 3);
+}
