@@ -136,6 +136,12 @@ public final class DiffDriver {
                 long logStart = log.logStartOffset();
                 long highWatermark = log.highWatermark();
                 long logEnd = log.logEndOffset();
+                // LogManager's clean shutdown: the active segment is sealed first (its time
+                // index gets its last entry and both indexes are trimmed); UnifiedLog.close()
+                // alone leaves them preallocated, and the next load then takes the zeros for
+                // entries (a full index: the first append rolls, and after a truncation the
+                // roll fails with a BufferOverflowException).
+                log.prepareActiveSegmentForClose();
                 log.close();
                 // A clean close flushed everything: the broker checkpoints the log end as the
                 // recovery point and writes .kafka_cleanshutdown.
@@ -154,6 +160,10 @@ public final class DiffDriver {
             default -> throw new IllegalArgumentException("unknown command `" + cmd + "`");
         }
         reply.set("state", state());
+        // The producer state's own first unstable offset, next to UnifiedLog's cached one
+        // (the comparator's rule for the cache; never compared itself).
+        var fresh = log.producerStateManager().firstUnstableOffset();
+        if (fresh.isPresent()) reply.put("fresh_first_unstable", fresh.get().messageOffset);
         return reply;
     }
 
@@ -168,6 +178,8 @@ public final class DiffDriver {
         } catch (Exception e) {
             reply.put("refused", e.getClass().getSimpleName());
             reply.put("message", String.valueOf(e.getMessage()));
+            // Not a refusal Kafka's protocol knows: keep its trace in the driver's log.
+            if (!(e instanceof org.apache.kafka.common.errors.ApiException)) e.printStackTrace();
         }
     }
 
@@ -175,9 +187,8 @@ public final class DiffDriver {
         Files.createDirectories(dir);
         Map<String, Object> props = new HashMap<>();
         props.put("internal.segment.bytes", segmentBytes);
-        // As on the Rust side: no time-based rolls or retention during a history.
-        props.put("segment.ms", Long.MAX_VALUE / 2);
-        props.put("retention.ms", -1L);
+        // Otherwise Kafka's defaults, as seglog's LogConfig::default() (segment.ms 7 days: no
+        // time-based roll within a history; retention never runs in-process).
         UnifiedLog opened = UnifiedLog.create(dir.toFile(), new LogConfig(props), logStart, recoveryPoint, scheduler, stats, Time.SYSTEM, 60000,
                 new ProducerStateManagerConfig(86400000, false), 600000, new LogDirFailureChannel(1), clean,
                 Optional.empty());
@@ -219,6 +230,8 @@ public final class DiffDriver {
         if (unstable.isPresent()) s.put("first_unstable", unstable.get());
         else s.putNull("first_unstable");
         s.put("last_stable", log.lastStableOffset());
+        ArrayNode segments = s.putArray("segments");
+        for (var segment : log.logSegments()) segments.add(segment.baseOffset());
         ArrayNode producers = s.putArray("producers");
         Map<Long, ProducerStateEntry> sorted = new TreeMap<>(log.producerStateManager().activeProducers());
         for (ProducerStateEntry e : sorted.values()) {
