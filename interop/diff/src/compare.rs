@@ -59,11 +59,59 @@ pub struct Rule {
 /// The named rules; each is a line of docs/format.md's "Deliberate differences" (the ones listed
 /// there before these histories, offset for timestamp over empty segments, damage in flushed
 /// data and the leader-epoch checkpoint's load rules, are not reached by these operations).
-pub const RULES: &[Rule] = &[Rule {
-    name: "first-unstable-offset-not-cached",
-    documented: "docs/format.md, Deliberate differences: \"First unstable offset after a truncation\"",
-    explains: first_unstable_not_cached,
-}];
+pub const RULES: &[Rule] = &[
+    Rule {
+        name: "first-unstable-offset-not-cached",
+        documented: "docs/format.md, Deliberate differences: \"First unstable offset after a truncation\"",
+        explains: first_unstable_not_cached,
+    },
+    Rule {
+        name: ROLL_BEFORE_PRODUCER_CHECKS,
+        documented: "docs/format.md, Deliberate differences: \"No roll for an append that writes nothing\"",
+        explains: roll_before_producer_checks,
+    },
+    Rule {
+        name: "aborted-list-at-gap-end",
+        documented: "docs/format.md, Deliberate differences: \"read_committed from a gap at the log end\"",
+        explains: aborted_list_at_gap_end,
+    },
+];
+
+/// The rule after which the runner rolls seglog's log too, so that the rest of the history
+/// compares the same segment layout.
+pub const ROLL_BEFORE_PRODUCER_CHECKS: &str = "no-roll-for-append-that-writes-nothing";
+
+/// Kafka's `UnifiedLog.append` rolls (`maybeRoll`) after `LogValidator` and before the
+/// producer-state checks, so an append then refused (out-of-order sequence, fenced epoch,
+/// non-transactional batch in a transaction) or answered as a duplicate still leaves a new,
+/// empty active segment when the old one was full; seglog checks first and rolls only to write.
+/// Exactly this form: the same outcome on both sides, nothing written (the log end did not
+/// move), and Kafka's segments are seglog's plus one at the log end.
+fn roll_before_producer_checks(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+    let mut expected = ours.state.segments.clone();
+    expected.push(ours.state.log_end);
+    path == "state.segments"
+        && ours.outcome.refused == kafka.outcome.refused
+        && ours.outcome.first_offset == kafka.outcome.first_offset
+        && ours.outcome.last_offset == kafka.outcome.last_offset
+        && (ours.outcome.refused.is_some() || ours.outcome.first_offset.is_some_and(|f| f < ours.state.log_end))
+        && ours.state.log_end == kafka.state.log_end
+        && kafka.state.segments == expected
+}
+
+/// A read_committed fetch from an offset inside a gap at the log end (a truncation inside a
+/// batch removed the whole batch, so no batch holds the offset or any above it): Kafka's
+/// `LocalLog.read` falls through to an empty `FetchDataInfo` without an aborted list (`null` on
+/// the wire), seglog answers an empty list; consumers treat both alike. Exactly: no batches on
+/// either side, seglog `[]`, Kafka absent.
+fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+    path == "read_committed.aborted"
+        && ours.read_committed.aborted.as_deref() == Some(&[])
+        && kafka.read_committed.aborted.is_none()
+        && ours.read_committed.batches.as_deref() == Some(&[])
+        && kafka.read_committed.batches.as_deref() == Some(&[])
+        && kafka.read_committed.refused.is_none()
+}
 
 /// seglog's first unstable offset is always its producer state's; Kafka's `UnifiedLog` caches
 /// it and refreshes the cache on high-watermark moves and appends only, so after a truncation
@@ -109,17 +157,17 @@ pub struct Difference {
     pub ours: Value,
     /// Kafka's value there.
     pub kafka: Value,
-    /// The known bug this is, if any.
-    pub known_bug: Option<&'static str>,
+    /// The known bug this is, if any (name, where it is described).
+    pub known_bug: Option<(&'static str, &'static str)>,
 }
 
 /// Compares two observations of `step`: `None` when they agree up to the named rules; the
-/// rules that explained a difference are pushed to `applied`.
+/// rules that explained a difference (with their docs/format.md line) are pushed to `applied`.
 pub fn compare(
     step: &Step,
     ours: &Observation,
     kafka: &Observation,
-    applied: &mut Vec<&'static str>,
+    applied: &mut Vec<(&'static str, &'static str)>,
 ) -> Option<Difference> {
     let a = serde_json::to_value(ours).unwrap_or(Value::Null);
     let b = serde_json::to_value(kafka).unwrap_or(Value::Null);
@@ -127,13 +175,13 @@ pub fn compare(
     walk("", &a, &b, &mut diffs);
     for (path, x, y) in diffs {
         if let Some(rule) = RULES.iter().find(|r| (r.explains)(step, &path, ours, kafka)) {
-            applied.push(rule.name);
+            applied.push((rule.name, rule.documented));
             continue;
         }
         let known_bug = KNOWN_BUGS
             .iter()
             .find(|k| (k.matches)(step, &path, ours, kafka))
-            .map(|k| k.name);
+            .map(|k| (k.name, k.issue));
         return Some(Difference {
             path,
             ours: x,

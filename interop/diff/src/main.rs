@@ -162,8 +162,8 @@ fn report(args: &Args, seed: Option<u64>, full: &[Step], d: &Divergence, shrunk:
         last.map(|s| serde_json::to_string(s).unwrap_or_default()).unwrap_or_else(|| "the open".into()),
     );
     eprintln!("  field {}: seglog {}, Kafka {}", diff.path, diff.ours, diff.kafka);
-    if let Some(bug) = diff.known_bug {
-        eprintln!("  known bug: {bug}");
+    if let Some((bug, issue)) = diff.known_bug {
+        eprintln!("  known bug: {bug} ({issue})");
     }
     if let Some(m) = &d.ours_message {
         eprintln!("  seglog said: {m}");

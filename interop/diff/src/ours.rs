@@ -126,6 +126,33 @@ impl Ours {
         }
     }
 
+    /// Whether `offset` is where a batch starts or at or past the log end (a possible high
+    /// watermark: both sides clamp a target past the end to it).
+    pub fn is_batch_boundary(&self, offset: i64) -> bool {
+        let log = self.log();
+        if offset >= log.log_end_offset() {
+            return true;
+        }
+        let Ok(data) = log.read(offset, FETCH_BYTES, Isolation::LogEnd, true) else {
+            return false;
+        };
+        let Ok(bytes) = data.slice.read_to_vec() else {
+            return false;
+        };
+        Batches::new(&bytes[..], 0)
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|b| b.header().base_offset == Some(offset))
+    }
+
+    /// Rolls seglog's log (after Kafka rolled for an append that wrote nothing).
+    ///
+    /// # Errors
+    /// The roll's error.
+    pub fn roll(&self) -> seglog::Result<()> {
+        self.log().roll()
+    }
+
     fn reopen(&mut self) -> seglog::Result<()> {
         if let Some(log) = self.log.take() {
             let closed = log.close();
