@@ -116,8 +116,10 @@ fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Obs
 /// seglog's first unstable offset is always its producer state's; Kafka's `UnifiedLog` caches
 /// it and refreshes the cache on high-watermark moves and appends only, so after a truncation
 /// that left the high watermark below the new log end it can name a transaction the truncation
-/// removed. Exactly this form: seglog's value is Kafka's own `ProducerStateManager`'s, Kafka's
-/// cached value is not, and (for the LSO) each side's LSO is `min(its first unstable, HW)`.
+/// removed, or miss one the rebuilt producer state holds. Exactly this form: seglog's value is
+/// Kafka's own `ProducerStateManager`'s, Kafka's cached value is not, each side's LSO is
+/// `min(its first unstable, HW)`, and read_committed returns the same batches up to the lower
+/// of the two LSOs.
 fn first_unstable_not_cached(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
     let fresh = kafka.fresh_first_unstable;
     let stale = kafka.state.first_unstable != fresh && ours.state.first_unstable == fresh;
@@ -129,6 +131,21 @@ fn first_unstable_not_cached(_: &Step, path: &str, ours: &Observation, kafka: &O
                 && ours.state.high_watermark == kafka.state.high_watermark
                 && ours.state.last_stable == lso(fresh, ours.state.high_watermark)
                 && kafka.state.last_stable == lso(kafka.state.first_unstable, kafka.state.high_watermark)
+        }
+        // The read_committed fetch then stops at each side's LSO: the same batches up to the
+        // lower one.
+        "read_committed.batches" => {
+            let (Some(a), Some(b)) = (&ours.read_committed.batches, &kafka.read_committed.batches) else {
+                return false;
+            };
+            let (short, long, bound) = if ours.state.last_stable <= kafka.state.last_stable {
+                (a, b, ours.state.last_stable)
+            } else {
+                (b, a, kafka.state.last_stable)
+            };
+            stale
+                && ours.state.last_stable != kafka.state.last_stable
+                && *short == long.iter().copied().filter(|batch| batch.0 < bound).collect::<Vec<_>>()
         }
         _ => false,
     }

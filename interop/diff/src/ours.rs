@@ -145,6 +145,14 @@ impl Ours {
             .is_some_and(|b| b.header().base_offset == Some(offset))
     }
 
+    /// Whether the active segment holds no bytes and its base offset is below the log end.
+    pub fn active_segment_empty_below_end(&self) -> bool {
+        let log = self.log();
+        log.segments()
+            .last()
+            .is_some_and(|s| s.size_bytes == 0 && s.base_offset < log.log_end_offset())
+    }
+
     /// Rolls seglog's log (after Kafka rolled for an append that wrote nothing).
     ///
     /// # Errors

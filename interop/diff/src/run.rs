@@ -133,6 +133,17 @@ impl Runner {
                         fetch_offset: step.fetch_offset,
                     }
                 }
+                // A roll of an empty active segment whose base lies below the log end (left by
+                // a truncation inside its only batch): Kafka rolls a new segment at the log end,
+                // seglog keeps the empty one (interop/kafka/README.md, Findings, K2). Skipped, so
+                // that the rest of the history compares one segment layout.
+                Op::Roll if ours.active_segment_empty_below_end() => {
+                    coverage.note("roll of an empty segment below the log end (skipped)");
+                    Step {
+                        op: Op::HighWatermark { offset: -1 },
+                        fetch_offset: step.fetch_offset,
+                    }
+                }
                 _ => step,
             };
             let (observed, notes) = ours.apply(&step, &bytes);
