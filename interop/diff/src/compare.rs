@@ -243,3 +243,105 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<(String, Value, Value)>)
 fn is_tuple(x: &[Value]) -> bool {
     x.iter().all(|v| !v.is_object() && !v.is_array())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Op;
+    use crate::observe::{Fetch, Outcome, State};
+
+    fn step() -> Step {
+        Step {
+            op: Op::Roll,
+            fetch_offset: 0,
+        }
+    }
+
+    fn observation(first_unstable: Option<i64>, last_stable: i64) -> Observation {
+        Observation {
+            state: State {
+                log_end: 10,
+                high_watermark: 8,
+                first_unstable,
+                last_stable,
+                segments: vec![0],
+                ..State::default()
+            },
+            read_committed: Fetch {
+                batches: Some(vec![(0, 4, false)]),
+                aborted: Some(vec![]),
+                ..Fetch::default()
+            },
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn equal_observations_agree() {
+        let a = observation(None, 8);
+        assert_eq!(compare(&step(), &a, &a.clone(), &mut Vec::new()), None);
+    }
+
+    #[test]
+    fn the_first_differing_leaf_is_named() {
+        let a = observation(None, 8);
+        let mut b = a.clone();
+        b.state.log_end = 11;
+        b.read_committed.batches = Some(vec![(0, 5, false)]);
+        let d = compare(&step(), &a, &b, &mut Vec::new()).expect("a difference");
+        assert_eq!(d.path, "state.log_end");
+        assert_eq!((d.ours, d.kafka), (Value::from(10), Value::from(11)));
+    }
+
+    #[test]
+    fn a_stale_kafka_first_unstable_offset_is_explained_only_in_its_form() {
+        let ours = observation(None, 8);
+        let mut kafka = observation(Some(3), 3);
+        kafka.fresh_first_unstable = None;
+        kafka.read_committed.batches = Some(vec![]);
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert!(applied.iter().all(|(name, _)| *name == "first-unstable-offset-not-cached"));
+        assert_eq!(applied.len(), 3, "first unstable, LSO, read_committed batches");
+        // Kafka's own producer state agreeing with its cache: a real divergence.
+        kafka.fresh_first_unstable = Some(3);
+        let d = compare(&step(), &ours, &kafka, &mut Vec::new()).expect("a divergence");
+        assert_eq!(d.path, "state.first_unstable");
+    }
+
+    #[test]
+    fn an_extra_kafka_segment_is_explained_only_for_an_append_that_wrote_nothing() {
+        let mut ours = observation(None, 8);
+        ours.outcome.refused = Some("OutOfOrderSequenceException".into());
+        let mut kafka = ours.clone();
+        kafka.state.segments = vec![0, 10];
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert_eq!(applied[0].0, ROLL_BEFORE_PRODUCER_CHECKS);
+        // An accepted append that wrote: not this rule.
+        ours.outcome = Outcome {
+            first_offset: Some(10),
+            last_offset: Some(10),
+            ..Outcome::default()
+        };
+        kafka.outcome = ours.outcome.clone();
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+    }
+
+    #[test]
+    fn seglog_errors_map_to_kafka_classes() {
+        let e = Error::InvalidAppend {
+            kind: AppendErrorKind::InvalidTxnState {
+                producer_id: 1,
+                offset: 2,
+            },
+        };
+        assert_eq!(kafka_class(&e), "InvalidTxnStateException");
+        let e = Error::OffsetOutOfRange {
+            offset: 5,
+            log_start_offset: 0,
+            log_end_offset: 4,
+        };
+        assert_eq!(kafka_class(&e), "OffsetOutOfRangeException");
+    }
+}

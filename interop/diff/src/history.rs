@@ -161,6 +161,15 @@ pub struct Generator {
     /// Offsets at batch boundaries (a batch's last offset + 1, and the log end after a
     /// truncation): where a high watermark can be in a broker.
     boundaries: BTreeSet<i64>,
+    /// Offsets of markers that completed a transaction and are not yet below the high
+    /// watermark (the transaction is still undecided).
+    undecided_markers: Vec<i64>,
+    /// Which producers had an open transaction before the step.
+    open_before: Vec<i64>,
+    /// Offsets of every marker that completed a transaction (below the log end).
+    txn_markers: BTreeSet<i64>,
+    /// Offsets of the producer snapshots a clean close wrote (the log end at each reopen).
+    reopen_snapshots: BTreeSet<i64>,
 }
 
 impl Generator {
@@ -170,6 +179,10 @@ impl Generator {
             rng: StdRng::seed_from_u64(seed),
             producers: vec![ProducerModel::default(); PRODUCER_IDS.len()],
             boundaries: BTreeSet::from([0]),
+            undecided_markers: Vec::new(),
+            open_before: Vec::new(),
+            txn_markers: BTreeSet::new(),
+            reopen_snapshots: BTreeSet::new(),
         }
     }
 
@@ -196,7 +209,25 @@ impl Generator {
                 {
                     offset = *base;
                 }
-                Op::Truncate { offset }
+                // Not when a marker that completed a transaction would be replayed: Kafka's
+                // truncateTo rebuilds the producer state from the latest snapshot at or below
+                // the target and replays the batches after it, and its ProducerStateManager then
+                // counts every replayed transaction as undecided until the next high-watermark
+                // move, also one whose marker is below the high watermark, so its LSO goes back;
+                // seglog drops those at once (interop/kafka/README.md, Findings, K3).
+                let snapshot = state
+                    .segments
+                    .iter()
+                    .copied()
+                    .filter(|b| *b <= offset)
+                    .chain(self.reopen_snapshots.range(..=offset).copied())
+                    .max()
+                    .unwrap_or(0);
+                if self.txn_markers.range(snapshot..offset).next().is_some() {
+                    Op::Roll
+                } else {
+                    Op::Truncate { offset }
+                }
             }
             // At a batch boundary only: a broker's high watermark is a replica's log end, and
             // Kafka 4.4 lowers one inside a batch to the batch's base offset at the next
@@ -215,6 +246,11 @@ impl Generator {
                 };
                 Op::HighWatermark { offset }
             }
+            // Not while a completed transaction is still undecided (its marker not below the
+            // high watermark): snapshots hold no such transaction, so both sides forget it at
+            // the reopen, and a later truncation re-finds it on one side and not the other
+            // (interop/kafka/README.md, Findings, S1).
+            _ if !self.undecided_markers.is_empty() => Op::Roll,
             _ => Op::Reopen,
         };
         let fetch_offset = if self.rng.random_bool(0.05) {
@@ -228,6 +264,27 @@ impl Generator {
     /// Tells the generator what seglog answered to `step` (accepted or not), so that its
     /// producer model follows the log.
     pub fn learn(&mut self, step: &Step, accepted: bool, after: &Observation) {
+        if let (Op::Marker { producer_id, .. }, true, Some(m)) = (&step.op, accepted, after.outcome.last_offset)
+            && self.open_before.contains(producer_id)
+        {
+            self.undecided_markers.push(m);
+            self.txn_markers.insert(m);
+        }
+        if step.op == Op::Reopen {
+            self.reopen_snapshots.insert(after.state.log_end);
+        }
+        let end = after.state.log_end;
+        self.txn_markers.retain(|m| *m < end);
+        self.reopen_snapshots.retain(|s| *s <= end);
+        let hw = after.state.high_watermark;
+        self.undecided_markers.retain(|m| *m >= hw && *m < end);
+        self.open_before = after
+            .state
+            .producers
+            .iter()
+            .filter(|p| p.txn_first_offset.is_some())
+            .map(|p| p.producer_id)
+            .collect();
         // Truncations and reopens can change any producer: take seglog's state as it is.
         for (i, pid) in PRODUCER_IDS.iter().enumerate() {
             let model = &mut self.producers[i];

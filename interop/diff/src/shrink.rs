@@ -70,3 +70,14 @@ fn field_class(path: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::field_class;
+
+    #[test]
+    fn field_classes_ignore_indexes() {
+        assert_eq!(field_class("state.producers[2].last_sequence"), "state.producers.last_sequence");
+        assert_eq!(field_class("read_committed.batches"), "read_committed.batches");
+    }
+}
