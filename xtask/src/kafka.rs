@@ -172,7 +172,11 @@ fn run_diff(root: &Path, args: &[String]) -> Result<(), String> {
         .arg("--work")
         .arg(&work)
         .args(passed);
-    eprintln!("\n$ {} --classpath {} ...", binary.display(), classpath_file.display());
+    eprintln!(
+        "\n$ {} --classpath {} ...",
+        binary.display(),
+        classpath_file.display()
+    );
     let status = diff
         .status()
         .map_err(|e| format!("could not start {}: {e}", binary.display()))?;

@@ -87,14 +87,23 @@ pub const ROLL_BEFORE_PRODUCER_CHECKS: &str = "no-roll-for-append-that-writes-no
 /// empty active segment when the old one was full; seglog checks first and rolls only to write.
 /// Exactly this form: the same outcome on both sides, nothing written (the log end did not
 /// move), and Kafka's segments are seglog's plus one at the log end.
-fn roll_before_producer_checks(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+fn roll_before_producer_checks(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
     let mut expected = ours.state.segments.clone();
     expected.push(ours.state.log_end);
     path == "state.segments"
         && ours.outcome.refused == kafka.outcome.refused
         && ours.outcome.first_offset == kafka.outcome.first_offset
         && ours.outcome.last_offset == kafka.outcome.last_offset
-        && (ours.outcome.refused.is_some() || ours.outcome.first_offset.is_some_and(|f| f < ours.state.log_end))
+        && (ours.outcome.refused.is_some()
+            || ours
+                .outcome
+                .first_offset
+                .is_some_and(|f| f < ours.state.log_end))
         && ours.state.log_end == kafka.state.log_end
         && kafka.state.segments == expected
 }
@@ -120,7 +129,12 @@ fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Obs
 /// Kafka's own `ProducerStateManager`'s, Kafka's cached value is not, each side's LSO is
 /// `min(its first unstable, HW)`, and read_committed returns the same batches up to the lower
 /// of the two LSOs.
-fn first_unstable_not_cached(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+fn first_unstable_not_cached(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
     let fresh = kafka.fresh_first_unstable;
     let stale = kafka.state.first_unstable != fresh && ours.state.first_unstable == fresh;
     let lso = |first: Option<i64>, hw: i64| first.map_or(hw, |f| f.min(hw));
@@ -130,12 +144,14 @@ fn first_unstable_not_cached(_: &Step, path: &str, ours: &Observation, kafka: &O
             stale
                 && ours.state.high_watermark == kafka.state.high_watermark
                 && ours.state.last_stable == lso(fresh, ours.state.high_watermark)
-                && kafka.state.last_stable == lso(kafka.state.first_unstable, kafka.state.high_watermark)
+                && kafka.state.last_stable
+                    == lso(kafka.state.first_unstable, kafka.state.high_watermark)
         }
         // The read_committed fetch then stops at each side's LSO: the same batches up to the
         // lower one.
         "read_committed.batches" => {
-            let (Some(a), Some(b)) = (&ours.read_committed.batches, &kafka.read_committed.batches) else {
+            let (Some(a), Some(b)) = (&ours.read_committed.batches, &kafka.read_committed.batches)
+            else {
                 return false;
             };
             let (short, long, bound) = if ours.state.last_stable <= kafka.state.last_stable {
@@ -145,7 +161,12 @@ fn first_unstable_not_cached(_: &Step, path: &str, ours: &Observation, kafka: &O
             };
             stale
                 && ours.state.last_stable != kafka.state.last_stable
-                && *short == long.iter().copied().filter(|batch| batch.0 < bound).collect::<Vec<_>>()
+                && *short
+                    == long
+                        .iter()
+                        .copied()
+                        .filter(|batch| batch.1 < bound)
+                        .collect::<Vec<_>>()
         }
         _ => false,
     }
@@ -189,9 +210,20 @@ pub fn compare(
     let a = serde_json::to_value(ours).unwrap_or(Value::Null);
     let b = serde_json::to_value(kafka).unwrap_or(Value::Null);
     let mut diffs = Vec::new();
-    walk("", &a, &b, &mut diffs);
+    // In the order a reader takes them (serde_json's maps are sorted by key).
+    for field in ["outcome", "state", "read_uncommitted", "read_committed"] {
+        walk(
+            field,
+            a.get(field).unwrap_or(&Value::Null),
+            b.get(field).unwrap_or(&Value::Null),
+            &mut diffs,
+        );
+    }
     for (path, x, y) in diffs {
-        if let Some(rule) = RULES.iter().find(|r| (r.explains)(step, &path, ours, kafka)) {
+        if let Some(rule) = RULES
+            .iter()
+            .find(|r| (r.explains)(step, &path, ours, kafka))
+        {
             applied.push((rule.name, rule.documented));
             continue;
         }
@@ -220,7 +252,11 @@ fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<(String, Value, Value)>)
                 }
             }
             for k in keys {
-                let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
                 walk(
                     &p,
                     x.get(k).unwrap_or(&Value::Null),
@@ -301,8 +337,16 @@ mod tests {
         kafka.read_committed.batches = Some(vec![]);
         let mut applied = Vec::new();
         assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
-        assert!(applied.iter().all(|(name, _)| *name == "first-unstable-offset-not-cached"));
-        assert_eq!(applied.len(), 3, "first unstable, LSO, read_committed batches");
+        assert!(
+            applied
+                .iter()
+                .all(|(name, _)| *name == "first-unstable-offset-not-cached")
+        );
+        assert_eq!(
+            applied.len(),
+            3,
+            "first unstable, LSO, read_committed batches"
+        );
         // Kafka's own producer state agreeing with its cache: a real divergence.
         kafka.fresh_first_unstable = Some(3);
         let d = compare(&step(), &ours, &kafka, &mut Vec::new()).expect("a divergence");

@@ -196,7 +196,9 @@ impl Generator {
             50..62 => self.marker(),
             62..66 => Op::Roll,
             66..72 => {
-                let back = self.rng.random_range(0..=8.min(state.log_end - state.log_start));
+                let back = self
+                    .rng
+                    .random_range(0..=8.min(state.log_end - state.log_start));
                 let mut offset = state.log_end - back;
                 // Inside a batch only while the high watermark stays below that batch: else
                 // the high watermark ends in the gap the truncation leaves, and Kafka 4.4 moves
@@ -264,7 +266,8 @@ impl Generator {
     /// Tells the generator what seglog answered to `step` (accepted or not), so that its
     /// producer model follows the log.
     pub fn learn(&mut self, step: &Step, accepted: bool, after: &Observation) {
-        if let (Op::Marker { producer_id, .. }, true, Some(m)) = (&step.op, accepted, after.outcome.last_offset)
+        if let (Op::Marker { producer_id, .. }, true, Some(m)) =
+            (&step.op, accepted, after.outcome.last_offset)
             && self.open_before.contains(producer_id)
         {
             self.undecided_markers.push(m);
@@ -374,7 +377,13 @@ impl Generator {
             _ => {
                 // In sequence: a transaction goes on, or one starts (40%), or plain idempotent.
                 let txn = m.in_txn || self.rng.random_bool(0.4);
-                (m.epoch, m.next_sequence, txn, AppendKind::InSequence, records)
+                (
+                    m.epoch,
+                    m.next_sequence,
+                    txn,
+                    AppendKind::InSequence,
+                    records,
+                )
             }
         };
         BatchSpec {

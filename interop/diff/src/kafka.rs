@@ -13,7 +13,12 @@ use crate::history::{Op, Step};
 use crate::observe::{Fetch, Observation, Outcome, State};
 
 /// The JVM's options: small heap, serial GC, C1 only (the machine is small and shared).
-const JVM_OPTIONS: &[&str] = &["-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"];
+const JVM_OPTIONS: &[&str] = &[
+    "-Xms64m",
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+];
 
 /// The running driver; asked to exit (then killed) when dropped.
 pub struct Kafka {
@@ -33,7 +38,8 @@ impl Kafka {
     pub fn start(classpath_file: &Path, log_file: &Path) -> Result<Self, String> {
         let classpath = std::fs::read_to_string(classpath_file)
             .map_err(|e| format!("read {}: {e}", classpath_file.display()))?;
-        let log = File::create(log_file).map_err(|e| format!("create {}: {e}", log_file.display()))?;
+        let log =
+            File::create(log_file).map_err(|e| format!("create {}: {e}", log_file.display()))?;
         // SEGLOG_DIFF_JVM_OPTS: more JVM options, e.g. `-Dlog4j2.configurationFile=...` to see
         // Kafka's DEBUG lines while chasing a divergence.
         let extra = std::env::var("SEGLOG_DIFF_JVM_OPTS").unwrap_or_default();
@@ -60,7 +66,11 @@ impl Kafka {
             version: String::new(),
         };
         let hello = kafka.reply()?;
-        kafka.version = hello.get("kafka").and_then(Value::as_str).unwrap_or("?").to_owned();
+        kafka.version = hello
+            .get("kafka")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned();
         Ok(kafka)
     }
 
@@ -90,7 +100,8 @@ impl Kafka {
             let status = self.child.wait().ok();
             return Err(format!("DiffDriver exited ({status:?})"));
         }
-        serde_json::from_str(&line).map_err(|e| format!("DiffDriver replied with a line that is not JSON ({e}): {line}"))
+        serde_json::from_str(&line)
+            .map_err(|e| format!("DiffDriver replied with a line that is not JSON ({e}): {line}"))
     }
 
     /// A fresh log in `dir`; returns its observation (fetches from offset 0).
@@ -130,8 +141,9 @@ impl Kafka {
     fn observe(&mut self, reply: &Value, fetch_offset: i64) -> Result<Observation, String> {
         let outcome: Outcome = serde_json::from_value(reply.clone())
             .map_err(|e| format!("DiffDriver outcome {reply}: {e}"))?;
-        let state: State = serde_json::from_value(reply.get("state").cloned().unwrap_or(Value::Null))
-            .map_err(|e| format!("DiffDriver state {reply}: {e}"))?;
+        let state: State =
+            serde_json::from_value(reply.get("state").cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("DiffDriver state {reply}: {e}"))?;
         let fetched = self.request(&json!({ "cmd": "fetch", "offset": fetch_offset }))?;
         let fetch = |name: &str| -> Result<Fetch, String> {
             serde_json::from_value(fetched.get(name).cloned().unwrap_or(Value::Null))

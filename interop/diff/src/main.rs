@@ -60,7 +60,9 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--classpath" => args.classpath = PathBuf::from(value()?),
             "--histories" => args.histories = number(value()?)?,
-            "--steps" => args.steps = usize::try_from(number(value()?)?).map_err(|e| e.to_string())?,
+            "--steps" => {
+                args.steps = usize::try_from(number(value()?)?).map_err(|e| e.to_string())?
+            }
             "--seed" => args.seed = number(value()?)?,
             "--segment-bytes" => {
                 args.segment_bytes = i32::try_from(number(value()?)?).map_err(|e| e.to_string())?;
@@ -89,7 +91,8 @@ fn main() -> ExitCode {
 
 fn real_main() -> Result<bool, String> {
     let args = parse_args()?;
-    std::fs::create_dir_all(&args.work).map_err(|e| format!("create {}: {e}", args.work.display()))?;
+    std::fs::create_dir_all(&args.work)
+        .map_err(|e| format!("create {}: {e}", args.work.display()))?;
     let driver_log = args.work.join("kafka-diff-driver.log");
     let kafka = kafka::Kafka::start(&args.classpath, &driver_log)?;
     eprintln!(
@@ -106,7 +109,8 @@ fn real_main() -> Result<bool, String> {
     let mut coverage = Coverage::default();
     let started = Instant::now();
     if let Some(file) = &args.replay {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("read {}: {e}", file.display()))?;
+        let text =
+            std::fs::read_to_string(file).map_err(|e| format!("read {}: {e}", file.display()))?;
         let steps: Vec<Step> = text
             .lines()
             .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
@@ -115,7 +119,11 @@ fn real_main() -> Result<bool, String> {
         let (steps, found) = runner.run(Source::Replay(&steps), &mut coverage)?;
         return Ok(match found {
             None => {
-                eprintln!("seglog-diff: the {} steps of {} agree", steps.len(), file.display());
+                eprintln!(
+                    "seglog-diff: the {} steps of {} agree",
+                    steps.len(),
+                    file.display()
+                );
                 true
             }
             Some(d) => {
@@ -132,7 +140,10 @@ fn real_main() -> Result<bool, String> {
         steps_run += steps.len();
         if let Some(d) = found {
             failures += 1;
-            eprintln!("seglog-diff: seed {seed} diverged at step {}; shrinking", d.step);
+            eprintln!(
+                "seglog-diff: seed {seed} diverged at step {}; shrinking",
+                d.step
+            );
             let (shrunk, sd) = shrink::shrink(&mut runner, steps.clone(), d.clone())?;
             let file = report(&args, Some(seed), &steps, &sd, &shrunk);
             let _ = file;
@@ -150,7 +161,13 @@ fn real_main() -> Result<bool, String> {
 }
 
 /// Prints a divergence and writes its shrunk history; returns the file.
-fn report(args: &Args, seed: Option<u64>, full: &[Step], d: &Divergence, shrunk: &[Step]) -> PathBuf {
+fn report(
+    args: &Args,
+    seed: Option<u64>,
+    full: &[Step],
+    d: &Divergence,
+    shrunk: &[Step],
+) -> PathBuf {
     let diff = &d.difference;
     let last = shrunk.get(d.step.saturating_sub(1));
     eprintln!(
@@ -159,9 +176,13 @@ fn report(args: &Args, seed: Option<u64>, full: &[Step], d: &Divergence, shrunk:
         d.step,
         shrunk.len(),
         full.len(),
-        last.map(|s| serde_json::to_string(s).unwrap_or_default()).unwrap_or_else(|| "the open".into()),
+        last.map(|s| serde_json::to_string(s).unwrap_or_default())
+            .unwrap_or_else(|| "the open".into()),
     );
-    eprintln!("  field {}: seglog {}, Kafka {}", diff.path, diff.ours, diff.kafka);
+    eprintln!(
+        "  field {}: seglog {}, Kafka {}",
+        diff.path, diff.ours, diff.kafka
+    );
     if let Some((bug, issue)) = diff.known_bug {
         eprintln!("  known bug: {bug} ({issue})");
     }
@@ -171,7 +192,10 @@ fn report(args: &Args, seed: Option<u64>, full: &[Step], d: &Divergence, shrunk:
     if let Some(m) = &d.kafka_message {
         eprintln!("  Kafka said: {m}");
     }
-    let file = args.work.join(format!("divergence-{}.jsonl", seed.map_or("replay".into(), |s| s.to_string())));
+    let file = args.work.join(format!(
+        "divergence-{}.jsonl",
+        seed.map_or("replay".into(), |s| s.to_string())
+    ));
     let mut text = format!(
         "# seglog-diff: diverged at step {}: {} (seglog {}, Kafka {}); replay: cargo xtask kafka diff --replay {}\n",
         d.step,

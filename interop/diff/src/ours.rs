@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use seglog::{
-    Batches, ControlRecordType, Durability, EndTransactionMarker, Error, Isolation, Log,
-    LogConfig, TxnResult,
+    Batches, ControlRecordType, Durability, EndTransactionMarker, Error, Isolation, Log, LogConfig,
+    TxnResult,
 };
 use seglog_records::{BatchBuilder, Compression};
 
@@ -44,8 +44,10 @@ impl Ours {
     /// # Errors
     /// The open's error, as text.
     pub fn open(dir: PathBuf, segment_bytes: i32) -> Result<Self, String> {
-        let mut config = LogConfig::default();
-        config.segment_bytes = segment_bytes;
+        let config = LogConfig {
+            segment_bytes,
+            ..LogConfig::default()
+        };
         let log = Log::open(&dir, config.clone()).map_err(|e| format!("seglog open: {e}"))?;
         Ok(Ours {
             dir,
@@ -56,27 +58,38 @@ impl Ours {
 
     fn log(&self) -> &Log {
         // The log is only absent inside `reopen`.
-        self.log.as_ref().unwrap_or_else(|| unreachable!("seglog's log is open between steps"))
+        self.log
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("seglog's log is open between steps"))
     }
 
     /// Applies `step` (the append's bytes are `batch`) and observes the result.
     pub fn apply(&mut self, step: &Step, batch: &[u8]) -> (Observation, Notes) {
         let mut notes = Notes::default();
         let outcome = match &step.op {
-            Op::Append(_) => match self.log().append_as_leader(batch, LEADER_EPOCH, Durability::PageCache) {
-                Ok(info) => {
-                    notes.duplicate = info.duplicate;
-                    accepted(Some((info.first_offset, info.last_offset)))
+            Op::Append(_) => {
+                match self
+                    .log()
+                    .append_as_leader(batch, LEADER_EPOCH, Durability::PageCache)
+                {
+                    Ok(info) => {
+                        notes.duplicate = info.duplicate;
+                        accepted(Some((info.first_offset, info.last_offset)))
+                    }
+                    Err(e) => refused(&e),
                 }
-                Err(e) => refused(&e),
-            },
+            }
             Op::Marker {
                 producer_id,
                 epoch,
                 coordinator_epoch,
                 commit,
             } => {
-                let result = if *commit { TxnResult::Commit } else { TxnResult::Abort };
+                let result = if *commit {
+                    TxnResult::Commit
+                } else {
+                    TxnResult::Abort
+                };
                 match self.log().write_txn_marker(
                     *producer_id,
                     *epoch,
@@ -177,7 +190,10 @@ impl Ours {
         if offset >= log.log_end_offset() {
             return notes;
         }
-        notes.truncated_inside_txn = log.ongoing_transactions().iter().any(|(_, first)| *first < offset);
+        notes.truncated_inside_txn = log
+            .ongoing_transactions()
+            .iter()
+            .any(|(_, first)| *first < offset);
         if let Ok(data) = log.read(offset, FETCH_BYTES, Isolation::LogEnd, true)
             && let Ok(bytes) = data.slice.read_to_vec()
         {
@@ -313,7 +329,10 @@ pub fn batch_bytes(spec: &BatchSpec, step: usize, now_ms: i64) -> Result<Vec<u8>
         let value = format!("value of step {step} record {i}");
         builder.append(now_ms, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
     }
-    builder.build().map(|b| b.to_vec()).map_err(|e| format!("build batch: {e}"))
+    builder
+        .build()
+        .map(|b| b.to_vec())
+        .map_err(|e| format!("build batch: {e}"))
 }
 
 /// The bytes of a marker batch as `Log::write_txn_marker` writes it (for Kafka's side).
@@ -333,7 +352,11 @@ pub fn marker_bytes(
         LEADER_EPOCH,
         producer_id,
         epoch,
-        if commit { ControlRecordType::Commit } else { ControlRecordType::Abort },
+        if commit {
+            ControlRecordType::Commit
+        } else {
+            ControlRecordType::Abort
+        },
         EndTransactionMarker::new(coordinator_epoch),
     )
     .map(|b| b.to_vec())

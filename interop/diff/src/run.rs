@@ -85,14 +85,17 @@ impl Runner {
     ) -> Result<(Vec<Step>, Option<Divergence>), String> {
         let base = self.work.join("history");
         if base.exists() {
-            std::fs::remove_dir_all(&base).map_err(|e| format!("remove {}: {e}", base.display()))?;
+            std::fs::remove_dir_all(&base)
+                .map_err(|e| format!("remove {}: {e}", base.display()))?;
         }
         std::fs::create_dir_all(&base).map_err(|e| format!("create {}: {e}", base.display()))?;
         let ours_dir = base.join("ours").join("diff-0");
         std::fs::create_dir_all(ours_dir.parent().unwrap_or(Path::new(".")))
             .map_err(|e| format!("create {}: {e}", ours_dir.display()))?;
         let mut ours = Ours::open(ours_dir, self.segment_bytes)?;
-        let theirs = self.kafka.open(&base.join("kafka").join("diff-0"), self.segment_bytes)?;
+        let theirs = self
+            .kafka
+            .open(&base.join("kafka").join("diff-0"), self.segment_bytes)?;
         let mut last = ours.initial();
         let mut applied = Vec::new();
         let mut done = Vec::new();
@@ -106,9 +109,10 @@ impl Runner {
         };
         let mut found = None;
         for i in 0..steps {
-            let step = match generator.as_mut() {
-                Some(g) => g.next_step(&last),
-                None => replay[i].clone(),
+            let step = match (generator.as_mut(), replay.get(i)) {
+                (Some(g), _) => g.next_step(&last),
+                (None, Some(s)) => s.clone(),
+                (None, None) => break,
             };
             let now_ms = now_ms();
             let bytes = match &step.op {
@@ -152,10 +156,14 @@ impl Runner {
             record(coverage, &observed, &notes);
             let before = applied.len();
             let difference = compare(&step, &observed, &theirs, &mut applied);
-            if applied[before..].iter().any(|(name, _)| *name == ROLL_BEFORE_PRODUCER_CHECKS) {
+            if applied[before..]
+                .iter()
+                .any(|(name, _)| *name == ROLL_BEFORE_PRODUCER_CHECKS)
+            {
                 // Kafka rolled for an append that wrote nothing: roll seglog's log the same way
                 // so the rest of the history compares one segment layout.
-                ours.roll().map_err(|e| format!("seglog roll after Kafka's: {e}"))?;
+                ours.roll()
+                    .map_err(|e| format!("seglog roll after Kafka's: {e}"))?;
             }
             if std::env::var_os("SEGLOG_DIFF_TRACE").is_some() {
                 eprintln!(
@@ -198,7 +206,12 @@ fn compare_initial(
     compare(&open, ours, theirs, applied)
 }
 
-fn divergence(step: usize, difference: Difference, ours: &Observation, theirs: &Observation) -> Divergence {
+fn divergence(
+    step: usize,
+    difference: Difference,
+    ours: &Observation,
+    theirs: &Observation,
+) -> Divergence {
     Divergence {
         step,
         difference,
@@ -223,16 +236,30 @@ fn record(coverage: &mut Coverage, o: &Observation, notes: &crate::ours::Notes) 
     if notes.truncated_marker {
         coverage.note("truncation removing a marker");
     }
-    if o.state.producers.iter().any(|p| p.txn_first_offset.is_some()) {
+    if o.state
+        .producers
+        .iter()
+        .any(|p| p.txn_first_offset.is_some())
+    {
         coverage.note("open transaction");
     }
-    if o.state.producers.iter().filter(|p| p.txn_first_offset.is_some()).count() > 1 {
+    if o.state
+        .producers
+        .iter()
+        .filter(|p| p.txn_first_offset.is_some())
+        .count()
+        > 1
+    {
         coverage.note("two open transactions");
     }
     if o.state.last_stable < o.state.high_watermark {
         coverage.note("LSO below the high watermark");
     }
-    if o.read_committed.aborted.as_ref().is_some_and(|a| !a.is_empty()) {
+    if o.read_committed
+        .aborted
+        .as_ref()
+        .is_some_and(|a| !a.is_empty())
+    {
         coverage.note("read_committed fetch with aborted txns");
     }
     if o.read_uncommitted.refused.is_some() {

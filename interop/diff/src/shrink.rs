@@ -20,10 +20,11 @@ pub fn shrink(
     let mut best = (steps, found);
     let mut replays = 0;
     let mut scratch = Coverage::default();
-    let mut still_fails = |runner: &mut Runner, candidate: &[Step]| -> Result<Option<Divergence>, String> {
-        let (_, d) = runner.run(Source::Replay(candidate), &mut scratch)?;
-        Ok(d.filter(|d| field_class(&d.difference.path) == target))
-    };
+    let mut still_fails =
+        |runner: &mut Runner, candidate: &[Step]| -> Result<Option<Divergence>, String> {
+            let (_, d) = runner.run(Source::Replay(candidate), &mut scratch)?;
+            Ok(d.filter(|d| field_class(&d.difference.path) == target))
+        };
     // ddmin: remove chunks of halving size, then single steps, until nothing can go.
     let mut chunk = best.0.len().div_ceil(2).max(1);
     loop {
@@ -31,7 +32,11 @@ pub fn shrink(
         let mut start = 0;
         while start < best.0.len() && replays < MAX_REPLAYS {
             let end = (start + chunk).min(best.0.len());
-            let candidate: Vec<Step> = best.0[..start].iter().chain(&best.0[end..]).cloned().collect();
+            let candidate: Vec<Step> = best.0[..start]
+                .iter()
+                .chain(&best.0[end..])
+                .cloned()
+                .collect();
             replays += 1;
             if !candidate.is_empty()
                 && let Some(d) = still_fails(runner, &candidate)?
@@ -77,7 +82,13 @@ mod tests {
 
     #[test]
     fn field_classes_ignore_indexes() {
-        assert_eq!(field_class("state.producers[2].last_sequence"), "state.producers.last_sequence");
-        assert_eq!(field_class("read_committed.batches"), "read_committed.batches");
+        assert_eq!(
+            field_class("state.producers[2].last_sequence"),
+            "state.producers.last_sequence"
+        );
+        assert_eq!(
+            field_class("read_committed.batches"),
+            "read_committed.batches"
+        );
     }
 }
