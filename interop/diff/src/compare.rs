@@ -128,9 +128,9 @@ fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Obs
 /// removed, or miss one the rebuilt producer state holds. Exactly this form: seglog's value is
 /// Kafka's own `ProducerStateManager`'s, Kafka's cached value is not, each side's LSO is
 /// `min(its first unstable, HW)`, and read_committed returns the same batches up to the lower
-/// of the two LSOs.
+/// of the two LSOs (from at or above it: nothing, and no aborted transactions, on that side).
 fn first_unstable_not_cached(
-    _: &Step,
+    step: &Step,
     path: &str,
     ours: &Observation,
     kafka: &Observation,
@@ -167,6 +167,20 @@ fn first_unstable_not_cached(
                         .copied()
                         .filter(|batch| batch.1 < bound)
                         .collect::<Vec<_>>()
+        }
+        // A fetch from at or above the lower LSO returns nothing there, no aborted list
+        // either.
+        "read_committed.aborted" => {
+            let lower = if ours.state.last_stable <= kafka.state.last_stable {
+                ours
+            } else {
+                kafka
+            };
+            stale
+                && ours.state.last_stable != kafka.state.last_stable
+                && step.fetch_offset >= lower.state.last_stable
+                && lower.read_committed.batches.as_deref() == Some(&[])
+                && lower.read_committed.aborted.as_deref() == Some(&[])
         }
         _ => false,
     }
@@ -347,6 +361,18 @@ mod tests {
             3,
             "first unstable, LSO, read_committed batches"
         );
+        // From at or above Kafka's (lower) LSO Kafka returns no aborted list entries.
+        let mut ours_aborted = ours.clone();
+        ours_aborted.read_committed.aborted = Some(vec![(1002, 1)]);
+        let from_above = Step {
+            op: Op::Roll,
+            fetch_offset: 5,
+        };
+        assert_eq!(
+            compare(&from_above, &ours_aborted, &kafka, &mut Vec::new()),
+            None
+        );
+        assert!(compare(&step(), &ours_aborted, &kafka, &mut Vec::new()).is_some());
         // Kafka's own producer state agreeing with its cache: a real divergence.
         kafka.fresh_first_unstable = Some(3);
         let d = compare(&step(), &ours, &kafka, &mut Vec::new()).expect("a divergence");

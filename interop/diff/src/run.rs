@@ -167,11 +167,12 @@ impl Runner {
             }
             if std::env::var_os("SEGLOG_DIFF_TRACE").is_some() {
                 eprintln!(
-                    "step {}: {}\n  seglog {}\n  Kafka  {}",
+                    "step {}: {}\n  seglog {}\n  Kafka  {}\n  Kafka's ProducerStateManager.firstUnstableOffset: {:?}",
                     i + 1,
                     serde_json::to_string(&step).unwrap_or_default(),
                     serde_json::to_string(&observed).unwrap_or_default(),
-                    serde_json::to_string(&theirs).unwrap_or_default()
+                    serde_json::to_string(&theirs).unwrap_or_default(),
+                    theirs.fresh_first_unstable,
                 );
             }
             if let Some(g) = generator.as_mut() {
