@@ -1,4 +1,8 @@
 //! `cargo xtask kafka [broker|adopt|storage|all|fixtures]`: Apache Kafka 4.4 as the oracle.
+//! `cargo xtask kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE]`: the
+//! differential histories (`interop/diff`, package `seglog-diff`, against Kafka's `UnifiedLog`
+//! in-process through `interop/kafka`'s `DiffDriver`); `all` (the default, and CI) ends with a
+//! fixed budget of them ([`DIFF_CI_BUDGET`]).
 //!
 //! Builds the `seglog` binary and the Maven project in `interop/kafka/` (Java 17, Kafka 4.4.0
 //! from Maven Central into the normal local repository), then runs its harness, which starts a
@@ -17,11 +21,22 @@ use crate::cmd::{cargo, run as run_command, workspace_root};
 
 const SCENARIOS: &[&str] = &["broker", "adopt", "storage", "all", "fixtures"];
 
+/// The differential histories CI runs (about 2 minutes on a loaded 2-core machine; see
+/// interop/kafka/README.md for the figures). The seed is fixed, so a CI failure replays.
+pub const DIFF_CI_BUDGET: &[&str] = &["--histories", "100", "--steps", "50", "--seed", "1"];
+
 /// The whole harness must finish in this time, or it is stopped (and its brokers with it).
 const TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
 
 /// Runs the harness for one scenario (default `all`); `--release` builds seglog optimized.
 pub fn run(args: &[String]) -> Result<(), String> {
+    if let Some(at) = args.iter().position(|a| a == "diff") {
+        let rest: Vec<String> = args[..at].iter().chain(&args[at + 1..]).cloned().collect();
+        return match skip_line() {
+            Some(line) => skip(line),
+            None => run_diff(&workspace_root(), &rest),
+        };
+    }
     let mut scenario = "all";
     let mut release = false;
     for arg in args {
@@ -30,22 +45,15 @@ pub fn run(args: &[String]) -> Result<(), String> {
             name if SCENARIOS.contains(&name) => scenario = name,
             other => {
                 return Err(format!(
-                    "`kafka` takes one of {} and --release, got `{other}`",
+                    "`kafka` takes one of {}|diff and --release, got `{other}`",
                     SCENARIOS.join("|")
                 ));
             }
         }
     }
     let root = workspace_root();
-    if let Some(missing) = missing_tool() {
-        let line = format!(
-            "kafka interop skipped: `{missing}` is not on PATH (Java 17 and Maven are needed)"
-        );
-        if std::env::var("CI").is_ok_and(|v| v == "true") {
-            return Err(line);
-        }
-        eprintln!("{line}");
-        return Ok(());
+    if let Some(line) = skip_line() {
+        return skip(line);
     }
 
     let mut build = cargo();
@@ -111,10 +119,72 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     eprintln!("kafka interop: {:.0} s", started.elapsed().as_secs_f64());
     if status.success() {
+        if scenario == "all" {
+            let budget: Vec<String> = DIFF_CI_BUDGET.iter().map(|s| (*s).to_owned()).collect();
+            run_diff(&root, &budget)?;
+        }
         Ok(())
     } else {
         Err(format!(
             "Kafka and seglog disagree (or the harness failed: {status}); the checks that failed are listed above, the brokers' logs are under {}",
+            work.display()
+        ))
+    }
+}
+
+/// The line printed when `java` or `mvn` is missing, if one is.
+fn skip_line() -> Option<String> {
+    missing_tool().map(|missing| {
+        format!("kafka interop skipped: `{missing}` is not on PATH (Java 17 and Maven are needed)")
+    })
+}
+
+/// Skips (one line), except under `CI=true`, where a missing tool fails the run.
+fn skip(line: String) -> Result<(), String> {
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        return Err(line);
+    }
+    eprintln!("{line}");
+    Ok(())
+}
+
+/// Builds `seglog-diff` and the JVM side and runs the differential histories with `args`
+/// (`--histories N --steps M --seed S`, `--replay FILE`, `--release`).
+fn run_diff(root: &Path, args: &[String]) -> Result<(), String> {
+    let release = args.iter().any(|a| a == "--release");
+    let passed: Vec<&String> = args.iter().filter(|a| *a != "--release").collect();
+    let mut build = cargo();
+    build.args(["build", "--package", "seglog-diff"]);
+    if release {
+        build.arg("--release");
+    }
+    run_command(build)?;
+    let classpath_file = java_classpath(root)?;
+    let binary = root
+        .join("target")
+        .join(if release { "release" } else { "debug" })
+        .join("seglog-diff");
+    let work = root.join("target").join("seglog-diff");
+    let mut diff = Command::new(&binary);
+    diff.current_dir(root)
+        .arg("--classpath")
+        .arg(&classpath_file)
+        .arg("--work")
+        .arg(&work)
+        .args(passed);
+    eprintln!(
+        "\n$ {} --classpath {} ...",
+        binary.display(),
+        classpath_file.display()
+    );
+    let status = diff
+        .status()
+        .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "the differential histories found a divergence or failed ({status}); the shrunk history and Kafka's log are under {}",
             work.display()
         ))
     }

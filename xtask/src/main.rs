@@ -41,7 +41,11 @@ tasks:
                          every reliability suite scaled by N/20 (see docs/durability.md)
   kafka [broker|adopt|storage|all|fixtures] [--release]
                          Kafka 4.4 as the oracle (needs java 17 and mvn; see interop/kafka/README.md);
-                         fixtures rewrites tests/fixtures/kafka-4.4/
+                         fixtures rewrites tests/fixtures/kafka-4.4/; all ends with a budget of
+                         differential histories
+  kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE] [--release]
+                         differential histories: the same random operations on seglog's Log and
+                         Kafka 4.4's UnifiedLog, compared after every step (interop/kafka/README.md)
 ";
 
 fn main() -> ExitCode {

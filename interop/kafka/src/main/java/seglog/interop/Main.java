@@ -6,7 +6,8 @@ import java.util.List;
 
 /**
  * Kafka 4.4 as the oracle for seglog. Usage:
- * {@code Main broker|adopt|storage|all|fixtures --seglog BIN --work DIR [--fixtures DIR]}.
+ * {@code Main broker|adopt|storage|all|fixtures --seglog BIN --work DIR [--fixtures DIR]}, or
+ * {@code Main diff}: the differential histories' driver ({@link DiffDriver}, JSON lines on stdin/stdout).
  * Exit 0 when every check passed, 1 when any failed (each failure printed), 2 on bad usage.
  */
 public final class Main {
@@ -15,6 +16,11 @@ public final class Main {
     public static void main(String[] args) throws Exception {
         if (args.length < 1) usage("no scenario");
         String scenario = args[0];
+        if (scenario.equals("diff")) {
+            // The differential histories' JVM side: a JSON-lines server driven by `interop/diff`.
+            DiffDriver.main(java.util.Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         Path bin = null;
         Path work = null;
         Path fixtures = null;

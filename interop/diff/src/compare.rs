@@ -1,0 +1,417 @@
+//! The comparator: the first field in which seglog's observation differs from Kafka's, after
+//! the named rules for deliberate differences; and the one table mapping seglog's errors to
+//! Kafka's exception classes.
+
+use serde_json::Value;
+
+use seglog::{AppendErrorKind, Error};
+
+use crate::history::Step;
+use crate::observe::Observation;
+
+/// The Kafka 4.4 exception class that corresponds to a seglog error (the one table): the
+/// classes `UnifiedLog.appendAsLeader`, `truncateTo`, `roll` and `read` throw for the same
+/// input. An error with no Kafka counterpart is named `seglog:<what>`, which never equals a
+/// Kafka class, so it always shows as a divergence.
+pub fn kafka_class(e: &Error) -> String {
+    let name = match e {
+        Error::InvalidAppend { kind } => match kind {
+            AppendErrorKind::OutOfOrderSequence { .. } => "OutOfOrderSequenceException",
+            AppendErrorKind::InvalidProducerEpoch { .. } => "InvalidProducerEpochException",
+            AppendErrorKind::CoordinatorFenced { .. } => "TransactionCoordinatorFencedException",
+            AppendErrorKind::InvalidTxnState { .. } => "InvalidTxnStateException",
+            AppendErrorKind::InvalidSequence { .. }
+            | AppendErrorKind::MissingKey { .. }
+            | AppendErrorKind::ControlBatch { .. }
+            | AppendErrorKind::InconsistentCount { .. }
+            | AppendErrorKind::UnsupportedMagic { .. } => "InvalidRecordException",
+            AppendErrorKind::TimestampOutOfRange { .. } => "InvalidTimestampException",
+            AppendErrorKind::BatchTooLarge { .. } => "RecordTooLargeException",
+            AppendErrorKind::AppendTooLarge { .. } => "RecordBatchTooLargeException",
+            AppendErrorKind::Empty { .. } | AppendErrorKind::TrailingBytes { .. } => {
+                "InvalidRecordException"
+            }
+            AppendErrorKind::UnexpectedAppendOffset { .. } => "UnexpectedAppendOffsetException",
+            AppendErrorKind::OffsetsOutOfOrder { .. } => "OffsetsOutOfOrderException",
+            AppendErrorKind::InvalidLeaderEpoch { .. } | AppendErrorKind::InvalidMarker { .. } => {
+                "IllegalArgumentException"
+            }
+            other => return format!("seglog:InvalidAppend {other:?}"),
+        },
+        Error::Records(_) => "CorruptRecordException",
+        Error::OffsetOutOfRange { .. } => "OffsetOutOfRangeException",
+        other => return format!("seglog:{other}"),
+    };
+    name.to_owned()
+}
+
+/// A deliberate difference between seglog and Kafka 4.4, accepted by the comparator in
+/// exactly its form.
+pub struct Rule {
+    /// Short name, printed when it applies.
+    pub name: &'static str,
+    /// Where docs/format.md ("Deliberate differences") names it.
+    pub documented: &'static str,
+    /// Whether the difference at `path` is this one.
+    pub explains: fn(step: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool,
+}
+
+/// The named rules; each is a line of docs/format.md's "Deliberate differences" (the ones listed
+/// there before these histories, offset for timestamp over empty segments, damage in flushed
+/// data and the leader-epoch checkpoint's load rules, are not reached by these operations).
+pub const RULES: &[Rule] = &[
+    Rule {
+        name: "first-unstable-offset-not-cached",
+        documented: "docs/format.md, Deliberate differences: \"First unstable offset after a truncation\"",
+        explains: first_unstable_not_cached,
+    },
+    Rule {
+        name: ROLL_BEFORE_PRODUCER_CHECKS,
+        documented: "docs/format.md, Deliberate differences: \"No roll for an append that writes nothing\"",
+        explains: roll_before_producer_checks,
+    },
+    Rule {
+        name: "aborted-list-at-gap-end",
+        documented: "docs/format.md, Deliberate differences: \"read_committed from a gap at the log end\"",
+        explains: aborted_list_at_gap_end,
+    },
+];
+
+/// The rule after which the runner rolls seglog's log too, so that the rest of the history
+/// compares the same segment layout.
+pub const ROLL_BEFORE_PRODUCER_CHECKS: &str = "no-roll-for-append-that-writes-nothing";
+
+/// Kafka's `UnifiedLog.append` rolls (`maybeRoll`) after `LogValidator` and before the
+/// producer-state checks, so an append then refused (out-of-order sequence, fenced epoch,
+/// non-transactional batch in a transaction) or answered as a duplicate still leaves a new,
+/// empty active segment when the old one was full; seglog checks first and rolls only to write.
+/// Exactly this form: the same outcome on both sides, nothing written (the log end did not
+/// move), and Kafka's segments are seglog's plus one at the log end.
+fn roll_before_producer_checks(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let mut expected = ours.state.segments.clone();
+    expected.push(ours.state.log_end);
+    path == "state.segments"
+        && ours.outcome.refused == kafka.outcome.refused
+        && ours.outcome.first_offset == kafka.outcome.first_offset
+        && ours.outcome.last_offset == kafka.outcome.last_offset
+        && (ours.outcome.refused.is_some()
+            || ours
+                .outcome
+                .first_offset
+                .is_some_and(|f| f < ours.state.log_end))
+        && ours.state.log_end == kafka.state.log_end
+        && kafka.state.segments == expected
+}
+
+/// A read_committed fetch from an offset inside a gap at the log end (a truncation inside a
+/// batch removed the whole batch, so no batch holds the offset or any above it): Kafka's
+/// `LocalLog.read` falls through to an empty `FetchDataInfo` without an aborted list (`null` on
+/// the wire), seglog answers an empty list; consumers treat both alike. Exactly: no batches on
+/// either side, seglog `[]`, Kafka absent.
+fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+    path == "read_committed.aborted"
+        && ours.read_committed.aborted.as_deref() == Some(&[])
+        && kafka.read_committed.aborted.is_none()
+        && ours.read_committed.batches.as_deref() == Some(&[])
+        && kafka.read_committed.batches.as_deref() == Some(&[])
+        && kafka.read_committed.refused.is_none()
+}
+
+/// seglog's first unstable offset is always its producer state's; Kafka's `UnifiedLog` caches
+/// it and refreshes the cache on high-watermark moves and appends only, so after a truncation
+/// that left the high watermark below the new log end it can name a transaction the truncation
+/// removed, or miss one the rebuilt producer state holds. Exactly this form: seglog's value is
+/// Kafka's own `ProducerStateManager`'s, Kafka's cached value is not, each side's LSO is
+/// `min(its first unstable, HW)`, and read_committed returns the same batches up to the lower
+/// of the two LSOs (from at or above it: nothing, and no aborted transactions, on that side).
+fn first_unstable_not_cached(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let fresh = kafka.fresh_first_unstable;
+    let stale = kafka.state.first_unstable != fresh && ours.state.first_unstable == fresh;
+    let lso = |first: Option<i64>, hw: i64| first.map_or(hw, |f| f.min(hw));
+    match path {
+        "state.first_unstable" => stale,
+        "state.last_stable" => {
+            stale
+                && ours.state.high_watermark == kafka.state.high_watermark
+                && ours.state.last_stable == lso(fresh, ours.state.high_watermark)
+                && kafka.state.last_stable
+                    == lso(kafka.state.first_unstable, kafka.state.high_watermark)
+        }
+        // The read_committed fetch then stops at each side's LSO: the same batches up to the
+        // lower one.
+        "read_committed.batches" => {
+            let (Some(a), Some(b)) = (&ours.read_committed.batches, &kafka.read_committed.batches)
+            else {
+                return false;
+            };
+            let (short, long, bound) = if ours.state.last_stable <= kafka.state.last_stable {
+                (a, b, ours.state.last_stable)
+            } else {
+                (b, a, kafka.state.last_stable)
+            };
+            stale
+                && ours.state.last_stable != kafka.state.last_stable
+                && *short
+                    == long
+                        .iter()
+                        .copied()
+                        .filter(|batch| batch.1 < bound)
+                        .collect::<Vec<_>>()
+        }
+        // A fetch from at or above the lower LSO returns nothing there, no aborted list
+        // either.
+        "read_committed.aborted" => {
+            let lower = if ours.state.last_stable <= kafka.state.last_stable {
+                ours
+            } else {
+                kafka
+            };
+            stale
+                && ours.state.last_stable != kafka.state.last_stable
+                && step.fetch_offset >= lower.state.last_stable
+                && lower.read_committed.batches.as_deref() == Some(&[])
+                && lower.read_committed.aborted.as_deref() == Some(&[])
+        }
+        _ => false,
+    }
+}
+
+/// A known seglog bug (issue #25's findings, being fixed in parallel): a divergence it
+/// explains is reported under its name, and is still a divergence.
+pub struct KnownBug {
+    /// Short name.
+    pub name: &'static str,
+    /// Where it is described.
+    pub issue: &'static str,
+    /// Whether the divergence is this bug.
+    pub matches: fn(step: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool,
+}
+
+/// The known bugs the generator can reach.
+pub const KNOWN_BUGS: &[KnownBug] = &[];
+
+/// The first field that differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// Dotted path, e.g. `state.producers[0].last_sequence`.
+    pub path: String,
+    /// seglog's value there.
+    pub ours: Value,
+    /// Kafka's value there.
+    pub kafka: Value,
+    /// The known bug this is, if any (name, where it is described).
+    pub known_bug: Option<(&'static str, &'static str)>,
+}
+
+/// Compares two observations of `step`: `None` when they agree up to the named rules; the
+/// rules that explained a difference (with their docs/format.md line) are pushed to `applied`.
+pub fn compare(
+    step: &Step,
+    ours: &Observation,
+    kafka: &Observation,
+    applied: &mut Vec<(&'static str, &'static str)>,
+) -> Option<Difference> {
+    let a = serde_json::to_value(ours).unwrap_or(Value::Null);
+    let b = serde_json::to_value(kafka).unwrap_or(Value::Null);
+    let mut diffs = Vec::new();
+    // In the order a reader takes them (serde_json's maps are sorted by key).
+    for field in ["outcome", "state", "read_uncommitted", "read_committed"] {
+        walk(
+            field,
+            a.get(field).unwrap_or(&Value::Null),
+            b.get(field).unwrap_or(&Value::Null),
+            &mut diffs,
+        );
+    }
+    for (path, x, y) in diffs {
+        if let Some(rule) = RULES
+            .iter()
+            .find(|r| (r.explains)(step, &path, ours, kafka))
+        {
+            applied.push((rule.name, rule.documented));
+            continue;
+        }
+        let known_bug = KNOWN_BUGS
+            .iter()
+            .find(|k| (k.matches)(step, &path, ours, kafka))
+            .map(|k| (k.name, k.issue));
+        return Some(Difference {
+            path,
+            ours: x,
+            kafka: y,
+            known_bug,
+        });
+    }
+    None
+}
+
+/// Every leaf where `a` and `b` differ, in field order (outcome, state, fetches).
+fn walk(path: &str, a: &Value, b: &Value, out: &mut Vec<(String, Value, Value)>) {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().collect();
+            for k in y.keys() {
+                if !x.contains_key(k) {
+                    keys.push(k);
+                }
+            }
+            for k in keys {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                walk(
+                    &p,
+                    x.get(k).unwrap_or(&Value::Null),
+                    y.get(k).unwrap_or(&Value::Null),
+                    out,
+                );
+            }
+        }
+        (Value::Array(x), Value::Array(y)) if x.len() == y.len() && !is_tuple(x) => {
+            for (i, (u, v)) in x.iter().zip(y).enumerate() {
+                walk(&format!("{path}[{i}]"), u, v, out);
+            }
+        }
+        _ if a != b => out.push((path.to_owned(), a.clone(), b.clone())),
+        _ => {}
+    }
+}
+
+/// A fetch's batch or aborted entry (an array of scalars) is compared whole.
+fn is_tuple(x: &[Value]) -> bool {
+    x.iter().all(|v| !v.is_object() && !v.is_array())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Op;
+    use crate::observe::{Fetch, Outcome, State};
+
+    fn step() -> Step {
+        Step {
+            op: Op::Roll,
+            fetch_offset: 0,
+        }
+    }
+
+    fn observation(first_unstable: Option<i64>, last_stable: i64) -> Observation {
+        Observation {
+            state: State {
+                log_end: 10,
+                high_watermark: 8,
+                first_unstable,
+                last_stable,
+                segments: vec![0],
+                ..State::default()
+            },
+            read_committed: Fetch {
+                batches: Some(vec![(0, 4, false)]),
+                aborted: Some(vec![]),
+                ..Fetch::default()
+            },
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn equal_observations_agree() {
+        let a = observation(None, 8);
+        assert_eq!(compare(&step(), &a, &a.clone(), &mut Vec::new()), None);
+    }
+
+    #[test]
+    fn the_first_differing_leaf_is_named() {
+        let a = observation(None, 8);
+        let mut b = a.clone();
+        b.state.log_end = 11;
+        b.read_committed.batches = Some(vec![(0, 5, false)]);
+        let d = compare(&step(), &a, &b, &mut Vec::new()).expect("a difference");
+        assert_eq!(d.path, "state.log_end");
+        assert_eq!((d.ours, d.kafka), (Value::from(10), Value::from(11)));
+    }
+
+    #[test]
+    fn a_stale_kafka_first_unstable_offset_is_explained_only_in_its_form() {
+        let ours = observation(None, 8);
+        let mut kafka = observation(Some(3), 3);
+        kafka.fresh_first_unstable = None;
+        kafka.read_committed.batches = Some(vec![]);
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert!(
+            applied
+                .iter()
+                .all(|(name, _)| *name == "first-unstable-offset-not-cached")
+        );
+        assert_eq!(
+            applied.len(),
+            3,
+            "first unstable, LSO, read_committed batches"
+        );
+        // From at or above Kafka's (lower) LSO Kafka returns no aborted list entries.
+        let mut ours_aborted = ours.clone();
+        ours_aborted.read_committed.aborted = Some(vec![(1002, 1)]);
+        let from_above = Step {
+            op: Op::Roll,
+            fetch_offset: 5,
+        };
+        assert_eq!(
+            compare(&from_above, &ours_aborted, &kafka, &mut Vec::new()),
+            None
+        );
+        assert!(compare(&step(), &ours_aborted, &kafka, &mut Vec::new()).is_some());
+        // Kafka's own producer state agreeing with its cache: a real divergence.
+        kafka.fresh_first_unstable = Some(3);
+        let d = compare(&step(), &ours, &kafka, &mut Vec::new()).expect("a divergence");
+        assert_eq!(d.path, "state.first_unstable");
+    }
+
+    #[test]
+    fn an_extra_kafka_segment_is_explained_only_for_an_append_that_wrote_nothing() {
+        let mut ours = observation(None, 8);
+        ours.outcome.refused = Some("OutOfOrderSequenceException".into());
+        let mut kafka = ours.clone();
+        kafka.state.segments = vec![0, 10];
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert_eq!(applied[0].0, ROLL_BEFORE_PRODUCER_CHECKS);
+        // An accepted append that wrote: not this rule.
+        ours.outcome = Outcome {
+            first_offset: Some(10),
+            last_offset: Some(10),
+            ..Outcome::default()
+        };
+        kafka.outcome = ours.outcome.clone();
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+    }
+
+    #[test]
+    fn seglog_errors_map_to_kafka_classes() {
+        let e = Error::InvalidAppend {
+            kind: AppendErrorKind::InvalidTxnState {
+                producer_id: 1,
+                offset: 2,
+            },
+        };
+        assert_eq!(kafka_class(&e), "InvalidTxnStateException");
+        let e = Error::OffsetOutOfRange {
+            offset: 5,
+            log_start_offset: 0,
+            log_end_offset: 4,
+        };
+        assert_eq!(kafka_class(&e), "OffsetOutOfRangeException");
+    }
+}

@@ -1,0 +1,183 @@
+//! Kafka's side: the JVM child running `seglog.interop.Main diff` (`DiffDriver.java`), one
+//! JSON object per line each way, as `benches/src/kafka_contender.rs` drives `KafkaBench`.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::history::{Op, Step};
+use crate::observe::{Fetch, Observation, Outcome, State};
+
+/// The JVM's options: small heap, serial GC, C1 only (the machine is small and shared).
+const JVM_OPTIONS: &[&str] = &[
+    "-Xms64m",
+    "-Xmx256m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+];
+
+/// The running driver; asked to exit (then killed) when dropped.
+pub struct Kafka {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    /// Kafka's version, from the driver's hello.
+    pub version: String,
+}
+
+impl Kafka {
+    /// Starts the driver with the class path in `classpath_file`; its stderr (Kafka's
+    /// logging) goes to `log_file`.
+    ///
+    /// # Errors
+    /// The JVM does not start or does not say hello.
+    pub fn start(classpath_file: &Path, log_file: &Path) -> Result<Self, String> {
+        let classpath = std::fs::read_to_string(classpath_file)
+            .map_err(|e| format!("read {}: {e}", classpath_file.display()))?;
+        let log =
+            File::create(log_file).map_err(|e| format!("create {}: {e}", log_file.display()))?;
+        // SEGLOG_DIFF_JVM_OPTS: more JVM options, e.g. `-Dlog4j2.configurationFile=...` to see
+        // Kafka's DEBUG lines while chasing a divergence.
+        let extra = std::env::var("SEGLOG_DIFF_JVM_OPTS").unwrap_or_default();
+        let mut child = Command::new("java")
+            .args(JVM_OPTIONS)
+            .args(extra.split_whitespace())
+            .arg("-cp")
+            .arg(classpath.trim())
+            .args(["seglog.interop.Main", "diff"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("could not start java: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("java started without pipes".into());
+        };
+        let mut kafka = Kafka {
+            child,
+            stdin,
+            stdout: BufReader::new(stdout),
+            version: String::new(),
+        };
+        let hello = kafka.reply()?;
+        kafka.version = hello
+            .get("kafka")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned();
+        Ok(kafka)
+    }
+
+    /// Sends `request`; a reply without `"ok": true` is an error of the harness.
+    fn request(&mut self, request: &Value) -> Result<Value, String> {
+        writeln!(self.stdin, "{request}")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| format!("DiffDriver: sending {request}: {e}"))?;
+        let reply = self.reply()?;
+        if reply.get("ok").and_then(Value::as_bool) == Some(true) {
+            Ok(reply)
+        } else {
+            Err(format!(
+                "DiffDriver: {request} failed: {}",
+                reply.get("error").unwrap_or(&reply)
+            ))
+        }
+    }
+
+    fn reply(&mut self) -> Result<Value, String> {
+        let mut line = String::new();
+        let read = self
+            .stdout
+            .read_line(&mut line)
+            .map_err(|e| format!("DiffDriver: reading its reply: {e}"))?;
+        if read == 0 {
+            let status = self.child.wait().ok();
+            return Err(format!("DiffDriver exited ({status:?})"));
+        }
+        serde_json::from_str(&line)
+            .map_err(|e| format!("DiffDriver replied with a line that is not JSON ({e}): {line}"))
+    }
+
+    /// A fresh log in `dir`; returns its observation (fetches from offset 0).
+    ///
+    /// # Errors
+    /// Harness errors.
+    pub fn open(&mut self, dir: &Path, segment_bytes: i32) -> Result<Observation, String> {
+        let reply = self.request(&json!({
+            "cmd": "open", "dir": dir.display().to_string(), "segment_bytes": segment_bytes,
+        }))?;
+        self.observe(&reply, 0)
+    }
+
+    /// Applies `step` (an append's or marker's bytes are `batch`).
+    ///
+    /// # Errors
+    /// Harness errors (not Kafka refusing the operation: that is an outcome).
+    pub fn apply(&mut self, step: &Step, batch: &[u8]) -> Result<Observation, String> {
+        let request = match &step.op {
+            Op::Append(_) => json!({
+                "cmd": "append", "hex": hex::encode(batch), "origin": "client",
+                "leader_epoch": crate::ours::LEADER_EPOCH,
+            }),
+            Op::Marker { .. } => json!({
+                "cmd": "append", "hex": hex::encode(batch), "origin": "coordinator",
+                "leader_epoch": crate::ours::LEADER_EPOCH,
+            }),
+            Op::Roll => json!({ "cmd": "roll" }),
+            Op::Truncate { offset } => json!({ "cmd": "truncate", "offset": offset }),
+            Op::HighWatermark { offset } => json!({ "cmd": "hw", "offset": offset }),
+            Op::Reopen => json!({ "cmd": "reopen" }),
+        };
+        let reply = self.request(&request)?;
+        self.observe(&reply, step.fetch_offset)
+    }
+
+    fn observe(&mut self, reply: &Value, fetch_offset: i64) -> Result<Observation, String> {
+        let outcome: Outcome = serde_json::from_value(reply.clone())
+            .map_err(|e| format!("DiffDriver outcome {reply}: {e}"))?;
+        let state: State =
+            serde_json::from_value(reply.get("state").cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("DiffDriver state {reply}: {e}"))?;
+        let fetched = self.request(&json!({ "cmd": "fetch", "offset": fetch_offset }))?;
+        let fetch = |name: &str| -> Result<Fetch, String> {
+            serde_json::from_value(fetched.get(name).cloned().unwrap_or(Value::Null))
+                .map_err(|e| format!("DiffDriver {name} {fetched}: {e}"))
+        };
+        Ok(Observation {
+            outcome,
+            state,
+            read_uncommitted: fetch("read_uncommitted")?,
+            read_committed: fetch("read_committed")?,
+            fresh_first_unstable: reply.get("fresh_first_unstable").and_then(Value::as_i64),
+        })
+    }
+
+    /// Closes (and deletes) the log of the history.
+    ///
+    /// # Errors
+    /// Harness errors.
+    pub fn close(&mut self) -> Result<(), String> {
+        self.request(&json!({ "cmd": "close" })).map(drop)
+    }
+}
+
+impl Drop for Kafka {
+    fn drop(&mut self) {
+        let _ = writeln!(self.stdin, "{}", json!({ "cmd": "exit" }));
+        let _ = self.stdin.flush();
+        for _ in 0..100 {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

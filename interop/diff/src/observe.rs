@@ -1,0 +1,92 @@
+//! What one side shows after a step: the operation's outcome, the log's state, two fetches.
+//! Both sides produce the same shape (Kafka's arrives as JSON); the comparator walks it.
+
+use serde::{Deserialize, Serialize};
+
+/// Accepted (with offsets for an append) or refused with an error class.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// The Kafka exception class (seglog's error mapped to it, `compare::kafka_class`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// First offset of an accepted append (for a duplicate: the original's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_offset: Option<i64>,
+    /// Last offset of an accepted append.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_offset: Option<i64>,
+    /// The error's text, shown in reports, never compared.
+    #[serde(default, skip_serializing)]
+    pub message: Option<String>,
+}
+
+/// One producer's state (Kafka's `ProducerStateEntry`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Producer {
+    /// Producer id.
+    pub producer_id: i64,
+    /// Current epoch.
+    pub epoch: i16,
+    /// Coordinator epoch of its last marker.
+    pub coordinator_epoch: i32,
+    /// Last sequence of its last batch (-1 when none is retained).
+    pub last_sequence: i32,
+    /// Last offset of its last batch (-1 when none).
+    pub last_offset: i64,
+    /// First offset of its open transaction.
+    pub txn_first_offset: Option<i64>,
+}
+
+/// The log's offsets and producer state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// Log start offset.
+    pub log_start: i64,
+    /// Log end offset.
+    pub log_end: i64,
+    /// High watermark.
+    pub high_watermark: i64,
+    /// First unstable offset.
+    pub first_unstable: Option<i64>,
+    /// Last stable offset.
+    pub last_stable: i64,
+    /// The segments' base offsets (where each side rolled).
+    pub segments: Vec<i64>,
+    /// Producers by id.
+    pub producers: Vec<Producer>,
+}
+
+/// A fetch's answer: the batches returned (base offset, last offset, control) and, for
+/// read_committed, the aborted transactions (producer id, first offset); or a refusal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fetch {
+    /// The exception class of a refused fetch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+    /// The batches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<Vec<(i64, i64, bool)>>,
+    /// The aborted transactions (read_committed only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aborted: Option<Vec<(i64, i64)>>,
+    /// The error's text, never compared.
+    #[serde(default, skip_serializing)]
+    pub message: Option<String>,
+}
+
+/// Everything compared after a step.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    /// The operation's outcome.
+    pub outcome: Outcome,
+    /// The state after it.
+    pub state: State,
+    /// read_uncommitted (high watermark isolation) from the step's fetch offset.
+    pub read_uncommitted: Fetch,
+    /// read_committed from the step's fetch offset.
+    pub read_committed: Fetch,
+    /// Kafka only: its `ProducerStateManager.firstUnstableOffset()`, beside `UnifiedLog`'s
+    /// cached `firstUnstableOffset()` in the state (for the rule on that cache; never compared).
+    #[serde(default, skip_serializing)]
+    pub fresh_first_unstable: Option<i64>,
+}

@@ -1,0 +1,364 @@
+//! seglog's side: a [`Log`] in a temp dir, each step applied through its public API.
+
+use std::path::PathBuf;
+
+use seglog::{
+    Batches, ControlRecordType, Durability, EndTransactionMarker, Error, Isolation, Log, LogConfig,
+    TxnResult,
+};
+use seglog_records::{BatchBuilder, Compression};
+
+use crate::compare::kafka_class;
+use crate::history::{BatchSpec, Codec, Op, Step};
+use crate::observe::{Fetch, Observation, Outcome, Producer, State};
+
+/// The leader epoch of every append and marker (both sides).
+pub const LEADER_EPOCH: i32 = 0;
+/// What a fetch may return (Kafka's `fetch.max.bytes` default): a whole segment.
+pub const FETCH_BYTES: u32 = 1 << 20;
+
+/// Facts about a step that are not compared but counted (the coverage table).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Notes {
+    /// A truncation whose offset lay inside a batch (its records below the offset go too: a
+    /// gap in the offsets).
+    pub truncated_inside_batch: bool,
+    /// A truncation while a transaction that began below its offset was open.
+    pub truncated_inside_txn: bool,
+    /// A truncation that removed a transaction marker (reopening its transaction).
+    pub truncated_marker: bool,
+    /// The append was answered as a duplicate.
+    pub duplicate: bool,
+}
+
+/// seglog's log for one history.
+pub struct Ours {
+    dir: PathBuf,
+    config: LogConfig,
+    log: Option<Log>,
+}
+
+impl Ours {
+    /// A fresh log in `dir` (which must not exist) with `segment_bytes`.
+    ///
+    /// # Errors
+    /// The open's error, as text.
+    pub fn open(dir: PathBuf, segment_bytes: i32) -> Result<Self, String> {
+        let config = LogConfig {
+            segment_bytes,
+            ..LogConfig::default()
+        };
+        let log = Log::open(&dir, config.clone()).map_err(|e| format!("seglog open: {e}"))?;
+        Ok(Ours {
+            dir,
+            config,
+            log: Some(log),
+        })
+    }
+
+    fn log(&self) -> &Log {
+        // The log is only absent inside `reopen`.
+        self.log
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("seglog's log is open between steps"))
+    }
+
+    /// Applies `step` (the append's bytes are `batch`) and observes the result.
+    pub fn apply(&mut self, step: &Step, batch: &[u8]) -> (Observation, Notes) {
+        let mut notes = Notes::default();
+        let outcome = match &step.op {
+            Op::Append(_) => {
+                match self
+                    .log()
+                    .append_as_leader(batch, LEADER_EPOCH, Durability::PageCache)
+                {
+                    Ok(info) => {
+                        notes.duplicate = info.duplicate;
+                        accepted(Some((info.first_offset, info.last_offset)))
+                    }
+                    Err(e) => refused(&e),
+                }
+            }
+            Op::Marker {
+                producer_id,
+                epoch,
+                coordinator_epoch,
+                commit,
+            } => {
+                let result = if *commit {
+                    TxnResult::Commit
+                } else {
+                    TxnResult::Abort
+                };
+                match self.log().write_txn_marker(
+                    *producer_id,
+                    *epoch,
+                    *coordinator_epoch,
+                    result,
+                    Some(LEADER_EPOCH),
+                    Durability::PageCache,
+                ) {
+                    Ok(info) => accepted(Some((info.first_offset, info.last_offset))),
+                    Err(e) => refused(&e),
+                }
+            }
+            Op::Roll => result(self.log().roll()),
+            Op::Truncate { offset } => {
+                notes = self.truncation_notes(*offset);
+                result(self.log().truncate_to(*offset))
+            }
+            Op::HighWatermark { offset } => {
+                let log = self.log();
+                let target = (*offset).min(log.log_end_offset());
+                if target > log.high_watermark() {
+                    result(log.set_high_watermark(target).map(|_| ()))
+                } else {
+                    accepted(None)
+                }
+            }
+            Op::Reopen => result(self.reopen()),
+        };
+        let observation = Observation {
+            outcome,
+            state: self.state(),
+            read_uncommitted: self.fetch(step.fetch_offset, Isolation::HighWatermark),
+            read_committed: self.fetch(step.fetch_offset, Isolation::ReadCommitted),
+            fresh_first_unstable: None,
+        };
+        (observation, notes)
+    }
+
+    /// The observation right after the open (step 0).
+    pub fn initial(&self) -> Observation {
+        Observation {
+            outcome: accepted(None),
+            state: self.state(),
+            read_uncommitted: self.fetch(0, Isolation::HighWatermark),
+            read_committed: self.fetch(0, Isolation::ReadCommitted),
+            fresh_first_unstable: None,
+        }
+    }
+
+    /// Whether `offset` is where a batch starts or at or past the log end (a possible high
+    /// watermark: both sides clamp a target past the end to it).
+    pub fn is_batch_boundary(&self, offset: i64) -> bool {
+        let log = self.log();
+        if offset >= log.log_end_offset() {
+            return true;
+        }
+        let Ok(data) = log.read(offset, FETCH_BYTES, Isolation::LogEnd, true) else {
+            return false;
+        };
+        let Ok(bytes) = data.slice.read_to_vec() else {
+            return false;
+        };
+        Batches::new(&bytes[..], 0)
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|b| b.header().base_offset == Some(offset))
+    }
+
+    /// Whether the active segment holds no bytes and its base offset is below the log end.
+    pub fn active_segment_empty_below_end(&self) -> bool {
+        let log = self.log();
+        log.segments()
+            .last()
+            .is_some_and(|s| s.size_bytes == 0 && s.base_offset < log.log_end_offset())
+    }
+
+    /// Rolls seglog's log (after Kafka rolled for an append that wrote nothing).
+    ///
+    /// # Errors
+    /// The roll's error.
+    pub fn roll(&self) -> seglog::Result<()> {
+        self.log().roll()
+    }
+
+    fn reopen(&mut self) -> seglog::Result<()> {
+        if let Some(log) = self.log.take() {
+            let closed = log.close();
+            drop(log);
+            closed?;
+        }
+        self.log = Some(Log::open(&self.dir, self.config.clone())?);
+        Ok(())
+    }
+
+    fn truncation_notes(&self, offset: i64) -> Notes {
+        let log = self.log();
+        let mut notes = Notes::default();
+        if offset >= log.log_end_offset() {
+            return notes;
+        }
+        notes.truncated_inside_txn = log
+            .ongoing_transactions()
+            .iter()
+            .any(|(_, first)| *first < offset);
+        if let Ok(data) = log.read(offset, FETCH_BYTES, Isolation::LogEnd, true)
+            && let Ok(bytes) = data.slice.read_to_vec()
+        {
+            for (i, batch) in Batches::new(&bytes[..], 0).flatten().enumerate() {
+                let header = batch.header();
+                if i == 0 && header.base_offset.is_some_and(|b| b < offset) {
+                    notes.truncated_inside_batch = true;
+                }
+                if header.is_control && header.last_offset >= offset {
+                    notes.truncated_marker = true;
+                }
+            }
+        }
+        notes
+    }
+
+    fn state(&self) -> State {
+        let log = self.log();
+        let mut producers: Vec<Producer> = log
+            .producer_states()
+            .into_iter()
+            .map(|p| Producer {
+                producer_id: p.producer_id,
+                epoch: p.producer_epoch,
+                coordinator_epoch: p.coordinator_epoch,
+                last_sequence: p.last_sequence(),
+                last_offset: p.batches().last().map_or(-1, |b| b.last_offset),
+                txn_first_offset: p.current_txn_first_offset,
+            })
+            .collect();
+        producers.sort_by_key(|p| p.producer_id);
+        State {
+            log_start: log.log_start_offset(),
+            log_end: log.log_end_offset(),
+            high_watermark: log.high_watermark(),
+            first_unstable: log.first_unstable_offset(),
+            last_stable: log.last_stable_offset(),
+            segments: log.segments().iter().map(|s| s.base_offset).collect(),
+            producers,
+        }
+    }
+
+    fn fetch(&self, offset: i64, isolation: Isolation) -> Fetch {
+        let data = match self.log().read(offset, FETCH_BYTES, isolation, true) {
+            Ok(data) => data,
+            Err(e) => {
+                return Fetch {
+                    refused: Some(kafka_class(&e)),
+                    message: Some(e.to_string()),
+                    ..Fetch::default()
+                };
+            }
+        };
+        let bytes = match data.slice.read_to_vec() {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                return Fetch {
+                    refused: Some("seglog:slice read".into()),
+                    message: Some(e.to_string()),
+                    ..Fetch::default()
+                };
+            }
+        };
+        let mut batches = Vec::new();
+        for batch in Batches::new(&bytes[..], 0) {
+            match batch {
+                Ok(b) => {
+                    let h = b.header();
+                    batches.push((h.base_offset.unwrap_or(-1), h.last_offset, h.is_control));
+                }
+                Err(e) => {
+                    return Fetch {
+                        refused: Some("seglog:batch parse".into()),
+                        message: Some(e.to_string()),
+                        ..Fetch::default()
+                    };
+                }
+            }
+        }
+        Fetch {
+            refused: None,
+            batches: Some(batches),
+            aborted: data
+                .aborted_transactions
+                .map(|a| a.iter().map(|t| (t.producer_id, t.first_offset)).collect()),
+            message: None,
+        }
+    }
+}
+
+fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
+    Outcome {
+        refused: None,
+        first_offset: offsets.map(|o| o.0),
+        last_offset: offsets.map(|o| o.1),
+        message: None,
+    }
+}
+
+fn refused(e: &Error) -> Outcome {
+    Outcome {
+        refused: Some(kafka_class(e)),
+        message: Some(e.to_string()),
+        ..Outcome::default()
+    }
+}
+
+fn result(r: seglog::Result<()>) -> Outcome {
+    match r {
+        Ok(()) => accepted(None),
+        Err(e) => refused(&e),
+    }
+}
+
+/// The bytes of an append's batch (the same bytes go to both sides), timestamps `now_ms`.
+///
+/// # Errors
+/// The builder's error, as text.
+pub fn batch_bytes(spec: &BatchSpec, step: usize, now_ms: i64) -> Result<Vec<u8>, String> {
+    let compression = match spec.codec {
+        Codec::None => Compression::None,
+        Codec::Gzip => Compression::Gzip,
+        Codec::Snappy => Compression::Snappy,
+        Codec::Lz4 => Compression::Lz4,
+        Codec::Zstd => Compression::Zstd,
+    };
+    let mut builder = BatchBuilder::new(0)
+        .compression(compression)
+        .producer(spec.producer_id, spec.epoch, spec.base_sequence)
+        .transactional(spec.transactional);
+    for i in 0..spec.records {
+        let key = format!("key-{}", (step + usize::from(i)) % 7);
+        let value = format!("value of step {step} record {i}");
+        builder.append(now_ms, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
+    }
+    builder
+        .build()
+        .map(|b| b.to_vec())
+        .map_err(|e| format!("build batch: {e}"))
+}
+
+/// The bytes of a marker batch as `Log::write_txn_marker` writes it (for Kafka's side).
+///
+/// # Errors
+/// The builder's error, as text.
+pub fn marker_bytes(
+    producer_id: i64,
+    epoch: i16,
+    coordinator_epoch: i32,
+    commit: bool,
+    now_ms: i64,
+) -> Result<Vec<u8>, String> {
+    BatchBuilder::end_transaction_marker(
+        0,
+        now_ms,
+        LEADER_EPOCH,
+        producer_id,
+        epoch,
+        if commit {
+            ControlRecordType::Commit
+        } else {
+            ControlRecordType::Abort
+        },
+        EndTransactionMarker::new(coordinator_epoch),
+    )
+    .map(|b| b.to_vec())
+    .map_err(|e| format!("build marker: {e}"))
+}

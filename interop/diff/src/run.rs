@@ -1,0 +1,275 @@
+//! Running a history on both sides, step by step, and the coverage it reached.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::compare::{Difference, ROLL_BEFORE_PRODUCER_CHECKS, compare};
+use crate::history::{Generator, Op, Step};
+use crate::kafka::Kafka;
+use crate::observe::Observation;
+use crate::ours::{Ours, batch_bytes, marker_bytes};
+
+/// How often each operation ran and each state was reached.
+#[derive(Debug, Default)]
+pub struct Coverage {
+    /// Steps per operation name.
+    pub ops: BTreeMap<&'static str, u64>,
+    /// Steps per state or event.
+    pub states: BTreeMap<String, u64>,
+    /// How often each named rule explained a difference, with its docs/format.md line.
+    pub rules: BTreeMap<(&'static str, &'static str), u64>,
+}
+
+impl Coverage {
+    fn note(&mut self, what: impl Into<String>) {
+        *self.states.entry(what.into()).or_default() += 1;
+    }
+
+    /// Prints the table.
+    pub fn print(&self) {
+        eprintln!("  {:<44} {:>8}", "operation", "steps");
+        for (name, n) in &self.ops {
+            eprintln!("  {name:<44} {n:>8}");
+        }
+        eprintln!("  {:<44} {:>8}", "state / event", "steps");
+        for (name, n) in &self.states {
+            eprintln!("  {name:<44} {n:>8}");
+        }
+        for ((name, line), n) in &self.rules {
+            eprintln!("  rule {name:<39} {n:>8}  ({line})");
+        }
+    }
+}
+
+/// Where a history diverged.
+#[derive(Debug, Clone)]
+pub struct Divergence {
+    /// 1-based step (0: right after the open).
+    pub step: usize,
+    /// The first differing field.
+    pub difference: Difference,
+    /// seglog's error text at that step, if it refused.
+    pub ours_message: Option<String>,
+    /// Kafka's exception message at that step, if it refused.
+    pub kafka_message: Option<String>,
+}
+
+/// Runs histories against one Kafka driver.
+pub struct Runner {
+    /// Kafka's side.
+    pub kafka: Kafka,
+    /// Where the logs of a history live (emptied per history).
+    pub work: PathBuf,
+    /// `segment.bytes` of both logs.
+    pub segment_bytes: i32,
+}
+
+/// Where the steps come from.
+pub enum Source<'a> {
+    /// Generated from a seed, this many steps.
+    Generate(u64, usize),
+    /// Replayed.
+    Replay(&'a [Step]),
+}
+
+impl Runner {
+    /// Runs one history; returns its steps (as run) and the first divergence.
+    ///
+    /// # Errors
+    /// Harness failures (the JVM died, a directory could not be made).
+    pub fn run(
+        &mut self,
+        source: Source<'_>,
+        coverage: &mut Coverage,
+    ) -> Result<(Vec<Step>, Option<Divergence>), String> {
+        let base = self.work.join("history");
+        if base.exists() {
+            std::fs::remove_dir_all(&base)
+                .map_err(|e| format!("remove {}: {e}", base.display()))?;
+        }
+        std::fs::create_dir_all(&base).map_err(|e| format!("create {}: {e}", base.display()))?;
+        let ours_dir = base.join("ours").join("diff-0");
+        std::fs::create_dir_all(ours_dir.parent().unwrap_or(Path::new(".")))
+            .map_err(|e| format!("create {}: {e}", ours_dir.display()))?;
+        let mut ours = Ours::open(ours_dir, self.segment_bytes)?;
+        let theirs = self
+            .kafka
+            .open(&base.join("kafka").join("diff-0"), self.segment_bytes)?;
+        let mut last = ours.initial();
+        let mut applied = Vec::new();
+        let mut done = Vec::new();
+        if let Some(difference) = compare_initial(&last, &theirs, &mut applied) {
+            self.kafka.close()?;
+            return Ok((done, Some(divergence(0, difference, &last, &theirs))));
+        }
+        let (mut generator, steps, replay) = match source {
+            Source::Generate(seed, steps) => (Some(Generator::new(seed)), steps, &[][..]),
+            Source::Replay(steps) => (None, steps.len(), steps),
+        };
+        let mut found = None;
+        for i in 0..steps {
+            let step = match (generator.as_mut(), replay.get(i)) {
+                (Some(g), _) => g.next_step(&last),
+                (None, Some(s)) => s.clone(),
+                (None, None) => break,
+            };
+            let now_ms = now_ms();
+            let bytes = match &step.op {
+                Op::Append(spec) => batch_bytes(spec, i, now_ms)?,
+                Op::Marker {
+                    producer_id,
+                    epoch,
+                    coordinator_epoch,
+                    commit,
+                } => marker_bytes(*producer_id, *epoch, *coordinator_epoch, *commit, now_ms)?,
+                _ => Vec::new(),
+            };
+            // A high watermark inside a batch is no state a broker reaches (it is a replica's
+            // log end) and Kafka 4.4 lowers it to the batch's base at the next read
+            // (interop/kafka/README.md, Findings): such a target, which only a shrunk or
+            // replayed history can hold, is a no-op on both sides.
+            let step = match step.op {
+                Op::HighWatermark { offset } if !ours.is_batch_boundary(offset) => {
+                    coverage.note("high watermark target inside a batch (skipped)");
+                    Step {
+                        op: Op::HighWatermark { offset: -1 },
+                        fetch_offset: step.fetch_offset,
+                    }
+                }
+                // A roll of an empty active segment whose base lies below the log end (left by
+                // a truncation inside its only batch): Kafka rolls a new segment at the log end,
+                // seglog keeps the empty one (interop/kafka/README.md, Findings, K2). Skipped, so
+                // that the rest of the history compares one segment layout.
+                Op::Roll if ours.active_segment_empty_below_end() => {
+                    coverage.note("roll of an empty segment below the log end (skipped)");
+                    Step {
+                        op: Op::HighWatermark { offset: -1 },
+                        fetch_offset: step.fetch_offset,
+                    }
+                }
+                _ => step,
+            };
+            let (observed, notes) = ours.apply(&step, &bytes);
+            let theirs = self.kafka.apply(&step, &bytes)?;
+            *coverage.ops.entry(step.op.name()).or_default() += 1;
+            record(coverage, &observed, &notes);
+            let before = applied.len();
+            let difference = compare(&step, &observed, &theirs, &mut applied);
+            if applied[before..]
+                .iter()
+                .any(|(name, _)| *name == ROLL_BEFORE_PRODUCER_CHECKS)
+            {
+                // Kafka rolled for an append that wrote nothing: roll seglog's log the same way
+                // so the rest of the history compares one segment layout.
+                ours.roll()
+                    .map_err(|e| format!("seglog roll after Kafka's: {e}"))?;
+            }
+            if std::env::var_os("SEGLOG_DIFF_TRACE").is_some() {
+                eprintln!(
+                    "step {}: {}\n  seglog {}\n  Kafka  {}\n  Kafka's ProducerStateManager.firstUnstableOffset: {:?}",
+                    i + 1,
+                    serde_json::to_string(&step).unwrap_or_default(),
+                    serde_json::to_string(&observed).unwrap_or_default(),
+                    serde_json::to_string(&theirs).unwrap_or_default(),
+                    theirs.fresh_first_unstable,
+                );
+            }
+            if let Some(g) = generator.as_mut() {
+                g.learn(&step, observed.outcome.refused.is_none(), &observed);
+            }
+            done.push(step);
+            if let Some(difference) = difference {
+                found = Some(divergence(i + 1, difference, &observed, &theirs));
+                break;
+            }
+            last = observed;
+        }
+        for rule in applied {
+            *coverage.rules.entry(rule).or_default() += 1;
+        }
+        self.kafka.close()?;
+        drop(ours);
+        let _ = std::fs::remove_dir_all(&base);
+        Ok((done, found))
+    }
+}
+
+fn compare_initial(
+    ours: &Observation,
+    theirs: &Observation,
+    applied: &mut Vec<(&'static str, &'static str)>,
+) -> Option<Difference> {
+    let open = Step {
+        op: Op::Roll,
+        fetch_offset: 0,
+    };
+    compare(&open, ours, theirs, applied)
+}
+
+fn divergence(
+    step: usize,
+    difference: Difference,
+    ours: &Observation,
+    theirs: &Observation,
+) -> Divergence {
+    Divergence {
+        step,
+        difference,
+        ours_message: ours.outcome.message.clone(),
+        kafka_message: theirs.outcome.message.clone(),
+    }
+}
+
+fn record(coverage: &mut Coverage, o: &Observation, notes: &crate::ours::Notes) {
+    if let Some(class) = &o.outcome.refused {
+        coverage.note(format!("refused: {class}"));
+    }
+    if notes.duplicate {
+        coverage.note("duplicate answered (retry)");
+    }
+    if notes.truncated_inside_batch {
+        coverage.note("gap: truncation inside a batch");
+    }
+    if notes.truncated_inside_txn {
+        coverage.note("truncation inside an open transaction");
+    }
+    if notes.truncated_marker {
+        coverage.note("truncation removing a marker");
+    }
+    if o.state
+        .producers
+        .iter()
+        .any(|p| p.txn_first_offset.is_some())
+    {
+        coverage.note("open transaction");
+    }
+    if o.state
+        .producers
+        .iter()
+        .filter(|p| p.txn_first_offset.is_some())
+        .count()
+        > 1
+    {
+        coverage.note("two open transactions");
+    }
+    if o.state.last_stable < o.state.high_watermark {
+        coverage.note("LSO below the high watermark");
+    }
+    if o.read_committed
+        .aborted
+        .as_ref()
+        .is_some_and(|a| !a.is_empty())
+    {
+        coverage.note("read_committed fetch with aborted txns");
+    }
+    if o.read_uncommitted.refused.is_some() {
+        coverage.note("fetch out of range");
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
