@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use seglog::{
-    Batches, ControlRecordType, Durability, EndTransactionMarker, Error, Isolation, Log, LogConfig,
-    TxnResult,
+    Batches, ControlRecordType, Durability, EndTransactionMarker, Error, HighWatermarkPolicy,
+    Isolation, Log, LogConfig, LogOpenOptions, TxnResult,
 };
 use seglog_records::{BatchBuilder, Compression};
 
@@ -38,6 +38,15 @@ pub struct Ours {
     log: Option<Log>,
 }
 
+/// How the log opens: the high watermark moves only when the history moves it, as Kafka's
+/// `UnifiedLog` (whose replica manager moves it) does.
+fn options() -> LogOpenOptions {
+    LogOpenOptions {
+        high_watermark: HighWatermarkPolicy::Manual,
+        ..LogOpenOptions::default()
+    }
+}
+
 impl Ours {
     /// A fresh log in `dir` (which must not exist) with `segment_bytes`.
     ///
@@ -48,7 +57,8 @@ impl Ours {
             segment_bytes,
             ..LogConfig::default()
         };
-        let log = Log::open(&dir, config.clone()).map_err(|e| format!("seglog open: {e}"))?;
+        let log = Log::open_with(&dir, config.clone(), options())
+            .map_err(|e| format!("seglog open: {e}"))?;
         Ok(Ours {
             dir,
             config,
@@ -121,7 +131,7 @@ impl Ours {
         let observation = Observation {
             outcome,
             state: self.state(),
-            read_uncommitted: self.fetch(step.fetch_offset, Isolation::HighWatermark),
+            read_uncommitted: self.fetch(step.fetch_offset, Isolation::ReadUncommitted),
             read_committed: self.fetch(step.fetch_offset, Isolation::ReadCommitted),
             fresh_first_unstable: None,
         };
@@ -133,7 +143,7 @@ impl Ours {
         Observation {
             outcome: accepted(None),
             state: self.state(),
-            read_uncommitted: self.fetch(0, Isolation::HighWatermark),
+            read_uncommitted: self.fetch(0, Isolation::ReadUncommitted),
             read_committed: self.fetch(0, Isolation::ReadCommitted),
             fresh_first_unstable: None,
         }
@@ -180,7 +190,7 @@ impl Ours {
             drop(log);
             closed?;
         }
-        self.log = Some(Log::open(&self.dir, self.config.clone())?);
+        self.log = Some(Log::open_with(&self.dir, self.config.clone(), options())?);
         Ok(())
     }
 

@@ -436,6 +436,7 @@ fn the_brokers_transactional_fixture_compacted_verifies_and_reads_the_same() {
         );
         assert_eq!(latest_committed(&dir), before, "round {round}");
     }
+}
 
 /// Issue #25 finding 6 (KIP-1228, Kafka 4.4's `ProducerAppendInfo.checkProducerEpoch`):
 /// `marker --transaction-version 2` wants the producer epoch bumped past the transaction's,
