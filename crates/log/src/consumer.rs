@@ -533,12 +533,18 @@ impl RecordReader<'_> {
                     let mut stopped = None;
                     // Records passed to `f`, for the records-read metric (per batch).
                     let mut delivered = 0u64;
+                    // The offset the next record passed must reach: a record below it (one
+                    // already passed, or a batch whose inner offsets do not increase, as a
+                    // legacy wrapper's may not) is skipped, as the owned reader and Kafka's
+                    // consumer skip it.
+                    let mut next = self.state.next_offset;
                     if let Some(records) = batch.records_borrowed() {
                         for record in records {
                             let record = record.map_err(damaged)?;
-                            if record.offset < self.state.next_offset {
+                            if record.offset < next {
                                 continue;
                             }
+                            next = record.offset + 1;
                             let view = RecordView {
                                 inner: ViewInner::Borrowed(record),
                             };
@@ -551,9 +557,10 @@ impl RecordReader<'_> {
                     } else {
                         for record in batch.records(options.max_decompressed_bytes) {
                             let record = record.map_err(damaged)?;
-                            if record.offset < self.state.next_offset {
+                            if record.offset < next {
                                 continue;
                             }
+                            next = record.offset + 1;
                             let view = RecordView {
                                 inner: ViewInner::Decoded(&record),
                             };
