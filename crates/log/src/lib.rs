@@ -143,6 +143,7 @@ mod log_producers;
 mod loom_models;
 mod maintenance;
 mod observe;
+mod producer;
 mod producer_files;
 mod producer_snapshot;
 mod producer_state;
@@ -156,6 +157,7 @@ mod stat_cache;
 mod sync;
 mod topic_config;
 mod topic_partition;
+mod transaction;
 mod validate;
 mod view;
 
@@ -177,7 +179,7 @@ pub use consumer::{
     ReaderOptions, RecordReader, RecordView, WaitFor,
 };
 pub use durable_async::{AppendDurable, SyncTo};
-pub use error::{AppendErrorKind, CheckpointCorruptKind, Error};
+pub use error::{AppendErrorKind, CheckpointCorruptKind, Error, ProducerErrorKind};
 pub use flush::TickReport;
 pub use high_watermark::HighWatermarkPolicy;
 pub use leader_epoch::{
@@ -192,6 +194,7 @@ pub use log_dir::{LogDir, LogDirTickReport};
 pub use log_producers::{AbortedTransaction, TxnResult};
 /// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
 pub use observe::names as metric_names;
+pub use producer::{IdempotentProducer, ProducerBatch};
 pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
@@ -225,6 +228,7 @@ pub use seglog_segment::{
 };
 pub use split::SegmentSplit;
 pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};
+pub use transaction::{Transaction, TransactionalProducer};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
