@@ -228,10 +228,10 @@ pub use seglog_segment::{
 };
 pub use split::SegmentSplit;
 pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};
-pub use transaction::{Transaction, TransactionalProducer};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
+pub use transaction::{Transaction, TransactionalProducer};
 pub use view::{Isolation, OffsetMetadata};
 
 // Compile-time guarantees: the handles users share between threads are `Send + Sync`.
