@@ -31,14 +31,23 @@
 //! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
 //! aborted transactions of the range and whose record readers drop aborted records.
 //!
+//! On top of these primitives, [`IdempotentProducer`] keeps a producer's sequences per
+//! partition, retries the very same batch (answered as a duplicate, also after a crash and
+//! reopen) and bumps its epoch on an out-of-order or fenced answer, as Kafka's client does;
+//! [`TransactionalProducer`] fences older epochs of a producer id by aborting their open
+//! transactions in a [`LogDir`] (Kafka's `InitProducerId`), and its [`Transaction`] appends to
+//! any partitions and ends with one COMMIT or ABORT marker on each partition touched.
+//!
 //! It compacts `cleanup.policy=compact` logs as Kafka's log cleaner does ([`Log::clean`], or
 //! [`Log::tick`] when a log is due): the latest record of every key, tombstones until their
 //! KIP-534 delete horizon, aborted transactions dropped, markers kept while their data is,
 //! producers' last batches kept, offsets unchanged, swapped in with Kafka's crash-safe
 //! `.cleaned` / `.swap` / `.deleted` protocol; `cleaner-offset-checkpoint` in the root.
 //!
-//! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
-//! transaction verification guard, which needs one), and tiered storage. Background work
+//! What it deliberately does not do: replication, a transaction coordinator with its
+//! transaction log (the partitions a crash during a commit left unmarked are aborted, not
+//! committed), Kafka's
+//! transaction verification guard, which needs one, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits

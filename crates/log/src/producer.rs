@@ -102,7 +102,7 @@ impl ProducerBatch {
 /// let again = producer.retry(&log, &batch, Durability::PageCache)?;
 /// assert!(again.duplicate && again.first_offset == first.first_offset);
 /// assert_eq!(log.log_end_offset(), 1);
-/// # Ok::<(), seglog::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
 pub struct IdempotentProducer {

@@ -46,7 +46,7 @@ use crate::{
 /// let log = log_dir.log(&TopicPartition::new("payments", 0)).expect("written");
 /// let committed: Vec<_> = log.owned_reader(0, Isolation::ReadCommitted).collect();
 /// assert_eq!(committed.len(), 1);
-/// # Ok::<(), seglog::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct TransactionalProducer<'d> {
@@ -227,7 +227,7 @@ impl<'d> TransactionalProducer<'d> {
 /// txn.abort(Durability::PageCache)?; // read_committed consumers never see "draft"
 /// let log = log_dir.log(&TopicPartition::new("drafts", 0)).expect("written");
 /// assert!(log.ongoing_transactions().is_empty());
-/// # Ok::<(), seglog::Error>(())
+/// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug)]
 pub struct Transaction<'p, 'd> {
