@@ -12,6 +12,8 @@ use seglog::{
     TransactionalProducer, TxnResult,
 };
 
+use seglog_faults::{FaultInjector, FaultKind};
+
 use crate::support::{T0, clock, small_config};
 
 #[path = "../../examples/idempotent_producer.rs"]
@@ -350,6 +352,63 @@ fn a_crash_mid_commit_is_aborted_by_a_fencing_producer() {
     );
     for tp in &tps[1..] {
         assert_eq!(read(&log_dir, tp, Isolation::ReadCommitted), ["second"]);
+    }
+}
+
+#[test]
+fn a_commit_that_fails_part_way_stays_pending_and_the_next_init_aborts_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    let tps = partitions();
+    let faults = FaultInjector::new(root.path());
+    {
+        let log_dir = LogDir::open_with(
+            root.path(),
+            small_config(1 << 20),
+            LogOpenOptions {
+                clock: clock(),
+                high_watermark: HighWatermarkPolicy::LogEnd,
+                io: faults.io(),
+                ..LogOpenOptions::default()
+            },
+        )
+        .unwrap();
+        let mut producer = TransactionalProducer::init(&log_dir, 41, 0).unwrap();
+        let mut txn = producer.begin().unwrap();
+        for tp in &tps {
+            txn.send(tp, records(&[&format!("data-{tp}")])).unwrap();
+        }
+        // The first marker is written, the second one's write fails (its log is poisoned).
+        faults.fail_nth_write(2, FaultKind::Enospc);
+        assert!(txn.commit(Durability::PageCache).is_err());
+        assert!(
+            log_dir
+                .log(&tps[0])
+                .unwrap()
+                .ongoing_transactions()
+                .is_empty()
+        );
+        for tp in &tps[1..] {
+            assert_eq!(log_dir.log(tp).unwrap().ongoing_transactions(), [(41, 0)]);
+        }
+        // The markers still to write come first: the poisoned log refuses them, so no new
+        // transaction starts (it would otherwise extend the unfinished one on that partition).
+        assert!(producer.begin().is_err());
+        assert_eq!(
+            log_dir.log(&tps[2]).unwrap().ongoing_transactions(),
+            [(41, 0)]
+        );
+    }
+
+    let log_dir = open_dir(root.path());
+    TransactionalProducer::init(&log_dir, 41, 1).unwrap();
+    assert_eq!(
+        read(&log_dir, &tps[0], Isolation::ReadCommitted),
+        ["data-orders-0"]
+    );
+    for tp in &tps[1..] {
+        let log = log_dir.log(tp).unwrap();
+        assert!(log.ongoing_transactions().is_empty());
+        assert!(read(&log_dir, tp, Isolation::ReadCommitted).is_empty());
     }
 }
 
