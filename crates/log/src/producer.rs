@@ -123,6 +123,15 @@ impl IdempotentProducer {
     ///
     /// # Errors
     /// [`ProducerErrorKind::InvalidIdOrEpoch`] for a negative id or epoch.
+    ///
+    /// ```
+    /// use seglog::IdempotentProducer;
+    ///
+    /// let producer = IdempotentProducer::new(7, 3)?;
+    /// assert_eq!((producer.producer_id(), producer.epoch()), (7, 3));
+    /// assert!(IdempotentProducer::new(-1, 0).is_err());
+    /// # Ok::<(), seglog::Error>(())
+    /// ```
     pub fn new(producer_id: i64, epoch: i16) -> Result<Self> {
         Self::with_kind(producer_id, epoch, false)
     }
@@ -155,6 +164,19 @@ impl IdempotentProducer {
 
     /// The sequence the next batch for `topic_partition` gets (0 for a partition not written
     /// in this epoch).
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, IdempotentProducer, TopicPartition};
+    ///
+    /// let mut producer = IdempotentProducer::new(7, 0)?;
+    /// let tp = TopicPartition::new("orders", 0);
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// producer.prepare(&tp, records)?;
+    /// assert_eq!(producer.next_sequence(&tp), 1);
+    /// assert_eq!(producer.next_sequence(&TopicPartition::new("orders", 1)), 0);
+    /// # Ok::<(), seglog::Error>(())
+    /// ```
     pub fn next_sequence(&self, topic_partition: &TopicPartition) -> i32 {
         self.next_sequences
             .get(topic_partition)
@@ -170,6 +192,19 @@ impl IdempotentProducer {
     /// # Errors
     /// [`ProducerErrorKind::EpochExhausted`] once the epoch could not be bumped;
     /// [`Error::RecordFormat`] when the records do not build (e.g. no record).
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, IdempotentProducer, TopicPartition};
+    ///
+    /// let mut producer = IdempotentProducer::new(7, 0)?;
+    /// let tp = TopicPartition::new("orders", 0);
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// let batch = producer.prepare(&tp, records)?;
+    /// assert_eq!((batch.producer_epoch(), batch.base_sequence()), (0, 0));
+    /// assert!(producer.prepare(&tp, BatchBuilder::new(0)).is_err()); // no record
+    /// # Ok::<(), seglog::Error>(())
+    /// ```
     pub fn prepare(
         &mut self,
         topic_partition: &TopicPartition,
@@ -204,6 +239,20 @@ impl IdempotentProducer {
     /// [`ProducerErrorKind::WrongPartition`]; as [`Log::append_with`]. On an
     /// out-of-order or fenced answer to a batch of the current epoch the epoch is bumped
     /// first (see [`IdempotentProducer`]).
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, IdempotentProducer, Log, LogConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let log = Log::open(dir.path().join("orders-0"), LogConfig::default())?;
+    /// let mut producer = IdempotentProducer::new(7, 0)?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// let batch = producer.prepare(log.topic_partition(), records)?;
+    /// let info = producer.send(&log, &batch, Durability::Fsync)?;
+    /// assert_eq!((info.first_offset, info.duplicate), (0, false));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn send(
         &mut self,
         log: &Log,
@@ -231,6 +280,20 @@ impl IdempotentProducer {
     ///
     /// # Errors
     /// As [`IdempotentProducer::send`] and [`LogDir::get_or_create`].
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, IdempotentProducer, LogConfig, LogDir, TopicPartition};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = IdempotentProducer::new(7, 0)?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// let batch = producer.prepare(&TopicPartition::new("orders", 3), records)?;
+    /// producer.send_to(&log_dir, &batch, Durability::PageCache)?;
+    /// assert!(root.path().join("orders-3").is_dir());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn send_to(
         &mut self,
         log_dir: &LogDir,
@@ -251,6 +314,24 @@ impl IdempotentProducer {
     ///
     /// # Errors
     /// As [`IdempotentProducer::send`].
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, IdempotentProducer, Log, LogConfig};
+    ///
+    /// let dir = tempfile::tempdir()?;
+    /// let path = dir.path().join("orders-0");
+    /// let mut producer = IdempotentProducer::new(7, 0)?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// let log = Log::open(&path, LogConfig::default())?;
+    /// let batch = producer.prepare(log.topic_partition(), records)?;
+    /// producer.send(&log, &batch, Durability::PageCache)?;
+    /// drop(log); // a crash before the answer arrived
+    /// let log = Log::open(&path, LogConfig::default())?;
+    /// let retry = producer.retry(&log, &batch, Durability::PageCache)?;
+    /// assert!(retry.duplicate && log.log_end_offset() == 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn retry(
         &mut self,
         log: &Log,
@@ -266,6 +347,19 @@ impl IdempotentProducer {
     /// # Errors
     /// [`ProducerErrorKind::EpochExhausted`] at `i16::MAX` (the producer then refuses to
     /// prepare batches).
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, IdempotentProducer, TopicPartition};
+    ///
+    /// let mut producer = IdempotentProducer::new(7, 0)?;
+    /// let tp = TopicPartition::new("orders", 0);
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// producer.prepare(&tp, records)?;
+    /// assert_eq!(producer.bump_epoch()?, 1);
+    /// assert_eq!(producer.next_sequence(&tp), 0);
+    /// # Ok::<(), seglog::Error>(())
+    /// ```
     pub fn bump_epoch(&mut self) -> Result<i16> {
         self.bump_epoch_above(self.epoch)
     }

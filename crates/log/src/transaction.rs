@@ -76,6 +76,26 @@ impl<'d> TransactionalProducer<'d> {
     /// [`ProducerErrorKind::InvalidIdOrEpoch`]; [`ProducerErrorKind::EpochNotNewer`] when a
     /// partition already holds `producer_id` at `epoch` or later (checked in every partition
     /// before anything is written); as [`Log::write_txn_marker`].
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let tp = TopicPartition::new("orders", 0);
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let mut txn = producer.begin()?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// txn.send(&tp, records)?;
+    /// std::mem::forget(txn); // as a crash: neither ended nor dropped
+    /// assert_eq!(log_dir.log(&tp).expect("written").ongoing_transactions(), [(9, 0)]);
+    /// let producer = TransactionalProducer::init(&log_dir, 9, 1)?; // fences epoch 0
+    /// assert_eq!((producer.producer_id(), producer.epoch(), producer.coordinator_epoch()), (9, 1, 0));
+    /// assert!(log_dir.log(&tp).expect("written").ongoing_transactions().is_empty());
+    /// assert!(TransactionalProducer::init(&log_dir, 9, 1).is_err()); // not newer
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn init(log_dir: &'d LogDir, producer_id: i64, epoch: i16) -> Result<Self> {
         let producer = IdempotentProducer::with_kind(producer_id, epoch, true)?;
         let logs = log_dir.logs();
@@ -143,6 +163,17 @@ impl<'d> TransactionalProducer<'d> {
     ///
     /// # Errors
     /// As [`Log::write_txn_marker`] for those markers (they stay pending).
+    ///
+    /// ```
+    /// use seglog::{LogConfig, LogDir, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let txn = producer.begin()?;
+    /// assert_eq!(txn.partitions().count(), 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn begin(&mut self) -> Result<Transaction<'_, 'd>> {
         if let Some(unfinished) = self.unfinished.take() {
             self.end(
@@ -242,6 +273,20 @@ impl Transaction<'_, '_> {
     ///
     /// # Errors
     /// As [`Transaction::send_with`].
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let mut txn = producer.begin()?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// let info = txn.send(&TopicPartition::new("orders", 0), records)?;
+    /// assert_eq!(info.first_offset, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn send(
         &mut self,
         topic_partition: &TopicPartition,
@@ -255,6 +300,19 @@ impl Transaction<'_, '_> {
     /// # Errors
     /// As [`IdempotentProducer::send_to`]. The transaction stays usable; a refused batch
     /// ([`Error::InvalidAppend`]) wrote nothing.
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let mut txn = producer.begin()?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// txn.send_with(&TopicPartition::new("orders", 0), records, Durability::Fsync)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn send_with(
         &mut self,
         topic_partition: &TopicPartition,
@@ -278,6 +336,22 @@ impl Transaction<'_, '_> {
     }
 
     /// The partitions this transaction wrote to, in order.
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let mut txn = producer.begin()?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// txn.send(&TopicPartition::new("orders", 1), records.clone())?;
+    /// txn.send(&TopicPartition::new("orders", 0), records)?;
+    /// let names: Vec<String> = txn.partitions().map(ToString::to_string).collect();
+    /// assert_eq!(names, ["orders-0", "orders-1"]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn partitions(&self) -> impl Iterator<Item = &TopicPartition> {
         self.partitions.iter()
     }
@@ -289,6 +363,21 @@ impl Transaction<'_, '_> {
     /// # Errors
     /// As [`Log::write_txn_marker`]; the partitions not yet marked are committed by the next
     /// [`TransactionalProducer::begin`].
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let mut txn = producer.begin()?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// txn.send(&TopicPartition::new("orders", 0), records)?;
+    /// let markers = txn.commit(Durability::Fsync)?;
+    /// assert_eq!(markers[0].1.first_offset, 1); // after the data at offset 0
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn commit(self, durability: Durability) -> Result<Vec<(TopicPartition, AppendInfo)>> {
         self.finish(TxnResult::Commit, durability)
     }
@@ -297,6 +386,23 @@ impl Transaction<'_, '_> {
     ///
     /// # Errors
     /// As [`Transaction::commit`].
+    ///
+    /// ```
+    /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};
+    ///
+    /// let root = tempfile::tempdir()?;
+    /// let log_dir = LogDir::open(root.path(), LogConfig::default())?;
+    /// let mut producer = TransactionalProducer::init(&log_dir, 9, 0)?;
+    /// let mut txn = producer.begin()?;
+    /// let mut records = BatchBuilder::new(0);
+    /// records.append(0, None, Some(b"a"), &[]);
+    /// let tp = TopicPartition::new("orders", 0);
+    /// txn.send(&tp, records)?;
+    /// txn.abort(Durability::PageCache)?;
+    /// let log = log_dir.log(&tp).expect("written");
+    /// assert_eq!(log.aborted_transactions(0, log.log_end_offset())?.len(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn abort(self, durability: Durability) -> Result<Vec<(TopicPartition, AppendInfo)>> {
         self.finish(TxnResult::Abort, durability)
     }
