@@ -83,7 +83,9 @@ impl ProducerBatch {
 /// [`AppendErrorKind::OutOfOrderSequence`] or [`AppendErrorKind::InvalidProducerEpoch`], the
 /// producer bumps its epoch (above the log's, for a fenced one) and resets every partition's
 /// sequence to 0, as Kafka's idempotent client does; the error is returned, and the batch
-/// must be prepared again. Two live producers must not share a producer id: without a
+/// must be prepared again. A batch the log refuses for another reason on its first send (too
+/// large, a timestamp out of range: nothing was written) gives its sequences back, so the next
+/// batch follows the last one written. Two live producers must not share a producer id: without a
 /// coordinator nothing hands out ids.
 ///
 /// ```
@@ -109,6 +111,9 @@ pub struct IdempotentProducer {
     producer_id: i64,
     epoch: i16,
     next_sequences: BTreeMap<TopicPartition, i32>,
+    /// The last batch prepared for each partition, until it is sent a first time: a first
+    /// send refused by the log's validation (nothing written) gives its sequences back.
+    unsent: BTreeMap<TopicPartition, (i16, i32)>,
     /// Batches are transactional (the producer of a [`crate::TransactionalProducer`]): no
     /// epoch bump on errors, as Kafka's transactional client bumps only when it aborts.
     transactional: bool,
@@ -147,6 +152,7 @@ impl IdempotentProducer {
             producer_id,
             epoch,
             next_sequences: BTreeMap::new(),
+            unsent: BTreeMap::new(),
             transactional,
             exhausted: false,
         })
@@ -223,6 +229,8 @@ impl IdempotentProducer {
             topic_partition.clone(),
             increment_sequence(base_sequence, record_count),
         );
+        self.unsent
+            .insert(topic_partition.clone(), (self.epoch, base_sequence));
         Ok(ProducerBatch {
             topic_partition: topic_partition.clone(),
             producer_epoch: self.epoch,
@@ -268,9 +276,17 @@ impl IdempotentProducer {
                 },
             });
         }
+        // The first send of the partition's last prepared batch: if the log refuses it,
+        // it was never written (a retry of a written batch may be refused too, say after a
+        // config change, and then keeps its sequences).
+        let first_send = self.unsent.get(batch.topic_partition())
+            == Some(&(batch.producer_epoch, batch.base_sequence));
+        if first_send {
+            self.unsent.remove(batch.topic_partition());
+        }
         let result = log.append_with(batch.bytes(), durability);
         if let Err(Error::InvalidAppend { kind }) = &result {
-            self.on_rejection(batch, kind);
+            self.on_rejection(batch, kind, first_send);
         }
         result
     }
@@ -376,21 +392,34 @@ impl IdempotentProducer {
         );
         self.epoch = next;
         self.next_sequences.clear();
+        self.unsent.clear();
         Ok(next)
     }
 
-    /// Kafka's `handleFailedBatch` for an idempotent producer: a sequence gap or a fenced
-    /// epoch, answered to a batch of the current epoch, bumps the epoch. A stale batch
-    /// (prepared before a bump) changes nothing.
-    fn on_rejection(&mut self, batch: &ProducerBatch, kind: &AppendErrorKind) {
-        if self.transactional || batch.producer_epoch != self.epoch {
+    /// Kafka's `handleFailedBatch`: a sequence gap or a fenced epoch, answered to a batch of
+    /// the current epoch, bumps the epoch of an idempotent producer. Any other refusal of a
+    /// first send gives the batch's sequences back (Kafka's transactional client lowers the
+    /// later sequences, `adjustSequencesDueToFailedBatch`; its idempotent client bumps the
+    /// epoch; an embedded producer sends one batch at a time, so nothing follows it). A stale
+    /// batch (prepared before a bump) changes nothing.
+    fn on_rejection(&mut self, batch: &ProducerBatch, kind: &AppendErrorKind, first_send: bool) {
+        if batch.producer_epoch != self.epoch {
             return;
         }
         let above = match kind {
             AppendErrorKind::OutOfOrderSequence { .. } => self.epoch,
             AppendErrorKind::InvalidProducerEpoch { current_epoch, .. } => *current_epoch,
-            _ => return,
+            _ => {
+                if first_send {
+                    self.next_sequences
+                        .insert(batch.topic_partition.clone(), batch.base_sequence);
+                }
+                return;
+            }
         };
+        if self.transactional {
+            return;
+        }
         // At i16::MAX the producer is marked exhausted; the append's own error is returned.
         let _ = self.bump_epoch_above(above);
     }

@@ -201,6 +201,69 @@ fn an_out_of_order_or_fenced_answer_bumps_the_epoch_and_resets_the_sequences() {
 }
 
 #[test]
+fn a_batch_refused_on_its_first_send_gives_its_sequences_back() {
+    let root = tempfile::tempdir().unwrap();
+    let config = seglog::LogConfig {
+        max_message_bytes: 256,
+        ..small_config(1 << 20)
+    };
+    let options = LogOpenOptions {
+        clock: clock(),
+        high_watermark: HighWatermarkPolicy::LogEnd,
+        ..LogOpenOptions::default()
+    };
+    let log_dir = LogDir::open_with(root.path(), config, options).unwrap();
+    let big = "x".repeat(400);
+    let tp = TopicPartition::new("events", 0);
+
+    let mut producer = IdempotentProducer::new(51, 0).unwrap();
+    let first = producer.prepare(&tp, records(&["a"])).unwrap();
+    producer
+        .send_to(&log_dir, &first, Durability::PageCache)
+        .unwrap();
+    let too_large = producer.prepare(&tp, records(&[&big, "b"])).unwrap();
+    let err = producer
+        .send_to(&log_dir, &too_large, Durability::PageCache)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        Error::InvalidAppend {
+            kind: AppendErrorKind::BatchTooLarge { .. }
+        }
+    ));
+    assert_eq!((producer.epoch(), producer.next_sequence(&tp)), (0, 1));
+    let next = producer.prepare(&tp, records(&["c"])).unwrap();
+    producer
+        .send_to(&log_dir, &next, Durability::PageCache)
+        .unwrap();
+    // A later resend of the refused batch is not its first send: "c" keeps its sequence.
+    assert!(
+        producer
+            .retry(
+                &log_dir.log(&tp).unwrap(),
+                &too_large,
+                Durability::PageCache
+            )
+            .is_err()
+    );
+    assert_eq!(producer.next_sequence(&tp), 2);
+
+    // In a transaction, the refused batch does not stall the ones after it.
+    let txn_tp = TopicPartition::new("txn", 0);
+    let mut producer = TransactionalProducer::init(&log_dir, 52, 0).unwrap();
+    let mut txn = producer.begin().unwrap();
+    txn.send(&txn_tp, records(&["t1"])).unwrap();
+    assert!(txn.send(&txn_tp, records(&[&big])).is_err());
+    txn.send(&txn_tp, records(&["t2"])).unwrap();
+    txn.commit(Durability::PageCache).unwrap();
+    assert_eq!(read(&log_dir, &tp, Isolation::ReadCommitted), ["a", "c"]);
+    assert_eq!(
+        read(&log_dir, &txn_tp, Isolation::ReadCommitted),
+        ["t1", "t2"]
+    );
+}
+
+#[test]
 fn a_transaction_across_three_partitions_committed_and_another_aborted() {
     let root = tempfile::tempdir().unwrap();
     let tps = partitions();
