@@ -204,6 +204,53 @@ pub enum Error {
         /// The partition directory.
         dir: PathBuf,
     },
+    /// A producer ([`crate::IdempotentProducer`], [`crate::TransactionalProducer`]) refused an
+    /// operation before writing anything.
+    #[error("producer {producer_id}: {kind}")]
+    Producer {
+        /// The producer id.
+        producer_id: i64,
+        /// What was refused.
+        kind: ProducerErrorKind,
+    },
+}
+
+/// Why a producer refused an operation ([`Error::Producer`]); nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProducerErrorKind {
+    /// A producer id or epoch is negative.
+    #[error("producer id and epoch must be >= 0, got epoch {epoch}")]
+    InvalidIdOrEpoch {
+        /// The epoch given.
+        epoch: i16,
+    },
+    /// A batch prepared for one partition was sent to the log of another.
+    #[error("batch prepared for {batch} sent to the log in {dir}")]
+    WrongPartition {
+        /// The partition the batch was prepared for.
+        batch: crate::TopicPartition,
+        /// The directory of the log it was sent to.
+        dir: PathBuf,
+    },
+    /// The epoch is `i16::MAX` and cannot be bumped (Kafka's client then asks for a new
+    /// producer id): use a new producer id.
+    #[error("epoch {epoch} cannot be bumped; use a new producer id")]
+    EpochExhausted {
+        /// The current epoch.
+        epoch: i16,
+    },
+    /// A fencing producer's epoch is not above the epoch the producer id already has in a
+    /// partition (Kafka's coordinator always bumps the epoch at `InitProducerId`).
+    #[error("epoch {epoch} is not above epoch {current} in {dir}")]
+    EpochNotNewer {
+        /// The epoch given.
+        epoch: i16,
+        /// The producer's epoch in that partition.
+        current: i16,
+        /// The partition directory.
+        dir: PathBuf,
+    },
 }
 
 /// What is wrong with a corrupt checkpoint file.

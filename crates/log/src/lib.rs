@@ -31,14 +31,23 @@
 //! [`Log::last_stable_offset`] bounds [`Isolation::ReadCommitted`] reads, which return the
 //! aborted transactions of the range and whose record readers drop aborted records.
 //!
+//! On top of these primitives, [`IdempotentProducer`] keeps a producer's sequences per
+//! partition, retries the very same batch (answered as a duplicate, also after a crash and
+//! reopen) and bumps its epoch on an out-of-order or fenced answer, as Kafka's client does;
+//! [`TransactionalProducer`] fences older epochs of a producer id by aborting their open
+//! transactions in a [`LogDir`] (Kafka's `InitProducerId`), and its [`Transaction`] appends to
+//! any partitions and ends with one COMMIT or ABORT marker on each partition touched.
+//!
 //! It compacts `cleanup.policy=compact` logs as Kafka's log cleaner does ([`Log::clean`], or
 //! [`Log::tick`] when a log is due): the latest record of every key, tombstones until their
 //! KIP-534 delete horizon, aborted transactions dropped, markers kept while their data is,
 //! producers' last batches kept, offsets unchanged, swapped in with Kafka's crash-safe
 //! `.cleaned` / `.swap` / `.deleted` protocol; `cleaner-offset-checkpoint` in the root.
 //!
-//! What it deliberately does not do: replication, a transaction coordinator (and Kafka's
-//! transaction verification guard, which needs one), and tiered storage. Background work
+//! What it deliberately does not do: replication, a transaction coordinator with its
+//! transaction log (the partitions a crash during a commit left unmarked are aborted, not
+//! committed), Kafka's
+//! transaction verification guard, which needs one, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits
@@ -145,6 +154,7 @@ mod log_producers;
 mod loom_models;
 mod maintenance;
 mod observe;
+mod producer;
 mod producer_files;
 mod producer_snapshot;
 mod producer_state;
@@ -159,6 +169,7 @@ mod stat_cache;
 mod sync;
 mod topic_config;
 mod topic_partition;
+mod transaction;
 mod validate;
 mod view;
 
@@ -180,7 +191,7 @@ pub use consumer::{
     ReaderOptions, RecordReader, RecordView, WaitFor,
 };
 pub use durable_async::{AppendDurable, SyncTo};
-pub use error::{AppendErrorKind, CheckpointCorruptKind, Error};
+pub use error::{AppendErrorKind, CheckpointCorruptKind, Error, ProducerErrorKind};
 pub use flush::TickReport;
 pub use high_watermark::HighWatermarkPolicy;
 pub use leader_epoch::{
@@ -195,6 +206,7 @@ pub use log_dir::{LogDir, LogDirTickReport};
 pub use log_producers::{AbortedTransaction, TransactionVersion, TxnMarker, TxnResult};
 /// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
 pub use observe::names as metric_names;
+pub use producer::{IdempotentProducer, ProducerBatch};
 pub use producer_files::ProducerLoad;
 pub use producer_snapshot::{
     PRODUCER_SNAPSHOT_ENTRY_LEN, PRODUCER_SNAPSHOT_VERSION, ProducerSnapshot,
@@ -231,6 +243,7 @@ pub use topic_config::{TOPIC_CONFIG_KEYS, TopicConfigs};
 pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
+pub use transaction::{Transaction, TransactionalProducer};
 pub use view::{Isolation, OffsetMetadata};
 
 // Compile-time guarantees: the handles users share between threads are `Send + Sync`.

@@ -23,6 +23,7 @@ mod log_dir;
 mod many_segments;
 mod model;
 mod poisoning;
+mod producer_api;
 mod producer_model;
 mod producer_snapshots;
 mod producers;
