@@ -39,12 +39,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use seglog_segment::{
-    FileKind, FileType, ParsedFileName, Segment, SegmentConfig, SegmentOpenOptions, TempSuffix,
-    file_path,
-};
+use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
+use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
 
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::{Error, Result};
@@ -175,13 +171,9 @@ impl Plan {
     /// # Errors
     /// None so far for unreadable candidates (a swap that cannot be read is refused); I/O
     /// errors of the segments that must stay are left to their own open.
-    pub(crate) fn new(
-        dir: &Path,
-        config: &SegmentConfig,
-        files: &[(PathBuf, ParsedFileName)],
-    ) -> Result<Plan> {
+    pub(crate) fn new(dir: &Path, files: &[(PathBuf, ParsedFileName)]) -> Result<Plan> {
         let mut plan = Plan::default();
-        let reader = Reader { dir, config };
+        let reader = Reader { dir };
         let of = |suffix: Option<TempSuffix>| {
             files
                 .iter()
@@ -415,27 +407,119 @@ fn hash128(parts: &[Option<&[u8]>]) -> [u64; 2] {
     [word(0x3c), word(0xd1)]
 }
 
-/// Opens segments read-only and walks their records.
+/// Reads segment files (by path, never through [`Segment`]: an overflowed segment, which a
+/// split replaces, does not open as one).
 struct Reader<'a> {
     dir: &'a Path,
-    config: &'a SegmentConfig,
 }
 
-/// The records of a series of segments, in offset order, batch by batch; every batch's CRC is
-/// checked and the walk must end exactly at each `.log`'s end.
-struct Records {
-    segments: VecDeque<Arc<Segment>>,
+/// The batches of one `.log` file, from its start: each whole and CRC-checked, and the walk
+/// must end exactly at the end of the file.
+struct FileBatches {
+    path: PathBuf,
+    file: std::fs::File,
+    size: u64,
     position: u64,
+}
+
+/// The most bytes a batch header needs (a v2 header; older ones are shorter).
+const HEADER_PREFIX: u64 = seglog_records::RECORD_BATCH_OVERHEAD as u64;
+
+impl FileBatches {
+    fn open(path: PathBuf) -> std::result::Result<FileBatches, SwapProblem> {
+        let unreadable = |e: std::io::Error| SwapProblem::Unreadable {
+            path: path.clone(),
+            detail: e.to_string(),
+        };
+        let file = std::fs::File::open(&path).map_err(unreadable)?;
+        let meta = file.metadata().map_err(unreadable)?;
+        if !meta.is_file() {
+            return Err(SwapProblem::Unreadable {
+                path,
+                detail: "not a regular file".into(),
+            });
+        }
+        Ok(FileBatches {
+            path,
+            file,
+            size: meta.len(),
+            position: 0,
+        })
+    }
+
+    fn damaged(&self, position: u64, detail: String) -> SwapProblem {
+        SwapProblem::Damaged {
+            path: self.path.clone(),
+            position,
+            detail,
+        }
+    }
+
+    /// The next batch, `None` at the end of the file.
+    fn next(&mut self) -> std::result::Result<Option<OwnedBatch>, SwapProblem> {
+        use std::os::unix::fs::FileExt;
+        if self.position >= self.size {
+            return Ok(None);
+        }
+        let remaining = self.size - self.position;
+        let mut prefix = vec![0u8; usize::try_from(remaining.min(HEADER_PREFIX)).unwrap_or(0)];
+        self.file
+            .read_exact_at(&mut prefix, self.position)
+            .map_err(|e| self.damaged(self.position, e.to_string()))?;
+        let header = match BatchHeader::parse(&prefix, self.position, remaining) {
+            Ok(HeaderRead::Batch(header)) => header,
+            Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
+                return Err(self.damaged(self.position, "a torn batch at the end".into()));
+            }
+            Err(e) => return Err(self.damaged(self.position, e.to_string())),
+        };
+        let mut bytes = vec![0u8; header.total_size as usize];
+        self.file
+            .read_exact_at(&mut bytes, self.position)
+            .map_err(|e| self.damaged(self.position, e.to_string()))?;
+        let batch = OwnedBatch::parse(bytes::Bytes::from(bytes), self.position)
+            .map_err(|e| self.damaged(self.position, e.to_string()))?;
+        self.position += u64::from(header.total_size);
+        Ok(Some(batch))
+    }
+
+    /// The offset after the last whole batch (headers only; a damaged tail ends the walk).
+    fn next_offset(mut self, base_offset: i64) -> i64 {
+        use std::os::unix::fs::FileExt;
+        let mut next = base_offset;
+        while self.position < self.size {
+            let remaining = self.size - self.position;
+            let mut prefix = vec![0u8; usize::try_from(remaining.min(HEADER_PREFIX)).unwrap_or(0)];
+            if self.file.read_exact_at(&mut prefix, self.position).is_err() {
+                break;
+            }
+            match BatchHeader::parse(&prefix, self.position, remaining) {
+                Ok(HeaderRead::Batch(header)) => {
+                    next = header.next_offset();
+                    self.position += u64::from(header.total_size);
+                }
+                _ => break,
+            }
+        }
+        next
+    }
+}
+
+/// The records of a series of `.log` files, in offset order, batch by batch (every batch's
+/// CRC checked, each walk ending exactly at its file's end).
+struct Records {
+    files: VecDeque<PathBuf>,
+    current: Option<FileBatches>,
     pending: VecDeque<Rec>,
-    /// Offsets below this are skipped (already served by an earlier source).
+    /// Offsets below this are skipped (before the range, or served by an earlier file).
     from: i64,
 }
 
 impl Records {
-    fn new(segments: Vec<Arc<Segment>>, from: i64) -> Records {
+    fn new(files: Vec<PathBuf>, from: i64) -> Records {
         Records {
-            segments: segments.into(),
-            position: 0,
+            files: files.into(),
+            current: None,
             pending: VecDeque::new(),
             from,
         }
@@ -444,44 +528,33 @@ impl Records {
     fn next(&mut self) -> std::result::Result<Option<Rec>, SwapProblem> {
         loop {
             if let Some(rec) = self.pending.pop_front() {
-                // Offsets ascend across the series: what an earlier source served is skipped.
+                // Offsets ascend across the series: what an earlier file served is skipped.
                 if rec.offset < self.from {
                     continue;
                 }
                 self.from = rec.offset.saturating_add(1);
                 return Ok(Some(rec));
             }
-            let Some(segment) = self.segments.front().cloned() else {
-                return Ok(None);
+            if self.current.is_none() {
+                let Some(path) = self.files.pop_front() else {
+                    return Ok(None);
+                };
+                self.current = Some(FileBatches::open(path)?);
+            }
+            let Some(file) = self.current.as_mut() else {
+                continue;
             };
-            let path = segment.log_path();
-            let damaged = |position, detail: String| SwapProblem::Damaged {
-                path: path.clone(),
-                position,
-                detail,
+            let Some(batch) = file.next()? else {
+                self.current = None;
+                continue;
             };
-            let header = segment.batch_headers(self.position).next();
-            let header = match header {
-                None => {
-                    if self.position != segment.size() {
-                        return Err(damaged(self.position, "a torn batch at the end".into()));
-                    }
-                    self.segments.pop_front();
-                    self.position = 0;
-                    continue;
-                }
-                Some(Err(e)) => return Err(damaged(self.position, e.to_string())),
-                Some(Ok(header)) => header,
-            };
-            let batch = segment
-                .read_batch(&header)
-                .map_err(|e| damaged(header.position, e.to_string()))?;
+            let position = batch.header().position;
             batch
                 .ensure_valid()
-                .map_err(|e| damaged(header.position, e.to_string()))?;
+                .map_err(|e| file.damaged(position, e.to_string()))?;
             let control = batch.header().is_control;
             for record in batch.records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES) {
-                let record = record.map_err(|e| damaged(header.position, e.to_string()))?;
+                let record = record.map_err(|e| file.damaged(position, e.to_string()))?;
                 self.pending.push_back(Rec {
                     offset: record.offset,
                     key: record.key.as_deref().map(|k| hash128(&[Some(k)])),
@@ -489,30 +562,17 @@ impl Records {
                     control,
                 });
             }
-            self.position = header.position + u64::from(header.total_size);
         }
     }
 }
 
 impl Reader<'_> {
-    fn open(&self, base: i64, suffix: Option<TempSuffix>) -> std::result::Result<Arc<Segment>, SwapProblem> {
-        let options = SegmentOpenOptions {
-            suffix,
-            ..SegmentOpenOptions::read_only()
-        };
-        Segment::open(self.dir, base, self.config, options)
-            .map(|(segment, _)| segment)
-            .map_err(|e| SwapProblem::Unreadable {
-                path: file_path(self.dir, base, FileKind::LOG.with_suffix(suffix)),
-                detail: e.to_string(),
-            })
+    fn path(&self, base: i64, suffix: Option<TempSuffix>) -> PathBuf {
+        file_path(self.dir, base, FileKind::LOG.with_suffix(suffix))
     }
 
-    fn next_offset(&self, segment: &Segment) -> std::result::Result<i64, SwapProblem> {
-        segment.read_next_offset().map_err(|e| SwapProblem::Unreadable {
-            path: segment.log_path(),
-            detail: e.to_string(),
-        })
+    fn next_offset(&self, base: i64, suffix: Option<TempSuffix>) -> std::result::Result<i64, SwapProblem> {
+        Ok(FileBatches::open(self.path(base, suffix))?.next_offset(base))
     }
 
     /// The checks of a `.swap` set (module docs, step 2). `Ok` with the replaced range; `Err`
@@ -527,14 +587,13 @@ impl Reader<'_> {
         let mut swaps = Vec::new();
         let mut ranges = Vec::new();
         for base in swap_logs {
-            let segment = self.open(*base, Some(TempSuffix::Swap)).map_err(|p| (p, None))?;
             // An empty swap (a group that kept nothing) still replaces the segment at its base.
             let next = self
-                .next_offset(&segment)
+                .next_offset(*base, Some(TempSuffix::Swap))
                 .map_err(|p| (p, None))?
                 .max(base.saturating_add(1));
             ranges.push((*base, next));
-            swaps.push(segment);
+            swaps.push(self.path(*base, Some(TempSuffix::Swap)));
         }
         for pair in ranges.windows(2) {
             if pair[1].0 < pair[0].1 {
@@ -552,8 +611,7 @@ impl Reader<'_> {
         let range = Some((lo, hi));
         let fail = |p| (p, range);
         if let Some(prev) = live.range(..lo).next_back() {
-            let segment = self.open(*prev, None).map_err(fail)?;
-            let next = self.next_offset(&segment).map_err(fail)?;
+            let next = self.next_offset(*prev, None).map_err(fail)?;
             if next > lo {
                 return Err(fail(SwapProblem::OverlapsSegment {
                     base_offset: *prev,
@@ -569,24 +627,16 @@ impl Reader<'_> {
             if live.contains(base) && *base >= lo {
                 continue;
             }
-            if *base < lo {
-                let segment = self.open(*base, Some(TempSuffix::Deleted)).map_err(fail)?;
-                if self.next_offset(&segment).map_err(fail)? <= lo {
-                    continue;
-                }
+            if *base < lo && self.next_offset(*base, Some(TempSuffix::Deleted)).map_err(fail)? <= lo {
+                continue;
             }
             sources.insert(*base, Some(TempSuffix::Deleted));
         }
         for base in live.range(lo..hi) {
             sources.insert(*base, None);
         }
-        let open_all = |entries: &mut dyn Iterator<Item = (i64, Option<TempSuffix>)>| {
-            entries
-                .map(|(base, suffix)| self.open(base, suffix))
-                .collect::<std::result::Result<Vec<_>, _>>()
-        };
-        let replaced = open_all(&mut sources.iter().map(|(b, s)| (*b, *s))).map_err(fail)?;
-        let later = open_all(&mut live.range(hi..).map(|b| (*b, None))).map_err(fail)?;
+        let replaced: Vec<PathBuf> = sources.iter().map(|(b, s)| self.path(*b, *s)).collect();
+        let later: Vec<PathBuf> = live.range(hi..).map(|b| self.path(*b, None)).collect();
         let latest = latest_offsets(&replaced, lo, &later).map_err(fail)?;
         let mut old = Records::new(replaced, lo);
         let mut new = Records::new(swaps, i64::MIN);
@@ -630,9 +680,7 @@ impl Reader<'_> {
         if segments.range(base..).next().is_none() {
             return false; // a truncated tail
         }
-        let Ok(segment) = self.open(base, Some(TempSuffix::Deleted)) else {
-            return false;
-        };
+        let segment = self.path(base, Some(TempSuffix::Deleted));
         if refused.is_some_and(|(lo, hi)| (lo..hi).contains(&base)) {
             // An old segment of a refused swap: the swap is undone.
             return true;
@@ -641,19 +689,15 @@ impl Reader<'_> {
             return false; // below the first segment: retention
         };
         let covered = self
-            .open(before, suffix)
-            .and_then(|s| self.next_offset(&s))
+            .next_offset(before, suffix)
             .is_ok_and(|next| next > base);
         if covered {
             return false;
         }
-        let later: std::result::Result<Vec<_>, _> = segments
+        let later: Vec<PathBuf> = segments
             .range(base..)
-            .map(|(b, s)| self.open(*b, *s))
+            .map(|(b, s)| self.path(*b, *s))
             .collect();
-        let Ok(later) = later else {
-            return true;
-        };
         let Ok(latest) = latest_offsets(std::slice::from_ref(&segment), base, &later) else {
             return true;
         };
@@ -672,9 +716,9 @@ impl Reader<'_> {
 
 /// For every key of `replaced` (from `from` on), its latest offset there and in `later`.
 fn latest_offsets(
-    replaced: &[Arc<Segment>],
+    replaced: &[PathBuf],
     from: i64,
-    later: &[Arc<Segment>],
+    later: &[PathBuf],
 ) -> std::result::Result<HashMap<[u64; 2], i64>, SwapProblem> {
     let mut latest = HashMap::new();
     let mut records = Records::new(replaced.to_vec(), from);

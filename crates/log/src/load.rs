@@ -577,7 +577,7 @@ impl Loader<'_> {
     /// disk by a read-write load, kept as the view of a read-only one.
     fn clean_temporary_files(&mut self) -> Result<()> {
         let files = self.segment_files()?;
-        let plan = Plan::new(self.dir, self.config, &files)?;
+        let plan = Plan::new(self.dir, &files)?;
         if self.read_only {
             self.report.rejected_swaps = plan
                 .rejected
