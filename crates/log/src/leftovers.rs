@@ -352,7 +352,9 @@ impl Plan {
         }
         for path in &self.expire {
             if remove_if_exists(path)? {
-                report.removed.push(path.clone());
+                // A replaced live file is reported under its live name.
+                let live = self.displaced.iter().find(|(_, to)| to == path);
+                report.removed.push(live.map_or(path, |(from, _)| from).clone());
             }
         }
         sync_dir(&config.io, dir)?;
