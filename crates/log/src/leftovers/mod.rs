@@ -797,3 +797,6 @@ fn segment_names(dir: &Path) -> std::io::Result<Vec<std::ffi::OsString>> {
     names.sort();
     Ok(names)
 }
+
+#[cfg(test)]
+mod tests;
