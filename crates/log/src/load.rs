@@ -588,6 +588,15 @@ impl Loader<'_> {
                     r
                 })
                 .collect();
+            // What a read-write open would rename back, served here under the `.deleted` names.
+            self.report.restored_files = plan
+                .segments
+                .iter()
+                .filter(|(_, suffix)| **suffix == Some(TempSuffix::Deleted))
+                .map(|(base, _)| {
+                    file_path(self.dir, *base, FileKind::LOG.with_suffix(None))
+                })
+                .collect();
             self.view = Some(plan.segments);
             return Ok(());
         }
