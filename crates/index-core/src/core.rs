@@ -11,9 +11,9 @@
 //!   to reopen the file by its current name.
 
 use std::fs::{self, File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
 use std::io::{self, Read};
 use std::marker::PhantomData;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

@@ -36,8 +36,8 @@
 //! [`HeapBuffer`] with `read(2)`, which cannot fault.
 
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::OpenOptionsExt;
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 

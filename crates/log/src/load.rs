@@ -313,9 +313,7 @@ pub(crate) fn load(
     if !mode.read_only {
         return load_once(dir, config, now_ms, state, mode);
     }
-    crate::leftovers::consistent_read_only(dir, || {
-        load_once(dir, config, now_ms, state, mode)
-    })
+    crate::leftovers::consistent_read_only(dir, || load_once(dir, config, now_ms, state, mode))
 }
 
 /// One load (see [`load`]).
@@ -529,9 +527,7 @@ impl Loader<'_> {
         if let Some(view) = &self.view {
             // Read-only: the segments as the leftovers rule leaves them, each `.log` under
             // the name it has now, listed as a live one.
-            out.retain(|(_, p)| {
-                p.kind != FileKind::LOG || view.get(&p.base_offset) == Some(&None)
-            });
+            out.retain(|(_, p)| p.kind != FileKind::LOG || view.get(&p.base_offset) == Some(&None));
             for (base, suffix) in view {
                 if let Some(suffix) = suffix {
                     let kind = FileKind::LOG.with_suffix(Some(*suffix));
@@ -593,9 +589,7 @@ impl Loader<'_> {
                 .segments
                 .iter()
                 .filter(|(_, suffix)| **suffix == Some(TempSuffix::Deleted))
-                .map(|(base, _)| {
-                    file_path(self.dir, *base, FileKind::LOG.with_suffix(None))
-                })
+                .map(|(base, _)| file_path(self.dir, *base, FileKind::LOG.with_suffix(None)))
                 .collect();
             self.view = Some(plan.segments);
             return Ok(());

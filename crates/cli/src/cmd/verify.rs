@@ -225,7 +225,12 @@ pub fn verify_dir_with(
         .flatten()
         .map(|log| log.load_report().clone());
     for path in &listing.leftovers {
-        v.problem(path, None, ProblemKind::Leftover, leftover_message(path, resolved.as_ref()));
+        v.problem(
+            path,
+            None,
+            ProblemKind::Leftover,
+            leftover_message(path, resolved.as_ref()),
+        );
     }
     for path in &listing.snapshots {
         match read_bounded(path, MAX_SNAPSHOT_BYTES) {

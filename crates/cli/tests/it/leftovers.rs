@@ -11,7 +11,10 @@ use crate::support::{seglog, seglog_stdin, snapshot};
 fn unique_log(dir: &Path) -> Vec<i64> {
     let mut input = String::new();
     for i in 0..600 {
-        input.push_str(&format!("{{\"key\":\"k{i}\",\"value\":\"v{i}-{}\"}}\n", "x".repeat(30)));
+        input.push_str(&format!(
+            "{{\"key\":\"k{i}\",\"value\":\"v{i}-{}\"}}\n",
+            "x".repeat(30)
+        ));
     }
     let out = seglog_stdin(
         [
@@ -89,7 +92,11 @@ fn refused(plant: impl Fn(&Path, &[i64])) {
     );
     let recover = seglog(["recover".as_ref(), dir.as_os_str()]);
     assert_eq!(recover.code, 1, "{}{}", recover.stdout, recover.stderr);
-    assert!(recover.stdout.contains("swap refused"), "{}", recover.stdout);
+    assert!(
+        recover.stdout.contains("swap refused"),
+        "{}",
+        recover.stdout
+    );
     assert_eq!(read(&dir), before, "after recover");
     assert_eq!(bases_of(&dir), bases);
     for (swap, bytes) in swaps {
@@ -134,7 +141,11 @@ fn overlapping_swaps_delete_nothing() {
         ]
         .concat();
         std::fs::write(path(dir, bases[0], ".log.swap"), &merged).unwrap();
-        std::fs::copy(path(dir, bases[1], ".log"), path(dir, bases[1], ".log.swap")).unwrap();
+        std::fs::copy(
+            path(dir, bases[1], ".log"),
+            path(dir, bases[1], ".log.swap"),
+        )
+        .unwrap();
     });
 }
 
@@ -164,7 +175,11 @@ fn a_read_during_an_interrupted_swap_serves_every_record_and_recover_completes_i
     assert_eq!(info.code, 0, "{}", info.stderr);
     let recover = seglog(["recover".as_ref(), dir.as_os_str()]);
     assert_eq!(recover.code, 0, "{}{}", recover.stdout, recover.stderr);
-    assert!(recover.stdout.contains("completed swap"), "{}", recover.stdout);
+    assert!(
+        recover.stdout.contains("completed swap"),
+        "{}",
+        recover.stdout
+    );
     assert_eq!(read(&dir), before);
     assert_eq!(bases_of(&dir), [&bases[..1], &bases[2..]].concat());
 }
@@ -208,7 +223,12 @@ fn truncate_refuses_a_segment_symlink_and_cuts_no_other_log() {
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let theirs_before = snapshot(&theirs);
     for args in [
-        vec!["truncate".as_ref(), ours.as_os_str(), "--to".as_ref(), "5".as_ref()],
+        vec![
+            "truncate".as_ref(),
+            ours.as_os_str(),
+            "--to".as_ref(),
+            "5".as_ref(),
+        ],
         vec!["recover".as_ref(), ours.as_os_str()],
     ] {
         let out = seglog(args);
@@ -216,7 +236,12 @@ fn truncate_refuses_a_segment_symlink_and_cuts_no_other_log() {
         assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
         assert!(out.stderr.contains("symlink"), "{}", out.stderr);
         assert_eq!(snapshot(&theirs), theirs_before);
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 }
 

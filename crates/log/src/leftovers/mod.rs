@@ -35,12 +35,12 @@
 //! now leaves a state this rule resolves the same way), the directory fsynced, the swaps renamed
 //! to their final names, fsynced, then the `.deleted` files restored or removed, fsynced.
 
+use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
+use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
-use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
-use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
 
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::{Error, Result};
@@ -111,7 +111,11 @@ impl fmt::Display for SwapProblem {
                 path,
                 position,
                 detail,
-            } => write!(f, "{} is damaged at byte {position}: {detail}", path.display()),
+            } => write!(
+                f,
+                "{} is damaged at byte {position}: {detail}",
+                path.display()
+            ),
             Self::Overlapping {
                 base_offset,
                 other_base_offset,
@@ -282,8 +286,8 @@ impl Plan {
             if restore {
                 segments.insert(*base, Some(TempSuffix::Deleted));
             }
-            for (path, parsed) in of(Some(TempSuffix::Deleted))
-                .filter(|(_, p)| p.base_offset == *base)
+            for (path, parsed) in
+                of(Some(TempSuffix::Deleted)).filter(|(_, p)| p.base_offset == *base)
             {
                 let target = file_path(dir, *base, parsed.kind.with_suffix(None));
                 if restore && !target.exists() {
@@ -319,7 +323,12 @@ impl Plan {
     /// # Errors
     /// I/O errors of a rename, an unlink or a directory fsync (the next load resolves the
     /// state left, by the same rule).
-    pub(crate) fn apply(self, dir: &Path, config: &SegmentConfig, report: &mut Applied) -> Result<()> {
+    pub(crate) fn apply(
+        self,
+        dir: &Path,
+        config: &SegmentConfig,
+        report: &mut Applied,
+    ) -> Result<()> {
         if self.is_empty() {
             report.rejected = self.rejected;
             return Ok(());
@@ -354,7 +363,9 @@ impl Plan {
             if remove_if_exists(path)? {
                 // A replaced live file is reported under its live name.
                 let live = self.displaced.iter().find(|(_, to)| to == path);
-                report.removed.push(live.map_or(path, |(from, _)| from).clone());
+                report
+                    .removed
+                    .push(live.map_or(path, |(from, _)| from).clone());
             }
         }
         sync_dir(&config.io, dir)?;
@@ -573,7 +584,11 @@ impl Reader<'_> {
         file_path(self.dir, base, FileKind::LOG.with_suffix(suffix))
     }
 
-    fn next_offset(&self, base: i64, suffix: Option<TempSuffix>) -> std::result::Result<i64, SwapProblem> {
+    fn next_offset(
+        &self,
+        base: i64,
+        suffix: Option<TempSuffix>,
+    ) -> std::result::Result<i64, SwapProblem> {
         Ok(FileBatches::open(self.path(base, suffix))?.next_offset(base))
     }
 
@@ -629,7 +644,12 @@ impl Reader<'_> {
             if live.contains(base) && *base >= lo {
                 continue;
             }
-            if *base < lo && self.next_offset(*base, Some(TempSuffix::Deleted)).map_err(fail)? <= lo {
+            if *base < lo
+                && self
+                    .next_offset(*base, Some(TempSuffix::Deleted))
+                    .map_err(fail)?
+                    <= lo
+            {
                 continue;
             }
             sources.insert(*base, Some(TempSuffix::Deleted));
@@ -676,7 +696,9 @@ impl Reader<'_> {
         installed: Option<(i64, i64)>,
         refused: Option<(i64, i64)>,
     ) -> bool {
-        if segments.contains_key(&base) || installed.is_some_and(|(lo, hi)| (lo..hi).contains(&base)) {
+        if segments.contains_key(&base)
+            || installed.is_some_and(|(lo, hi)| (lo..hi).contains(&base))
+        {
             return false;
         }
         if segments.range(base..).next().is_none() {
@@ -762,7 +784,10 @@ const READ_ONLY_ATTEMPTS: usize = 64;
 ///
 /// # Errors
 /// The last load's error; [`Error::DirectoryChanging`] when no load saw the names still.
-pub(crate) fn consistent_read_only<T>(dir: &Path, mut load: impl FnMut() -> Result<T>) -> Result<T> {
+pub(crate) fn consistent_read_only<T>(
+    dir: &Path,
+    mut load: impl FnMut() -> Result<T>,
+) -> Result<T> {
     let Ok(mut before) = segment_names(dir) else {
         return load();
     };

@@ -65,9 +65,8 @@ fn records(log: &Log) -> Vec<(i64, String, Option<String>)> {
             for record in batch.records(1 << 20) {
                 let record = record.unwrap();
                 if record.offset >= next {
-                    let text = |b: Option<bytes::Bytes>| {
-                        b.map(|b| String::from_utf8(b.to_vec()).unwrap())
-                    };
+                    let text =
+                        |b: Option<bytes::Bytes>| b.map(|b| String::from_utf8(b.to_vec()).unwrap());
                     out.push((record.offset, text(record.key).unwrap(), text(record.value)));
                 }
             }
@@ -104,7 +103,11 @@ fn refused(plant: impl Fn(&Path, &[i64]), expect: impl Fn(&SwapProblem) -> bool)
     let tmp = tempfile::tempdir().unwrap();
     let bases = unique_log(tmp.path());
     assert!(bases.len() >= 3, "{bases:?}");
-    let before = records(&open_with(tmp.path(), true, &Arc::new(ManualClock::new(T0))));
+    let before = records(&open_with(
+        tmp.path(),
+        true,
+        &Arc::new(ManualClock::new(T0)),
+    ));
     plant(tmp.path(), &bases);
     let planted: Vec<(PathBuf, Vec<u8>)> = std::fs::read_dir(tmp.path())
         .unwrap()
@@ -169,9 +172,7 @@ fn a_swap_based_inside_a_segment_is_refused() {
             let copy = std::fs::read(path(dir, bases[1], ".log")).unwrap();
             std::fs::write(path(dir, bases[0] + 1, ".log.swap"), copy).unwrap();
         },
-        |p| {
-            matches!(p, SwapProblem::OverlapsSegment { base_offset: 0, .. })
-        },
+        |p| matches!(p, SwapProblem::OverlapsSegment { base_offset: 0, .. }),
     );
 }
 
@@ -185,7 +186,12 @@ fn overlapping_swaps_are_refused() {
             std::fs::write(path(dir, bases[0], ".log.swap"), merged).unwrap();
             std::fs::write(path(dir, bases[1], ".log.swap"), first).unwrap();
         },
-        |p| matches!(p, SwapProblem::Overlapping { .. } | SwapProblem::UnknownRecord { .. }),
+        |p| {
+            matches!(
+                p,
+                SwapProblem::Overlapping { .. } | SwapProblem::UnknownRecord { .. }
+            )
+        },
     );
 }
 
@@ -210,7 +216,11 @@ fn a_swap_with_a_changed_record_is_refused() {
 fn a_middle_segment_renamed_deleted_is_restored_and_an_old_prefix_or_tail_is_not() {
     let tmp = tempfile::tempdir().unwrap();
     let bases = unique_log(tmp.path());
-    let before = records(&open_with(tmp.path(), true, &Arc::new(ManualClock::new(T0))));
+    let before = records(&open_with(
+        tmp.path(),
+        true,
+        &Arc::new(ManualClock::new(T0)),
+    ));
     for suffix in [".log", ".index", ".timeindex"] {
         let live = path(tmp.path(), bases[1], suffix);
         std::fs::rename(&live, format!("{}.deleted", live.display())).unwrap();
@@ -251,7 +261,11 @@ fn a_read_only_open_resolves_every_crash_state_of_a_swap_as_a_read_write_open() 
         let log = open_with(template.path(), false, &clock);
         for round in 0..20 {
             for key in 0..10 {
-                put(&log, &format!("k{key}"), Some(&format!("v{round}-{}", "x".repeat(20))));
+                put(
+                    &log,
+                    &format!("k{key}"),
+                    Some(&format!("v{round}-{}", "x".repeat(20))),
+                );
             }
         }
         put(&log, "k3", None);
@@ -296,7 +310,10 @@ fn a_read_only_open_resolves_every_crash_state_of_a_swap_as_a_read_write_open() 
             for (from, to) in renames(previous.path(), next.path()).into_iter().take(j) {
                 std::fs::rename(partial.path().join(from), partial.path().join(to)).unwrap();
             }
-            check(partial.path(), &format!("crash in step {k} after {j} renames"));
+            check(
+                partial.path(),
+                &format!("crash in step {k} after {j} renames"),
+            );
             states += 1;
         }
         previous = next;
@@ -317,10 +334,15 @@ fn renames(from: &Path, to: &Path) -> Vec<(String, String)> {
     };
     let (before, after) = (names(from), names(to));
     let order = |t: FileType| {
-        [FileType::Log, FileType::Index, FileType::TimeIndex, FileType::TxnIndex]
-            .iter()
-            .position(|x| *x == t)
-            .unwrap_or(9)
+        [
+            FileType::Log,
+            FileType::Index,
+            FileType::TimeIndex,
+            FileType::TxnIndex,
+        ]
+        .iter()
+        .position(|x| *x == t)
+        .unwrap_or(9)
     };
     let mut pairs = Vec::new();
     for old in before.difference(&after) {
@@ -329,7 +351,12 @@ fn renames(from: &Path, to: &Path) -> Vec<(String, String)> {
             let n = parse_file_name(Path::new(n)).unwrap();
             n.base_offset == o.base_offset && n.kind.file_type == o.kind.file_type
         }) {
-            pairs.push((o.base_offset, order(o.kind.file_type), old.clone(), new.clone()));
+            pairs.push((
+                o.base_offset,
+                order(o.kind.file_type),
+                old.clone(),
+                new.clone(),
+            ));
         }
     }
     pairs.sort();
