@@ -362,3 +362,48 @@ fn renames(from: &Path, to: &Path) -> Vec<(String, String)> {
     pairs.sort();
     pairs.into_iter().map(|(_, _, a, b)| (a, b)).collect()
 }
+
+/// The read-only reload rule: a roll (new live files above every segment) or a cleaner's
+/// `.cleaned` output is no reason to load again; a rename or removal of a listed name is, and
+/// so is a new `.swap` or `.deleted` name or a live name below the last segment.
+#[test]
+fn a_read_only_load_is_redone_only_when_a_name_it_listed_moved() {
+    use std::collections::BTreeMap;
+    use std::ffi::OsString;
+    let listing = |names: &[&str]| -> BTreeMap<OsString, seglog_segment::ParsedFileName> {
+        names
+            .iter()
+            .map(|n| {
+                let parsed = seglog_segment::parse_file_name(Path::new(n)).unwrap();
+                (OsString::from(n), parsed)
+            })
+            .collect()
+    };
+    let before = listing(&["00000000000000000000.log", "00000000000000000010.log"]);
+    let still = |after: &[&str]| super::unchanged_for_a_reader(&before, &listing(after));
+    assert!(still(&[
+        "00000000000000000000.log",
+        "00000000000000000010.log"
+    ]));
+    assert!(still(&[
+        "00000000000000000000.log",
+        "00000000000000000010.log",
+        "00000000000000000020.log",
+        "00000000000000000020.index",
+        "00000000000000000000.log.cleaned",
+    ]));
+    assert!(!still(&[
+        "00000000000000000000.log.deleted",
+        "00000000000000000010.log"
+    ]));
+    assert!(!still(&[
+        "00000000000000000000.log",
+        "00000000000000000010.log",
+        "00000000000000000000.log.swap",
+    ]));
+    assert!(!still(&[
+        "00000000000000000000.log",
+        "00000000000000000005.log",
+        "00000000000000000010.log",
+    ]));
+}
