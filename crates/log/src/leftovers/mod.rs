@@ -95,6 +95,10 @@ pub enum SwapProblem {
         /// The record's offset.
         offset: i64,
     },
+    /// A swapped index file without its `.log.swap`, beside no segment or a segment that has
+    /// that index already (a crash between a swap's renames leaves one only beside a `.log`
+    /// without it).
+    StrayIndex,
     /// A file the decision needs could not be read.
     Unreadable {
         /// The file.
@@ -137,6 +141,10 @@ impl fmt::Display for SwapProblem {
             Self::MissingRecord { offset } => write!(
                 f,
                 "it lacks offset {offset}, a record of the segments it would replace that nothing later supersedes"
+            ),
+            Self::StrayIndex => write!(
+                f,
+                "a swapped index without its .log.swap, beside no segment or one that has this index"
             ),
             Self::Unreadable { path, detail } => {
                 write!(f, "{} cannot be read: {detail}", path.display())
@@ -229,7 +237,10 @@ impl Plan {
                 }
                 Err((problem, range)) => {
                     refused_range = range;
-                    for (path, _) in &swaps {
+                    let with_logs = swaps
+                        .iter()
+                        .filter(|(_, p)| swap_logs.contains(&p.base_offset));
+                    for (path, _) in with_logs {
                         plan.rejected.push(RejectedSwap {
                             path: path.clone(),
                             set_aside_as: Some(rejected_name(path)),
@@ -259,10 +270,7 @@ impl Plan {
                     plan.rejected.push(RejectedSwap {
                         path: path.clone(),
                         set_aside_as: Some(rejected_name(path)),
-                        problem: SwapProblem::Unreadable {
-                            path: path.clone(),
-                            detail: "a swapped index without its .log.swap beside a segment that has this index (or no segment)".into(),
-                        },
+                        problem: SwapProblem::StrayIndex,
                     });
                 }
             }

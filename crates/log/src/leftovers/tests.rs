@@ -407,3 +407,30 @@ fn a_read_only_load_is_redone_only_when_a_name_it_listed_moved() {
         "00000000000000000010.log",
     ]));
 }
+
+/// A swapped index without its `.log.swap`: beside a segment that lacks that index (a crash
+/// between the renames of a swap's last step) it takes its final name; beside one that has it,
+/// it is set aside and the live index stays.
+#[test]
+fn a_swapped_index_completes_a_half_renamed_swap_and_is_refused_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bases = unique_log(tmp.path());
+    let before = records(&open(tmp.path()));
+    let index = path(tmp.path(), bases[0], ".index");
+    let time_index = path(tmp.path(), bases[0], ".timeindex");
+    let (index_bytes, time_bytes) = (
+        std::fs::read(&index).unwrap(),
+        std::fs::read(&time_index).unwrap(),
+    );
+    std::fs::rename(&index, path(tmp.path(), bases[0], ".index.swap")).unwrap();
+    std::fs::write(path(tmp.path(), bases[0], ".timeindex.swap"), [0u8; 12]).unwrap();
+    let log = open(tmp.path());
+    let report = log.load_report().clone();
+    assert_eq!(records(&log), before);
+    assert_eq!(report.completed_swaps, vec![index.clone()], "{report:?}");
+    assert_eq!(report.rejected_swaps.len(), 1, "{report:?}");
+    assert_eq!(report.rejected_swaps[0].problem, SwapProblem::StrayIndex);
+    assert_eq!(std::fs::read(&index).unwrap(), index_bytes);
+    assert_eq!(std::fs::read(&time_index).unwrap(), time_bytes);
+    assert!(path(tmp.path(), bases[0], ".timeindex.swap.rejected").exists());
+}
