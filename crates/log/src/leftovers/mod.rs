@@ -35,12 +35,17 @@
 //! now leaves a state this rule resolves the same way), the directory fsynced, the swaps renamed
 //! to their final names, fsynced, then the `.deleted` files restored or removed, fsynced.
 
-use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
-use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+mod records;
+mod reload;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
-use std::hash::{DefaultHasher, Hasher};
 use std::path::{Path, PathBuf};
+
+use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
+
+use records::{FileBatches, Rec, Records};
+pub(crate) use reload::consistent_read_only;
 
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::{Error, Result};
@@ -398,193 +403,10 @@ fn rejected_name(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// One record as the checks compare it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Rec {
-    offset: i64,
-    /// `None` for a record without a key.
-    key: Option<[u64; 2]>,
-    /// The value (with whether it is null), and the key, hashed together.
-    content: [u64; 2],
-    control: bool,
-}
-
-fn hash128(parts: &[Option<&[u8]>]) -> [u64; 2] {
-    let word = |prefix: u8| {
-        let mut hasher = DefaultHasher::new();
-        hasher.write_u8(prefix);
-        for part in parts {
-            match part {
-                Some(bytes) => {
-                    hasher.write_u8(1);
-                    hasher.write_usize(bytes.len());
-                    hasher.write(bytes);
-                }
-                None => hasher.write_u8(0),
-            }
-        }
-        hasher.finish()
-    };
-    [word(0x3c), word(0xd1)]
-}
-
 /// Reads segment files (by path, never through [`Segment`]: an overflowed segment, which a
 /// split replaces, does not open as one).
 struct Reader<'a> {
     dir: &'a Path,
-}
-
-/// The batches of one `.log` file, from its start: each whole and CRC-checked, and the walk
-/// must end exactly at the end of the file.
-struct FileBatches {
-    path: PathBuf,
-    file: std::fs::File,
-    size: u64,
-    position: u64,
-}
-
-/// The most bytes a batch header needs (a v2 header; older ones are shorter).
-const HEADER_PREFIX: u64 = seglog_records::RECORD_BATCH_OVERHEAD as u64;
-
-impl FileBatches {
-    fn open(path: PathBuf) -> std::result::Result<FileBatches, SwapProblem> {
-        let unreadable = |e: std::io::Error| SwapProblem::Unreadable {
-            path: path.clone(),
-            detail: e.to_string(),
-        };
-        let file = std::fs::File::open(&path).map_err(unreadable)?;
-        let meta = file.metadata().map_err(unreadable)?;
-        if !meta.is_file() {
-            return Err(SwapProblem::Unreadable {
-                path,
-                detail: "not a regular file".into(),
-            });
-        }
-        Ok(FileBatches {
-            path,
-            file,
-            size: meta.len(),
-            position: 0,
-        })
-    }
-
-    fn damaged(&self, position: u64, detail: String) -> SwapProblem {
-        SwapProblem::Damaged {
-            path: self.path.clone(),
-            position,
-            detail,
-        }
-    }
-
-    /// The next batch, `None` at the end of the file.
-    fn next(&mut self) -> std::result::Result<Option<OwnedBatch>, SwapProblem> {
-        use std::os::unix::fs::FileExt;
-        if self.position >= self.size {
-            return Ok(None);
-        }
-        let remaining = self.size - self.position;
-        let mut prefix = vec![0u8; usize::try_from(remaining.min(HEADER_PREFIX)).unwrap_or(0)];
-        self.file
-            .read_exact_at(&mut prefix, self.position)
-            .map_err(|e| self.damaged(self.position, e.to_string()))?;
-        let header = match BatchHeader::parse(&prefix, self.position, remaining) {
-            Ok(HeaderRead::Batch(header)) => header,
-            Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
-                return Err(self.damaged(self.position, "a torn batch at the end".into()));
-            }
-            Err(e) => return Err(self.damaged(self.position, e.to_string())),
-        };
-        let mut bytes = vec![0u8; header.total_size as usize];
-        self.file
-            .read_exact_at(&mut bytes, self.position)
-            .map_err(|e| self.damaged(self.position, e.to_string()))?;
-        let batch = OwnedBatch::parse(bytes::Bytes::from(bytes), self.position)
-            .map_err(|e| self.damaged(self.position, e.to_string()))?;
-        self.position += u64::from(header.total_size);
-        Ok(Some(batch))
-    }
-
-    /// The offset after the last whole batch (headers only; a damaged tail ends the walk).
-    fn next_offset(mut self, base_offset: i64) -> i64 {
-        use std::os::unix::fs::FileExt;
-        let mut next = base_offset;
-        while self.position < self.size {
-            let remaining = self.size - self.position;
-            let mut prefix = vec![0u8; usize::try_from(remaining.min(HEADER_PREFIX)).unwrap_or(0)];
-            if self.file.read_exact_at(&mut prefix, self.position).is_err() {
-                break;
-            }
-            match BatchHeader::parse(&prefix, self.position, remaining) {
-                Ok(HeaderRead::Batch(header)) => {
-                    next = header.next_offset();
-                    self.position += u64::from(header.total_size);
-                }
-                _ => break,
-            }
-        }
-        next
-    }
-}
-
-/// The records of a series of `.log` files, in offset order, batch by batch (every batch's
-/// CRC checked, each walk ending exactly at its file's end).
-struct Records {
-    files: VecDeque<PathBuf>,
-    current: Option<FileBatches>,
-    pending: VecDeque<Rec>,
-    /// Offsets below this are skipped (before the range, or served by an earlier file).
-    from: i64,
-}
-
-impl Records {
-    fn new(files: Vec<PathBuf>, from: i64) -> Records {
-        Records {
-            files: files.into(),
-            current: None,
-            pending: VecDeque::new(),
-            from,
-        }
-    }
-
-    fn next(&mut self) -> std::result::Result<Option<Rec>, SwapProblem> {
-        loop {
-            if let Some(rec) = self.pending.pop_front() {
-                // Offsets ascend across the series: what an earlier file served is skipped.
-                if rec.offset < self.from {
-                    continue;
-                }
-                self.from = rec.offset.saturating_add(1);
-                return Ok(Some(rec));
-            }
-            if self.current.is_none() {
-                let Some(path) = self.files.pop_front() else {
-                    return Ok(None);
-                };
-                self.current = Some(FileBatches::open(path)?);
-            }
-            let Some(file) = self.current.as_mut() else {
-                continue;
-            };
-            let Some(batch) = file.next()? else {
-                self.current = None;
-                continue;
-            };
-            let position = batch.header().position;
-            batch
-                .ensure_valid()
-                .map_err(|e| file.damaged(position, e.to_string()))?;
-            let control = batch.header().is_control;
-            for record in batch.records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES) {
-                let record = record.map_err(|e| file.damaged(position, e.to_string()))?;
-                self.pending.push_back(Rec {
-                    offset: record.offset,
-                    key: record.key.as_deref().map(|k| hash128(&[Some(k)])),
-                    content: hash128(&[record.key.as_deref(), record.value.as_deref()]),
-                    control,
-                });
-            }
-        }
-    }
 }
 
 impl Reader<'_> {
@@ -778,84 +600,6 @@ fn is_required(rec: &Rec, latest: &HashMap<[u64; 2], i64>) -> bool {
             None => true,
             Some(key) => latest.get(&key) == Some(&rec.offset),
         }
-}
-
-/// How many read-only loads [`consistent_read_only`] tries.
-const READ_ONLY_ATTEMPTS: usize = 64;
-
-/// Runs the read-only `load` until the directory's segment files did not change during it in
-/// a way that matters: a load that saw a file renamed or removed (a writer in another process
-/// renaming a swap in, deleting, truncating) may have listed a state no step of the writer
-/// ever left, or opened files of two states, and is done again. Every step of a swap, a
-/// deletion and a truncation renames or removes a name, so when every name listed before the
-/// load is still there after it, and the only new names are a roll's (live files above every
-/// segment listed before) or a cleaner's `.cleaned` output, the files the load opened (and
-/// holds) are one state's, which the leftovers rule resolves as a read-write open would. A
-/// writer that only appends and rolls never makes a reader load twice.
-///
-/// # Errors
-/// The last load's error; [`Error::DirectoryChanging`] when no load saw a still directory.
-pub(crate) fn consistent_read_only<T>(
-    dir: &Path,
-    mut load: impl FnMut() -> Result<T>,
-) -> Result<T> {
-    let Ok(mut before) = segment_names(dir) else {
-        return load();
-    };
-    for attempt in 0..READ_ONLY_ATTEMPTS {
-        let result = load();
-        let Ok(after) = segment_names(dir) else {
-            return result;
-        };
-        if unchanged_for_a_reader(&before, &after) {
-            return result;
-        }
-        before = after;
-        // Let the writer finish its step.
-        std::thread::sleep(std::time::Duration::from_millis(1 << attempt.min(6)));
-    }
-    Err(Error::DirectoryChanging {
-        dir: dir.to_path_buf(),
-        attempts: READ_ONLY_ATTEMPTS,
-    })
-}
-
-/// Whether a load between the listings `before` and `after` saw one state (see
-/// [`consistent_read_only`]).
-fn unchanged_for_a_reader(
-    before: &BTreeMap<std::ffi::OsString, ParsedFileName>,
-    after: &BTreeMap<std::ffi::OsString, ParsedFileName>,
-) -> bool {
-    if !before.keys().all(|name| after.contains_key(name)) {
-        return false;
-    }
-    let last_base = before
-        .values()
-        .filter(|p| p.kind == FileKind::LOG)
-        .map(|p| p.base_offset)
-        .max()
-        .unwrap_or(i64::MIN);
-    after
-        .iter()
-        .filter(|(name, _)| !before.contains_key(*name))
-        .all(|(_, p)| match p.kind.suffix {
-            None => p.base_offset > last_base,
-            Some(suffix) => suffix == TempSuffix::Cleaned,
-        })
-}
-
-/// The segment files in `dir` (snapshots excluded), by name.
-fn segment_names(dir: &Path) -> std::io::Result<BTreeMap<std::ffi::OsString, ParsedFileName>> {
-    let mut names = BTreeMap::new();
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if let Some(parsed) = seglog_segment::parse_file_name(&entry.path())
-            && parsed.kind.file_type != FileType::Snapshot
-        {
-            names.insert(entry.file_name(), parsed);
-        }
-    }
-    Ok(names)
 }
 
 #[cfg(test)]

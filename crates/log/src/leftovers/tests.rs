@@ -380,7 +380,7 @@ fn a_read_only_load_is_redone_only_when_a_name_it_listed_moved() {
             .collect()
     };
     let before = listing(&["00000000000000000000.log", "00000000000000000010.log"]);
-    let still = |after: &[&str]| super::unchanged_for_a_reader(&before, &listing(after));
+    let still = |after: &[&str]| super::reload::unchanged_for_a_reader(&before, &listing(after));
     assert!(still(&[
         "00000000000000000000.log",
         "00000000000000000010.log"
