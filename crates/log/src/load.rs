@@ -1,10 +1,11 @@
 //! Loading a partition directory (Kafka's `LogLoader.load`, spec §5.5).
 //!
-//! Order: (1) temporary files — delete `*.deleted` (not KRaft `*.checkpoint.deleted`, which do
-//! not parse as segment files), collect `*.cleaned` and `*.swap`, drop swaps at or above the
-//! lowest cleaned offset (an unfinished split), delete the cleaned files; (2) finish interrupted
-//! swaps — delete the old segment files the swaps replace; (3) rename `*.swap` to their final
-//! names; (4) open every `.log` in base order, deleting orphan index files; recover, after an
+//! Order: (1)–(3) temporary files (`*.cleaned`, `*.swap`, `*.deleted`; not KRaft
+//! `*.checkpoint.deleted`, which do not parse as segment files) by the rule of `leftovers/`:
+//! roll back unfinished swaps, install a valid `.swap` set in place of the segments it replaces
+//! (a refused one is set aside), remove `*.deleted` files or rename back those the log needs; a
+//! read-only load applies the same decision in memory, and loads again when another process
+//! renamed files meanwhile; (4) open every `.log` in base order, deleting orphan index files; recover, after an
 //! unclean shutdown, every segment from the one holding the recovery point on, and when a
 //! recovery truncated a segment or found a [`Discontinuity`], unlink every later segment (never
 //! opened, so at once) and fsync the directory. A segment whose offsets overflow
@@ -76,7 +77,7 @@ pub struct LoadReport {
     /// recovery or a discontinuity.
     pub removed_files: Vec<PathBuf>,
     /// `*.swap` files renamed to their final names (an interrupted swap completed; only a
-    /// valid one is: see `leftovers.rs`).
+    /// valid one is: see `leftovers/`).
     pub completed_swaps: Vec<PathBuf>,
     /// `*.swap` files refused (damaged, overlapping, or lacking a record the segments they
     /// would replace hold): set aside as `<name>.rejected`, bytes unchanged, and the live
@@ -292,7 +293,7 @@ struct Loader<'a> {
     digest_budget: usize,
     /// The digests kept, by base offset.
     digests: BTreeMap<i64, RecoveryDigest>,
-    /// A read-only load's view of the leftovers (`leftovers.rs`): the segments to open, by
+    /// A read-only load's view of the leftovers (`leftovers/`): the segments to open, by
     /// base offset, with the suffix their `.log` carries (`None` until it is resolved, and
     /// always in a read-write load, which renames the files instead).
     view: Option<BTreeMap<i64, Option<TempSuffix>>>,
@@ -569,7 +570,7 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Passes 1–3: `.deleted`, `.cleaned`, `.swap`, by the rule of `leftovers.rs`: applied on
+    /// Passes 1–3: `.deleted`, `.cleaned`, `.swap`, by the rule of `leftovers/`: applied on
     /// disk by a read-write load, kept as the view of a read-only one.
     fn clean_temporary_files(&mut self) -> Result<()> {
         let files = self.segment_files()?;
