@@ -13,6 +13,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read};
 use std::marker::PhantomData;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -53,7 +54,13 @@ impl<E: IndexEntry> IndexCore<E> {
         base_offset: i64,
         max_index_bytes: u32,
     ) -> Result<Self, Error> {
-        let existing = OpenOptions::new().read(true).write(true).open(&path);
+        // Never through a symlink (`O_NOFOLLOW`): a writable index is trimmed and rewritten
+        // in place, which must not reach another log's file.
+        let existing = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(crate::mmap::NO_FOLLOW)
+            .open(&path);
         let (file, len, published) = match existing {
             Ok(file) => {
                 // Existing file: leave the length alone, map all of it; every whole entry counts

@@ -37,6 +37,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -123,9 +124,17 @@ impl FileBuffer {
     /// Opens the mapped file again (read-write), by its current path.
     fn reopen(&self) -> io::Result<File> {
         let path = lock(&self.path);
-        OpenOptions::new().read(true).write(true).open(&*path)
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .custom_flags(NO_FOLLOW)
+            .open(&*path)
     }
 }
+
+/// `O_NOFOLLOW`, for the writable opens of index files (never through a symlink).
+#[allow(clippy::cast_possible_wrap)]
+pub(crate) const NO_FOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
 
 /// `MADV_RANDOM` for the pages of `map` from `from` on (page-aligned down by memmap2).
 ///

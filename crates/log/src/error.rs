@@ -213,6 +213,16 @@ pub enum Error {
         /// What was refused.
         kind: ProducerErrorKind,
     },
+    /// A read-only open saw the directory's segment files change during every one of its
+    /// loads (a writer in another process kept rolling, swapping or deleting segments): no
+    /// load saw one consistent set of files, and none is served.
+    #[error("log {dir} kept changing during {attempts} read-only loads; try again")]
+    DirectoryChanging {
+        /// The partition directory.
+        dir: PathBuf,
+        /// How many loads were tried.
+        attempts: usize,
+    },
 }
 
 /// Why a producer refused an operation ([`Error::Producer`]); nothing was written.

@@ -144,6 +144,7 @@ mod group_commit;
 mod high_watermark;
 mod home;
 mod leader_epoch;
+mod leftovers;
 mod load;
 mod lock;
 mod log;
@@ -199,6 +200,7 @@ pub use leader_epoch::{
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
     parse as parse_leader_epoch_checkpoint,
 };
+pub use leftovers::{RejectedSwap, SwapProblem};
 pub use load::{Discontinuity, LoadReport, RecoveryDigestLimits, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};

@@ -1,10 +1,11 @@
 //! Loading a partition directory (Kafka's `LogLoader.load`, spec §5.5).
 //!
-//! Order: (1) temporary files — delete `*.deleted` (not KRaft `*.checkpoint.deleted`, which do
-//! not parse as segment files), collect `*.cleaned` and `*.swap`, drop swaps at or above the
-//! lowest cleaned offset (an unfinished split), delete the cleaned files; (2) finish interrupted
-//! swaps — delete the old segment files the swaps replace; (3) rename `*.swap` to their final
-//! names; (4) open every `.log` in base order, deleting orphan index files; recover, after an
+//! Order: (1)–(3) temporary files (`*.cleaned`, `*.swap`, `*.deleted`; not KRaft
+//! `*.checkpoint.deleted`, which do not parse as segment files) by the rule of `leftovers/`:
+//! roll back unfinished swaps, install a valid `.swap` set in place of the segments it replaces
+//! (a refused one is set aside), remove `*.deleted` files or rename back those the log needs; a
+//! read-only load applies the same decision in memory, and loads again when another process
+//! renamed files meanwhile; (4) open every `.log` in base order, deleting orphan index files; recover, after an
 //! unclean shutdown, every segment from the one holding the recovery point on, and when a
 //! recovery truncated a segment (above the recovery point) or found an overlap (a
 //! [`Discontinuity`]), unlink every later segment (never opened, so at once) and fsync the
@@ -40,6 +41,7 @@ use crate::checkpoint::CheckpointProblem;
 use crate::deletion::{Doomed, unlink_files};
 use crate::fsutil::{remove_if_exists, sync_dir};
 use crate::home::InitialState;
+use crate::leftovers::{Applied, Plan};
 use crate::segment_map::SegmentMap;
 use crate::split::{SegmentSplit, SplitPlan};
 use crate::view::OffsetMetadata;
@@ -70,12 +72,22 @@ pub struct LoadReport {
     pub recovery_point_checkpoint: i64,
     /// The log start offset read from the checkpoint (0 when missing).
     pub log_start_offset_checkpoint: i64,
-    /// Files removed: leftover `*.deleted`, `*.cleaned`, invalid `*.swap`, orphan indexes,
-    /// old segment files replaced by a completed swap, and the files of segments dropped after
-    /// a truncating recovery or a discontinuity.
+    /// Files removed: leftover `*.deleted` (except those restored), `*.cleaned` and the
+    /// `*.swap` files at or above them (an unfinished swap), orphan indexes, old segment files
+    /// replaced by a completed swap, and the files of segments dropped after a truncating
+    /// recovery or a discontinuity.
     pub removed_files: Vec<PathBuf>,
-    /// `*.swap` files renamed to their final names (an interrupted swap completed).
+    /// `*.swap` files renamed to their final names (an interrupted swap completed; only a
+    /// valid one is: see `leftovers/`).
     pub completed_swaps: Vec<PathBuf>,
+    /// `*.swap` files refused (damaged, overlapping, or lacking a record the segments they
+    /// would replace hold): set aside as `<name>.rejected`, bytes unchanged, and the live
+    /// segments kept. Kafka would install them and delete the segments they cover.
+    pub rejected_swaps: Vec<crate::RejectedSwap>,
+    /// `*.deleted` segment files renamed back to their live names: no other segment serves
+    /// their offsets and they hold records the log would lose (a segment renamed `.deleted`
+    /// between two others, or an old segment of a refused swap). Kafka would delete them.
+    pub restored_files: Vec<PathBuf>,
     /// Every segment loaded, oldest first. After a clean shutdown the sealed segments are not
     /// opened at load but on first use (their checks and any rebuild then: see
     /// [`crate::Log::first_use_reports`]); they are listed here with neither `rebuilt` nor
@@ -289,6 +301,10 @@ struct Loader<'a> {
     digest_budget: usize,
     /// The digests kept, by base offset.
     digests: BTreeMap<i64, RecoveryDigest>,
+    /// A read-only load's view of the leftovers (`leftovers/`): the segments to open, by
+    /// base offset, with the suffix their `.log` carries (`None` until it is resolved, and
+    /// always in a read-write load, which renames the files instead).
+    view: Option<BTreeMap<i64, Option<TempSuffix>>>,
 }
 
 /// Loads `dir`; see the module docs.
@@ -297,6 +313,20 @@ struct Loader<'a> {
 /// I/O and segment errors; [`Error::UnsplittableSegment`] for an overflowed segment that
 /// cannot be split; in read-only mode, the overflow error of a segment that needs recovery.
 pub(crate) fn load(
+    dir: &Path,
+    config: &SegmentConfig,
+    now_ms: i64,
+    state: InitialState,
+    mode: LoadMode,
+) -> Result<Loaded> {
+    if !mode.read_only {
+        return load_once(dir, config, now_ms, state, mode);
+    }
+    crate::leftovers::consistent_read_only(dir, || load_once(dir, config, now_ms, state, mode))
+}
+
+/// One load (see [`load`]).
+fn load_once(
     dir: &Path,
     config: &SegmentConfig,
     now_ms: i64,
@@ -333,15 +363,14 @@ pub(crate) fn load(
         digest_per_segment: mode.digest_limits.per_segment,
         digest_budget: mode.digest_limits.per_load,
         digests: BTreeMap::new(),
+        view: None,
     };
     if mode.recover_all {
         // Unclean, with the recovery point below every segment (the report keeps the truth).
         state.had_clean_shutdown = false;
         state.recovery_point = i64::MIN;
     }
-    if !read_only {
-        loader.clean_temporary_files()?;
-    }
+    loader.clean_temporary_files()?;
     let (mut segments, deleted) = loader.open_segments(state)?;
 
     // Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd deletes every segment when the
@@ -504,8 +533,32 @@ impl Loader<'_> {
                 out.push((path, parsed));
             }
         }
+        if let Some(view) = &self.view {
+            // Read-only: the segments as the leftovers rule leaves them, each `.log` under
+            // the name it has now, listed as a live one.
+            out.retain(|(_, p)| p.kind != FileKind::LOG || view.get(&p.base_offset) == Some(&None));
+            for (base, suffix) in view {
+                if let Some(suffix) = suffix {
+                    let kind = FileKind::LOG.with_suffix(Some(*suffix));
+                    out.push((
+                        file_path(self.dir, *base, kind),
+                        ParsedFileName {
+                            base_offset: *base,
+                            kind: FileKind::LOG,
+                        },
+                    ));
+                }
+            }
+        }
         out.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(out)
+    }
+
+    /// The suffix the `.log` of segment `base` carries now (read-only view of the leftovers).
+    fn suffix_of(&self, base: i64) -> Option<TempSuffix> {
+        self.view
+            .as_ref()
+            .and_then(|view| view.get(&base).copied().flatten())
     }
 
     /// The next offset of segment `base`, read once.
@@ -525,72 +578,37 @@ impl Loader<'_> {
         Ok(())
     }
 
-    /// Passes 1–3: `.deleted`, `.cleaned`, `.swap`.
+    /// Passes 1–3: `.deleted`, `.cleaned`, `.swap`, by the rule of `leftovers/`: applied on
+    /// disk by a read-write load, kept as the view of a read-only one.
     fn clean_temporary_files(&mut self) -> Result<()> {
         let files = self.segment_files()?;
-        let mut cleaned = Vec::new();
-        let mut swaps = Vec::new();
-        for (path, parsed) in &files {
-            match parsed.kind.suffix {
-                Some(TempSuffix::Deleted) => self.remove(path)?,
-                Some(TempSuffix::Cleaned) => cleaned.push((path.clone(), *parsed)),
-                Some(TempSuffix::Swap) => swaps.push((path.clone(), *parsed)),
-                None => {}
-            }
+        let plan = Plan::new(self.dir, &files)?;
+        if self.read_only {
+            self.report.rejected_swaps = plan
+                .rejected
+                .iter()
+                .cloned()
+                .map(|mut r| {
+                    r.set_aside_as = None;
+                    r
+                })
+                .collect();
+            // What a read-write open would rename back, served here under the `.deleted` names.
+            self.report.restored_files = plan
+                .segments
+                .iter()
+                .filter(|(_, suffix)| **suffix == Some(TempSuffix::Deleted))
+                .map(|(base, _)| file_path(self.dir, *base, FileKind::LOG.with_suffix(None)))
+                .collect();
+            self.view = Some(plan.segments);
+            return Ok(());
         }
-        let min_cleaned = cleaned
-            .iter()
-            .map(|(_, p)| p.base_offset)
-            .min()
-            .unwrap_or(i64::MAX);
-        let (valid_swaps, invalid_swaps): (Vec<_>, Vec<_>) = swaps
-            .into_iter()
-            .partition(|(_, p)| p.base_offset < min_cleaned);
-        for (path, _) in invalid_swaps.iter().chain(&cleaned) {
-            self.remove(path)?;
-        }
-        // Pass 2: the range of offsets the swapped-in segments cover.
-        let mut swap_range: Option<(i64, i64)> = None;
-        for (_, parsed) in valid_swaps
-            .iter()
-            .filter(|(_, p)| p.kind.file_type == FileType::Log)
-        {
-            // Read-only: only its next offset is needed here; nothing is written under the
-            // `.swap` name (pass 4 rebuilds missing indexes under the final name).
-            let options = SegmentOpenOptions {
-                suffix: Some(TempSuffix::Swap),
-                ..SegmentOpenOptions::read_only()
-            };
-            let (segment, _) = Segment::open(self.dir, parsed.base_offset, self.config, options)?;
-            // An empty swap (a cleaned group that kept no record) still replaces the old
-            // files at its own base: the renames below overwrite all but a `.txnindex`.
-            let next = segment
-                .read_next_offset()?
-                .max(parsed.base_offset.saturating_add(1));
-            let (lo, hi) = swap_range.unwrap_or((i64::MAX, i64::MIN));
-            swap_range = Some((lo.min(parsed.base_offset), hi.max(next)));
-        }
-        if let Some((lo, hi)) = swap_range {
-            for (path, parsed) in &files {
-                let replaced = parsed.kind.suffix.is_none()
-                    && parsed.base_offset >= lo
-                    && parsed.base_offset < hi;
-                if replaced {
-                    self.remove(path)?;
-                }
-            }
-        }
-        // Pass 3: every remaining swap file (of any type) takes its final name.
-        for (path, parsed) in self.segment_files()? {
-            if parsed.kind.suffix == Some(TempSuffix::Swap) {
-                let target = file_path(self.dir, parsed.base_offset, parsed.kind.with_suffix(None));
-                fs::rename(&path, &target).map_err(|e| Error::io("rename swap file", &path, e))?;
-                self.report.completed_swaps.push(target);
-            }
-        }
-        if !self.report.removed_files.is_empty() || !self.report.completed_swaps.is_empty() {
-            sync_dir(&self.config.io, self.dir)?;
-        }
+        let mut applied = Applied::default();
+        plan.apply(self.dir, self.config, &mut applied)?;
+        self.report.removed_files.extend(applied.removed);
+        self.report.completed_swaps.extend(applied.completed_swaps);
+        self.report.restored_files.extend(applied.restored);
+        self.report.rejected_swaps.extend(applied.rejected);
         Ok(())
     }
 
@@ -734,6 +752,7 @@ impl Loader<'_> {
         let digest_entries = self.digest_per_segment.min(self.digest_budget);
         let options = SegmentOpenOptions {
             mode: self.mode(),
+            suffix: self.suffix_of(base),
             // The last segment (no next base) always gets the full check.
             trust_clean_shutdown: self.trust_clean_shutdown && !recover && next_base.is_some(),
             protect_below: self.protect_below,
@@ -744,7 +763,7 @@ impl Loader<'_> {
         // first use after a clean shutdown, when the caller trusts it.
         let fits = |next: i64| relative_offset(base, next.saturating_sub(1)).is_some();
         if self.defer_sealed && !recover && next_base.is_some_and(fits) {
-            let path = file_path(self.dir, base, FileKind::LOG);
+            let path = file_path(self.dir, base, FileKind::LOG.with_suffix(options.suffix));
             let size = fs::metadata(&path)
                 .map_err(|e| Error::io("stat segment", &path, e))?
                 .len();

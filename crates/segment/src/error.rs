@@ -76,6 +76,14 @@ pub enum Error {
         /// The `.log` file.
         path: PathBuf,
     },
+    /// A read-write open found a segment file that is a symlink. Write paths never follow
+    /// one: a truncation or a recovery through a link would cut or rewrite another log's file.
+    /// Nothing was changed (replace the link by the file it points at, or open read-only).
+    #[error("segment file {} is a symlink; a read-write open never follows one", path.display())]
+    SymlinkRefused {
+        /// The link.
+        path: PathBuf,
+    },
     /// A mutating call on a segment opened read-only.
     #[error("segment {} is open read-only", path.display())]
     ReadOnly {

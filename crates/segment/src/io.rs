@@ -6,7 +6,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::FileExt;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -24,19 +24,28 @@ pub(crate) struct LogFile {
 }
 
 impl LogFile {
-    /// Creates a new, empty file; fails if `path` exists.
+    /// Creates a new, empty file; fails if `path` exists (also as a symlink, dangling or not).
     pub(crate) fn create_new(io: &Io, path: &Path) -> io::Result<LogFile> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
+            .custom_flags(NO_FOLLOW)
             .open(path)?;
         Ok(LogFile::wrap(io, file, path, true))
     }
 
-    /// Opens an existing file, for reading and writing or only for reading.
+    /// Opens an existing file, for reading and writing or only for reading. A writable open
+    /// never follows a symlink (`O_NOFOLLOW`: the open fails with `ELOOP`, see
+    /// [`is_symlink_refusal`]): a write path must not cut or extend another log's file
+    /// through a link. A read-only open follows links (a reader reads what they point at).
     pub(crate) fn open(io: &Io, path: &Path, writable: bool) -> io::Result<LogFile> {
-        let file = OpenOptions::new().read(true).write(writable).open(path)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(writable);
+        if writable {
+            options.custom_flags(NO_FOLLOW);
+        }
+        let file = options.open(path)?;
         Ok(LogFile::wrap(io, file, path, false))
     }
 
@@ -98,6 +107,15 @@ impl LogFile {
     pub(crate) fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
         read_exact_at(&self.file, buf, position)
     }
+}
+
+/// `O_NOFOLLOW` for [`OpenOptionsExt::custom_flags`].
+#[allow(clippy::cast_possible_wrap)]
+const NO_FOLLOW: i32 = rustix::fs::OFlags::NOFOLLOW.bits() as i32;
+
+/// Whether `e` is what an `O_NOFOLLOW` open of a symlink returns (`ELOOP`).
+pub(crate) fn is_symlink_refusal(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
 }
 
 /// Reads exactly `buf.len()` bytes at `position` from `file`.

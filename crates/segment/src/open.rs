@@ -153,8 +153,18 @@ impl Segment {
         let path_of = |t| file_path(dir, base_offset, FileKind::new(t).with_suffix(suffix));
         let log_path = path_of(FileType::Log);
         let writable = options.mode == OpenMode::ReadWrite;
-        let log = LogFile::open(&config.io, &log_path, writable)
-            .map_err(Error::io(IoOp::Open, &log_path))?;
+        if writable {
+            refuse_symlinks(&path_of)?;
+        }
+        let log = LogFile::open(&config.io, &log_path, writable).map_err(|e| {
+            if crate::io::is_symlink_refusal(&e) {
+                Error::SymlinkRefused {
+                    path: log_path.clone(),
+                }
+            } else {
+                Error::io(IoOp::Open, &log_path)(e)
+            }
+        })?;
         let size = log.len().map_err(Error::io(IoOp::Metadata, &log_path))?;
         let (index_path, time_path) = (path_of(FileType::Index), path_of(FileType::TimeIndex));
         let missing = [
@@ -231,6 +241,24 @@ impl Segment {
         segment.admit();
         Ok((segment, OpenReport { rebuilt, recovery }))
     }
+}
+
+/// [`Error::SymlinkRefused`] when any of the segment's files (`path_of` each type) is a
+/// symlink: a read-write open writes (recovers, trims, truncates) them in place. The
+/// writable opens also pass `O_NOFOLLOW`, so a link made after this check fails them too.
+fn refuse_symlinks(path_of: &dyn Fn(FileType) -> std::path::PathBuf) -> Result<()> {
+    for file_type in [
+        FileType::Log,
+        FileType::Index,
+        FileType::TimeIndex,
+        FileType::TxnIndex,
+    ] {
+        let path = path_of(file_type);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::SymlinkRefused { path });
+        }
+    }
+    Ok(())
 }
 
 /// The most bytes an index of a `.log` of `log_size` bytes can usefully hold: one

@@ -82,6 +82,17 @@ pub struct CheckpointLine {
     pub problem: String,
 }
 
+/// A refused `.swap` file (`recover --json`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RejectedSwapLine {
+    /// The `.swap` file.
+    pub file: PathBuf,
+    /// Where it was set aside (bytes unchanged).
+    pub set_aside_as: Option<PathBuf>,
+    /// Why it was refused.
+    pub problem: String,
+}
+
 /// The `recover --json` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RecoverReport {
@@ -98,6 +109,11 @@ pub struct RecoverReport {
     pub removed_files: Vec<PathBuf>,
     /// Interrupted swaps the loader completed.
     pub completed_swaps: Vec<PathBuf>,
+    /// `.swap` files the loader refused (damaged, overlapping, or lacking records of the
+    /// segments they would replace): set aside as `<name>.rejected`, the live segments kept.
+    pub rejected_swaps: Vec<RejectedSwapLine>,
+    /// `.deleted` segment files renamed back: no other segment served their offsets.
+    pub restored_files: Vec<PathBuf>,
     /// Segments whose offsets overflowed their base, split (KAFKA-6264).
     pub split_segments: Vec<SplitLine>,
     /// Checkpoint files that could not be read or parsed: read as empty, so the log start
@@ -162,6 +178,7 @@ impl RecoverReport {
         self.segments.iter().any(|s| s.damaged_tail_kept)
             || !self.stray_files.is_empty()
             || !self.set_aside.is_empty()
+            || !self.rejected_swaps.is_empty()
             || !self.corrupt_snapshots.is_empty()
     }
 }
@@ -237,6 +254,16 @@ pub fn recover_dir_with(
         deleted_segments: load.deleted_segments,
         removed_files: load.removed_files,
         completed_swaps: load.completed_swaps,
+        rejected_swaps: load
+            .rejected_swaps
+            .iter()
+            .map(|r| RejectedSwapLine {
+                file: r.path.clone(),
+                set_aside_as: r.set_aside_as.clone(),
+                problem: r.problem.to_string(),
+            })
+            .collect(),
+        restored_files: load.restored_files,
         split_segments: load.splits.iter().map(split_line).collect(),
         checkpoint_problems: load
             .checkpoint_problems
@@ -505,6 +532,23 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
     }
     for path in &report.completed_swaps {
         out.line(format_args!("  completed swap {}", path.display()))?;
+    }
+    for rejected in &report.rejected_swaps {
+        let aside = rejected
+            .set_aside_as
+            .as_ref()
+            .map_or(String::new(), |p| format!(", set aside as {}", p.display()));
+        out.line(format_args!(
+            "  {}: swap refused ({}); the live segments were kept{aside} (bytes unchanged)",
+            rejected.file.display(),
+            rejected.problem
+        ))?;
+    }
+    for path in &report.restored_files {
+        out.line(format_args!(
+            "  restored {} from .deleted: no other segment serves its offsets",
+            path.display()
+        ))?;
     }
     for checkpoint in &report.checkpoint_problems {
         let line = checkpoint

@@ -231,12 +231,17 @@ pub fn verify_dir_with(
             format!("{len} bytes from offset {base} set aside by `seglog recover` (damaged from the first byte): kept, not served"),
         );
     }
+    // What the loader makes of the leftovers (read-only: nothing is renamed).
+    let resolved = (!listing.leftovers.is_empty() && listing.irregular.is_empty())
+        .then(|| seglog::Log::open_read_only(dir, seglog::LogConfig::default()).ok())
+        .flatten()
+        .map(|log| log.load_report().clone());
     for path in &listing.leftovers {
         v.problem(
             path,
             None,
             ProblemKind::Leftover,
-            "left over from an interrupted delete, clean or swap".into(),
+            leftover_message(path, resolved.as_ref()),
         );
     }
     for path in &listing.snapshots {
@@ -1220,4 +1225,26 @@ impl Verifier {
             }
         }
     }
+}
+
+/// What a leftover is, and what the loader does with it (from a read-only load's report).
+fn leftover_message(path: &Path, load: Option<&seglog::LoadReport>) -> String {
+    let name = path.to_string_lossy();
+    let rejected = load.and_then(|l| l.rejected_swaps.iter().find(|r| r.path == path));
+    if let Some(rejected) = rejected {
+        return format!(
+            "a .swap file the loader refuses ({}): it keeps the live segments and sets this file aside as <name>.rejected",
+            rejected.problem
+        );
+    }
+    if name.ends_with(".swap") && load.is_some() {
+        return "an interrupted swap: the loader completes it (the swap is valid)".into();
+    }
+    if name.ends_with(".log.deleted") {
+        let live = path.with_extension("");
+        if load.is_some_and(|l| l.restored_files.contains(&live)) {
+            return "a segment renamed .deleted that no other segment replaces: the loader restores it (it holds records the log would lose)".into();
+        }
+    }
+    "left over from an interrupted delete, clean or swap".into()
 }

@@ -12,6 +12,7 @@ mod full_disk;
 mod hostile;
 mod kafka_fixtures;
 mod leader_epochs;
+mod leftovers;
 mod live_writer;
 mod produce_read;
 mod recover_agrees;

@@ -518,3 +518,52 @@ fn a_failed_create_leaves_no_files() {
     assert!(!path(dir.path(), 4, FileKind::LOG).exists());
     assert!(!path(dir.path(), 4, FileKind::INDEX).exists());
 }
+
+/// A read-write open never goes through a symlink (issue #26: `truncate` cut another log's
+/// file through one): a linked `.log` or index is refused, naming the link, and the file it
+/// points at keeps its bytes; a read-only open follows the link.
+#[test]
+fn a_read_write_open_refuses_segment_files_that_are_symlinks() {
+    let (theirs, ours) = (tempdir(), tempdir());
+    let config = small_config();
+    let mut active = ActiveSegment::create(theirs.path(), 0, &config).unwrap();
+    append_batch(&mut active, &simple_batch(0, 3, 1_000, 20));
+    drop(active.seal().unwrap());
+    for file_type in [
+        seglog_segment::FileType::Log,
+        seglog_segment::FileType::Index,
+        seglog_segment::FileType::TimeIndex,
+    ] {
+        for t in [
+            seglog_segment::FileType::Log,
+            seglog_segment::FileType::Index,
+            seglog_segment::FileType::TimeIndex,
+        ] {
+            let kind = FileKind::new(t);
+            let (from, to) = (path(theirs.path(), 0, kind), path(ours.path(), 0, kind));
+            let _ = std::fs::remove_file(&to);
+            if t == file_type {
+                std::os::unix::fs::symlink(&from, &to).unwrap();
+            } else {
+                std::fs::copy(&from, &to).unwrap();
+            }
+        }
+        let before: Vec<Vec<u8>> = std::fs::read_dir(theirs.path())
+            .unwrap()
+            .map(|e| read(&e.unwrap().path()))
+            .collect();
+        let link = path(ours.path(), 0, FileKind::new(file_type));
+        match Segment::open(ours.path(), 0, &config, SegmentOpenOptions::default()) {
+            Err(Error::SymlinkRefused { path }) => assert_eq!(path, link),
+            other => panic!("{file_type:?}: {other:?}"),
+        }
+        let after: Vec<Vec<u8>> = std::fs::read_dir(theirs.path())
+            .unwrap()
+            .map(|e| read(&e.unwrap().path()))
+            .collect();
+        assert_eq!(before, after, "{file_type:?}");
+        let (segment, _) =
+            Segment::open(ours.path(), 0, &config, SegmentOpenOptions::read_only()).unwrap();
+        assert_eq!(segment.read_next_offset().unwrap(), 3);
+    }
+}

@@ -1,0 +1,194 @@
+//! Reading `.log` files for the leftovers rule: batches by path (never through a `Segment`:
+//! an overflowed segment, which a split replaces, does not open as one), each whole and
+//! CRC-checked, and their records as the checks compare them (offset, hashed key and content).
+
+use std::collections::VecDeque;
+use std::hash::{DefaultHasher, Hasher};
+use std::path::PathBuf;
+
+use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
+
+use super::SwapProblem;
+
+/// One record as the checks compare it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Rec {
+    pub(super) offset: i64,
+    /// `None` for a record without a key.
+    pub(super) key: Option<[u64; 2]>,
+    /// The value (with whether it is null), and the key, hashed together.
+    pub(super) content: [u64; 2],
+    pub(super) control: bool,
+}
+
+fn hash128(parts: &[Option<&[u8]>]) -> [u64; 2] {
+    let word = |prefix: u8| {
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u8(prefix);
+        for part in parts {
+            match part {
+                Some(bytes) => {
+                    hasher.write_u8(1);
+                    hasher.write_usize(bytes.len());
+                    hasher.write(bytes);
+                }
+                None => hasher.write_u8(0),
+            }
+        }
+        hasher.finish()
+    };
+    [word(0x3c), word(0xd1)]
+}
+
+/// The batches of one `.log` file, from its start: each whole and CRC-checked, and the walk
+/// must end exactly at the end of the file.
+pub(super) struct FileBatches {
+    path: PathBuf,
+    file: std::fs::File,
+    size: u64,
+    position: u64,
+}
+
+/// The most bytes a batch header needs (a v2 header; older ones are shorter).
+const HEADER_PREFIX: u64 = seglog_records::RECORD_BATCH_OVERHEAD as u64;
+
+impl FileBatches {
+    pub(super) fn open(path: PathBuf) -> std::result::Result<FileBatches, SwapProblem> {
+        let unreadable = |e: std::io::Error| SwapProblem::Unreadable {
+            path: path.clone(),
+            detail: e.to_string(),
+        };
+        let file = std::fs::File::open(&path).map_err(unreadable)?;
+        let meta = file.metadata().map_err(unreadable)?;
+        if !meta.is_file() {
+            return Err(SwapProblem::Unreadable {
+                path,
+                detail: "not a regular file".into(),
+            });
+        }
+        Ok(FileBatches {
+            path,
+            file,
+            size: meta.len(),
+            position: 0,
+        })
+    }
+
+    pub(super) fn damaged(&self, position: u64, detail: String) -> SwapProblem {
+        SwapProblem::Damaged {
+            path: self.path.clone(),
+            position,
+            detail,
+        }
+    }
+
+    /// The next batch, `None` at the end of the file.
+    pub(super) fn next(&mut self) -> std::result::Result<Option<OwnedBatch>, SwapProblem> {
+        use std::os::unix::fs::FileExt;
+        if self.position >= self.size {
+            return Ok(None);
+        }
+        let remaining = self.size - self.position;
+        let mut prefix = vec![0u8; usize::try_from(remaining.min(HEADER_PREFIX)).unwrap_or(0)];
+        self.file
+            .read_exact_at(&mut prefix, self.position)
+            .map_err(|e| self.damaged(self.position, e.to_string()))?;
+        let header = match BatchHeader::parse(&prefix, self.position, remaining) {
+            Ok(HeaderRead::Batch(header)) => header,
+            Ok(HeaderRead::End | HeaderRead::PartialTail { .. }) => {
+                return Err(self.damaged(self.position, "a torn batch at the end".into()));
+            }
+            Err(e) => return Err(self.damaged(self.position, e.to_string())),
+        };
+        let mut bytes = vec![0u8; header.total_size as usize];
+        self.file
+            .read_exact_at(&mut bytes, self.position)
+            .map_err(|e| self.damaged(self.position, e.to_string()))?;
+        let batch = OwnedBatch::parse(bytes::Bytes::from(bytes), self.position)
+            .map_err(|e| self.damaged(self.position, e.to_string()))?;
+        self.position += u64::from(header.total_size);
+        Ok(Some(batch))
+    }
+
+    /// The offset after the last whole batch (headers only; a damaged tail ends the walk).
+    pub(super) fn next_offset(mut self, base_offset: i64) -> i64 {
+        use std::os::unix::fs::FileExt;
+        let mut next = base_offset;
+        while self.position < self.size {
+            let remaining = self.size - self.position;
+            let mut prefix = vec![0u8; usize::try_from(remaining.min(HEADER_PREFIX)).unwrap_or(0)];
+            if self.file.read_exact_at(&mut prefix, self.position).is_err() {
+                break;
+            }
+            match BatchHeader::parse(&prefix, self.position, remaining) {
+                Ok(HeaderRead::Batch(header)) => {
+                    next = header.next_offset();
+                    self.position += u64::from(header.total_size);
+                }
+                _ => break,
+            }
+        }
+        next
+    }
+}
+
+/// The records of a series of `.log` files, in offset order, batch by batch (every batch's
+/// CRC checked, each walk ending exactly at its file's end).
+pub(super) struct Records {
+    files: VecDeque<PathBuf>,
+    current: Option<FileBatches>,
+    pending: VecDeque<Rec>,
+    /// Offsets below this are skipped (before the range, or served by an earlier file).
+    from: i64,
+}
+
+impl Records {
+    pub(super) fn new(files: Vec<PathBuf>, from: i64) -> Records {
+        Records {
+            files: files.into(),
+            current: None,
+            pending: VecDeque::new(),
+            from,
+        }
+    }
+
+    pub(super) fn next(&mut self) -> std::result::Result<Option<Rec>, SwapProblem> {
+        loop {
+            if let Some(rec) = self.pending.pop_front() {
+                // Offsets ascend across the series: what an earlier file served is skipped.
+                if rec.offset < self.from {
+                    continue;
+                }
+                self.from = rec.offset.saturating_add(1);
+                return Ok(Some(rec));
+            }
+            if self.current.is_none() {
+                let Some(path) = self.files.pop_front() else {
+                    return Ok(None);
+                };
+                self.current = Some(FileBatches::open(path)?);
+            }
+            let Some(file) = self.current.as_mut() else {
+                continue;
+            };
+            let Some(batch) = file.next()? else {
+                self.current = None;
+                continue;
+            };
+            let position = batch.header().position;
+            batch
+                .ensure_valid()
+                .map_err(|e| file.damaged(position, e.to_string()))?;
+            let control = batch.header().is_control;
+            for record in batch.records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES) {
+                let record = record.map_err(|e| file.damaged(position, e.to_string()))?;
+                self.pending.push_back(Rec {
+                    offset: record.offset,
+                    key: record.key.as_deref().map(|k| hash128(&[Some(k)])),
+                    content: hash128(&[record.key.as_deref(), record.value.as_deref()]),
+                    control,
+                });
+            }
+        }
+    }
+}
