@@ -548,6 +548,16 @@ impl Reader<'_> {
         if covered {
             return false;
         }
+        // It fills the hole only if its batches lie in it: one at or past the next segment's
+        // base (a copy of later data under this name) would overlap the log, and a load
+        // drops every segment after an overlap.
+        let next_base = segments.range(base..).next().map_or(i64::MAX, |(b, _)| *b);
+        if self
+            .next_offset(base, Some(TempSuffix::Deleted))
+            .is_ok_and(|next| next > next_base)
+        {
+            return false;
+        }
         let later: Vec<PathBuf> = segments
             .range(base..)
             .map(|(b, s)| self.path(*b, *s))
@@ -556,11 +566,12 @@ impl Reader<'_> {
             return true;
         };
         let mut records = Records::new(vec![segment], base);
+        let mut required = false;
         loop {
             match records.next() {
-                Ok(Some(rec)) if is_required(&rec, &latest) => return true,
-                Ok(Some(_)) => {}
-                Ok(None) => return false,
+                Ok(Some(rec)) if rec.offset >= next_base => return false,
+                Ok(Some(rec)) => required |= is_required(&rec, &latest),
+                Ok(None) => return required,
                 // Damaged: kept rather than lost (its own open reports the damage).
                 Err(_) => return true,
             }
