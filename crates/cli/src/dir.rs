@@ -37,7 +37,7 @@ pub struct DirListing {
     /// Sub-directories.
     pub subdirs: Vec<PathBuf>,
     /// Files named like segment files, snapshots or the state files seglog reads
-    /// ([`STATE_FILE_NAMES`]) that are not regular files (a directory, a FIFO, a device, a
+    /// (`STATE_FILE_NAMES`) that are not regular files (a directory, a FIFO, a device, a
     /// symlink to one, a dangling or looping symlink), with what they are. They are not in
     /// `segments` or `other`: nothing may open them as data.
     pub irregular: Vec<(PathBuf, String)>,

@@ -98,13 +98,13 @@ pub enum SnapshotProblem {
         /// The CRC of its bytes.
         computed: u32,
     },
-    /// Larger than [`MAX_SNAPSHOT_BYTES`]: not read (a hole or a hostile file would cost its
+    /// Larger than 64 MiB (`MAX_SNAPSHOT_BYTES`): not read (a hole or a hostile file would cost its
     /// size in memory). The state is rebuilt from the log instead.
     #[error("{len} bytes, more than the {limit} bytes seglog reads")]
     TooLarge {
         /// Bytes in the file.
         len: u64,
-        /// [`MAX_SNAPSHOT_BYTES`].
+        /// 64 MiB (`MAX_SNAPSHOT_BYTES`).
         limit: u64,
     },
 }
@@ -189,7 +189,7 @@ impl ProducerSnapshot {
     /// # Errors
     /// [`Error::Io`] when it cannot be read or is not a regular file (the checked open,
     /// [`seglog_segment::open_regular`]); [`Error::CorruptSnapshot`] naming the file when it
-    /// does not decode or is larger than [`MAX_SNAPSHOT_BYTES`].
+    /// does not decode or is larger than 64 MiB (`MAX_SNAPSHOT_BYTES`).
     pub fn read(path: &Path) -> Result<Self> {
         use std::io::Read;
         let corrupt = |problem| Error::CorruptSnapshot {
