@@ -180,7 +180,7 @@ impl Records {
                 .ensure_valid()
                 .map_err(|e| file.damaged(position, e.to_string()))?;
             let control = batch.header().is_control;
-            for record in batch.records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES) {
+            for record in batch.records(crate::DEFAULT_MAX_DECOMPRESSED_BYTES) {
                 let record = record.map_err(|e| file.damaged(position, e.to_string()))?;
                 self.pending.push_back(Rec {
                     offset: record.offset,
