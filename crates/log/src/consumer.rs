@@ -572,6 +572,9 @@ impl RecordReader<'_> {
                         }
                     }
                     self.state.log.metrics.records_read(delivered);
+                    // Past every record passed, as Kafka's consumer (`nextFetchOffset`) and the
+                    // owned reader: a record beyond its batch's last offset moves it further.
+                    self.state.next_offset = self.state.next_offset.max(next);
                     if let Some(offset) = stopped {
                         self.state.next_offset = offset + 1;
                         if offset >= header.last_offset {
