@@ -120,9 +120,14 @@ pub enum Error {
         /// The partition directory.
         dir: PathBuf,
     },
-    /// An appended buffer holds a corrupt or malformed batch (bad CRC, bad framing).
-    #[error("append rejected: invalid batch")]
-    Records(#[source] seglog_records::Error),
+    /// Record bytes or record inputs the caller gave are malformed: an appended buffer holds a
+    /// corrupt batch (bad CRC, bad framing; nothing of that append was written), a
+    /// [`crate::BatchBuilder`] was given input it cannot build, or bytes the caller parsed with
+    /// [`crate::Batches`] or record decoding do not decode. `?` turns a [`crate::RecordsError`]
+    /// into this variant. Damage found in bytes already in the log is
+    /// [`Error::DamagedBatch`] instead.
+    #[error("invalid record batch: {0}")]
+    Records(#[from] seglog_records::Error),
     /// [`crate::Log::set_high_watermark`] was asked to move the high watermark backwards; only
     /// a truncation ([`crate::Log::truncate_to`]) lowers it.
     #[error(
@@ -147,10 +152,6 @@ pub enum Error {
         #[source]
         source: seglog_records::Error,
     },
-    /// A record batch being built or parsed outside a log is malformed (from
-    /// [`crate::BatchBuilder::build`], [`crate::Batches`] or record decoding, through `?`).
-    #[error("record batch: {0}")]
-    RecordFormat(#[from] seglog_records::Error),
     /// An error of the segment layer (I/O on a segment file, corruption, index errors).
     #[error(transparent)]
     Segment(#[from] seglog_segment::Error),

@@ -221,7 +221,7 @@ pub use retention::{DeletedSegment, RetentionReason, RetentionReport};
 /// What is malformed in a batch or record ([`RecordsError`]'s `Corrupt` variant).
 pub use seglog_records::CorruptKind as RecordCorruptKind;
 /// The error of the record layer (batch building, parsing and record decoding); `?` turns it
-/// into [`Error::RecordFormat`].
+/// into [`Error::Records`].
 pub use seglog_records::Error as RecordsError;
 /// One timestamp type for what a topic stamps (`LogConfig::message_timestamp_type`,
 /// `message.timestamp.type`) and what a batch carries (`BatchHeader::timestamp_type`).

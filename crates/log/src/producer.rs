@@ -197,7 +197,7 @@ impl IdempotentProducer {
     ///
     /// # Errors
     /// [`ProducerErrorKind::EpochExhausted`] once the epoch could not be bumped;
-    /// [`Error::RecordFormat`] when the records do not build (e.g. no record).
+    /// [`Error::Records`] when the records do not build (e.g. no record).
     ///
     /// ```
     /// use seglog::{BatchBuilder, IdempotentProducer, TopicPartition};

@@ -388,15 +388,23 @@ impl Producers {
             };
             let bytes = slice.read_to_vec()?;
             let mut advanced = false;
+            // Bytes already in the log: damage there is a damaged batch of this segment, not
+            // malformed input of the caller's.
+            let damaged = |source| Error::DamagedBatch {
+                path: segment.log_path(),
+                source,
+            };
             for batch in Batches::new(&bytes, slice.position()) {
-                let batch = batch.map_err(Error::Records)?;
+                let batch = batch.map_err(damaged)?;
                 let header = *batch.header();
                 if header.base_offset.unwrap_or(header.last_offset) >= end {
                     next = end;
                     break;
                 }
                 if header.magic >= MAGIC_V2 && header.producer_id >= 0 {
-                    let kind = batch_kind_of(&batch)?;
+                    let kind = ProducerBatch::from_batch(&batch)
+                        .map(|facts| batch_kind(&facts))
+                        .map_err(damaged)?;
                     if let Some(txn) = self.apply(header.producer_id, header.producer_epoch, kind) {
                         aborted.extend(txn);
                     }

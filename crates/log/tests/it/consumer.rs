@@ -222,8 +222,27 @@ fn question_mark_converts_record_errors() {
         Ok(bytes.len())
     }
     let e = build().unwrap_err();
-    assert!(matches!(e, Error::RecordFormat(_)), "{e:?}");
-    assert!(e.to_string().starts_with("record batch: "), "{e}");
+    assert!(matches!(e, Error::Records(_)), "{e:?}");
+    assert!(e.to_string().starts_with("invalid record batch: "), "{e}");
+}
+
+#[test]
+fn malformed_records_are_one_variant_whether_built_or_appended() {
+    // One meaning, one variant: records the caller gave are malformed, whether `?` converted
+    // a builder's error or an append refused the buffer's framing.
+    let (_dir, _clock, log) = fresh(small_config(1 << 20));
+    let mut builder = BatchBuilder::new(0);
+    builder.append(0, None, Some(b"v"), &[]);
+    let mut bytes = builder.build().unwrap().to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff; // inside the records: the CRC no longer matches
+    let appended = log.append(&bytes).unwrap_err();
+    assert!(matches!(appended, Error::Records(_)), "{appended:?}");
+    assert!(
+        appended.to_string().starts_with("invalid record batch: "),
+        "{appended}"
+    );
+    assert_eq!(log.log_end_offset(), 0, "nothing of the append was written");
 }
 
 #[test]
