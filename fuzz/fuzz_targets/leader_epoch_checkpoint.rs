@@ -43,6 +43,7 @@ struct Template {
 
 fn records(log: &Log) -> Vec<(i64, i32)> {
     log.owned_reader(0, Isolation::LogEnd)
+        .until_caught_up()
         .map(|r| {
             let r = r.expect("every record reads back");
             (r.record.offset, r.batch.partition_leader_epoch)

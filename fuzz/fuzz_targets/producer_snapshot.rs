@@ -62,6 +62,7 @@ struct Template {
 
 fn offsets(log: &Log) -> Vec<i64> {
     log.owned_reader(0, Isolation::LogEnd)
+        .until_caught_up()
         .map(|r| r.expect("every record of the template reads back").record.offset)
         .collect()
 }

@@ -68,7 +68,7 @@ fn fix_crcs(log: &mut [u8]) {
 /// The owned reader's records until it ends or fails.
 fn owned(log: &Log, isolation: Isolation) -> (Vec<Seen>, bool) {
     let mut out = Vec::new();
-    for record in log.owned_reader(0, isolation) {
+    for record in log.owned_reader(0, isolation).until_caught_up() {
         match record {
             Ok(r) => out.push((
                 r.record.offset,

@@ -49,6 +49,7 @@ struct Template {
 
 fn records(log: &Log) -> Vec<Seen> {
     log.owned_reader(0, Isolation::LogEnd)
+        .until_caught_up()
         .map(|r| {
             let r = r.expect("every record reads back");
             (

@@ -52,6 +52,7 @@ struct Template {
 
 fn offsets(log: &Log, isolation: Isolation) -> Vec<i64> {
     log.owned_reader(0, isolation)
+        .until_caught_up()
         .map(|r| r.expect("every record reads back").record.offset)
         .collect()
 }
@@ -132,6 +133,7 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(offsets(&log, Isolation::LogEnd), template.all, "records lost");
     let committed: Result<Vec<i64>, seglog::Error> = log
         .owned_reader(0, Isolation::ReadCommitted)
+        .until_caught_up()
         .map(|r| r.map(|r| r.record.offset))
         .collect();
     let passes_checks = pick & 0x80 != 0 || passes_first_use_checks(file, base);

@@ -56,7 +56,7 @@ pub fn for_each_record_with(
         .check_crcs(true)
         .include_control(true)
         .owned_reader(log);
-    for fetched in reader.by_ref() {
+    for fetched in reader.until_caught_up() {
         // A damaged batch is an error naming the file and its position, never printed.
         let fetched = fetched.map_err(|e| match e {
             seglog::Error::DamagedBatch { path, source } => Error::Damaged { path, source },

@@ -61,6 +61,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(log.log_end_offset(), 100);
     let offsets: Vec<i64> = log
         .owned_reader(0, Isolation::LogEnd)
+        .until_caught_up()
         .map(|fetched| fetched.map(|f| f.record.offset))
         .collect::<Result<_, _>>()?;
     assert_eq!(offsets, (0..100).collect::<Vec<_>>());

@@ -64,7 +64,10 @@ pub fn run(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
         if !retry.duplicate || log.log_end_offset() != 1 {
             return Err(format!("{}: retry was written twice", batch.topic_partition()).into());
         }
-        let records = log.owned_reader(0, Isolation::ReadCommitted).count();
+        let records = log
+            .owned_reader(0, Isolation::ReadCommitted)
+            .until_caught_up()
+            .count();
         println!(
             "{}: retry deduplicated at offset {}, {records} record",
             batch.topic_partition(),

@@ -27,7 +27,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Err("no record at or after the target".into());
     };
     println!("first record at or after {target}: offset {}", found.offset);
-    for fetched in log.owned_reader(found.offset, Isolation::LogEnd).take(3) {
+    for fetched in log
+        .owned_reader(found.offset, Isolation::LogEnd)
+        .until_caught_up()
+        .take(3)
+    {
         let record = fetched?.record;
         let value = record.value.as_deref().unwrap_or_default();
         println!(

@@ -39,7 +39,10 @@ fn committed(
 ) -> Result<Vec<String>, Box<dyn std::error::Error>> {
     let log = log_dir.log(tp).ok_or("partition lost")?;
     let mut values = Vec::new();
-    for fetched in log.owned_reader(0, Isolation::ReadCommitted) {
+    for fetched in log
+        .owned_reader(0, Isolation::ReadCommitted)
+        .until_caught_up()
+    {
         let value = fetched?.record.value.unwrap_or_default();
         values.push(String::from_utf8(value.to_vec())?);
     }

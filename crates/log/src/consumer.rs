@@ -1,6 +1,7 @@
 //! Record-level readers over [`Log::read_into`]: a consumer's loop, so users need not
 //! reimplement one. [`RecordReader`] is the borrowed (zero-copy over one reused buffer) flavour,
-//! [`OwnedRecordReader`] the owned one (an [`Iterator`] of [`FetchedRecord`]s that outlive it).
+//! [`OwnedRecordReader`] the owned one ([`FetchedRecord`]s that outlive it, one at a time or as
+//! an [`Iterator`] that ends where the reader caught up).
 //!
 //! Both start at an offset, read up to the visible end per [`Isolation`] (the log end or the
 //! high watermark), keep their position between calls (a reader that caught up continues
@@ -109,7 +110,6 @@ impl ReaderOptions {
             state: ReadState::new(log, self),
             batches: None,
             current: None,
-            failed: false,
         }
     }
 }
@@ -120,8 +120,8 @@ impl Log {
         ReaderOptions::new(start_offset, isolation).reader(self)
     }
 
-    /// An owned record reader (an iterator) from `start_offset` with the default
-    /// [`ReaderOptions`].
+    /// An owned record reader from `start_offset` with the default [`ReaderOptions`]: read it
+    /// with [`OwnedRecordReader::next_available`] or [`OwnedRecordReader::until_caught_up`].
     pub fn owned_reader(&self, start_offset: i64, isolation: Isolation) -> OwnedRecordReader<'_> {
         ReaderOptions::new(start_offset, isolation).owned_reader(self)
     }
@@ -610,27 +610,102 @@ pub struct FetchedRecord {
     pub record: Record,
 }
 
-/// The owned record reader: an [`Iterator`] of [`FetchedRecord`]s that outlive it. From
-/// [`Log::owned_reader`] or [`ReaderOptions::owned_reader`]; see the module docs for what it
-/// guarantees.
+/// The owned record reader: yields [`FetchedRecord`]s that outlive it. From
+/// [`Log::owned_reader`] or [`ReaderOptions::owned_reader`].
 ///
-/// `None` means caught up, not finished: call `next` again after more is appended (see
-/// [`Log::wait_for`]). After an `Err` the iterator yields `None` until [`Self::seek`].
+/// A log has no end, only a visible end that moves: [`Self::next_available`] returns
+/// [`NextRecord::CaughtUp`] when every visible record was yielded, and later records once more
+/// is appended ([`Self::wait`] blocks until then). [`Self::until_caught_up`] is the same as an
+/// [`Iterator`], ending where the reader caught up:
+///
+/// ```
+/// use seglog::{BatchBuilder, Isolation, Log, LogConfig, NextRecord};
+///
+/// let dir = tempfile::tempdir()?;
+/// let log = Log::open(dir.path(), LogConfig::default())?;
+/// let mut reader = log.owned_reader(0, Isolation::LogEnd);
+/// assert_eq!(reader.next_available()?, NextRecord::CaughtUp);
+///
+/// let mut batch = BatchBuilder::new(0);
+/// batch.append(0, None, Some(b"a"), &[]);
+/// batch.append(0, None, Some(b"b"), &[]);
+/// log.append(&batch.build()?)?;
+/// // Caught up is not finished: the same reader now yields what was appended.
+/// let NextRecord::Record(first) = reader.next_available()? else { unreachable!() };
+/// assert_eq!(first.record.offset, 0);
+/// let rest: Vec<_> = reader.until_caught_up().collect::<seglog::Result<_>>()?;
+/// assert_eq!(rest.len(), 1);
+/// assert_eq!(reader.position(), 2);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug)]
 pub struct OwnedRecordReader<'log> {
     state: ReadState<'log>,
     batches: Option<(OwnedBatches, PathBuf)>,
     current: Option<(BatchHeader, Records, PathBuf)>,
-    failed: bool,
 }
 
-impl OwnedRecordReader<'_> {
+/// What [`OwnedRecordReader::next_available`] found at the reader's position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[must_use]
+pub enum NextRecord {
+    /// The next record (the reader moved past it).
+    Record(FetchedRecord),
+    /// Every record below the visible end was yielded: the reader caught up. It is not
+    /// finished: once more is appended (or the high watermark or last stable offset moves) the
+    /// next call yields it; [`OwnedRecordReader::wait`] blocks until then.
+    CaughtUp,
+}
+
+impl NextRecord {
+    /// The record, or `None` when the reader caught up.
+    pub fn into_record(self) -> Option<FetchedRecord> {
+        match self {
+            NextRecord::Record(record) => Some(record),
+            NextRecord::CaughtUp => None,
+        }
+    }
+}
+
+impl<'log> OwnedRecordReader<'log> {
     /// The offset the next record yielded will be at or after.
     pub fn position(&self) -> i64 {
         self.state.next_offset
     }
 
-    /// [`RecordReader::wait`]: after `next` returned `None`, blocks until the visible end
+    /// The next record at or after the position, or [`NextRecord::CaughtUp`] when every record
+    /// below the visible end (per the reader's [`Isolation`]) was yielded. Never blocks on the
+    /// writer; wait with [`Self::wait`].
+    ///
+    /// # Errors
+    /// [`Error::OffsetOutOfRange`] (naming the log start and end) when the position is outside
+    /// the log (e.g. retention deleted it); [`Error::DamagedBatch`] naming the segment file and
+    /// position when a batch fails its CRC or does not decode; segment I/O errors. The position
+    /// stays before what failed: calling again retries it, [`Self::seek`] moves on.
+    pub fn next_available(&mut self) -> Result<NextRecord> {
+        match self.next_record() {
+            Ok(Some(record)) => Ok(NextRecord::Record(record)),
+            Ok(None) => Ok(NextRecord::CaughtUp),
+            Err(e) => {
+                // Refetch from the position on the next call.
+                self.current = None;
+                self.batches = None;
+                Err(e)
+            }
+        }
+    }
+
+    /// The records from the position up to where the reader catches up, as an [`Iterator`]:
+    /// it ends at [`NextRecord::CaughtUp`] or after yielding an `Err`. The reader keeps its
+    /// position; a later `until_caught_up` (or [`Self::next_available`]) continues from there.
+    pub fn until_caught_up(&mut self) -> UntilCaughtUp<'_, 'log> {
+        UntilCaughtUp {
+            reader: self,
+            ended: false,
+        }
+    }
+
+    /// [`RecordReader::wait`]: after [`NextRecord::CaughtUp`], blocks until the visible end
     /// moves past where that fetch found it, or `timeout` passed; `false` on timeout.
     ///
     /// # Errors
@@ -639,13 +714,11 @@ impl OwnedRecordReader<'_> {
         self.state.wait(timeout)
     }
 
-    /// Moves to `offset` (checked by the next fetch), drops what is buffered and clears an
-    /// earlier error.
+    /// Moves to `offset` (checked by the next fetch) and drops what is buffered.
     pub fn seek(&mut self, offset: i64) {
         self.state.seek(offset);
         self.batches = None;
         self.current = None;
-        self.failed = false;
     }
 
     fn next_record(&mut self) -> Result<Option<FetchedRecord>> {
@@ -712,24 +785,36 @@ impl OwnedRecordReader<'_> {
     }
 }
 
-impl Iterator for OwnedRecordReader<'_> {
+/// [`OwnedRecordReader::until_caught_up`]'s iterator: the reader's records up to where it
+/// caught up (then `None`), or up to and including the first error.
+#[derive(Debug)]
+pub struct UntilCaughtUp<'r, 'log> {
+    reader: &'r mut OwnedRecordReader<'log>,
+    ended: bool,
+}
+
+impl Iterator for UntilCaughtUp<'_, '_> {
     type Item = Result<FetchedRecord>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed {
+        if self.ended {
             return None;
         }
-        match self.next_record() {
-            Ok(record) => record.map(Ok),
+        match self.reader.next_available() {
+            Ok(NextRecord::Record(record)) => Some(Ok(record)),
+            Ok(NextRecord::CaughtUp) => {
+                self.ended = true;
+                None
+            }
             Err(e) => {
-                self.failed = true;
-                self.current = None;
-                self.batches = None;
+                self.ended = true;
                 Some(Err(e))
             }
         }
     }
 }
+
+impl std::iter::FusedIterator for UntilCaughtUp<'_, '_> {}
 
 /// The visible end a fetch was planned against.
 fn visible_end(isolation: Isolation, fetch: &crate::CopiedFetch) -> i64 {

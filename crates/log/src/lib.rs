@@ -55,10 +55,10 @@
 //! left.
 //!
 //! **Reading records.** [`Log::reader`] (borrowed: records are views over one reused buffer,
-//! the fast path) and [`Log::owned_reader`] (an iterator of owned records) walk records from an
-//! offset in offset order, keep their position, skip the records below the start in the first
-//! batch, step over compacted gaps, check batch CRCs and decompress with a bound
-//! ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
+//! the fast path) and [`Log::owned_reader`] (owned records, until it reports
+//! [`NextRecord::CaughtUp`]: caught up, not finished) walk records from an offset in offset
+//! order, keep their position, skip the records below the start in the first batch, step over
+//! compacted gaps, check batch CRCs and decompress with a bound ([`ReaderOptions`]). [`Log::wait_for`] blocks until the visible end passes an offset (woken
 //! by appends and high-watermark moves, never by a timer), for tail-following consumers and
 //! long-poll fetches; [`Log::wait_for_async`] is its future, for any executor (no runtime
 //! dependency, never blocks the executor's thread).
@@ -188,8 +188,8 @@ pub use cleaner::{CleanReport, GroupReport};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, CleanupPolicy, DirtyRatio, LogConfig};
 pub use consumer::{
-    DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, OwnedRecordReader, PollEnd,
-    ReaderOptions, RecordReader, RecordView, WaitFor,
+    DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, NextRecord,
+    OwnedRecordReader, PollEnd, ReaderOptions, RecordReader, RecordView, UntilCaughtUp, WaitFor,
 };
 pub use durable_async::{AppendDurable, SyncTo};
 pub use error::{AppendErrorKind, CheckpointCorruptKind, Error, ProducerErrorKind};

@@ -44,7 +44,10 @@ use crate::{
 /// let markers = txn.commit(Durability::Fsync)?;
 /// assert_eq!(markers.len(), 2); // one COMMIT marker per partition
 /// let log = log_dir.log(&TopicPartition::new("payments", 0)).expect("written");
-/// let committed: Vec<_> = log.owned_reader(0, Isolation::ReadCommitted).collect();
+/// let committed: Vec<_> = log
+///     .owned_reader(0, Isolation::ReadCommitted)
+///     .until_caught_up()
+///     .collect();
 /// assert_eq!(committed.len(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use seglog::{
-    BatchBuilder, Compression, Error, Isolation, Log, PollEnd, ReadRequest, ReaderOptions,
-    RecordView,
+    BatchBuilder, Compression, Error, Isolation, Log, NextRecord, PollEnd, ReadRequest,
+    ReaderOptions, RecordView,
 };
 
 use crate::support::{T0, append_numbered, fresh, numbered, small_config};
@@ -27,6 +27,7 @@ fn borrowed(reader: &mut seglog::RecordReader<'_>) -> Vec<(i64, Vec<u8>)> {
 
 fn owned(log: &Log, from: i64, isolation: Isolation) -> Vec<(i64, Vec<u8>)> {
     log.owned_reader(from, isolation)
+        .until_caught_up()
         .map(|r| {
             let r = r.unwrap().record;
             (r.offset, r.value.unwrap_or_default().to_vec())
@@ -53,10 +54,12 @@ fn starts_inside_a_batch_and_keeps_its_position_across_appends() {
     assert_eq!(owned(&log, 5, Isolation::LogEnd).len(), 9);
 
     let mut owned_reader = log.owned_reader(13, Isolation::LogEnd);
-    assert_eq!(owned_reader.next().unwrap().unwrap().record.offset, 13);
-    assert!(owned_reader.next().is_none());
+    let next = |r: &mut seglog::OwnedRecordReader<'_>| r.next_available().unwrap().into_record();
+    assert_eq!(next(&mut owned_reader).unwrap().record.offset, 13);
+    assert_eq!(owned_reader.next_available().unwrap(), NextRecord::CaughtUp);
+    assert_eq!(owned_reader.until_caught_up().count(), 0);
     append_numbered(&log, 1, "c", 1);
-    assert_eq!(owned_reader.next().unwrap().unwrap().record.offset, 14);
+    assert_eq!(next(&mut owned_reader).unwrap().record.offset, 14);
     assert_eq!(owned_reader.position(), 15);
 }
 
@@ -114,12 +117,26 @@ fn out_of_range_start_names_log_start_and_end() {
     );
     let mut it = log.owned_reader(-1, Isolation::LogEnd);
     assert!(matches!(
-        it.next(),
-        Some(Err(Error::OffsetOutOfRange { offset: -1, .. }))
+        it.next_available(),
+        Err(Error::OffsetOutOfRange { offset: -1, .. })
     ));
-    assert!(it.next().is_none(), "fused after an error");
+    // An error is not caught up: the next call tries the same position again.
+    assert!(matches!(
+        it.next_available(),
+        Err(Error::OffsetOutOfRange { offset: -1, .. })
+    ));
+    // The iterator ends after yielding the error, so `collect` cannot spin on it.
+    let mut until = it.until_caught_up();
+    assert!(matches!(
+        until.next(),
+        Some(Err(Error::OffsetOutOfRange { .. }))
+    ));
+    assert!(until.next().is_none(), "ended after an error");
     it.seek(1);
-    assert_eq!(it.next().unwrap().unwrap().record.offset, 1);
+    let NextRecord::Record(first) = it.next_available().unwrap() else {
+        panic!("caught up at 1 of 3");
+    };
+    assert_eq!(first.record.offset, 1);
 }
 
 #[test]
@@ -171,8 +188,8 @@ fn compressed_batches_are_decompressed_and_headers_passed() {
         .max_decompressed_bytes(64)
         .owned_reader(&log);
     assert!(matches!(
-        small.next(),
-        Some(Err(Error::DamagedBatch { .. }))
+        small.next_available(),
+        Err(Error::DamagedBatch { .. })
     ));
 }
 
@@ -204,7 +221,10 @@ fn a_damaged_batch_fails_its_crc_naming_the_file() {
         "{err}"
     );
     assert_eq!(reader.position(), 3, "the position stays before the damage");
-    let owned: Vec<_> = log.owned_reader(0, Isolation::LogEnd).collect();
+    let owned: Vec<_> = log
+        .owned_reader(0, Isolation::LogEnd)
+        .until_caught_up()
+        .collect();
     assert_eq!(owned.len(), 4);
     assert!(matches!(owned[3], Err(Error::DamagedBatch { .. })));
     // Without the check the records decode (the flipped byte is inside a value).
@@ -378,12 +398,16 @@ fn reader_wait_does_not_spin_on_a_high_watermark_inside_a_batch() {
     assert_eq!(borrowed(&mut reader).len(), 5);
 
     let mut owned = log.owned_reader(10, Isolation::ReadUncommitted);
-    assert!(owned.next().is_none());
+    assert_eq!(owned.next_available().unwrap(), NextRecord::CaughtUp);
     assert!(!owned.wait(Duration::from_millis(20)).unwrap());
     append_numbered(&log, 1, "b", 5);
     log.set_high_watermark(12).unwrap();
     assert!(owned.wait(Duration::ZERO).unwrap());
-    assert!(owned.next().is_none(), "12 is inside the new batch");
+    assert_eq!(
+        owned.next_available().unwrap(),
+        NextRecord::CaughtUp,
+        "12 is inside the new batch"
+    );
     assert!(!owned.wait(Duration::from_millis(20)).unwrap());
 }
 

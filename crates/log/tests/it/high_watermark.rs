@@ -58,6 +58,7 @@ fn log_end_policy_publishes_every_append() {
     assert!(log.segment_count() > 1, "rolls keep it at the log end");
     let read = ReaderOptions::new(0, Isolation::ReadUncommitted)
         .owned_reader(&log)
+        .until_caught_up()
         .count();
     assert_eq!(read, 150);
 }
@@ -154,7 +155,10 @@ fn the_default_policy_serves_what_was_appended_and_the_open_names_it() {
         append_numbered(&log, 4, "a", 3);
         assert_eq!(log.high_watermark(), 12);
         for isolation in [Isolation::ReadUncommitted, Isolation::ReadCommitted] {
-            let read = ReaderOptions::new(0, isolation).owned_reader(&log).count();
+            let read = ReaderOptions::new(0, isolation)
+                .owned_reader(&log)
+                .until_caught_up()
+                .count();
             assert_eq!(read, 12, "{isolation:?}");
         }
     });
@@ -173,6 +177,7 @@ fn the_default_policy_serves_what_was_appended_and_the_open_names_it() {
     append_numbered(&log, 2, "b", 2);
     let read = ReaderOptions::new(0, Isolation::ReadCommitted)
         .owned_reader(&log)
+        .until_caught_up()
         .count();
     assert_eq!(read, 4);
     dir.close().unwrap();
@@ -208,10 +213,12 @@ fn the_old_isolation_name_reads_as_read_uncommitted() {
     log.set_high_watermark(4).unwrap();
     let old: Vec<i64> = ReaderOptions::new(0, Isolation::HighWatermark)
         .owned_reader(&log)
+        .until_caught_up()
         .map(|r| r.unwrap().record.offset)
         .collect();
     let new: Vec<i64> = ReaderOptions::new(0, Isolation::ReadUncommitted)
         .owned_reader(&log)
+        .until_caught_up()
         .map(|r| r.unwrap().record.offset)
         .collect();
     assert_eq!((old.clone(), new), (vec![0, 1, 2, 3], vec![0, 1, 2, 3]));

@@ -195,6 +195,7 @@ fn check(log: &Log, model: &Model) {
     assert_eq!(log.last_stable_offset(), lso);
     let got: Vec<String> = ReaderOptions::new(log.log_start_offset(), Isolation::ReadCommitted)
         .owned_reader(log)
+        .until_caught_up()
         .map(|r| String::from_utf8(r.unwrap().record.value.unwrap().to_vec()).unwrap())
         .collect();
     assert_eq!(got, model.committed(lso));

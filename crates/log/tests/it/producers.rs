@@ -39,6 +39,7 @@ fn kind(e: Error) -> AppendErrorKind {
 fn values(log: &Log, isolation: Isolation) -> Vec<String> {
     ReaderOptions::new(log.log_start_offset(), isolation)
         .owned_reader(log)
+        .until_caught_up()
         .map(|r| String::from_utf8(r.unwrap().record.value.unwrap().to_vec()).unwrap())
         .collect()
 }

@@ -121,7 +121,10 @@ fn write(log: &Log, transactions: usize) -> (Model, Vec<String>) {
 /// (offset, key, value) of every data record a `read_committed` reader returns.
 fn read_committed(log: &Log) -> Vec<(i64, String, String)> {
     let mut out = Vec::new();
-    for fetched in log.owned_reader(log.log_start_offset(), Isolation::ReadCommitted) {
+    for fetched in log
+        .owned_reader(log.log_start_offset(), Isolation::ReadCommitted)
+        .until_caught_up()
+    {
         let r = fetched.unwrap().record;
         let text = |b: Option<seglog::Bytes>| String::from_utf8(b.unwrap().to_vec()).unwrap();
         out.push((r.offset, text(r.key), text(r.value)));
