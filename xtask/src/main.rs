@@ -21,6 +21,7 @@ mod fuzz;
 mod kafka;
 mod loom;
 mod tidy;
+mod tidy_docs;
 
 use std::process::ExitCode;
 

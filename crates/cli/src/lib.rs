@@ -1,6 +1,6 @@
 //! The `seglog` command-line tool, as a library: the clap interface, the JSON line types,
-//! input parsing and one module per subcommand. `src/main.rs` only parses, calls [`run`]
-//! and maps the [`Outcome`] or [`Error`] to an exit code (0 ok, 1 problems found, 2 bad
+//! input parsing and one module per subcommand. The `seglog` binary only parses, calls
+//! [`run`] and maps the [`Outcome`] or [`Error`] to an exit code (0 ok, 1 problems found, 2 bad
 //! usage or input).
 //!
 //! The command-line interface (subcommand names, flags, JSON field names, exit codes) is a

@@ -78,7 +78,8 @@ pub enum Step<'a> {
     End(End),
 }
 
-/// A `.log` walked batch by batch (see the module docs).
+/// A `.log` walked batch by batch with bounded memory: it reads [`CHUNK`]-sized pieces and
+/// holds one batch at a time; a batch longer than the bound is corruption at its position.
 #[derive(Debug)]
 pub struct LogStream {
     file: File,

@@ -1,5 +1,5 @@
 //! `-v` / `-vv` / `-vvv` (or `RUST_LOG`): the log crates' `tracing` events on stderr, through
-//! `tracing-subscriber`, drawn above the progress bars (docs/observability.md).
+//! `tracing-subscriber`, drawn above the progress bars.
 //!
 //! Every bar of [`crate::Progress`] lives in one process-wide [`MultiProgress`]; an event is
 //! written while the bars are hidden ([`MultiProgress::suspend`]), so a line of log output

@@ -6,7 +6,7 @@
 //! offset `i32`). A file written by a Kafka broker opens unchanged and a file written here opens
 //! in Kafka. Lifecycle (preallocate, trim, resize, truncate, msync) and lookups (including the
 //! warm/cold split of the binary search) follow Kafka's `AbstractIndex`, `OffsetIndex` and
-//! `TimeIndex`; see `docs/format.md`.
+//! `TimeIndex`, byte for byte.
 //!
 //! What this crate deliberately does not do: it knows nothing about segments, `.log` files,
 //! directories or locks. It does not decide *when* to add an entry (the segment layer applies

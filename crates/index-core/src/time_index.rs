@@ -108,7 +108,7 @@ impl TimeIndex {
         }
     }
 
-    /// Kafka's `maybeAppend`, rule for rule (spec §2.8):
+    /// Kafka's `maybeAppend`, rule for rule:
     /// 1. `!skip_full_check && is_full()` fails with `IndexFull`;
     /// 2. a non-empty index rejects `offset < last.offset` with `InvalidOffset` (equal is fine);
     /// 3. a non-empty index rejects `timestamp_ms < last.timestamp_ms` with

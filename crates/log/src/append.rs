@@ -101,8 +101,8 @@ impl Log {
     /// whole v2 batches, e.g. the `MemoryRecords` of several produce requests, or a producer's
     /// batches in separate buffers) is one append, exactly as [`Log::append_with`] of the
     /// concatenated bytes would be, written with one vectored write (`pwritev`; one per 1,024
-    /// parts) without first copying the chunks into one buffer. One append is one index step
-    /// (spec §3.2): the offset index gets at most one entry per call, as for any multi-batch
+    /// parts) without first copying the chunks into one buffer. One append is one index step:
+    /// the offset index gets at most one entry per call, as for any multi-batch
     /// append. Empty chunks are skipped.
     ///
     /// # Errors

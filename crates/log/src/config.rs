@@ -52,7 +52,7 @@ impl PartialEq for DirtyRatio {
 
 impl Eq for DirtyRatio {}
 
-/// Storage settings of one log, named and defaulted as Kafka's topic configs (spec §6).
+/// Storage settings of one log, named and defaulted as Kafka's topic configs.
 ///
 /// A plain struct: build it with `LogConfig::default()` and field updates, or from Kafka's
 /// `key=value` names with [`LogConfig::set`] / [`LogConfig::from_pairs`]. `Log::open` calls
@@ -410,7 +410,7 @@ impl LogConfig {
         Ok(config)
     }
 
-    /// Checks every field against Kafka's valid range (spec §6) and the cross-field rules.
+    /// Checks every field against Kafka's valid range and the cross-field rules.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] naming the first offending setting.

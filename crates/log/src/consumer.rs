@@ -454,7 +454,17 @@ impl<'log> ReadState<'log> {
 /// The borrowed record reader: fetches into one reused buffer with [`Log::read_into`] and
 /// passes each record to a callback as a [`RecordView`] borrowing that buffer (the fast
 /// path: no allocation per record or batch for uncompressed v2 batches). From
-/// [`Log::reader`] or [`ReaderOptions::reader`]; see the module docs for what it guarantees.
+/// [`Log::reader`] or [`ReaderOptions::reader`].
+///
+/// Both readers (this one and [`OwnedRecordReader`]) start at an offset and read up to the
+/// visible end per [`Isolation`] (the log end, the high watermark or the last stable offset),
+/// keep their position between calls, skip the records below the start inside the first
+/// batch (a fetch returns whole batches), step over compacted gaps, check every batch's CRC
+/// before decoding it (Kafka's `check.crcs`, on by default), bound decompression
+/// ([`DEFAULT_MAX_DECOMPRESSED_BYTES`] per batch unless told otherwise), skip control batches
+/// unless [`ReaderOptions::include_control`] asks for them, and with
+/// [`Isolation::ReadCommitted`] drop the records of aborted transactions, as a Kafka consumer
+/// does. A start outside `[log start, log end]` is [`Error::OffsetOutOfRange`].
 ///
 /// Fetched bytes not yet passed stay buffered between polls, as a Kafka consumer's fetch
 /// buffer: a truncation after the fetch does not take them back.
@@ -611,7 +621,8 @@ pub struct FetchedRecord {
 }
 
 /// The owned record reader: yields [`FetchedRecord`]s that outlive it. From
-/// [`Log::owned_reader`] or [`ReaderOptions::owned_reader`].
+/// [`Log::owned_reader`] or [`ReaderOptions::owned_reader`]; it reads as [`RecordReader`]
+/// does (isolation, position, compacted gaps, CRCs, control batches, aborted transactions).
 ///
 /// A log has no end, only a visible end that moves: [`Self::next_available`] returns
 /// [`NextRecord::CaughtUp`] when every visible record was yielded, and later records once more

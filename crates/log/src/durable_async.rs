@@ -24,8 +24,9 @@ use crate::{Error, Result};
 impl Log {
     /// The async form of [`Log::sync_to`]: a future that completes once every offset below
     /// `end_offset` is durable, through the same group commit (it shares fsyncs with durable
-    /// appends and `sync_to` callers). The fsync runs on the log's sync thread (see the module
-    /// docs), never on the thread that polls. Owns an `Arc` of the log, so it is `'static` and
+    /// appends and `sync_to` callers). The fsync runs on the log's sync thread (started by the
+    /// first waiter that finds none running, exiting once no waiter is left), never on the
+    /// thread that polls. Owns an `Arc` of the log, so it is `'static` and
     /// can be spawned.
     ///
     /// # Errors

@@ -301,7 +301,7 @@ pub enum CheckpointCorruptKind {
     /// A `leader-epoch-checkpoint` entry whose epoch or start offset is not above the entry
     /// before it (or that repeats an epoch). Kafka writes its cache, whose epochs and start
     /// offsets strictly increase; its loader would drop the entries silently, seglog rebuilds
-    /// the cache from the batches instead (docs/format.md, deliberate differences).
+    /// the cache from the batches instead (a deliberate difference from Kafka).
     #[error(
         "epoch {epoch} starting at offset {start_offset} does not follow epoch \
          {previous_epoch} starting at {previous_start_offset} (epochs and start offsets must increase)"

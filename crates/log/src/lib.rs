@@ -97,7 +97,8 @@
 //! feature reports Kafka's log metrics (`LogEndOffset`, `LogStartOffset`, `Size`,
 //! `NumLogSegments`, `LogFlushRateAndTimeMs`, ...) through the `metrics` facade, named in
 //! [`metric_names`] and labelled by topic and partition. Install the recorder before opening
-//! logs. `docs/observability.md` lists every event and metric.
+//! logs. Events carry the code's domain names as fields (`base_offset`, `position`,
+//! `bytes`, `reason`).
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
@@ -206,7 +207,8 @@ pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
 pub use log_producers::{AbortedTransaction, TransactionVersion, TxnMarker, TxnResult};
-/// The names of the metrics a log reports with the `metrics` feature (docs/observability.md).
+/// The names of the metrics a log reports with the `metrics` feature, each with the Kafka
+/// metric it mirrors.
 pub use observe::names as metric_names;
 pub use producer::{IdempotentProducer, ProducerBatch};
 pub use producer_files::ProducerLoad;

@@ -125,7 +125,7 @@ pub struct LoadReport {
     /// they were read as empty, as Kafka does, so the recovery point fell back to 0 (a full
     /// recovery after an unclean shutdown) and the log start to the first segment's base.
     pub checkpoint_problems: Vec<CheckpointProblem>,
-    /// Where the leader-epoch cache came from (`leader_epoch.rs`).
+    /// Where the leader-epoch cache came from (its checkpoint, or rebuilt from the batches).
     pub leader_epochs: crate::LeaderEpochSource,
     /// Where the producer state came from (snapshot, replay, Kafka's clean-shutdown
     /// shortcut), corrupt snapshots skipped and `.txnindex` files rebuilt.
@@ -133,14 +133,14 @@ pub struct LoadReport {
 }
 
 /// A recovered segment whose end does not meet the next segment's base, found after an
-/// unclean shutdown (the loader's rule, `docs/durability.md` section 4).
+/// unclean shutdown.
 ///
 /// - **Overlap** (`next_offset > next_base_offset`): the segment holds offsets the next one
 ///   also claims. Only an undone removal (a truncation or a drop whose fsync was lost) can
 ///   cause it; the log never serves overlapping segments: the segment is kept (its bytes
 ///   were validated and are the newer ones when a removal of the later segments was
 ///   undone) and every later segment is dropped ([`LoadReport::discontinuity`]). Kafka's
-///   loader has no such check (a deliberate difference, `docs/format.md`).
+///   loader has no such check (a deliberate difference from Kafka).
 /// - **Gap** (`next_offset < next_base_offset`): kept, as Kafka keeps it, and only reported
 ///   ([`LoadReport::gaps`]). Gaps are normal: cleaning removes records at segment ends, a
 ///   follower rolls at the first offset of the batch it appends, and a truncation inside a

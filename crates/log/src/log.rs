@@ -48,8 +48,8 @@ pub struct LogOpenOptions {
     /// file); an index that is structurally valid but wrong (bit rot, a stray tool) is then
     /// *not* detected and reads through it may fail or return the wrong batch. The last
     /// segment always gets the full check. Ignored after an unclean shutdown (recovery runs
-    /// from the recovery point) and with `recover_all`. Default: false (the strict policy of
-    /// `docs/durability.md`: every index is checked against its `.log`, KAFKA-7283).
+    /// from the recovery point) and with `recover_all`. Default: false (the strict policy: every
+    /// index is checked against its `.log`, KAFKA-7283).
     pub trust_clean_shutdown: bool,
     /// Let recovery cut damaged bytes that hold flushed data, as Kafka does. By default
     /// (false) flushed data is never cut: a segment damaged below the recovery point (or
@@ -235,7 +235,7 @@ impl Log {
     ///
     /// Locks the directory's state root (see the crate docs: the partition directory itself,
     /// or its parent when that is a Kafka `log.dirs` root), consumes the clean-shutdown marker
-    /// before loading, then loads as Kafka's `LogLoader` (spec §5.5).
+    /// before loading, then loads as Kafka's `LogLoader` does.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`]; [`Error::Locked`] when another process (a Kafka broker,

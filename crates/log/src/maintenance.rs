@@ -219,7 +219,7 @@ impl Log {
     /// When the cut leaves the floor segment ending below `offset` (inside a batch, or in a
     /// compacted gap), a new empty segment is rolled at `offset`, so that a reopen ends there
     /// too (Kafka's reopen would end at the floor segment's last batch: a deliberate
-    /// difference, docs/format.md).
+    /// difference from Kafka).
     ///
     /// **Inside a batch** (`offset` above the first offset of the batch holding it) the
     /// batch's records *below* `offset` go too, as in Kafka: a reader then sees the records

@@ -24,7 +24,7 @@ use crate::retention::RetentionReport;
 pub(crate) const SLOW_FSYNC: Duration = Duration::from_millis(500);
 
 /// The metric names (Kafka's log metrics, `kafka.log:type=Log,name=...`, in Prometheus' snake
-/// case with a `seglog_` prefix; docs/observability.md maps each to Kafka's name).
+/// case with a `seglog_` prefix; each constant says which Kafka metric it is, if any).
 pub mod names {
     /// Kafka's `LogEndOffset` gauge: the offset after the last appended record.
     pub const LOG_END_OFFSET: &str = "seglog_log_end_offset";

@@ -31,7 +31,8 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
-    /// A record of the log that is not a Raft entry as docs/format.md draws it.
+    /// A record of the log that is not a Raft entry as this crate encodes them (see the
+    /// crate docs, "Encoding").
     #[error("{dir}: offset {offset}: not a Raft entry: {reason}")]
     Corrupt {
         /// The log directory.

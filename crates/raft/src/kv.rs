@@ -75,7 +75,11 @@ struct State {
     snapshots_built: u64,
 }
 
-/// **Example** key-value state machine (see the module docs). Cloning shares the state.
+/// **Example** key-value state machine: a string map with snapshots, for this crate's tests
+/// and its `kv` example, not part of the storage (a real application brings its own
+/// `RaftStateMachine`). Its writes are [`Batch`]es of [`KvRequest`]s, applied in order as one
+/// step and answered by one [`KvResponse`] per request; with a directory each snapshot is also
+/// written there and loaded at open. Cloning shares the state.
 #[derive(Debug, Clone, Default)]
 pub struct KvStateMachine {
     state: Arc<Mutex<State>>,

@@ -11,7 +11,7 @@
 //! (the `LogFlushed` callback, `save_committed`) have moved between releases. Features used:
 //! `serde` (entries, votes and log ids are written with serde) and `storage-v2`.
 //!
-//! **Encoding** (docs/format.md, "Raft entries"): one v2 batch per run of entries of the same
+//! **Encoding**: one v2 batch per run of entries of the same
 //! term; batch `partitionLeaderEpoch` = term (a term above `i32::MAX` is refused, as KRaft's
 //! epoch is an `int32`); record offset = log index; record key = the proposing leader's node id
 //! (8 bytes, big-endian); record value = the entry's payload as JSON. The vote, the committed

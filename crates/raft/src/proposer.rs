@@ -172,8 +172,10 @@ struct Counters {
     largest_entry: AtomicU64,
 }
 
-/// Batches concurrent client writes into entries of [`Batch`]es before they reach openraft
-/// (see the module docs). Cloning shares the queue; the task stops once every clone is
+/// Batches concurrent client writes into entries of [`Batch`]es before they reach openraft:
+/// while one `client_write` is in flight, newly arrived requests queue, and they go out
+/// together as one entry (one append, one fsync, one replication round) once it returns;
+/// each caller gets its own response once that entry is applied. Cloning shares the queue; the task stops once every clone is
 /// dropped and the queued requests are answered.
 ///
 /// The config's app data must be `Batch<Q>` and its response `BatchResponse<P>`; the state

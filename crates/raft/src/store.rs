@@ -56,8 +56,7 @@ pub(crate) struct Shared {
 ///
 /// Layout of the store's directory: the seglog log in [`LOG_DIR`] (a Kafka partition
 /// directory: `seglog verify` checks it), and the side files `vote`, `committed`, `purged`
-/// and, only while a truncation inside a batch is under way, `truncation` (docs/format.md,
-/// "Raft entries"). What is durable when: see the crate docs.
+/// and, only while a truncation inside a batch is under way, `truncation`. What is durable when: see the crate docs.
 ///
 /// The seglog calls are blocking file I/O made on the caller's task (as a RocksDB-backed store
 /// makes them); the fsync of appended entries runs on the store's own flush thread.

@@ -49,7 +49,7 @@ pub struct BatchHeader {
     /// The first offset of the batch, when known without decompressing: v2's baseOffset; a
     /// legacy uncompressed message's offset. `None` for a legacy compressed wrapper, whose
     /// first inner offset is only known after decompressing (Kafka's legacy `baseOffset()`
-    /// decompresses; rolling code uses `last_offset - i32::MAX` instead, see spec 7.4).
+    /// decompresses; rolling code uses `last_offset - i32::MAX` instead).
     pub base_offset: Option<i64>,
     /// The last offset of the batch: v2's `baseOffset + lastOffsetDelta`; a legacy message's
     /// own offset field (for a compressed wrapper, Kafka stores the last inner offset there).

@@ -1,7 +1,7 @@
 //! Kafka record batch formats: bytes in, batches and records out.
 //!
 //! `seglog-records` reads every batch format a Kafka `.log` can hold and writes v2 batches,
-//! byte-compatible with Kafka (spec section 4, drawn in the record-batch part of `docs/format.md`):
+//! byte-compatible with Kafka:
 //!
 //! - [`BatchHeader::parse`]: the shallow header of a batch of any magic from a prefix of at most
 //!   61 bytes, with Kafka's rules for end of data, partial tails and corruption;

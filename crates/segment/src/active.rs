@@ -161,8 +161,8 @@ impl ActiveSegment {
 
     /// Appends `batches` (whole batches, offsets increasing and above what the segment
     /// holds) with one positioned write, then publishes the new size to readers, then applies
-    /// Kafka 4.4's index step per batch (`LogSegment.append`; spec §3.2 describes the older
-    /// once-per-append form): before each batch, if more than `index_interval_bytes` were
+    /// Kafka 4.4's index step per batch (`LogSegment.append`; Kafka before 3.x indexed once per
+    /// append): before each batch, if more than `index_interval_bytes` were
     /// appended since the last entry, add `(the batch's last offset, its position)` to the
     /// offset index and the max timestamp so far to the time index.
     /// `offset_of_max_timestamp` is the offset Kafka records with the max timestamp (the last
@@ -273,7 +273,7 @@ impl ActiveSegment {
         Ok(())
     }
 
-    /// Kafka's `truncateTo` (spec §3.6): removes the batch holding `offset` and every batch
+    /// Kafka's `truncateTo`: removes the batch holding `offset` and every batch
     /// after it (batch granularity), truncates both indexes and the `.txnindex`, and recomputes the max
     /// timestamp. Returns the number of bytes removed (0 when no batch holds `offset` or a
     /// later offset).
@@ -330,7 +330,7 @@ impl ActiveSegment {
         Ok(report)
     }
 
-    /// Kafka's `shouldRoll` (spec §3.7): true if the incoming batches would not fit
+    /// Kafka's `shouldRoll`: true if the incoming batches would not fit
     /// (`size > max_segment_bytes - messages_size`), the segment is non-empty and old enough
     /// (`time waited > max_segment_ms - jitter`, measured from the first batch's max
     /// timestamp to the incoming max timestamp, or by the wall clock from creation when

@@ -61,7 +61,10 @@ struct Inner {
 
 impl SegmentCache {
     /// A cache keeping at most `capacity` segments open (at least 1), not counting segments
-    /// that cannot be evicted (see the module docs).
+    /// that cannot be evicted: one with a writer attached (the active segment, a recovery or
+    /// close in progress) or whose indexes live only in memory (rebuilt by a read-only open).
+    /// Eviction is CLOCK (second chance) and never closes files under a reader: a reader holds
+    /// its own reference to the open files until it is done.
     pub fn new(capacity: usize) -> SegmentCache {
         SegmentCache {
             inner: Arc::new(Inner {

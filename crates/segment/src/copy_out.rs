@@ -108,9 +108,12 @@ impl Segment {
     /// entry names lies below the size loaded, and nothing at or past that size is read (a
     /// concurrent append is either seen whole or not at all).
     ///
-    /// The speculation skips the headers between the index floor and the next entry (see the
-    /// module notes in `copy_out.rs`): corruption there, which [`Segment::read`]'s walk
-    /// reports, is not detected. Headers it parses give `read`'s typed errors.
+    /// Where the batches are large (a long span between the offset index floor and the next
+    /// entry) it speculates that the batch holding `start_offset` starts at that next entry
+    /// and reads from there, accepting it only when that header parses and its base offset is
+    /// at or below `start_offset`; so it skips the headers in between: corruption there, which
+    /// [`Segment::read`]'s walk reports, is not detected. Headers it parses give `read`'s
+    /// typed errors.
     ///
     /// # Errors
     /// [`Error::Corrupt`] if a header on the way is corrupt; [`Error::Io`] if a read fails,

@@ -168,7 +168,7 @@ pub enum CorruptKind {
         version: i16,
     },
     /// A `.txnindex` that cannot describe this segment (checked when it is first read,
-    /// without reading the `.log`; see `txn_index.rs`).
+    /// without reading the `.log`; [`TxnIndexProblem`] says what is wrong).
     TxnIndex(TxnIndexProblem),
 }
 

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// What a per-segment file holds, from its extension (spec §1.1).
+/// What a per-segment file holds, from its extension (Kafka's `LogFileUtils` suffixes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FileType {
     /// `.log`: record batches back to back.

@@ -1,5 +1,5 @@
 //! One Kafka log segment: the trio `<base offset, 20 digits>.log` / `.index` / `.timeindex`,
-//! byte-compatible with the files a Kafka broker writes (spec sections 1.1 and 3).
+//! byte-compatible with the files a Kafka broker writes.
 //!
 //! * [`Segment`] is the shared read side (`Send + Sync`, in an `Arc`): offset translation,
 //!   zero-copy reads ([`FileSlice`]: `pread` or `sendfile`), lookup by timestamp, the next

@@ -183,7 +183,9 @@ impl RecoverReport {
     }
 }
 
-/// Recovers every segment of the log in `dir` (see the module docs) and closes it cleanly.
+/// Recovers every segment of the log in `dir` as after a crash (one open with
+/// `recover_all`: every batch validated, torn or corrupt unflushed tails cut, both indexes
+/// rebuilt; flushed data cut only with `truncate_damaged`) and closes it cleanly.
 /// `_quiet` is kept for the command interface; the recovery draws no progress bar.
 ///
 /// # Errors
