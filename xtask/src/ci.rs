@@ -9,6 +9,7 @@ pub const PUBLISHED: &[&str] = &[
     "seglog-segment",
     "seglog",
     "seglog-cli",
+    "seglog-raft",
 ];
 
 /// fmt check, clippy (`-D warnings`, all targets so benches cannot rot; again for `seglog`

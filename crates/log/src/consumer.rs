@@ -657,6 +657,9 @@ pub struct OwnedRecordReader<'log> {
 }
 
 /// What [`OwnedRecordReader::next_available`] found at the reader's position.
+// The record is returned by value, as an `Option<FetchedRecord>` would be: boxing it to shrink
+// `CaughtUp` would cost an allocation per record.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
 pub enum NextRecord {

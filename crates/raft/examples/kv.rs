@@ -9,23 +9,28 @@
 //!     --peer 1=127.0.0.1:21001 --peer 3=127.0.0.1:21003
 //! cargo run -p seglog-raft --example kv -- --id 3 --addr 127.0.0.1:21003 --dir /tmp/kv3 \
 //!     --peer 1=127.0.0.1:21001 --peer 2=127.0.0.1:21002
-//! echo '{"Write":{"key":"a","value":"1"}}' | nc 127.0.0.1 21001   # on the leader
-//! echo '"Status"' | nc 127.0.0.1 21002
+//! cargo run -p seglog-raft --example kv -- --client 127.0.0.1:21001 write a 1
+//! cargo run -p seglog-raft --example kv -- --client 127.0.0.1:21002 status
+//! cargo run -p seglog-raft --example kv -- --client 127.0.0.1:21003 dump
 //! ```
 //!
-//! Client requests: `{"Write":{"key":..,"value":..}}` (answered by the leader once the entry
-//! carrying it is committed and applied; other nodes answer `{"Forward":{"leader":ID}}`).
-//! Writes go through the crate's batching `KvProposer`: writes of concurrent connections share
-//! one entry (`{"Written":{"index":I,"position":P}}`: request P of the entry at index I).
-//! Also `"Status"`,
-//! `"Dump"` (this node's applied map). Each node keeps its store in `DIR/log` (the seglog log
-//! in `DIR/log/raft-0`: check it with `seglog verify`) and its snapshots in `DIR/sm`.
-//! Only loopback addresses are accepted: this is a demonstration, not a server.
+//! Client requests (`--client ADDR` then `write KEY VALUE`, `status`, `dump` or `shutdown`;
+//! the same example binary, speaking the nodes' line protocol over a `std` TCP stream):
+//! `{"Write":{"key":..,"value":..}}` (answered by the leader once the entry carrying it is
+//! committed and applied; other nodes answer `{"Forward":{"leader":ID}}`, and the client
+//! exits 1 naming the leader). Writes go through the crate's batching `KvProposer`: writes of
+//! concurrent connections share one entry (`{"Written":{"index":I,"position":P}}`: request P
+//! of the entry at index I). Also `"Status"`, `"Dump"` (this node's applied map) and
+//! `"Shutdown"`. The client prints the node's JSON reply on one line. Each node keeps its
+//! store in `DIR/log` (the seglog log in `DIR/log/raft-0`: check it with `seglog verify`) and
+//! its snapshots in `DIR/sm`. Only loopback addresses are accepted: this is a demonstration,
+//! not a server.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Parser;
 use openraft::error::{
@@ -51,12 +56,19 @@ type KvRaft = Raft<KvConfig>;
 #[derive(Parser, Debug)]
 #[command(about = "A three-node (or more) replicated key-value store over seglog-raft")]
 struct Args {
+    /// Be a client instead of a node: send one request to the node at this address, print its
+    /// reply (exit 1 if the node is not the leader or answers an error).
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["id", "addr", "init"])]
+    client: Option<SocketAddr>,
+    /// The client's request: `write KEY VALUE`, `status`, `dump` or `shutdown`.
+    #[arg(requires = "client", num_args = 1..=3, value_name = "REQUEST")]
+    request: Vec<String>,
     /// This node's id.
-    #[arg(long)]
-    id: u64,
+    #[arg(long, required_unless_present = "client")]
+    id: Option<u64>,
     /// The address to listen on (loopback only).
-    #[arg(long)]
-    addr: SocketAddr,
+    #[arg(long, required_unless_present = "client")]
+    addr: Option<SocketAddr>,
     /// The node's data directory.
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -126,16 +138,80 @@ struct Status {
     last_applied: Option<u64>,
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> Result<(), BoxError> {
+fn main() -> Result<std::process::ExitCode, BoxError> {
     let args = Args::parse();
-    if !args.addr.ip().is_loopback() || args.peers.iter().any(|(_, a)| !a.ip().is_loopback()) {
+    if let Some(addr) = args.client {
+        return client(addr, &args.request);
+    }
+    let (Some(id), Some(addr)) = (args.id, args.addr) else {
+        return Err("a node needs --id and --addr".into());
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?
+        .block_on(node(id, addr, args))?;
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
+/// `--client`: one request to the node at `addr` over a plain `std` TCP stream, its reply
+/// printed as the JSON line it is. Exit 1 when the node is not the leader (`Forward`) or
+/// answers an error.
+fn client(addr: SocketAddr, request: &[String]) -> Result<std::process::ExitCode, BoxError> {
+    use std::io::{BufRead, Write};
+    if !addr.ip().is_loopback() {
+        return Err("this example only talks on loopback (127.0.0.0/8, ::1)".into());
+    }
+    let words: Vec<&str> = request.iter().map(String::as_str).collect();
+    let request = match words.as_slice() {
+        ["write", key, value] => Request::Write(KvRequest {
+            key: (*key).to_owned(),
+            value: (*value).to_owned(),
+        }),
+        ["status"] => Request::Status,
+        ["dump"] => Request::Dump,
+        ["shutdown"] => Request::Shutdown,
+        _ => {
+            return Err(format!(
+                "unknown request {words:?}: expected `write KEY VALUE`, `status`, `dump` or `shutdown`"
+            )
+            .into());
+        }
+    };
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+        .map_err(|e| format!("connect to {addr}: {e}"))?;
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut line = serde_json::to_vec(&request)?;
+    line.push(b'\n');
+    stream.write_all(&line)?;
+    let mut reply = String::new();
+    std::io::BufReader::new(stream).read_line(&mut reply)?;
+    if reply.is_empty() {
+        return Err(format!("{addr} closed the connection without a reply").into());
+    }
+    println!("{}", reply.trim_end());
+    Ok(match serde_json::from_str::<ClientResponse>(&reply)? {
+        ClientResponse::Forward { leader } => {
+            match leader {
+                Some(id) => eprintln!("{addr} is not the leader: node {id} is"),
+                None => eprintln!("{addr} is not the leader and knows of none yet"),
+            }
+            std::process::ExitCode::FAILURE
+        }
+        ClientResponse::Error(_) => std::process::ExitCode::FAILURE,
+        _ => std::process::ExitCode::SUCCESS,
+    })
+}
+
+/// Runs the node `id` on `addr` until a client asks it to shut down.
+async fn node(id: u64, addr: SocketAddr, args: Args) -> Result<(), BoxError> {
+    if !addr.ip().is_loopback() || args.peers.iter().any(|(_, a)| !a.ip().is_loopback()) {
         return Err("this example only talks on loopback (127.0.0.0/8, ::1)".into());
     }
     let dir = args
         .dir
         .clone()
-        .unwrap_or_else(|| PathBuf::from(format!("kv-node-{}", args.id)));
+        .unwrap_or_else(|| PathBuf::from(format!("kv-node-{id}")));
     let store = LogStore::<KvConfig>::open(dir.join("log"))?;
     let sm = KvStateMachine::open(dir.join("sm"))?;
     let config = Config {
@@ -148,18 +224,18 @@ async fn main() -> Result<(), BoxError> {
         ..Config::default()
     }
     .validate()?;
-    let listener = TcpListener::bind(args.addr).await?;
-    let raft = Raft::new(args.id, Arc::new(config), Network, store, sm.clone()).await?;
+    let listener = TcpListener::bind(addr).await?;
+    let raft = Raft::new(id, Arc::new(config), Network, store, sm.clone()).await?;
     if args.init && !raft.is_initialized().await? {
         let mut members = BTreeMap::new();
-        members.insert(args.id, BasicNode::new(args.addr.to_string()));
+        members.insert(id, BasicNode::new(addr.to_string()));
         for (id, addr) in &args.peers {
             members.insert(*id, BasicNode::new(addr.to_string()));
         }
         raft.initialize(members).await?;
     }
     let proposer = KvProposer::new(raft.clone(), ProposerConfig::default())?;
-    println!("node {} listening on {}", args.id, args.addr);
+    println!("node {id} listening on {addr}");
     let stop = Arc::new(tokio::sync::Notify::new());
     loop {
         tokio::select! {
@@ -179,7 +255,7 @@ async fn main() -> Result<(), BoxError> {
     // Raft's tasks end and drop the store, whose last holder closes the seglog log.
     raft.shutdown().await?;
     drop(raft);
-    println!("node {} stopped", args.id);
+    println!("node {id} stopped");
     Ok(())
 }
 

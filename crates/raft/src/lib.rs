@@ -84,3 +84,8 @@ pub use store::{COMMITTED_CHECKPOINT_INTERVAL, LOG_DIR, LogReader, LogStore, raf
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+// The crate README's example compiles and runs as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}

@@ -2,7 +2,8 @@
 //! the leader is killed with SIGKILL, a new leader is elected, more writes, the killed node is
 //! restarted and catches up (through a snapshot: the example snapshots and purges every 20
 //! entries); at the end every acknowledged write is on all three nodes, and every node's log
-//! directory passes `seglog verify`. Ports are chosen free; every process is killed when the
+//! directory passes `seglog verify`; the example's `--client` mode writes, dumps and is
+//! redirected by a follower. Ports are chosen free; every process is killed when the
 //! test ends, whatever happens; the whole run is bounded in time.
 
 use std::io::{BufRead, BufReader, Write};
@@ -225,6 +226,41 @@ fn three_nodes_survive_a_leader_kill_and_agree_on_every_acknowledged_write() {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+
+    // The example's own client (`--client`, a std TCP stream; what the README uses): a write
+    // on the leader is acknowledged and applied, a write on a follower names the leader.
+    let client = |addr: SocketAddr, request: &[&str]| {
+        let out = Command::new(&kv)
+            .arg("--client")
+            .arg(addr.to_string())
+            .args(request)
+            .output()
+            .unwrap();
+        let reply: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{request:?}: {e}: {}", String::from_utf8_lossy(&out.stdout))
+        });
+        (
+            out.status.success(),
+            reply,
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let leader_node = nodes.iter().find(|n| n.id == leader).unwrap();
+    let (ok, reply, _) = client(leader_node.addr, &["write", "from-client", "yes"]);
+    assert!(ok && reply.get("Written").is_some(), "{reply}");
+    let (ok, reply, _) = client(leader_node.addr, &["dump"]);
+    assert!(ok, "{reply}");
+    assert_eq!(reply["Dump"]["map"]["from-client"], "yes", "{reply}");
+    let (ok, reply, _) = client(leader_node.addr, &["status"]);
+    assert!(
+        ok && reply["Status"]["leader"].as_u64() == Some(leader),
+        "{reply}"
+    );
+    let follower = nodes.iter().find(|n| n.id != leader).unwrap();
+    let (ok, reply, stderr) = client(follower.addr, &["write", "k", "v"]);
+    assert!(!ok, "a follower's Forward exits 1: {reply}");
+    assert_eq!(reply["Forward"]["leader"].as_u64(), Some(leader), "{reply}");
+    assert!(stderr.contains(&format!("node {leader} is")), "{stderr}");
 
     // Clean stops, then every log directory passes `seglog verify`.
     for node in &mut nodes {
