@@ -454,7 +454,7 @@ impl Log {
             .publish(view.rolled(Arc::new(segments), new_base));
         tracing::info!(
             dir = %self.dir.display(), base_offset = new_base, previous_base_offset = active_base,
-            log_end_offset, duration_ms = started.elapsed().as_secs_f64() * 1e3,
+            log_end_offset, duration_ms = crate::observe::duration_ms(started.elapsed()),
             "rolled new segment"
         );
         self.observe_shape();

@@ -382,7 +382,9 @@ pub enum AppendErrorKind {
     /// `message.timestamp.{before,after}.max.ms` window (Kafka's `InvalidTimestampException`;
     /// every record is checked, as Kafka's `LogValidator` does, not only the batch header).
     #[error(
-        "batch at position {position}: record {record_index} has timestamp {timestamp_ms}, outside [{min_ms}, {max_ms}]"
+        "batch at position {position}: record {record_index} has timestamp {timestamp_ms}, outside [{}, {}]",
+        bound(*min_ms, "no lower bound"),
+        bound(*max_ms, "no upper bound")
     )]
     TimestampOutOfRange {
         /// Byte position of the batch in the appended buffer.
@@ -391,10 +393,12 @@ pub enum AppendErrorKind {
         record_index: usize,
         /// The offending timestamp.
         timestamp_ms: i64,
-        /// Earliest accepted timestamp.
-        min_ms: i64,
-        /// Latest accepted timestamp.
-        max_ms: i64,
+        /// Earliest accepted timestamp; `None`: no lower bound
+        /// (`message.timestamp.before.max.ms` is `i64::MAX`, Kafka's default).
+        min_ms: Option<i64>,
+        /// Latest accepted timestamp; `None`: no upper bound
+        /// (`message.timestamp.after.max.ms` is `i64::MAX`).
+        max_ms: Option<i64>,
     },
     /// A leader batch that its producer flagged LogAppendTime, on a LogAppendTime log or
     /// with no record timestamp (Kafka's `InvalidTimestampException`: "Producer should not set
@@ -548,6 +552,15 @@ pub enum AppendErrorKind {
 }
 
 /// The text of [`Error::Locked`].
+/// A timestamp bound as an error message prints it: the number, or `unlimited` in words (an
+/// unlimited bound is not a timestamp, and `i64::MAX` or `now - i64::MAX` would read as one).
+fn bound(bound_ms: Option<i64>, unlimited: &'static str) -> std::borrow::Cow<'static, str> {
+    match bound_ms {
+        Some(ms) => ms.to_string().into(),
+        None => unlimited.into(),
+    }
+}
+
 fn locked_message(path: &Path, in_this_process: bool) -> String {
     if in_this_process {
         format!(

@@ -258,10 +258,12 @@ pub(crate) fn loaded(
                 );
             }
         }
+        let active = report.segments.last().map(|s| s.base_offset) == Some(base_offset);
         match &segment.rebuilt {
             Some(seglog_segment::RebuildReason::Requested) => {}
             Some(reason) => {
-                tracing::info!(%dir, base_offset, ?reason, "indexes rebuilt");
+                let reason = rebuild_reason(reason, active && !report.had_clean_shutdown);
+                tracing::info!(%dir, base_offset, reason, "indexes rebuilt");
             }
             None => tracing::trace!(%dir, base_offset, "segment loaded"),
         }
@@ -318,8 +320,33 @@ pub(crate) fn loaded(
         recovery_point, ?high_watermark_policy, high_watermark,
         clean_shutdown = report.had_clean_shutdown,
         recovered = report.recovered().count(), read_only,
-        duration_ms = took.as_secs_f64() * 1e3, "log loaded"
+        duration_ms = duration_ms(took), "log loaded"
     );
+}
+
+/// Why a load rebuilt a segment's indexes, as its INFO event says it. The active segment of an
+/// unclean shutdown has preallocated indexes that were never trimmed (Kafka trims them at
+/// roll and close): its zero-padded tail is what a crash leaves, not corruption, and is not
+/// called so.
+fn rebuild_reason(reason: &seglog_segment::RebuildReason, active_after_crash: bool) -> String {
+    match reason {
+        seglog_segment::RebuildReason::CorruptIndex {
+            file_type,
+            kind: seglog_index_core::CorruptKind::ZeroPaddedTail,
+            ..
+        } if active_after_crash => format!(
+            "the active segment's {} was preallocated and not trimmed before an unclean shutdown",
+            file_type.extension()
+        ),
+        other => format!("{other:?}"),
+    }
+}
+
+/// A duration as the `duration_ms` field of an event prints it: milliseconds rounded to the
+/// microsecond, so at most 3 decimals (`42.778`, not `42.778096000000005`).
+pub(crate) fn duration_ms(took: Duration) -> f64 {
+    // An integer count of microseconds over 1000 prints as its shortest decimal: <= 3 decimals.
+    (took.as_nanos() as f64 / 1e3).round() / 1e3
 }
 
 /// Checkpoint files that did not parse and were read as empty (Kafka's rule), once per root.
@@ -358,7 +385,7 @@ pub(crate) fn cleaned(
     took: Duration,
 ) {
     let dir = dir.display();
-    let duration_ms = took.as_secs_f64() * 1e3;
+    let duration_ms = duration_ms(took);
     match result {
         Ok(Some(r)) => tracing::info!(
             %dir, first_dirty_offset = r.first_dirty_offset,
@@ -381,7 +408,7 @@ pub(crate) fn cleaned(
 /// A flush or sync of `dir` that took `took` (`op`: "flush" or "group commit"): DEBUG, WARN
 /// when slower than [`SLOW_FSYNC`].
 pub(crate) fn fsynced(dir: &Path, op: &'static str, up_to: i64, took: Duration) {
-    let duration_ms = took.as_secs_f64() * 1e3;
+    let duration_ms = duration_ms(took);
     if took >= SLOW_FSYNC {
         tracing::warn!(dir = %dir.display(), op, up_to, duration_ms, "slow fsync");
     } else {

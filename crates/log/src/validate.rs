@@ -252,8 +252,12 @@ fn check_records(
             false => Ok(None),
         };
     }
-    let min_ms = now_ms.saturating_sub(config.message_timestamp_before_max_ms);
-    let max_ms = now_ms.saturating_add(config.message_timestamp_after_max_ms);
+    // `i64::MAX` is unlimited (Kafka's `now - timestamp > i64::MAX` is never true): no bound,
+    // rather than a bound of `now - i64::MAX` that reads as a timestamp.
+    let min_ms = (config.message_timestamp_before_max_ms != i64::MAX)
+        .then(|| now_ms.saturating_sub(config.message_timestamp_before_max_ms));
+    let max_ms = (config.message_timestamp_after_max_ms != i64::MAX)
+        .then(|| now_ms.saturating_add(config.message_timestamp_after_max_ms));
     let mut max_timestamp_ms = -1i64;
     let mut key_error = None;
     let mut check = |record_index: usize, timestamp_ms: i64, has_key: bool| -> Result<()> {
@@ -263,7 +267,9 @@ fn check_records(
                 record_index,
             });
         } else if create_time && timestamp_ms != -1 {
-            if timestamp_ms < min_ms || timestamp_ms > max_ms {
+            if min_ms.is_some_and(|min| timestamp_ms < min)
+                || max_ms.is_some_and(|max| timestamp_ms > max)
+            {
                 return Err(invalid(AppendErrorKind::TimestampOutOfRange {
                     position,
                     record_index,
@@ -605,6 +611,43 @@ mod tests {
         }
     }
 
+    /// An unlimited side of the window (`i64::MAX`, `message.timestamp.before.max.ms`'s
+    /// default) is no bound, and the error says so in words: not `now - i64::MAX`, which
+    /// printed as a timestamp far in the past.
+    #[test]
+    fn an_unlimited_timestamp_bound_prints_as_no_bound() {
+        use seglog_records::Compression;
+        let future = batch_with(&[NOW + 2 * 3_600_000], Compression::None);
+        let e = analyze(&[&future], Origin::Leader, &window(i64::MAX, 3_600_000), NOW)
+            .unwrap_err();
+        let text = e.to_string();
+        let kind = kind(e);
+        assert_eq!(
+            kind,
+            AppendErrorKind::TimestampOutOfRange {
+                position: 0,
+                record_index: 0,
+                timestamp_ms: NOW + 2 * 3_600_000,
+                min_ms: None,
+                max_ms: Some(NOW + 3_600_000),
+            }
+        );
+        assert!(
+            text.ends_with(&format!("outside [no lower bound, {}]", NOW + 3_600_000)),
+            "{text}"
+        );
+        let past = batch_with(&[NOW - 2 * DAY_MS], Compression::None);
+        let e = analyze(&[&past], Origin::Leader, &window(DAY_MS, i64::MAX), NOW).unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.ends_with(&format!("outside [{}, no upper bound]", NOW - DAY_MS)),
+            "{text}"
+        );
+        // Unlimited on both sides: every timestamp passes, however far off.
+        let far = batch_with(&[i64::MIN + 1, i64::MAX], Compression::None);
+        analyze(&[&far], Origin::Leader, &window(i64::MAX, i64::MAX), NOW).unwrap();
+    }
+
     /// Kafka's `validateTimestamp` runs on every record: a 2-day-old record sharing a batch
     /// with a fresh one is refused (the header's max timestamp, the fresh one, is in the
     /// window), compressed or not. Fails on the header-only check.
@@ -621,8 +664,8 @@ mod tests {
                     position: 0,
                     record_index: 0,
                     timestamp_ms: NOW - 2 * DAY_MS,
-                    min_ms: NOW - DAY_MS,
-                    max_ms: NOW + 3_600_000,
+                    min_ms: Some(NOW - DAY_MS),
+                    max_ms: Some(NOW + 3_600_000),
                 },
                 "{compression:?}"
             );

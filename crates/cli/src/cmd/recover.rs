@@ -239,7 +239,10 @@ pub fn recover_dir_with(
         .segments
         .iter()
         .filter(|s| remaining.contains(&s.base_offset))
-        .map(segment_recovery)
+        .map(|s| {
+            let active = load.segments.last().map(|l| l.base_offset) == Some(s.base_offset);
+            segment_recovery(s, active && !load.had_clean_shutdown)
+        })
         .collect();
     Ok(RecoverReport {
         dir: dir.to_owned(),
@@ -367,8 +370,9 @@ fn split_line(split: &SegmentSplit) -> SplitLine {
     }
 }
 
-/// What the load found and did for one segment.
-fn segment_recovery(loaded: &SegmentLoad) -> SegmentRecovery {
+/// What the load found and did for one segment (`active_after_crash`: the last segment, after
+/// an unclean shutdown).
+fn segment_recovery(loaded: &SegmentLoad, active_after_crash: bool) -> SegmentRecovery {
     let mut line = SegmentRecovery {
         base_offset: loaded.base_offset,
         next_offset: loaded.base_offset,
@@ -378,7 +382,7 @@ fn segment_recovery(loaded: &SegmentLoad) -> SegmentRecovery {
         .rebuilt
         .as_ref()
         .filter(|r| **r != RebuildReason::Requested)
-        .map(rebuild_text);
+        .map(|r| rebuild_text(r, active_after_crash));
     if let Some(r) = &loaded.recovery {
         line.truncated_bytes = r.truncated_bytes;
         if let Some(reason) = &r.reason {
@@ -410,8 +414,19 @@ fn corrupt_text(kind: &CorruptKind) -> String {
     kind.to_string()
 }
 
-fn rebuild_text(reason: &RebuildReason) -> String {
+/// Why the indexes were rebuilt, in words. The active segment of an unclean shutdown has
+/// preallocated indexes that were never trimmed (trimming happens at roll and close): a
+/// zero-padded tail there is what a crash leaves, not corruption, and is not called so.
+fn rebuild_text(reason: &RebuildReason, active_after_crash: bool) -> String {
     match reason {
+        RebuildReason::CorruptIndex {
+            file_type,
+            kind: seglog_index_core::CorruptKind::ZeroPaddedTail,
+            ..
+        } if active_after_crash => format!(
+            "{} was preallocated and not trimmed before the unclean shutdown (the active segment)",
+            file_type.extension()
+        ),
         RebuildReason::Requested => "recovery requested".to_owned(),
         RebuildReason::MissingIndex { file_type } => {
             format!("{} was missing", file_type.extension())

@@ -116,3 +116,57 @@ fn v_reports_a_cleaning_round_with_its_figures() {
     assert!(stderr.contains("segments_cleaned"), "{stderr}");
     assert!(stderr.contains("table-0"), "{stderr}");
 }
+
+/// A crash leaves the active segment's preallocated indexes untrimmed: `recover` rebuilds
+/// them and neither its report nor the INFO event calls that corrupt; durations in the events
+/// are milliseconds with at most 3 decimals.
+#[test]
+fn a_crashed_active_segment_is_not_reported_corrupt_and_durations_are_rounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("orders-0");
+    {
+        let config = seglog::LogConfig {
+            segment_bytes: 4096,
+            ..seglog::LogConfig::default()
+        };
+        let log = seglog::Log::open(&dir, config).unwrap();
+        for i in 0..120 {
+            let mut batch = seglog::BatchBuilder::new(0);
+            batch.append(1_700_000_000_000 + i, None, Some(b"a value of some length"), &[]);
+            log.append(&batch.build().unwrap()).unwrap();
+        }
+        assert!(log.segment_count() > 1);
+        // Dropped without close: a crash (the active segment's indexes keep their zeros).
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_seglog"))
+        .args(["-v", "recover"])
+        .arg(&dir)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("preallocated and not trimmed before the unclean shutdown"),
+        "{stdout}"
+    );
+    assert!(!stdout.to_lowercase().contains("corrupt"), "{stdout}");
+    let loaded = stderr
+        .lines()
+        .find(|l| l.contains("log loaded"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    let duration = loaded
+        .split("duration_ms=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("{loaded}"));
+    let decimals = duration.split_once('.').map_or(0, |(_, d)| d.len());
+    assert!(decimals <= 3, "{loaded}");
+    for line in stderr.lines().filter(|l| l.contains("indexes rebuilt")) {
+        assert!(!line.to_lowercase().contains("corrupt"), "{line}");
+    }
+}

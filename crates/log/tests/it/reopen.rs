@@ -465,3 +465,59 @@ fn corrupt_checkpoints_are_reported_with_file_and_line() {
         (recovery, Some(2))
     );
 }
+
+/// After a crash the active segment's preallocated index was never trimmed: the load rebuilds
+/// it and says so at INFO without calling it corrupt (it is what every kill leaves), and the
+/// load's duration prints as milliseconds with at most 3 decimals.
+#[test]
+fn a_crashed_active_segment_rebuild_is_not_called_corrupt_and_durations_are_rounded() {
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
+    drop(log); // a crash: the active segment's indexes keep their preallocated zeros
+    let events = events_during(|| drop(open(dir.path(), small_config(1024), &clock)));
+    let rebuilt: Vec<_> = events
+        .iter()
+        .filter(|e| e.message == "indexes rebuilt")
+        .collect();
+    assert_eq!(rebuilt.len(), 1, "{events:?}");
+    assert_eq!(rebuilt[0].level, tracing::Level::INFO);
+    assert_eq!(rebuilt[0].field("base_offset"), Some("48"), "the active segment");
+    let reason = rebuilt[0].field("reason").unwrap();
+    assert!(!reason.to_lowercase().contains("corrupt"), "{reason}");
+    assert!(reason.contains("not trimmed before an unclean shutdown"), "{reason}");
+
+    let loaded = events.iter().find(|e| e.message == "log loaded").unwrap();
+    let duration = loaded.field("duration_ms").unwrap();
+    let decimals = duration.split_once('.').map_or(0, |(_, d)| d.len());
+    assert!(decimals <= 3, "duration_ms = {duration}");
+    duration.parse::<f64>().unwrap();
+}
+
+/// A sealed segment's index is trimmed when it is sealed: zeros at its end are damage, and
+/// the rebuild keeps naming them as such.
+#[test]
+fn a_zero_padded_sealed_index_is_still_called_corrupt() {
+    let (dir, clock, log) = fresh(small_config(1024));
+    append_numbered(&log, 30, "r", 2);
+    log.close().unwrap();
+    drop(log);
+    let index = dir.path().join("00000000000000000000.index");
+    let len = std::fs::metadata(&index).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&index)
+        .unwrap()
+        .set_len(len + 64)
+        .unwrap();
+    let events = events_during(|| {
+        let log = open(dir.path(), small_config(1024), &clock);
+        assert_eq!(values(&log).len(), 60, "every record still reads");
+    });
+    let rebuilt: Vec<_> = events
+        .iter()
+        .filter(|e| e.message == "indexes rebuilt" || e.message.contains("rebuilt the indexes"))
+        .collect();
+    assert_eq!(rebuilt.len(), 1, "{events:?}");
+    let reason = rebuilt[0].field("reason").unwrap();
+    assert!(reason.contains("CorruptIndex") && reason.contains("ZeroPaddedTail"), "{reason}");
+}
