@@ -42,7 +42,8 @@ pub use cli::{
 pub use cmd::info::{LogInfo, SegmentLine, Totals, log_info};
 pub use cmd::produce::{ProduceSummary, config_from_args, fill_value, now_ms};
 pub use cmd::recover::{
-    CheckpointLine, RecoverReport, SegmentRecovery, SplitLine, recover_dir, recover_dir_with,
+    CheckpointLine, GapLine, RecoverReport, SegmentRecovery, SplitLine, recover_dir,
+    recover_dir_with,
 };
 pub use cmd::retain::{DeletedLine, RetainReport};
 pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir, verify_dir_with};

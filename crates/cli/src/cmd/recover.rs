@@ -71,6 +71,18 @@ pub struct SplitLine {
     pub new_base_offsets: Vec<i64>,
 }
 
+/// A recovered segment that ends below the next segment's base (`recover --json`): a gap in
+/// the offsets, kept and read across (normal after compaction), as Kafka's `LogLoader` keeps it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GapLine {
+    /// The recovered segment's base offset.
+    pub base_offset: i64,
+    /// The offset after its last batch.
+    pub next_offset: i64,
+    /// The base offset of the segment after it.
+    pub next_base_offset: i64,
+}
+
 /// A checkpoint file the open could not use (read as empty, as Kafka does).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CheckpointLine {
@@ -116,6 +128,9 @@ pub struct RecoverReport {
     pub restored_files: Vec<PathBuf>,
     /// Segments whose offsets overflowed their base, split (KAFKA-6264).
     pub split_segments: Vec<SplitLine>,
+    /// Recovered segments that end below the next segment's base: gaps in the offsets, kept
+    /// (every segment is served across them, as Kafka's loader does).
+    pub gaps: Vec<GapLine>,
     /// Checkpoint files that could not be read or parsed: read as empty, so the log start
     /// offset fell back to the first segment's base (the close rewrites them).
     pub checkpoint_problems: Vec<CheckpointLine>,
@@ -256,6 +271,15 @@ pub fn recover_dir_with(
         set_aside: load.set_aside.clone(),
         log_start_beyond_end: load.log_start_beyond_end,
         segments,
+        gaps: load
+            .gaps
+            .iter()
+            .map(|g| GapLine {
+                base_offset: g.base_offset,
+                next_offset: g.next_offset,
+                next_base_offset: g.next_base_offset,
+            })
+            .collect(),
         deleted_segments: load.deleted_segments,
         removed_files: load.removed_files,
         completed_swaps: load.completed_swaps,
@@ -538,6 +562,15 @@ pub fn print_report(out: &mut Out, report: &RecoverReport) -> Result<(), Error> 
             text.push_str(&format!("; {problem}"));
         }
         out.line(text)?;
+    }
+    for gap in &report.gaps {
+        out.line(format_args!(
+            "  segment {}: ends at offset {}, below the next segment's base {}: a gap of {} offsets, kept (read across, as Kafka's loader does)",
+            gap.base_offset,
+            gap.next_offset,
+            gap.next_base_offset,
+            gap.next_base_offset - gap.next_offset
+        ))?;
     }
     for base in &report.deleted_segments {
         out.line(format_args!(

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::support::{seglog, snapshot};
+use crate::support::{copy_dir, seglog, snapshot};
 
 const LOG0: &str = "00000000000000000000.log";
 
@@ -304,11 +304,30 @@ fn a_compacted_log_with_a_lagging_recovery_point_keeps_every_segment() {
         (0, before.clone()),
         "read serves every record"
     );
+    let (_copy_tmp, copy) = copy_dir(&dir);
     let (code, report) = recover_json(&dir, &[]);
     assert_eq!(code, 0, "{report}");
     assert_eq!(report["deleted_segments"], Value::Array(vec![]), "{report}");
     assert_eq!(report["log_end_offset"], 30, "{report}");
     assert_eq!(segment_logs(&dir), logs, "every segment kept");
+    // The report names the gaps the load found (each segment but the last ends below the
+    // next one's base), in JSON and in text.
+    let gaps = report["gaps"].as_array().unwrap_or_else(|| panic!("{report}"));
+    assert!(!gaps.is_empty(), "{report}");
+    for gap in gaps {
+        assert!(gap["next_offset"].as_i64() < gap["next_base_offset"].as_i64(), "{gap}");
+    }
+    let text = seglog(["recover".as_ref(), copy.as_os_str()]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    let first = &gaps[0];
+    assert!(
+        text.stdout.contains(&format!(
+            "segment {}: ends at offset {}, below the next segment's base {}",
+            first["base_offset"], first["next_offset"], first["next_base_offset"]
+        )),
+        "{}",
+        text.stdout
+    );
     assert_eq!(
         offsets(&dir, None),
         (0, before),
