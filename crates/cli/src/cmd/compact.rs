@@ -50,6 +50,11 @@ pub struct CompactReport {
     pub keys: u64,
     /// The offset map filled: the round ended early (run again to go on).
     pub map_full: bool,
+    /// When the next tombstone purge can happen: the earliest delete horizon (KIP-534,
+    /// `delete.retention.ms` after the round that first kept them) of the tombstones and
+    /// transaction markers the round kept; a round at or after it (`--now`) removes them.
+    /// `None`: nothing kept waits for a horizon.
+    pub next_purge_ms: Option<i64>,
     /// The cleaner checkpoint after the round (where the next dirty section starts).
     pub cleaner_checkpoint: Option<i64>,
     /// Log start offset after.
@@ -128,6 +133,7 @@ fn report(args: &CompactArgs, now: i64, log: &Log, round: Option<&CleanReport>) 
         bytes_after: round.bytes_after,
         keys: round.keys,
         map_full: round.map_full,
+        next_purge_ms: round.next_purge_ms,
         ..base
     }
 }
@@ -166,7 +172,15 @@ pub fn print_report(out: &mut Out, r: &CompactReport) -> Result<(), Error> {
         r.log_start_offset,
         r.log_end_offset,
         r.segments
-    ))
+    ))?;
+    if let Some(at) = r.next_purge_ms {
+        out.line(format_args!(
+            "  tombstones kept until their delete horizon: the next purge can happen at {at} ({} ms after --now {}; `seglog compact --now {at}` or later removes them)",
+            at.saturating_sub(r.now),
+            r.now
+        ))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -120,3 +120,86 @@ fn compacting_the_brokers_compacted_partition_keeps_what_a_consumer_reads() {
     let verify = seglog(["verify".as_ref(), dir.as_os_str()]);
     assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
 }
+
+/// A round that keeps tombstones says when the next purge can happen (their delete horizon,
+/// `delete.retention.ms` after it), in JSON and in text; a round at that time removes them.
+#[test]
+fn compact_says_when_the_next_tombstone_purge_can_happen() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("purge-0");
+    let mut input = String::new();
+    for i in 0..300 {
+        let key = format!("k{}", i % 10);
+        if i < 10 && i % 2 == 0 {
+            input.push_str(&format!("{{\"key\":\"{key}-gone\",\"value\":null}}\n"));
+        }
+        input.push_str(&format!(
+            "{{\"key\":\"{key}\",\"value\":\"v{i}-{}\"}}\n",
+            "x".repeat(40)
+        ));
+    }
+    seglog_stdin(
+        [
+            "produce".as_ref(),
+            dir.as_os_str(),
+            "--input".as_ref(),
+            "-".as_ref(),
+            "--config".as_ref(),
+            "cleanup.policy=compact".as_ref(),
+            "--config".as_ref(),
+            "segment.bytes=4096".as_ref(),
+            "--batch-records".as_ref(),
+            "10".as_ref(),
+        ],
+        &input,
+    )
+    .ok();
+    let tombstones = |dir: &Path| {
+        latest(dir)
+            .iter()
+            .filter(|(k, (_, v))| k.ends_with("-gone") && v.is_none())
+            .count()
+    };
+    assert_eq!(tombstones(&dir), 5);
+    let now: i64 = 4_000_000_000_000;
+    let compact = |now: i64| {
+        let now = now.to_string();
+        seglog([
+            "compact".as_ref(),
+            dir.as_os_str(),
+            "--now".as_ref(),
+            now.as_ref(),
+            "--config".as_ref(),
+            "delete.retention.ms=60000".as_ref(),
+            "--json".as_ref(),
+        ])
+        .ok()
+    };
+    let text = {
+        let (_copy_tmp, copy) = copy_dir(&dir);
+        let out = seglog([
+            "compact".as_ref(),
+            copy.as_os_str(),
+            "--now".as_ref(),
+            now.to_string().as_ref(),
+            "--config".as_ref(),
+            "delete.retention.ms=60000".as_ref(),
+        ]);
+        out.ok()
+    };
+    let report: serde_json::Value = serde_json::from_str(compact(now).trim()).unwrap();
+    assert_eq!(report["cleaned"], true, "{report}");
+    assert_eq!(report["next_purge_ms"], now + 60_000, "{report}");
+    assert!(
+        text.contains(&format!(
+            "the next purge can happen at {} (60000 ms after --now {now}",
+            now + 60_000
+        )),
+        "{text}"
+    );
+    assert_eq!(tombstones(&dir), 5, "kept until their horizon");
+    let report: serde_json::Value = serde_json::from_str(compact(now + 60_000).trim()).unwrap();
+    assert_eq!(report["cleaned"], true, "{report}");
+    assert_eq!(report["next_purge_ms"], serde_json::Value::Null, "{report}");
+    assert_eq!(tombstones(&dir), 0, "purged at their horizon");
+}

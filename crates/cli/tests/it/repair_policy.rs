@@ -312,10 +312,15 @@ fn a_compacted_log_with_a_lagging_recovery_point_keeps_every_segment() {
     assert_eq!(segment_logs(&dir), logs, "every segment kept");
     // The report names the gaps the load found (each segment but the last ends below the
     // next one's base), in JSON and in text.
-    let gaps = report["gaps"].as_array().unwrap_or_else(|| panic!("{report}"));
+    let gaps = report["gaps"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{report}"));
     assert!(!gaps.is_empty(), "{report}");
     for gap in gaps {
-        assert!(gap["next_offset"].as_i64() < gap["next_base_offset"].as_i64(), "{gap}");
+        assert!(
+            gap["next_offset"].as_i64() < gap["next_base_offset"].as_i64(),
+            "{gap}"
+        );
     }
     let text = seglog(["recover".as_ref(), copy.as_os_str()]);
     assert_eq!(text.code, 0, "{}", text.stderr);

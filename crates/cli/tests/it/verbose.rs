@@ -132,7 +132,12 @@ fn a_crashed_active_segment_is_not_reported_corrupt_and_durations_are_rounded() 
         let log = seglog::Log::open(&dir, config).unwrap();
         for i in 0..120 {
             let mut batch = seglog::BatchBuilder::new(0);
-            batch.append(1_700_000_000_000 + i, None, Some(b"a value of some length"), &[]);
+            batch.append(
+                1_700_000_000_000 + i,
+                None,
+                Some(b"a value of some length"),
+                &[],
+            );
             log.append(&batch.build().unwrap()).unwrap();
         }
         assert!(log.segment_count() > 1);
