@@ -268,3 +268,48 @@ fn a_2_gib_sparse_state_file_costs_no_memory_and_loses_no_record() {
         }
     }
 }
+
+/// `verify` reports a state file that is not a regular file once: as not a file, not again as
+/// a checkpoint that does not parse (a FIFO `leader-epoch-checkpoint` was reported twice).
+#[test]
+fn verify_reports_a_state_file_that_is_not_a_file_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = tmp.path().join("t-0");
+    small_log(&base);
+    let kinds: [(&str, MakeFile); 2] = [
+        ("a FIFO", |p| {
+            let ok = Command::new("mkfifo").arg(p).status().unwrap().success();
+            assert!(ok, "mkfifo");
+        }),
+        ("a directory", |p| std::fs::create_dir(p).unwrap()),
+    ];
+    for file in FILES {
+        for (what, make) in kinds {
+            let dir = tmp.path().join("v-0");
+            copy_log(&base, &dir);
+            let path = dir.join(file);
+            let _ = std::fs::remove_file(&path);
+            make(&path);
+            let out = run_bounded(&[
+                "verify".as_ref(),
+                dir.as_os_str(),
+                "--json".as_ref(),
+                "--quiet".as_ref(),
+            ]);
+            let case = format!("{file} as {what}");
+            assert!(out.code == 1 || out.code == 2, "{case}: exit {}", out.code);
+            if out.code == 1 {
+                let report: serde_json::Value =
+                    serde_json::from_str(out.stdout.lines().next().unwrap()).unwrap();
+                let about: Vec<_> = report["problems"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|p| p["file"].as_str() == Some(path.to_str().unwrap()))
+                    .collect();
+                assert_eq!(about.len(), 1, "{case}: {report}");
+            }
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+}
