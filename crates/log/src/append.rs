@@ -457,7 +457,7 @@ impl Log {
             log_end_offset, duration_ms = crate::observe::duration_ms(started.elapsed()),
             "rolled new segment"
         );
-        self.observe_shape();
+        self.observe_shape(writer);
         Ok(self.published.load())
     }
 
