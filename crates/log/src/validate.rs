@@ -618,8 +618,13 @@ mod tests {
     fn an_unlimited_timestamp_bound_prints_as_no_bound() {
         use seglog_records::Compression;
         let future = batch_with(&[NOW + 2 * 3_600_000], Compression::None);
-        let e = analyze(&[&future], Origin::Leader, &window(i64::MAX, 3_600_000), NOW)
-            .unwrap_err();
+        let e = analyze(
+            &[&future],
+            Origin::Leader,
+            &window(i64::MAX, 3_600_000),
+            NOW,
+        )
+        .unwrap_err();
         let text = e.to_string();
         let kind = kind(e);
         assert_eq!(

@@ -481,10 +481,17 @@ fn a_crashed_active_segment_rebuild_is_not_called_corrupt_and_durations_are_roun
         .collect();
     assert_eq!(rebuilt.len(), 1, "{events:?}");
     assert_eq!(rebuilt[0].level, tracing::Level::INFO);
-    assert_eq!(rebuilt[0].field("base_offset"), Some("48"), "the active segment");
+    assert_eq!(
+        rebuilt[0].field("base_offset"),
+        Some("48"),
+        "the active segment"
+    );
     let reason = rebuilt[0].field("reason").unwrap();
     assert!(!reason.to_lowercase().contains("corrupt"), "{reason}");
-    assert!(reason.contains("not trimmed before an unclean shutdown"), "{reason}");
+    assert!(
+        reason.contains("not trimmed before an unclean shutdown"),
+        "{reason}"
+    );
 
     let loaded = events.iter().find(|e| e.message == "log loaded").unwrap();
     let duration = loaded.field("duration_ms").unwrap();
@@ -519,5 +526,8 @@ fn a_zero_padded_sealed_index_is_still_called_corrupt() {
         .collect();
     assert_eq!(rebuilt.len(), 1, "{events:?}");
     let reason = rebuilt[0].field("reason").unwrap();
-    assert!(reason.contains("CorruptIndex") && reason.contains("ZeroPaddedTail"), "{reason}");
+    assert!(
+        reason.contains("CorruptIndex") && reason.contains("ZeroPaddedTail"),
+        "{reason}"
+    );
 }
