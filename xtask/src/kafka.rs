@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::cmd::{cargo, run as run_command, workspace_root};
 
-const SCENARIOS: &[&str] = &["broker", "adopt", "storage", "all", "fixtures"];
+const SCENARIOS: &[&str] = &["broker", "txn-compacted", "adopt", "storage", "all", "fixtures"];
 
 /// The differential histories CI runs (about 2 minutes on a loaded 2-core machine; see
 /// interop/kafka/README.md for the figures). The seed is fixed, so a CI failure replays.
