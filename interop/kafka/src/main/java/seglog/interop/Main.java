@@ -46,7 +46,7 @@ public final class Main {
                 new BrokerScenario(report, seglog, work).run(scenario.equals("fixtures") ? fixtures : null);
             }
             if (scenario.equals("txn-compacted")) {
-                new BrokerScenario(report, seglog, work).runTxnCompacted();
+                new BrokerScenario(report, seglog, work).runTxnCompacted(fixtures);
             }
             if (scenario.equals("adopt") || scenario.equals("all")) {
                 new AdoptScenario(report, seglog, work).run();

@@ -34,6 +34,8 @@ final class TxnCompacted {
     /** Transactions per producer and phase. */
     static final int ROUNDS = 6;
     static final int PRODUCERS = 3;
+    /** The fixture's directory name, beside {@code tests/fixtures/kafka-4.4}. */
+    static final String FIXTURE = "kafka-4.4-txn-compacted";
 
     private final Report report;
     private final Broker broker;
@@ -161,6 +163,34 @@ final class TxnCompacted {
                 + info.path("ongoing_transactions"));
         Log.info(where + ": " + committed.size() + " read_committed and " + uncommitted.records().size()
                 + " read_uncommitted records, LSO " + lso + ", log end " + uncommitted.latest());
+    }
+
+    /**
+     * The fixture: the partition directory as the stopped broker left it, Kafka's consumers'
+     * records ({@code read_committed.jsonl}, {@code read_uncommitted.jsonl}, in the shape of
+     * {@code seglog read --json --encoding hex}) and its ListOffsets answers ({@code kafka.json}).
+     */
+    static void writeFixture(Path to, Path dir, Expect uncommitted, List<Rec> committed, long lso) throws Exception {
+        Fs.deleteTree(to);
+        Fs.copyTree(dir, to.resolve(TOPIC + "-0"));
+        java.nio.file.Files.writeString(to.resolve("read_committed.jsonl"), jsonLines(committed));
+        java.nio.file.Files.writeString(to.resolve("read_uncommitted.jsonl"), jsonLines(uncommitted.records()));
+        var o = Seglog.JSON.createObjectNode();
+        o.put("dir", TOPIC + "-0");
+        o.put("log_start_offset", uncommitted.earliest());
+        o.put("log_end_offset", uncommitted.latest());
+        o.put("last_stable_offset", lso);
+        o.put("open_transactions", 1);
+        var cfg = o.putObject("topic_config");
+        config().forEach(cfg::put);
+        java.nio.file.Files.writeString(to.resolve("kafka.json"), Seglog.JSON.writerWithDefaultPrettyPrinter().writeValueAsString(o) + "\n");
+        Log.info(TOPIC + ": fixture written to " + to);
+    }
+
+    private static String jsonLines(List<Rec> recs) throws Exception {
+        StringBuilder sb = new StringBuilder();
+        for (Rec r : recs) sb.append(Seglog.JSON.writeValueAsString(r.toJson())).append('\n');
+        return sb.toString();
     }
 
     /** A copy of the partition directory taken while the broker runs (a file at a time, as a backup tool would). */
