@@ -296,7 +296,17 @@ final class AdoptScenario {
                 long[] lo = Clients.listOffsets(admin, tp);
                 report.equal(lo[0], info.path("log_start_offset").asLong(), tp + ": log start offset (ListOffsets EARLIEST vs seglog info)");
                 report.equal(lo[1], info.path("log_end_offset").asLong(), tp + ": log end offset (ListOffsets LATEST vs seglog info)");
-                Compare.records(report, tp + " adopted", Clients.consumeAll(broker.bootstrap(), tp, "read_uncommitted"), expected.get(p.topic()));
+                List<Rec> want = expected.get(p.topic());
+                long upTo = -1;
+                if (p.after().equals("truncate-mid")) {
+                    // The log ends in the gap the truncation left (its last batch ends at 339, the
+                    // empty segment at 345): Kafka's consumer reads the records, then waits at the
+                    // gap until the next append (docs/format.md, "Truncation inside a batch").
+                    upTo = want.get(want.size() - 1).offset() + 1;
+                    report.equal(upTo, Clients.positionAfterPolling(broker.bootstrap(), tp, upTo, 1500),
+                            tp + ": the consumer's position after polling at the gap before the log end " + lo[1]);
+                }
+                Compare.records(report, tp + " adopted", Clients.consumeUpTo(broker.bootstrap(), tp, "read_uncommitted", upTo), want);
                 Map<Long, Long> times = Clients.offsetsForTimes(broker.bootstrap(), tp,
                         Clients.sampleTimestamps(expected.get(p.topic()), p.topic().hashCode()));
                 Compare.offsetsForTimes(report, seglog, dir, tp + " adopted", times);

@@ -34,6 +34,11 @@ final class TxnCompacted {
     /** Transactions per producer and phase. */
     static final int ROUNDS = 6;
     static final int PRODUCERS = 3;
+    /**
+     * {@code -Dseglog.txnCompacted.variant=N} (default 0, what CI and the fixture use): other
+     * abort patterns and phase lengths, and (N > 0) producer 2's transactions span two rounds.
+     */
+    static final int VARIANT = Integer.getInteger("seglog.txnCompacted.variant", 0);
     /** The fixture's directory name, beside {@code tests/fixtures/kafka-4.4}. */
     static final String FIXTURE = "kafka-4.4-txn-compacted";
 
@@ -83,8 +88,8 @@ final class TxnCompacted {
             }
             int cleanedRounds = 0;
             for (int phase = 0; phase < PHASES; phase++) {
-                for (int round = 0; round < ROUNDS; round++) {
-                    for (KafkaProducer<byte[], byte[]> p : txn) p.beginTransaction();
+                for (int round = 0; round < ROUNDS + VARIANT % 3; round++) {
+                    for (int j = 0; j < PRODUCERS; j++) if (!spansRounds(j) || round % 2 == 0) txn.get(j).beginTransaction();
                     for (int i = 0; i < 8; i++) {
                         for (KafkaProducer<byte[], byte[]> p : txn) p.send(gen.nextCompacted());
                         if (i % 2 == 0) plain.send(gen.nextCompacted());
@@ -94,8 +99,9 @@ final class TxnCompacted {
                         }
                     }
                     for (int j = 0; j < PRODUCERS; j++) {
-                        // Every producer aborts some: producer j aborts the rounds r with (r + j) % 3 == 0.
-                        if ((round + j + phase) % 3 == 0) txn.get(j).abortTransaction();
+                        if (spansRounds(j) && round % 2 == 0 && round + 1 < ROUNDS + VARIANT % 3) continue;
+                        // Every producer aborts some: producer j aborts the rounds r with (r + j + phase) % 3 == 0.
+                        if ((round + j + phase + VARIANT) % 3 == 0) txn.get(j).abortTransaction();
                         else txn.get(j).commitTransaction();
                     }
                 }
@@ -117,6 +123,11 @@ final class TxnCompacted {
         } finally {
             for (KafkaProducer<byte[], byte[]> p : txn) p.close(Duration.ofSeconds(30));
         }
+    }
+
+    /** Whether producer {@code j}'s transactions span two rounds (ended in the odd ones). */
+    private static boolean spansRounds(int j) {
+        return VARIANT > 0 && j == 2;
     }
 
     /** How often the broker's log says it cleaned the topic's partition. */
