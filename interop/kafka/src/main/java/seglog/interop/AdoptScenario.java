@@ -131,7 +131,8 @@ final class AdoptScenario {
             if (!p.after().startsWith("truncate")) continue;
             TopicPartition tp = new TopicPartition(p.topic(), 0);
             long end = seglog.info(ours.resolve(p.topic() + "-0")).path("log_end_offset").asLong();
-            Gen gen = new Gen(p.topic() + "-more", ++seed, baseTs + 3_000_000);
+            // Gen names the topic in its records; a seed of its own, timestamps after ours.
+            Gen gen = new Gen(p.topic(), ++seed, baseTs + 3_000_000);
             List<Rec> want = new ArrayList<>(expected.get(p.topic()));
             List<Long> offsets = new ArrayList<>();
             try (KafkaProducer<byte[], byte[]> producer = Clients.producer(broker.bootstrap(),
