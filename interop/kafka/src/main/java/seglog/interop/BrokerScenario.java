@@ -127,12 +127,19 @@ final class BrokerScenario {
                     waitForCleaner(broker, "compacted");
                 }
                 if (txnCompacted != null) {
-                    // A copy while the broker runs, and what Kafka's consumers say at that moment.
-                    TxnCompacted.liveCopy(broker, live);
-                    TopicPartition tp = new TopicPartition(TxnCompacted.TOPIC, 0);
-                    liveExpected = expect(broker, admin, tp);
-                    liveCommitted = Clients.consumeAll(broker.bootstrap(), tp, "read_committed");
-                    liveLso = TxnCompacted.lastStableOffset(admin);
+                    // A copy while the broker runs, and what Kafka's consumers say at that moment:
+                    // taken again if a cleaner round ran meanwhile.
+                    for (int attempt = 0; ; attempt++) {
+                        int rounds = txnCompacted.waitForIdleCleaner();
+                        TxnCompacted.liveCopy(broker, live);
+                        TopicPartition tp = new TopicPartition(TxnCompacted.TOPIC, 0);
+                        liveExpected = expect(broker, admin, tp);
+                        liveCommitted = Clients.consumeAll(broker.bootstrap(), tp, "read_committed");
+                        liveLso = TxnCompacted.lastStableOffset(admin);
+                        if (txnCompacted.waitForIdleCleaner() == rounds) break;
+                        if (!report.check(attempt < 3, TxnCompacted.TOPIC + ": a cleaner round ran during each of 4 live copies")) break;
+                        Log.info(TxnCompacted.TOPIC + ": a cleaner round ran during the live copy; copying again");
+                    }
                 }
                 // The broker's own transaction log (compacted, written by the coordinator) is checked too.
                 topics = new ArrayList<>(topics);

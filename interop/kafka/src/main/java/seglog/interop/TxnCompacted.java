@@ -130,6 +130,31 @@ final class TxnCompacted {
         return VARIANT > 0 && j == 2;
     }
 
+    /**
+     * Waits until the cleaner is idle on the topic: every round the broker's log began has
+     * ended, and none began for 2 s (at most 60 s). Returns the number of finished rounds. The
+     * final appends can roll a segment, and the cleaner then cleans it; a copy or a consumer
+     * read during such a round sees another moment than the other.
+     */
+    int waitForIdleCleaner() throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        int last = -1;
+        long stableSince = System.nanoTime();
+        while (System.nanoTime() < deadline) {
+            int begun = broker.grepLastLog("Beginning cleaning of log " + TOPIC + "-0").size();
+            int done = cleanerRounds();
+            if (begun != done || done != last) {
+                last = begun == done ? done : -1;
+                stableSince = System.nanoTime();
+            } else if (System.nanoTime() - stableSince > TimeUnit.SECONDS.toNanos(2)) {
+                return done;
+            }
+            Thread.sleep(200);
+        }
+        report.fail(TOPIC + ": the broker's cleaner did not come to rest in 60 s\n" + broker.tail());
+        return last;
+    }
+
     /** How often the broker's log says it cleaned the topic's partition. */
     int cleanerRounds() throws Exception {
         return (int) broker.grepLastLog("cleaned log " + TOPIC + "-0").stream().count();
