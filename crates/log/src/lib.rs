@@ -171,6 +171,7 @@ mod sync;
 mod topic_config;
 mod topic_partition;
 mod transaction;
+mod txn_decision;
 mod validate;
 mod view;
 
@@ -246,6 +247,10 @@ pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
 pub use transaction::{Transaction, TransactionalProducer};
+pub use txn_decision::{
+    MAX_TRANSACTION_PARTITIONS, MAX_TXN_DECISION_BYTES, TXN_DECISION_PREFIX, TXN_DECISION_VERSION,
+    TxnDecision, TxnDecisionProblem,
+};
 pub use view::{Isolation, OffsetMetadata};
 
 // Compile-time guarantees: the handles users share between threads are `Send + Sync`.

@@ -412,6 +412,11 @@ impl LogDir {
             .write(&high_watermarks)
     }
 
+    /// The I/O seam of the root's directory fsyncs.
+    pub(crate) fn io(&self) -> &Io {
+        &self.io
+    }
+
     /// The root's clock's time (for its ticker).
     pub(crate) fn clock_now_ms(&self) -> i64 {
         self.clock.now_ms()

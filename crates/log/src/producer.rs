@@ -380,6 +380,20 @@ impl IdempotentProducer {
         self.bump_epoch_above(self.epoch)
     }
 
+    /// Moves to `epoch` (the epoch a transaction's markers carried under transaction
+    /// version 2) with every sequence back to 0, as Kafka's client does when `EndTxn`
+    /// answers with a bumped epoch.
+    pub(crate) fn adopt_epoch(&mut self, epoch: i16) {
+        tracing::debug!(
+            producer_id = self.producer_id,
+            epoch,
+            "transactional producer moved to the epoch of its markers"
+        );
+        self.epoch = epoch;
+        self.next_sequences.clear();
+        self.unsent.clear();
+    }
+
     fn bump_epoch_above(&mut self, epoch: i16) -> Result<i16> {
         let Some(next) = epoch.max(self.epoch).checked_add(1) else {
             self.exhausted = true;
