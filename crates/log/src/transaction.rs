@@ -501,11 +501,20 @@ impl Transaction<'_, '_> {
 
     /// Commits: one COMMIT marker on every partition written to, in partition order, each
     /// appended with `durability` ([`Durability::Fsync`] also syncs the transaction's data
-    /// before it in that partition). Returns the markers written.
+    /// before it in that partition). Returns the markers written (under
+    /// [`TransactionVersion::V2`] they carry the epoch + 1, which the producer then moves to).
+    ///
+    /// Atomic across partitions: when the transaction holds data in two partitions or more,
+    /// its decision ([`TxnDecision`]) is written and fsynced in the root before the first
+    /// marker and removed after the last. A crash in between leaves the decision, and the
+    /// next [`TransactionalProducer::init`] writes the missing markers: every partition ends
+    /// committed, or, when the crash came before the decision was durable, aborted.
     ///
     /// # Errors
-    /// As [`Log::write_txn_marker`]; the partitions not yet marked are committed by the next
-    /// [`TransactionalProducer::begin`].
+    /// [`Error::Io`] writing or removing the decision; as [`Log::write_txn_marker_with`]. The
+    /// outcome is then left to the next [`TransactionalProducer::begin`] (which finishes the
+    /// commit: the decision, the markers not yet written, the removal) or, after a crash, to
+    /// `init`, as above.
     ///
     /// ```
     /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};

@@ -45,7 +45,21 @@ const HEADER_LEN: usize = 28;
 /// The CRC covers every byte from here to the end of the file.
 const CRC_COVERED_FROM: usize = 6;
 
-/// A logged transaction decision (see the module docs for the file it lives in).
+/// A logged transaction decision: the seglog-only file `seglog-txn-decision-<producer id>` in
+/// a [`crate::LogDir`] root (Kafka has no such file; a broker ignores regular files in a
+/// `log.dirs` root), which makes a commit across partitions atomic.
+///
+/// It stands in for the `PrepareCommit` record Kafka's transaction coordinator appends to
+/// its transaction log before it writes any marker. [`crate::Transaction::commit`] writes it
+/// (temp file, fsync, rename, directory fsync) before the first COMMIT marker of a
+/// transaction holding data in two partitions or more and removes it (unlink, directory
+/// fsync) after the last; [`crate::TransactionalProducer::init`] completes one a crash left.
+///
+/// The file, version 0, big-endian: `version int16`, `crc uint32` (CRC-32C of every byte
+/// after it), `producerId int64`, `producerEpoch int16`, `markerEpoch int16`,
+/// `coordinatorEpoch int32`, `result int8` (1 COMMIT, 0 ABORT), `transactionVersion int8`,
+/// `count int32`, then per partition `topicLength int16`, the topic in UTF-8,
+/// `partition int32`, `firstOffset int64`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxnDecision {
     /// The producer whose transaction it decides.
@@ -101,7 +115,7 @@ pub enum TxnDecisionProblem {
     /// unknown result or transaction version, a marker epoch the version does not give).
     #[error("invalid {field} {value}")]
     InvalidField {
-        /// The field's name in docs/format.md.
+        /// The field's name in the file layout ([`TxnDecision`]).
         field: &'static str,
         /// Its value.
         value: i64,
@@ -143,7 +157,7 @@ impl TxnDecision {
         root.join(Self::file_name(producer_id))
     }
 
-    /// Encodes the record (docs/format.md draws the layout).
+    /// Encodes the record in the layout [`TxnDecision`] describes.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(HEADER_LEN + self.partitions.len() * 24);
         out.extend_from_slice(&TXN_DECISION_VERSION.to_be_bytes());

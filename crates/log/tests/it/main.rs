@@ -35,4 +35,5 @@ mod recovery_reads;
 mod reopen;
 mod retention;
 mod truncation;
+mod txn_atomic;
 mod txn_compaction;
