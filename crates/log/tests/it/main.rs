@@ -37,3 +37,4 @@ mod retention;
 mod truncation;
 mod txn_atomic;
 mod txn_compaction;
+mod txn_v2;
