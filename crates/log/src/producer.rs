@@ -115,10 +115,15 @@ pub struct IdempotentProducer {
     /// send refused by the log's validation (nothing written) gives its sequences back.
     unsent: BTreeMap<TopicPartition, (i16, i32)>,
     /// Batches are transactional (the producer of a [`crate::TransactionalProducer`]): no
-    /// epoch bump on errors, as Kafka's transactional client bumps only when it aborts.
+    /// epoch bump on errors, as Kafka's transactional client bumps only once the transaction
+    /// ends (`resync`).
     transactional: bool,
     /// The epoch could not be bumped: every `prepare` fails.
     exhausted: bool,
+    /// A transactional producer's batch of the current epoch was answered with
+    /// `OutOfOrderSequence` (its last batches were truncated away, say): the epoch is bumped
+    /// when the transaction ends ([`IdempotentProducer::take_resync`]).
+    resync: bool,
 }
 
 impl IdempotentProducer {
@@ -155,6 +160,7 @@ impl IdempotentProducer {
             unsent: BTreeMap::new(),
             transactional,
             exhausted: false,
+            resync: false,
         })
     }
 
@@ -392,6 +398,13 @@ impl IdempotentProducer {
         self.epoch = epoch;
         self.next_sequences.clear();
         self.unsent.clear();
+        self.resync = false;
+    }
+
+    /// Whether a transactional producer must bump its epoch at the end of its transaction
+    /// (a batch of the current epoch was answered with `OutOfOrderSequence`); clears it.
+    pub(crate) fn take_resync(&mut self) -> bool {
+        std::mem::take(&mut self.resync)
     }
 
     fn bump_epoch_above(&mut self, epoch: i16) -> Result<i16> {
@@ -407,6 +420,7 @@ impl IdempotentProducer {
         self.epoch = next;
         self.next_sequences.clear();
         self.unsent.clear();
+        self.resync = false;
         Ok(next)
     }
 
@@ -432,6 +446,11 @@ impl IdempotentProducer {
             }
         };
         if self.transactional {
+            // Kafka's transactional client makes the transaction abortable and bumps the
+            // epoch once it ends (KIP-360); a fenced answer is fatal to it, never bumped past.
+            if matches!(kind, AppendErrorKind::OutOfOrderSequence { .. }) {
+                self.resync = true;
+            }
             return;
         }
         // At i16::MAX the producer is marked exhausted; the append's own error is returned.

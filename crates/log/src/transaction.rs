@@ -353,6 +353,12 @@ impl<'d> TransactionalProducer<'d> {
         if ending.marker_epoch != self.epoch() {
             // TV2: the next transaction uses the markers' epoch, from sequence 0.
             self.producer.adopt_epoch(ending.marker_epoch);
+        } else if self.producer.take_resync() {
+            // A partition answered OutOfOrderSequence (its last batches were truncated
+            // away): as Kafka's transactional client after the abortable error (KIP-360), a
+            // new epoch from sequence 0, which every partition takes. At `i16::MAX` the
+            // producer is marked exhausted and its next batch says so.
+            let _ = self.producer.bump_epoch();
         }
         Ok(written)
     }
@@ -431,8 +437,14 @@ impl Transaction<'_, '_> {
     /// [`Transaction::send`] with an explicit [`Durability`].
     ///
     /// # Errors
-    /// As [`IdempotentProducer::send_to`]. The transaction stays usable; a refused batch
-    /// ([`Error::InvalidAppend`]) wrote nothing.
+    /// As [`IdempotentProducer::send_to`]; [`ProducerErrorKind::TooManyPartitions`] for a
+    /// partition beyond [`MAX_TRANSACTION_PARTITIONS`]. The transaction stays usable; a
+    /// refused batch ([`Error::InvalidAppend`]) wrote nothing. After
+    /// [`crate::AppendErrorKind::OutOfOrderSequence`] (the partition lost the producer's last
+    /// batches, say to a truncation) that partition refuses the transaction's batches until
+    /// it ends; the end then moves the producer to a new epoch from sequence 0 (Kafka's
+    /// client bumps the epoch after that error), and the next transaction is in sequence on
+    /// every partition.
     ///
     /// ```
     /// use seglog::{BatchBuilder, Durability, LogConfig, LogDir, TopicPartition, TransactionalProducer};

@@ -24,6 +24,7 @@ mod many_segments;
 mod model;
 mod poisoning;
 mod producer_api;
+mod producer_combos;
 mod producer_model;
 mod producer_snapshots;
 mod producers;
