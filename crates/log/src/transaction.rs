@@ -321,7 +321,10 @@ impl<'d> TransactionalProducer<'d> {
     fn run(&mut self, mut ending: Ending) -> Result<Vec<(TopicPartition, AppendInfo)>> {
         let (io, root) = (self.log_dir.io(), self.log_dir.root());
         if let Decision::ToWrite(decision) = &ending.decision {
-            if let Err(e) = decision.write(io, root) {
+            if let Err(e) = self
+                .sync_data(decision, ending.durability)
+                .and_then(|()| decision.write(io, root))
+            {
                 self.unfinished = Some(ending);
                 return Err(e);
             }
@@ -361,6 +364,21 @@ impl<'d> TransactionalProducer<'d> {
             let _ = self.producer.bump_epoch();
         }
         Ok(written)
+    }
+
+    /// At [`Durability::Fsync`], makes the transaction's data durable in every partition of
+    /// `decision` before the decision is: a power loss after it then finds every partition's
+    /// data for `init` to commit (a COMMIT marker's own fsync covers only its partition).
+    fn sync_data(&self, decision: &TxnDecision, durability: Durability) -> Result<()> {
+        if !matches!(durability, Durability::Fsync) {
+            return Ok(());
+        }
+        for (tp, _) in &decision.partitions {
+            if let Some(log) = self.log_dir.log(tp) {
+                log.sync_to(log.log_end_offset())?;
+            }
+        }
+        Ok(())
     }
 
     /// The one place markers are written.
@@ -520,7 +538,10 @@ impl Transaction<'_, '_> {
     /// its decision ([`TxnDecision`]) is written and fsynced in the root before the first
     /// marker and removed after the last. A crash in between leaves the decision, and the
     /// next [`TransactionalProducer::init`] writes the missing markers: every partition ends
-    /// committed, or, when the crash came before the decision was durable, aborted.
+    /// committed, or, when the crash came before the decision was durable, aborted. At
+    /// [`Durability::PageCache`] this holds across a process crash; at [`Durability::Fsync`]
+    /// (which first makes the transaction's data durable in every partition, then the
+    /// decision) across a power loss too.
     ///
     /// # Errors
     /// [`Error::Io`] writing or removing the decision; as [`Log::write_txn_marker_with`]. The

@@ -61,7 +61,11 @@ const PID: i64 = 61;
 /// partition 1) and arms `arm` just before committing them: the commit fails where the fault
 /// hits, and the process "dies" (nothing is closed or dropped in order; the producer's
 /// pending end is never retried).
-fn crash_during_commit(root: &Path, durability: Durability, arm: impl FnOnce(&FaultInjector)) {
+fn crash_during_commit(
+    root: &Path,
+    durability: Durability,
+    arm: impl FnOnce(&FaultInjector),
+) -> FaultInjector {
     let faults = FaultInjector::new(root);
     let log_dir = open_dir_with(root, faults.io());
     let tps = partitions();
@@ -80,6 +84,7 @@ fn crash_during_commit(root: &Path, durability: Durability, arm: impl FnOnce(&Fa
     assert!(txn.commit(durability).is_err());
     drop(producer);
     drop(log_dir);
+    faults
 }
 
 /// After the crash: the fencing producer's `init`, then the same outcome everywhere.
@@ -134,16 +139,35 @@ fn commit_counts(durability: Durability) {
     let faults = FaultInjector::new(root.path());
     let log_dir = open_dir_with(root.path(), faults.io());
     let mut producer = TransactionalProducer::init(&log_dir, PID, 0).unwrap();
-    let mut txn = producer.begin().unwrap();
-    for tp in &partitions() {
-        txn.send(tp, records(&["a"])).unwrap();
+    // A first transaction creates the partitions (and syncs their directories).
+    for value in ["first", "a"] {
+        let mut txn = producer.begin().unwrap();
+        for tp in &partitions() {
+            txn.send(tp, records(&[value])).unwrap();
+        }
+        if value == "first" {
+            txn.commit(Durability::Fsync).unwrap();
+            continue;
+        }
+        let (writes, syncs, dir_syncs) = (faults.writes(), faults.syncs(), faults.dir_syncs());
+        txn.commit(durability).unwrap();
+        // At fsync durability each partition's data is synced before the record, and each
+        // marker after it.
+        let log_syncs = if matches!(durability, Durability::Fsync) {
+            6
+        } else {
+            0
+        };
+        assert_eq!(
+            (
+                faults.writes() - writes,
+                faults.syncs() - syncs,
+                faults.dir_syncs() - dir_syncs
+            ),
+            (3, log_syncs, 2),
+            "{durability:?}"
+        );
     }
-    let (writes, dir_syncs) = (faults.writes(), faults.dir_syncs());
-    txn.commit(durability).unwrap();
-    assert_eq!(
-        (faults.writes() - writes, faults.dir_syncs() - dir_syncs),
-        (3, 2)
-    );
     assert!(!TxnDecision::path(root.path(), PID).exists());
     // One partition: its marker is atomic by itself, no record (no extra fsync).
     let mut txn = producer.begin().unwrap();
@@ -174,6 +198,22 @@ fn a_crash_between_any_two_markers_ends_committed_on_every_partition() {
         });
         assert_one_outcome(root.path(), true);
     }
+}
+
+#[test]
+fn a_power_loss_mid_commit_at_fsync_durability_ends_committed_on_every_partition() {
+    // The second marker fails; then a power loss: every `.log` goes back to its last fsync.
+    let root = tempfile::tempdir().unwrap();
+    let faults = crash_during_commit(root.path(), Durability::Fsync, |faults| {
+        faults.fail_nth_write(2, FaultKind::Eio);
+    });
+    for (path, durable) in faults.durable_images() {
+        std::fs::write(path, durable).unwrap();
+    }
+    // The record was fsynced with its directory before the first marker: it survives, and
+    // so does every partition's data, synced before it.
+    assert!(TxnDecision::path(root.path(), PID).exists());
+    assert_one_outcome(root.path(), true);
 }
 
 #[test]
