@@ -398,7 +398,10 @@ fn killed_children_leave_every_transaction_whole() {
     }
     let root = tempfile::tempdir().unwrap();
     let tps = partitions();
-    for (round, delay_ms) in [60u64, 150, 20, 250, 100].into_iter().enumerate() {
+    for (round, delay_ms) in [60u64, 150, 20, 250, 100, 330, 45, 200]
+        .into_iter()
+        .enumerate()
+    {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "txn_atomic::killed_children_leave_every_transaction_whole",
@@ -421,7 +424,13 @@ fn killed_children_leave_every_transaction_whole() {
         }
         std::thread::sleep(Duration::from_millis(delay_ms));
         child.kill().unwrap();
-        child.wait().unwrap();
+        let status = child.wait().unwrap();
+        // Killed mid-loop, not ended by a failure of its own.
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "round {round}: {status}"
+        );
 
         // The fencing producer at the next epoch completes or aborts what the kill cut.
         let log_dir = open_dir(root.path());
