@@ -104,7 +104,8 @@
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
-//! `replication-offset-checkpoint` in its root, in Kafka's formats. A standalone
+//! `replication-offset-checkpoint` in its root, in Kafka's formats, and while a commit across
+//! partitions writes its markers its seglog-only decision record ([`TxnDecision`]). A standalone
 //! [`Log::open`] uses its parent's files when the parent looks like a `log.dirs` root, and
 //! otherwise keeps the same five files inside the partition directory
 //! (the directory is its own one-partition root). A broker ignores those files.

@@ -33,6 +33,12 @@ use crate::{Error, Result};
 /// `-delete` directories are removed `file.delete.delay.ms` after opening (by
 /// [`LogDir::tick`]), without being loaded.
 ///
+/// **Transaction decisions.** A commit across partitions of a
+/// [`crate::TransactionalProducer`] keeps its decision in the root while it writes its
+/// markers (`seglog-txn-decision-<producer id>`, [`crate::TxnDecision`], a file Kafka does
+/// not have and ignores); one a crash left behind is completed by the producer id's next
+/// [`crate::TransactionalProducer::init`], not by the open.
+///
 /// **Topic configs.** The `LogConfig` given at open is the broker's default for every
 /// partition; [`TopicConfigs`] override it per topic, as Kafka's topic configs override the
 /// broker config ([`LogDir::open_with_topic_configs`]). They are not persisted: Kafka keeps topic

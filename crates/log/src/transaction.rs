@@ -35,6 +35,12 @@ use crate::{
 /// A transactional producer over a [`LogDir`]: a producer id at an epoch that fenced every
 /// older one, which runs one [`Transaction`] at a time.
 ///
+/// A commit is atomic across partitions: it logs its decision ([`TxnDecision`]) before its
+/// first marker, and [`TransactionalProducer::init`] completes a commit a crash cut short
+/// before it aborts anything. Under [`TransactionVersion::V2`]
+/// ([`TransactionalProducer::init_with`]) every commit and abort bumps the epoch, as Kafka's
+/// transactions v2 do.
+///
 /// ```
 /// use seglog::{
 ///     BatchBuilder, Durability, HighWatermarkPolicy, Isolation, LogConfig, LogDir,
