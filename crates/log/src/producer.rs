@@ -519,6 +519,41 @@ mod tests {
     }
 
     #[test]
+    fn a_transactional_producer_resyncs_after_out_of_order_only() {
+        let tp = TopicPartition::new("a", 0);
+        let mut p = IdempotentProducer::with_kind(1, 4, true).unwrap();
+        let batch = p.prepare(&tp, records(1)).unwrap();
+        let out_of_order = AppendErrorKind::OutOfOrderSequence {
+            producer_id: 1,
+            epoch: 4,
+            offset: 0,
+            sequence: 3,
+            last_sequence: 0,
+        };
+        let fenced = AppendErrorKind::InvalidProducerEpoch {
+            producer_id: 1,
+            epoch: 4,
+            offset: 0,
+            current_epoch: 6,
+        };
+        // Fenced by a newer epoch: never bumped past, no resync.
+        p.on_rejection(&batch, &fenced, true);
+        assert_eq!((p.epoch(), p.take_resync()), (4, false));
+        // Out of order: no bump now (the transaction goes on), a resync at its end.
+        p.on_rejection(&batch, &out_of_order, false);
+        assert_eq!(p.epoch(), 4);
+        assert!(p.take_resync());
+        assert!(!p.take_resync());
+        // A bump or an adopted epoch clears it.
+        p.on_rejection(&batch, &out_of_order, false);
+        p.adopt_epoch(5);
+        assert_eq!(
+            (p.epoch(), p.next_sequence(&tp), p.take_resync()),
+            (5, 0, false)
+        );
+    }
+
+    #[test]
     fn negative_ids_and_epochs_are_refused() {
         assert!(IdempotentProducer::new(-1, 0).is_err());
         assert!(IdempotentProducer::new(1, -1).is_err());
