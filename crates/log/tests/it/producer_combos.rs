@@ -56,6 +56,7 @@ fn committed(log_dir: &LogDir, tp: &TopicPartition) -> Vec<(i64, String, String)
     let log = log_dir.log(tp).unwrap();
     ReaderOptions::new(log.log_start_offset(), Isolation::ReadCommitted)
         .owned_reader(&log)
+        .until_caught_up()
         .map(|r| {
             let r = r.unwrap();
             let text = |b: Option<seglog::Bytes>| String::from_utf8(b.unwrap().to_vec()).unwrap();
@@ -164,6 +165,7 @@ fn committed_plain(log_dir: &LogDir, tp: &TopicPartition, isolation: Isolation) 
     let log = log_dir.log(tp).unwrap();
     ReaderOptions::new(log.log_start_offset(), isolation)
         .owned_reader(&log)
+        .until_caught_up()
         .map(|r| String::from_utf8(r.unwrap().record.value.unwrap().to_vec()).unwrap())
         .collect()
 }

@@ -47,6 +47,7 @@ fn committed(log_dir: &LogDir, tp: &TopicPartition) -> Vec<String> {
     let log = log_dir.log(tp).unwrap();
     ReaderOptions::new(log.log_start_offset(), Isolation::ReadCommitted)
         .owned_reader(&log)
+        .until_caught_up()
         .map(|r| String::from_utf8(r.unwrap().record.value.unwrap().to_vec()).unwrap())
         .collect()
 }

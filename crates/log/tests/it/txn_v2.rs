@@ -48,6 +48,7 @@ fn read(log_dir: &LogDir, tp: &TopicPartition, isolation: Isolation) -> Vec<Stri
     let log = log_dir.log(tp).unwrap();
     ReaderOptions::new(log.log_start_offset(), isolation)
         .owned_reader(&log)
+        .until_caught_up()
         .map(|r| String::from_utf8(r.unwrap().record.value.unwrap().to_vec()).unwrap())
         .collect()
 }
