@@ -225,7 +225,13 @@ pub fn compare(
     let b = serde_json::to_value(kafka).unwrap_or(Value::Null);
     let mut diffs = Vec::new();
     // In the order a reader takes them (serde_json's maps are sorted by key).
-    for field in ["outcome", "state", "read_uncommitted", "read_committed"] {
+    for field in [
+        "outcome",
+        "state",
+        "files",
+        "read_uncommitted",
+        "read_committed",
+    ] {
         walk(
             field,
             a.get(field).unwrap_or(&Value::Null),

@@ -89,4 +89,8 @@ pub struct Observation {
     /// cached `firstUnstableOffset()` in the state (for the rule on that cache; never compared).
     #[serde(default, skip_serializing)]
     pub fresh_first_unstable: Option<i64>,
+    /// After a maintenance operation (retention, DeleteRecords, truncate fully, a cleaning
+    /// round, a crash): every segment's base offset and `.log` size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<(i64, u64)>>,
 }
