@@ -71,6 +71,21 @@ pub const RULES: &[Rule] = &[
         explains: roll_before_producer_checks,
     },
     Rule {
+        name: FIRST_UNSTABLE_AT_BATCH_BASE,
+        documented: "docs/format.md, Deliberate differences: \"First unstable offset below a raised log start\"",
+        explains: first_unstable_at_batch_base,
+    },
+    Rule {
+        name: "recompressed-batch-bytes",
+        documented: "docs/format.md, Deliberate differences: \"Bytes of a batch the cleaner recompressed\"",
+        explains: recompressed_batch_bytes,
+    },
+    Rule {
+        name: "aborted-data-below-log-start",
+        documented: "docs/format.md, Deliberate differences: \"Aborted data below the log start in a cleaned segment\"",
+        explains: aborted_data_below_log_start,
+    },
+    Rule {
         name: "aborted-list-at-gap-end",
         documented: "docs/format.md, Deliberate differences: \"read_committed from a gap at the log end\"",
         explains: aborted_list_at_gap_end,
@@ -120,6 +135,106 @@ fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Obs
         && ours.read_committed.batches.as_deref() == Some(&[])
         && kafka.read_committed.batches.as_deref() == Some(&[])
         && kafka.read_committed.refused.is_none()
+}
+
+/// The segment index `i` of a `files[i]` or `file_batches[i]...` path.
+fn segment_of(path: &str) -> Option<usize> {
+    let rest = path
+        .strip_prefix("files[")
+        .or_else(|| path.strip_prefix("file_batches["))?;
+    rest.split(']').next()?.parse().ok()
+}
+
+/// Segment `i`'s batches on one side (`file_batches`).
+fn segment_batches(o: &Observation, i: usize) -> Option<&Vec<[i64; 5]>> {
+    o.file_batches.as_ref().and_then(|f| f.get(i))
+}
+
+/// A cleaning round that keeps part of a compressed batch writes the kept records compressed
+/// again, with each side's compressor (Kafka's `MemoryRecordsBuilder` streams through
+/// zstd-jni, `GZIPOutputStream`, snappy-java and its own LZ4 block stream; seglog through its
+/// codecs), so the batch's bytes, and the segment's size, differ (from then on). Exactly this
+/// form: a segment's size differs, its base is the same, both sides' segments hold the same
+/// batches (offsets, codec, record count, key and value bytes: `file_batches`, compared on
+/// its own), and one of them is compressed.
+fn recompressed_batch_bytes(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+    let Some(i) = segment_of(path).filter(|_| path.starts_with("files[")) else {
+        return false;
+    };
+    let (Some(a), Some(b)) = (&ours.files, &kafka.files) else {
+        return false;
+    };
+    a.get(i).map(|f| f.0) == b.get(i).map(|f| f.0)
+        && segment_batches(ours, i).is_some()
+        && segment_batches(ours, i) == segment_batches(kafka, i)
+        && segment_batches(ours, i).is_some_and(|bs| bs.iter().any(|batch| batch[2] != 0))
+}
+
+/// Kafka's cleaner learns which transactions were aborted from the `.txnindex`
+/// (`UnifiedLog.collectAbortedTransactions`, which passes the log start as the fetch offset,
+/// so `TransactionIndex.collectAbortedTxns` skips every aborted transaction whose marker lies
+/// below the log start), and keeps such a transaction's records as committed ones; seglog's
+/// cleaner finds aborted transactions in the batches and removes their records. Both only
+/// below the log start, where nothing is read. Exactly this form: the same log start, segment
+/// `i` at the same base on both sides, and its batches the same once those ending below the log
+/// start are left out (the segment's size may then differ too).
+fn aborted_data_below_log_start(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let Some(i) = segment_of(path) else {
+        return false;
+    };
+    let start = ours.state.log_start;
+    let visible = |o: &Observation| {
+        segment_batches(o, i).map(|bs| {
+            bs.iter()
+                .filter(|b| b[1] >= start)
+                .copied()
+                .collect::<Vec<_>>()
+        })
+    };
+    let base = |o: &Observation| o.files.as_ref().and_then(|f| f.get(i)).map(|f| f.0);
+    ours.state.log_start == kafka.state.log_start
+        && base(ours).is_some()
+        && base(ours) == base(kafka)
+        && segment_batches(ours, i) != segment_batches(kafka, i)
+        && visible(ours) == visible(kafka)
+}
+
+/// The name of the rule for Kafka's first unstable offset below a raised log start.
+pub const FIRST_UNSTABLE_AT_BATCH_BASE: &str =
+    "first-unstable-offset-at-batch-base-below-log-start";
+
+/// When the log start is raised (DeleteRecords) past the first offset of an open transaction,
+/// Kafka's `UnifiedLog.maybeIncrementFirstUnstableOffset` clamps the first unstable offset to
+/// the log start and converts it with `maybeConvertToOffsetMetadata`, whose `LogSegment.read`
+/// answers the base offset of the batch holding it (Findings, K1), so Kafka's first unstable
+/// offset and LSO fall below its own log start when the log start is inside a batch; seglog's
+/// are the log start. Exactly this form: the same log start and high watermark, Kafka's own
+/// `ProducerStateManager.firstUnstableOffset()` below the log start, seglog's first unstable
+/// offset the log start, Kafka's between its producer state's and the log start, and each side's
+/// LSO `min(its first unstable, HW)`. (Fetches from at or above the log start return nothing
+/// under read_committed on both sides, so they compare equal.)
+fn first_unstable_at_batch_base(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let (a, b) = (&ours.state, &kafka.state);
+    let start = a.log_start;
+    let form = a.log_start == b.log_start
+        && a.high_watermark == b.high_watermark
+        && kafka.fresh_first_unstable.is_some_and(|f| f < start)
+        && a.first_unstable == Some(start)
+        && b.first_unstable
+            .is_some_and(|k| k < start && kafka.fresh_first_unstable.is_some_and(|f| f <= k))
+        && a.last_stable == start.min(a.high_watermark)
+        && b.first_unstable.map(|k| k.min(b.high_watermark)) == Some(b.last_stable);
+    form && matches!(path, "state.first_unstable" | "state.last_stable")
 }
 
 /// seglog's first unstable offset is always its producer state's; Kafka's `UnifiedLog` caches
@@ -401,6 +516,35 @@ mod tests {
             ..Outcome::default()
         };
         kafka.outcome = ours.outcome.clone();
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+    }
+
+    #[test]
+    fn a_kafka_first_unstable_offset_at_the_batch_base_below_the_log_start_is_explained_only_in_its_form()
+     {
+        // The log start raised to 33 inside the batch 32..=34; the transaction began at 28.
+        let mut ours = observation(Some(33), 33);
+        ours.state.log_start = 33;
+        ours.state.high_watermark = 35;
+        let mut kafka = ours.clone();
+        kafka.state.first_unstable = Some(32);
+        kafka.state.last_stable = 32;
+        kafka.fresh_first_unstable = Some(28);
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert_eq!(applied.len(), 2, "first unstable and LSO");
+        assert!(
+            applied
+                .iter()
+                .all(|(name, _)| *name == FIRST_UNSTABLE_AT_BATCH_BASE)
+        );
+        // Kafka's producer state without a transaction: a divergence.
+        kafka.fresh_first_unstable = None;
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+        // seglog not at the log start: a divergence.
+        kafka.fresh_first_unstable = Some(28);
+        ours.state.first_unstable = Some(34);
+        ours.state.last_stable = 34;
         assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
     }
 

@@ -160,6 +160,13 @@ impl Kafka {
             read_committed: fetch("read_committed")?,
             fresh_first_unstable: reply.get("fresh_first_unstable").and_then(Value::as_i64),
             files: files(reply)?,
+            file_batches: reply
+                .get("file_batches")
+                .map(|f| {
+                    serde_json::from_value(f.clone())
+                        .map_err(|e| format!("DiffDriver file_batches {f}: {e}"))
+                })
+                .transpose()?,
         })
     }
 

@@ -149,6 +149,7 @@ impl Ours {
             read_committed: self.fetch(step.fetch_offset, Isolation::ReadCommitted),
             fresh_first_unstable: None,
             files: step.op.is_maintenance().then(|| self.files()),
+            file_batches: step.op.is_maintenance().then(|| self.file_batches()),
         };
         (observation, notes)
     }
@@ -162,6 +163,7 @@ impl Ours {
             read_committed: self.fetch(0, Isolation::ReadCommitted),
             fresh_first_unstable: None,
             files: None,
+            file_batches: None,
         }
     }
 

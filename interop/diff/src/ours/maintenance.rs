@@ -5,7 +5,7 @@
 use std::fs::OpenOptions;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use seglog::{CleanupPolicy, Clock, DirtyRatio, LogConfig, SystemClock};
+use seglog::{Batches, CleanupPolicy, Clock, DirtyRatio, LogConfig, SystemClock};
 
 use super::{Ours, accepted, options, refused, result};
 use crate::history::Op;
@@ -50,6 +50,47 @@ impl Ours {
             .segments()
             .iter()
             .map(|s| (s.base_offset, s.size_bytes))
+            .collect()
+    }
+
+    /// Each segment's batches as its `.log` holds them (`Observation::file_batches`); a file
+    /// that does not parse shows as one `[-1, -1, -1, -1, -1]` entry where it stops.
+    pub(super) fn file_batches(&self) -> Vec<Vec<[i64; 5]>> {
+        self.log()
+            .segments()
+            .iter()
+            .map(|s| {
+                let Ok(bytes) = std::fs::read(&s.path) else {
+                    return vec![[-1; 5]];
+                };
+                let mut out = Vec::new();
+                for batch in Batches::new(&bytes[..], 0) {
+                    let Ok(batch) = batch else {
+                        out.push([-1; 5]);
+                        break;
+                    };
+                    let h = batch.header();
+                    let (mut records, mut payload) = (0i64, 0i64);
+                    for record in batch.records(usize::MAX) {
+                        let Ok(r) = record else {
+                            records = -1;
+                            break;
+                        };
+                        records += 1;
+                        let key = r.key.as_ref().map_or(0, |b| b.len());
+                        let value = r.value.as_ref().map_or(0, |b| b.len());
+                        payload += i64::try_from(key + value).unwrap_or(i64::MAX);
+                    }
+                    out.push([
+                        h.base_offset.unwrap_or(-1),
+                        h.last_offset,
+                        i64::from(h.compression.id()),
+                        records,
+                        payload,
+                    ]);
+                }
+                out
+            })
             .collect()
     }
 

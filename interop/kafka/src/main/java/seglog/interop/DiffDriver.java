@@ -248,6 +248,7 @@ public final class DiffDriver {
             time.unpin();
         }
         reply.set("files", files());
+        reply.set("file_batches", fileBatches());
     }
 
     /** The log's config: the one {@link #create} uses, with {@code overrides}. */
@@ -322,6 +323,37 @@ public final class DiffDriver {
             return files.filter(p -> p.getFileName().toString().endsWith(".snapshot"))
                     .collect(java.util.stream.Collectors.toSet());
         }
+    }
+
+    /**
+     * Each segment's batches as its {@code .log} holds them: base offset, last offset, codec
+     * id, records, key and value bytes (the records, whatever bytes a compressor made of them).
+     */
+    private ArrayNode fileBatches() {
+        ArrayNode out = KafkaBench.JSON.createArrayNode();
+        for (var segment : log.logSegments()) {
+            ArrayNode batches = out.addArray();
+            try {
+                for (RecordBatch b : segment.log().batches()) {
+                    long records = 0;
+                    long payload = 0;
+                    for (org.apache.kafka.common.record.internal.Record rec : b) {
+                        records++;
+                        payload += Math.max(0, rec.keySize()) + Math.max(0, rec.valueSize());
+                    }
+                    ArrayNode a = batches.addArray();
+                    a.add(b.baseOffset());
+                    a.add(b.lastOffset());
+                    a.add(b.compressionType().id);
+                    a.add(records);
+                    a.add(payload);
+                }
+            } catch (Exception e) {
+                ArrayNode a = batches.addArray();
+                for (int i = 0; i < 5; i++) a.add(-1);
+            }
+        }
+        return out;
     }
 
     private ArrayNode files() {
