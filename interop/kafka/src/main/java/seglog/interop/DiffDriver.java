@@ -455,10 +455,19 @@ public final class DiffDriver {
             System.err.println("diff driver: closing the log: " + describe(e));
         }
         log = null;
-        try {
-            Fs.deleteTree(dir);
-        } catch (IOException e) {
-            System.err.println("diff driver: deleting " + dir + ": " + describe(e));
+        // A leader-epoch checkpoint flush the scheduler still runs (truncateFromStartAsyncFlush
+        // after DeleteRecords or retention) can make and rename its .tmp file during the walk:
+        // try again.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                Fs.deleteTree(dir);
+                break;
+            } catch (IOException | java.io.UncheckedIOException e) {
+                if (attempt == 5) {
+                    System.err.println("diff driver: deleting " + dir + ": " + describe(e));
+                    break;
+                }
+            }
         }
     }
 
