@@ -339,7 +339,17 @@ impl Producers {
                 if next_base <= from || *base >= last_offset {
                     continue;
                 }
-                let start = (*base).max(self.state.map_end_offset).max(log_start_offset);
+                // A recovered segment is replayed whole, as Kafka's `LogSegment.recover` puts
+                // every batch of it into the producer state, also those below the log start
+                // (DeleteRecords into a segment the recovery point lags behind). Only when
+                // all of it lies at or below the log start is its part lost again, as Kafka's
+                // next `truncateAndReload` drops the snapshot taken after it.
+                let recovered = rebuild_txn.contains(base);
+                let start = if recovered {
+                    *base
+                } else {
+                    (*base).max(self.state.map_end_offset).max(log_start_offset)
+                };
                 self.state.map_end_offset = start;
                 if offsets_to_snapshot.contains(base) {
                     self.take_snapshot(true)?;
@@ -352,6 +362,10 @@ impl Producers {
                 if rebuild_txn.contains(base) {
                     segment.replace_aborted_txns(aborted)?;
                     report.rebuilt_txn_indexes.push(*base);
+                }
+                if recovered && self.state.map_end_offset <= log_start_offset {
+                    self.state.clear();
+                    self.state.map_end_offset = log_start_offset;
                 }
             }
         }

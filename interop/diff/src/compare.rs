@@ -71,6 +71,21 @@ pub const RULES: &[Rule] = &[
         explains: roll_before_producer_checks,
     },
     Rule {
+        name: FIRST_UNSTABLE_AT_BATCH_BASE,
+        documented: "docs/format.md, Deliberate differences: \"First unstable offset below a raised log start\"",
+        explains: first_unstable_at_batch_base,
+    },
+    Rule {
+        name: "recompressed-batch-bytes",
+        documented: "docs/format.md, Deliberate differences: \"Bytes of a batch the cleaner recompressed\"",
+        explains: recompressed_batch_bytes,
+    },
+    Rule {
+        name: "aborted-data-below-log-start",
+        documented: "docs/format.md, Deliberate differences: \"Aborted data below the log start in a cleaned segment\"",
+        explains: aborted_data_below_log_start,
+    },
+    Rule {
         name: "aborted-list-at-gap-end",
         documented: "docs/format.md, Deliberate differences: \"read_committed from a gap at the log end\"",
         explains: aborted_list_at_gap_end,
@@ -120,6 +135,106 @@ fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Obs
         && ours.read_committed.batches.as_deref() == Some(&[])
         && kafka.read_committed.batches.as_deref() == Some(&[])
         && kafka.read_committed.refused.is_none()
+}
+
+/// The segment index `i` of a `files[i]` or `file_batches[i]...` path.
+fn segment_of(path: &str) -> Option<usize> {
+    let rest = path
+        .strip_prefix("files[")
+        .or_else(|| path.strip_prefix("file_batches["))?;
+    rest.split(']').next()?.parse().ok()
+}
+
+/// Segment `i`'s batches on one side (`file_batches`).
+fn segment_batches(o: &Observation, i: usize) -> Option<&Vec<[i64; 5]>> {
+    o.file_batches.as_ref().and_then(|f| f.get(i))
+}
+
+/// A cleaning round that keeps part of a compressed batch writes the kept records compressed
+/// again, with each side's compressor (Kafka's `MemoryRecordsBuilder` streams through
+/// zstd-jni, `GZIPOutputStream`, snappy-java and its own LZ4 block stream; seglog through its
+/// codecs), so the batch's bytes, and the segment's size, differ (from then on). Exactly this
+/// form: a segment's size differs, its base is the same, both sides' segments hold the same
+/// batches (offsets, codec, record count, key and value bytes: `file_batches`, compared on
+/// its own), and one of them is compressed.
+fn recompressed_batch_bytes(_: &Step, path: &str, ours: &Observation, kafka: &Observation) -> bool {
+    let Some(i) = segment_of(path).filter(|_| path.starts_with("files[")) else {
+        return false;
+    };
+    let (Some(a), Some(b)) = (&ours.files, &kafka.files) else {
+        return false;
+    };
+    a.get(i).map(|f| f.0) == b.get(i).map(|f| f.0)
+        && segment_batches(ours, i).is_some()
+        && segment_batches(ours, i) == segment_batches(kafka, i)
+        && segment_batches(ours, i).is_some_and(|bs| bs.iter().any(|batch| batch[2] != 0))
+}
+
+/// Kafka's cleaner learns which transactions were aborted from the `.txnindex`
+/// (`UnifiedLog.collectAbortedTransactions`, which passes the log start as the fetch offset,
+/// so `TransactionIndex.collectAbortedTxns` skips every aborted transaction whose marker lies
+/// below the log start), and keeps such a transaction's records as committed ones; seglog's
+/// cleaner finds aborted transactions in the batches and removes their records. Both only
+/// below the log start, where nothing is read. Exactly this form: the same log start, segment
+/// `i` at the same base on both sides, and its batches the same once those ending below the log
+/// start are left out (the segment's size may then differ too).
+fn aborted_data_below_log_start(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let Some(i) = segment_of(path) else {
+        return false;
+    };
+    let start = ours.state.log_start;
+    let visible = |o: &Observation| {
+        segment_batches(o, i).map(|bs| {
+            bs.iter()
+                .filter(|b| b[1] >= start)
+                .copied()
+                .collect::<Vec<_>>()
+        })
+    };
+    let base = |o: &Observation| o.files.as_ref().and_then(|f| f.get(i)).map(|f| f.0);
+    ours.state.log_start == kafka.state.log_start
+        && base(ours).is_some()
+        && base(ours) == base(kafka)
+        && segment_batches(ours, i) != segment_batches(kafka, i)
+        && visible(ours) == visible(kafka)
+}
+
+/// The name of the rule for Kafka's first unstable offset below a raised log start.
+pub const FIRST_UNSTABLE_AT_BATCH_BASE: &str =
+    "first-unstable-offset-at-batch-base-below-log-start";
+
+/// When the log start is raised (DeleteRecords) past the first offset of an open transaction,
+/// Kafka's `UnifiedLog.maybeIncrementFirstUnstableOffset` clamps the first unstable offset to
+/// the log start and converts it with `maybeConvertToOffsetMetadata`, whose `LogSegment.read`
+/// answers the base offset of the batch holding it (Findings, K1), so Kafka's first unstable
+/// offset and LSO fall below its own log start when the log start is inside a batch; seglog's
+/// are the log start. Exactly this form: the same log start and high watermark, Kafka's own
+/// `ProducerStateManager.firstUnstableOffset()` below the log start, seglog's first unstable
+/// offset the log start, Kafka's between its producer state's and the log start, and each side's
+/// LSO `min(its first unstable, HW)`. (Fetches from at or above the log start return nothing
+/// under read_committed on both sides, so they compare equal.)
+fn first_unstable_at_batch_base(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let (a, b) = (&ours.state, &kafka.state);
+    let start = a.log_start;
+    let form = a.log_start == b.log_start
+        && a.high_watermark == b.high_watermark
+        && kafka.fresh_first_unstable.is_some_and(|f| f < start)
+        && a.first_unstable == Some(start)
+        && b.first_unstable
+            .is_some_and(|k| k < start && kafka.fresh_first_unstable.is_some_and(|f| f <= k))
+        && a.last_stable == start.min(a.high_watermark)
+        && b.first_unstable.map(|k| k.min(b.high_watermark)) == Some(b.last_stable);
+    form && matches!(path, "state.first_unstable" | "state.last_stable")
 }
 
 /// seglog's first unstable offset is always its producer state's; Kafka's `UnifiedLog` caches
@@ -225,7 +340,14 @@ pub fn compare(
     let b = serde_json::to_value(kafka).unwrap_or(Value::Null);
     let mut diffs = Vec::new();
     // In the order a reader takes them (serde_json's maps are sorted by key).
-    for field in ["outcome", "state", "read_uncommitted", "read_committed"] {
+    for field in [
+        "outcome",
+        "state",
+        "file_batches",
+        "files",
+        "read_uncommitted",
+        "read_committed",
+    ] {
         walk(
             field,
             a.get(field).unwrap_or(&Value::Null),
@@ -395,6 +517,104 @@ mod tests {
             ..Outcome::default()
         };
         kafka.outcome = ours.outcome.clone();
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+    }
+
+    #[test]
+    fn a_kafka_first_unstable_offset_at_the_batch_base_below_the_log_start_is_explained_only_in_its_form()
+     {
+        // The log start raised to 33 inside the batch 32..=34; the transaction began at 28.
+        let mut ours = observation(Some(33), 33);
+        ours.state.log_start = 33;
+        ours.state.high_watermark = 35;
+        let mut kafka = ours.clone();
+        kafka.state.first_unstable = Some(32);
+        kafka.state.last_stable = 32;
+        kafka.fresh_first_unstable = Some(28);
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert_eq!(applied.len(), 2, "first unstable and LSO");
+        assert!(
+            applied
+                .iter()
+                .all(|(name, _)| *name == FIRST_UNSTABLE_AT_BATCH_BASE)
+        );
+        // Kafka's producer state without a transaction: a divergence.
+        kafka.fresh_first_unstable = None;
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+        // seglog not at the log start: a divergence.
+        kafka.fresh_first_unstable = Some(28);
+        ours.state.first_unstable = Some(34);
+        ours.state.last_stable = 34;
+        assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
+    }
+
+    /// An observation after a cleaning round with one segment at 0 holding `batches`.
+    fn cleaned(size: u64, batches: Vec<[i64; 5]>) -> Observation {
+        let mut o = observation(None, 8);
+        o.files = Some(vec![(0, size)]);
+        o.file_batches = Some(vec![batches]);
+        o
+    }
+
+    #[test]
+    fn a_recompressed_batch_of_other_size_is_explained_only_with_the_same_records() {
+        let clean = Step {
+            op: Op::Clean {
+                delete_retention_ms: 0,
+            },
+            fetch_offset: 0,
+        };
+        // A zstd batch (codec 4) of the same 2 records, 3 bytes longer in Kafka's segment.
+        let ours = cleaned(243, vec![[0, 2, 4, 2, 40], [3, 3, 0, 1, 10]]);
+        let kafka = cleaned(246, vec![[0, 2, 4, 2, 40], [3, 3, 0, 1, 10]]);
+        let mut applied = Vec::new();
+        assert_eq!(compare(&clean, &ours, &kafka, &mut applied), None);
+        assert_eq!(applied[0].0, "recompressed-batch-bytes");
+        // Uncompressed batches of other sizes: a divergence.
+        let plain = cleaned(243, vec![[0, 2, 0, 2, 40]]);
+        let d = compare(
+            &clean,
+            &plain,
+            &cleaned(246, vec![[0, 2, 0, 2, 40]]),
+            &mut Vec::new(),
+        )
+        .expect("a divergence");
+        assert_eq!(d.path, "files[0]");
+        // Other records: the batches differ, whatever the codec.
+        let d = compare(
+            &clean,
+            &ours,
+            &cleaned(246, vec![[0, 2, 4, 1, 20], [3, 3, 0, 1, 10]]),
+            &mut Vec::new(),
+        )
+        .expect("a divergence");
+        assert_eq!(d.path, "file_batches[0][0]");
+    }
+
+    #[test]
+    fn batches_that_differ_only_below_the_log_start_are_explained() {
+        // Kafka kept an aborted batch (3..=4) below the log start 10; seglog emptied it.
+        let mut ours = cleaned(
+            580,
+            vec![[0, 2, 0, 3, 87], [3, 4, 0, 0, 0], [10, 11, 0, 2, 20]],
+        );
+        let mut kafka = cleaned(
+            656,
+            vec![[0, 2, 0, 3, 87], [3, 4, 0, 2, 58], [10, 11, 0, 2, 20]],
+        );
+        ours.state.log_start = 10;
+        kafka.state.log_start = 10;
+        let mut applied = Vec::new();
+        assert_eq!(compare(&step(), &ours, &kafka, &mut applied), None);
+        assert!(
+            applied
+                .iter()
+                .all(|(n, _)| *n == "aborted-data-below-log-start")
+        );
+        // At or above the log start: a divergence.
+        ours.state.log_start = 4;
+        kafka.state.log_start = 4;
         assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
     }
 

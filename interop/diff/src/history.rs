@@ -106,6 +106,41 @@ pub enum Op {
     },
     /// A clean close and open.
     Reopen,
+    /// Retention at the step's now (`Log::delete_old_segments` / `deleteOldSegments`) with
+    /// `retention.ms` and `retention.bytes` set for this pass only (`-1`: that rule is off).
+    Retention {
+        /// `retention.ms`.
+        retention_ms: i64,
+        /// `retention.bytes`.
+        retention_bytes: i64,
+    },
+    /// DeleteRecords (`Log::delete_records_before` / `maybeIncrementLogStartOffset`): the log
+    /// start moves up to `offset` (-1: the high watermark).
+    DeleteRecords {
+        /// The new log start.
+        offset: i64,
+    },
+    /// `truncate_fully_and_start_at` / `truncateFullyAndStartAt`.
+    TruncateFully {
+        /// Where the empty log starts.
+        offset: i64,
+    },
+    /// A compaction round at the step's now (`Log::clean_at` / `Cleaner.doClean`), with
+    /// cleanup.policy=compact, min.cleanable.dirty.ratio 0 and `delete.retention.ms` for the
+    /// round, when Kafka's `LogCleaner` would start one (cleanable bytes above 0).
+    Clean {
+        /// `delete.retention.ms` (the tombstone and marker horizon).
+        delete_retention_ms: i64,
+    },
+    /// A crash: the log is dropped without a clean close, then opened after an unclean
+    /// shutdown.
+    Crash {
+        /// The recovery point is the base of the segment this many segments before the active
+        /// one (`None`: the log end, nothing to recover).
+        lag: Option<u8>,
+        /// With a lag, the active `.log` is cut this many bytes short (a torn unflushed tail).
+        tear_back: u16,
+    },
 }
 
 impl Op {
@@ -128,7 +163,37 @@ impl Op {
             Op::Truncate { .. } => "truncate",
             Op::HighWatermark { .. } => "high watermark",
             Op::Reopen => "reopen",
+            Op::Retention {
+                retention_ms,
+                retention_bytes,
+            } => match (*retention_ms >= 0, *retention_bytes >= 0) {
+                (true, true) => "retention by time and size",
+                (true, false) => "retention by time",
+                (false, true) => "retention by size",
+                (false, false) => "retention (log start only)",
+            },
+            Op::DeleteRecords { .. } => "delete records",
+            Op::TruncateFully { .. } => "truncate fully and start at",
+            Op::Clean { .. } => "compaction round",
+            Op::Crash { lag: None, .. } => "crash (no lag)",
+            Op::Crash { tear_back: 0, .. } => "crash (lagging recovery point)",
+            Op::Crash { .. } => "crash (lagging, torn tail)",
         }
+    }
+}
+
+impl Op {
+    /// Retention, DeleteRecords, truncate fully, a cleaning round or a crash: the operations
+    /// after which the segment files are compared too.
+    pub fn is_maintenance(&self) -> bool {
+        matches!(
+            self,
+            Op::Retention { .. }
+                | Op::DeleteRecords { .. }
+                | Op::TruncateFully { .. }
+                | Op::Clean { .. }
+                | Op::Crash { .. }
+        )
     }
 }
 
@@ -188,6 +253,7 @@ impl Generator {
 
     /// The next step, given what seglog showed after the previous one.
     pub fn next_step(&mut self, last: &Observation) -> Step {
+        let maintenance = self.maintenance(last);
         let state = &last.state;
         let roll = self.rng.random_range(0..100);
         let op = match roll {
@@ -256,6 +322,7 @@ impl Generator {
             _ if !self.undecided_markers.is_empty() => Op::Roll,
             _ => Op::Reopen,
         };
+        let op = maintenance.unwrap_or(op);
         let fetch_offset = if self.rng.random_bool(0.05) {
             state.log_end + 1
         } else {
@@ -323,6 +390,115 @@ impl Generator {
             for m in &mut self.producers {
                 m.recent.clear();
             }
+        }
+        self.learn_maintenance(step, after);
+    }
+
+    /// A maintenance operation (about one step in ten), or `None` for the others.
+    fn maintenance(&mut self, last: &Observation) -> Option<Op> {
+        let state = &last.state;
+        let op = match self.rng.random_range(0..100) {
+            0..3 => Op::Clean {
+                // Kafka's default mostly; 0 lets a later round remove the markers and
+                // tombstones the first one kept.
+                delete_retention_ms: if self.rng.random_bool(0.3) {
+                    0
+                } else {
+                    86_400_000
+                },
+            },
+            // Not while a completed transaction is undecided (as for a reopen: Findings, S1).
+            3..5 if self.undecided_markers.is_empty() => {
+                let lag = self
+                    .rng
+                    .random_bool(0.8)
+                    .then(|| self.rng.random_range(0..=3));
+                // Not when the log start lies inside the active segment: a tear could then end
+                // the log below its checkpointed log start, which seglog ignores and Kafka
+                // answers by emptying the log (docs/format.md, Deliberate differences, "A
+                // log-start checkpoint beyond the log end"; the histories would part for good).
+                let active = state.segments.last().copied().unwrap_or(0);
+                let tear_back =
+                    if lag.is_some() && state.log_start <= active && self.rng.random_bool(0.5) {
+                        self.rng.random_range(1..=300)
+                    } else {
+                        0
+                    };
+                Op::Crash { lag, tear_back }
+            }
+            5..7 => {
+                // A history lasts about a second: a time limit of a few hundred ms cuts it
+                // somewhere; a size limit of a few KB likewise.
+                let retention_ms = if self.rng.random_bool(0.6) {
+                    self.rng.random_range(0..800)
+                } else {
+                    -1
+                };
+                let retention_bytes = if self.rng.random_bool(0.5) {
+                    self.rng.random_range(0..6000)
+                } else {
+                    -1
+                };
+                Op::Retention {
+                    retention_ms,
+                    retention_bytes,
+                }
+            }
+            7..9 => {
+                let offset = match self.rng.random_range(0..10) {
+                    0 => -1,
+                    1 => self.rng.random_range(-2..=state.log_start),
+                    2 => state.high_watermark + self.rng.random_range(1..=2),
+                    _ => self
+                        .rng
+                        .random_range(state.log_start..=state.high_watermark),
+                };
+                Op::DeleteRecords { offset }
+            }
+            9 => Op::TruncateFully {
+                offset: match self.rng.random_range(0..3) {
+                    0 => self.rng.random_range(0..=state.log_end),
+                    _ => state.log_end + self.rng.random_range(0..=5),
+                },
+            },
+            _ => return None,
+        };
+        Some(op)
+    }
+
+    /// What the maintenance operations change in the generator's view.
+    fn learn_maintenance(&mut self, step: &Step, after: &Observation) {
+        let state = &after.state;
+        match step.op {
+            Op::TruncateFully { .. } => {
+                self.boundaries = BTreeSet::from([state.log_end]);
+                self.txn_markers.clear();
+                self.reopen_snapshots.clear();
+                self.undecided_markers.clear();
+                for m in &mut self.producers {
+                    m.recent.clear();
+                }
+            }
+            // A cleaning round removed batches below where it could clean (the LSO and the
+            // active segment): an old boundary there may now be in a gap (a truncation to it
+            // would leave the floor segment ending below the new log end, where seglog rolls an
+            // empty segment and Kafka does not: Findings, K2). The segment bases stay.
+            Op::Clean { .. } => {
+                let active = state.segments.last().copied().unwrap_or(0);
+                let limit = state.last_stable.min(active);
+                self.boundaries.retain(|b| *b >= limit);
+                self.boundaries
+                    .extend(state.segments.iter().copied().filter(|b| *b < limit));
+            }
+            Op::Crash { .. } => {
+                let end = state.log_end;
+                self.boundaries.retain(|b| *b <= end);
+                self.boundaries.insert(end);
+                for m in &mut self.producers {
+                    m.recent.clear();
+                }
+            }
+            _ => {}
         }
     }
 

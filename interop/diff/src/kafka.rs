@@ -27,6 +27,8 @@ pub struct Kafka {
     stdout: BufReader<ChildStdout>,
     /// Kafka's version, from the driver's hello.
     pub version: String,
+    /// The step's now (ms since the epoch): the maintenance operations run at it.
+    pub now_ms: i64,
 }
 
 impl Kafka {
@@ -64,6 +66,7 @@ impl Kafka {
             stdin,
             stdout: BufReader::new(stdout),
             version: String::new(),
+            now_ms: 0,
         };
         let hello = kafka.reply()?;
         kafka.version = hello
@@ -133,6 +136,7 @@ impl Kafka {
             Op::Truncate { offset } => json!({ "cmd": "truncate", "offset": offset }),
             Op::HighWatermark { offset } => json!({ "cmd": "hw", "offset": offset }),
             Op::Reopen => json!({ "cmd": "reopen" }),
+            op => maintenance_request(op, self.now_ms),
         };
         let reply = self.request(&request)?;
         self.observe(&reply, step.fetch_offset)
@@ -155,6 +159,14 @@ impl Kafka {
             read_uncommitted: fetch("read_uncommitted")?,
             read_committed: fetch("read_committed")?,
             fresh_first_unstable: reply.get("fresh_first_unstable").and_then(Value::as_i64),
+            files: files(reply)?,
+            file_batches: reply
+                .get("file_batches")
+                .map(|f| {
+                    serde_json::from_value(f.clone())
+                        .map_err(|e| format!("DiffDriver file_batches {f}: {e}"))
+                })
+                .transpose()?,
         })
     }
 
@@ -165,6 +177,46 @@ impl Kafka {
     pub fn close(&mut self) -> Result<(), String> {
         self.request(&json!({ "cmd": "close" })).map(drop)
     }
+}
+
+/// The request of a maintenance operation (`DiffDriver.maintenance`), at `now_ms`.
+fn maintenance_request(op: &Op, now_ms: i64) -> Value {
+    match op {
+        Op::Retention {
+            retention_ms,
+            retention_bytes,
+        } => json!({
+            "cmd": "retention", "now_ms": now_ms, "retention_ms": retention_ms,
+            "retention_bytes": retention_bytes,
+        }),
+        Op::DeleteRecords { offset } => {
+            json!({ "cmd": "delete_records", "now_ms": now_ms, "offset": offset })
+        }
+        Op::TruncateFully { offset } => {
+            json!({ "cmd": "truncate_fully", "now_ms": now_ms, "offset": offset })
+        }
+        Op::Clean {
+            delete_retention_ms,
+        } => json!({
+            "cmd": "clean", "now_ms": now_ms, "delete_retention_ms": delete_retention_ms,
+        }),
+        Op::Crash { lag, tear_back } => json!({
+            "cmd": "crash", "now_ms": now_ms, "lag": lag.map_or(-1, i32::from),
+            "tear_back": tear_back,
+        }),
+        // The others have their own requests (`Kafka::apply`).
+        other => json!({ "cmd": format!("not a maintenance operation: {}", other.name()) }),
+    }
+}
+
+/// The segment files a maintenance operation's reply lists.
+fn files(reply: &Value) -> Result<Option<Vec<(i64, u64)>>, String> {
+    reply
+        .get("files")
+        .map(|f| {
+            serde_json::from_value(f.clone()).map_err(|e| format!("DiffDriver files {f}: {e}"))
+        })
+        .transpose()
 }
 
 impl Drop for Kafka {

@@ -89,4 +89,13 @@ pub struct Observation {
     /// cached `firstUnstableOffset()` in the state (for the rule on that cache; never compared).
     #[serde(default, skip_serializing)]
     pub fresh_first_unstable: Option<i64>,
+    /// After a maintenance operation (retention, DeleteRecords, truncate fully, a cleaning
+    /// round, a crash): every segment's base offset and `.log` size in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<Vec<(i64, u64)>>,
+    /// With `files`: each segment's batches as read from its `.log`, `[base offset, last
+    /// offset, codec id, records, key and value bytes]` (what the records are, whatever bytes
+    /// a compressor made of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_batches: Option<Vec<Vec<[i64; 5]>>>,
 }

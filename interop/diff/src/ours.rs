@@ -1,6 +1,9 @@
 //! seglog's side: a [`Log`] in a temp dir, each step applied through its public API.
 
+mod maintenance;
+
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use seglog::{
     Batches, ControlRecordType, Durability, EndTransactionMarker, Error, HighWatermarkPolicy,
@@ -29,6 +32,8 @@ pub struct Notes {
     pub truncated_marker: bool,
     /// The append was answered as a duplicate.
     pub duplicate: bool,
+    /// A compaction round ran (Kafka's `LogCleaner` would start one).
+    pub cleaned: bool,
 }
 
 /// seglog's log for one history.
@@ -36,13 +41,16 @@ pub struct Ours {
     dir: PathBuf,
     config: LogConfig,
     log: Option<Log>,
+    /// The log's clock, pinned to each step's now ([`Ours::pin_now`]).
+    clock: Arc<maintenance::PinnedClock>,
 }
 
 /// How the log opens: the high watermark moves only when the history moves it, as Kafka's
 /// `UnifiedLog` (whose replica manager moves it) does.
-fn options() -> LogOpenOptions {
+fn options(clock: &Arc<maintenance::PinnedClock>) -> LogOpenOptions {
     LogOpenOptions {
         high_watermark: HighWatermarkPolicy::Manual,
+        clock: Arc::clone(clock) as Arc<dyn seglog::Clock>,
         ..LogOpenOptions::default()
     }
 }
@@ -57,12 +65,14 @@ impl Ours {
             segment_bytes,
             ..LogConfig::default()
         };
-        let log = Log::open_with(&dir, config.clone(), options())
+        let clock = Arc::default();
+        let log = Log::open_with(&dir, config.clone(), options(&clock))
             .map_err(|e| format!("seglog open: {e}"))?;
         Ok(Ours {
             dir,
             config,
             log: Some(log),
+            clock,
         })
     }
 
@@ -127,6 +137,10 @@ impl Ours {
                 }
             }
             Op::Reopen => result(self.reopen()),
+            op => {
+                notes.cleaned = matches!(op, Op::Clean { .. }) && self.kafka_would_clean();
+                self.maintain(op)
+            }
         };
         let observation = Observation {
             outcome,
@@ -134,6 +148,8 @@ impl Ours {
             read_uncommitted: self.fetch(step.fetch_offset, Isolation::ReadUncommitted),
             read_committed: self.fetch(step.fetch_offset, Isolation::ReadCommitted),
             fresh_first_unstable: None,
+            files: step.op.is_maintenance().then(|| self.files()),
+            file_batches: step.op.is_maintenance().then(|| self.file_batches()),
         };
         (observation, notes)
     }
@@ -146,6 +162,8 @@ impl Ours {
             read_uncommitted: self.fetch(0, Isolation::ReadUncommitted),
             read_committed: self.fetch(0, Isolation::ReadCommitted),
             fresh_first_unstable: None,
+            files: None,
+            file_batches: None,
         }
     }
 
@@ -190,7 +208,11 @@ impl Ours {
             drop(log);
             closed?;
         }
-        self.log = Some(Log::open_with(&self.dir, self.config.clone(), options())?);
+        self.log = Some(Log::open_with(
+            &self.dir,
+            self.config.clone(),
+            options(&self.clock),
+        )?);
         Ok(())
     }
 

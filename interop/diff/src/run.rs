@@ -150,10 +150,13 @@ impl Runner {
                 }
                 _ => step,
             };
+            ours.pin_now(now_ms);
+            self.kafka.now_ms = now_ms;
             let (observed, notes) = ours.apply(&step, &bytes);
             let theirs = self.kafka.apply(&step, &bytes)?;
             *coverage.ops.entry(step.op.name()).or_default() += 1;
             record(coverage, &observed, &notes);
+            record_maintenance(coverage, &step, &last, &observed, &notes);
             let before = applied.len();
             let difference = compare(&step, &observed, &theirs, &mut applied);
             if applied[before..]
@@ -188,6 +191,7 @@ impl Runner {
         for rule in applied {
             *coverage.rules.entry(rule).or_default() += 1;
         }
+        keep_files(&base, &self.work);
         self.kafka.close()?;
         drop(ours);
         let _ = std::fs::remove_dir_all(&base);
@@ -265,6 +269,80 @@ fn record(coverage: &mut Coverage, o: &Observation, notes: &crate::ours::Notes) 
     }
     if o.read_uncommitted.refused.is_some() {
         coverage.note("fetch out of range");
+    }
+}
+
+/// The states the maintenance operations reached (issue #25, part A).
+fn record_maintenance(
+    coverage: &mut Coverage,
+    step: &Step,
+    before: &Observation,
+    after: &Observation,
+    notes: &crate::ours::Notes,
+) {
+    let segments = |o: &Observation| o.state.segments.len();
+    match step.op {
+        Op::Clean { .. } if notes.cleaned => {
+            if after.state.segments != before.state.segments {
+                coverage.note("cleaned: segments merged");
+            }
+            coverage.note("cleaned segment (a round ran)");
+        }
+        Op::Clean { .. } => coverage.note("compaction round with nothing cleanable"),
+        Op::Crash { lag: Some(lag), .. } if usize::from(lag) + 1 < segments(before) => {
+            coverage.note("lagging checkpoint (recovery point below the active segment)");
+        }
+        _ => {}
+    }
+    if let Op::Crash {
+        lag: Some(_),
+        tear_back,
+    } = step.op
+        && tear_back > 0
+    {
+        coverage.note("torn tail");
+        if after.state.log_end < before.state.log_end {
+            coverage.note("torn tail: records lost");
+        }
+    }
+    if matches!(step.op, Op::Crash { .. }) && after.state.log_end == before.state.log_end {
+        coverage.note("crash: every record survived");
+    }
+    if let Op::Retention { .. } = step.op
+        && segments(after) < segments(before)
+    {
+        coverage.note("retention deleted segments");
+    }
+    if let Op::DeleteRecords { .. } = step.op
+        && after.state.log_start > before.state.log_start
+    {
+        coverage.note("log start raised (DeleteRecords)");
+    }
+    if after.state.log_start > after.state.segments.first().copied().unwrap_or(0) {
+        coverage.note("log start inside the first segment");
+    }
+}
+
+/// With `SEGLOG_DIFF_KEEP` set, both logs' directories as the history left them are copied to
+/// `<work>/kept` (replaced per history), to read with `seglog dump` and Kafka's
+/// `DumpLogSegments`.
+fn keep_files(base: &Path, work: &Path) {
+    if std::env::var_os("SEGLOG_DIFF_KEEP").is_none() {
+        return;
+    }
+    let kept = work.join("kept");
+    let _ = std::fs::remove_dir_all(&kept);
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(base)
+        .arg(&kept)
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!(
+            "seglog-diff: could not copy {} to {}",
+            base.display(),
+            kept.display()
+        );
     }
 }
 

@@ -611,3 +611,58 @@ fn a_truncation_that_reopens_a_transaction_never_publishes_an_lso_above_it() {
         "a reader saw an LSO above the open transaction's first offset 0"
     );
 }
+
+/// Found by the differential histories (issue #25, `cargo xtask kafka diff`, CI seeds 21 and
+/// 54): DeleteRecords moved the log start past a producer's only batch, then a crash with the
+/// recovery point below it. Kafka's `LogLoader` recovers that segment whole
+/// (`LogSegment.recover` puts every batch of it into the producer state, also those below the
+/// log start), so the producer and its open transaction survive, as they survive a clean
+/// reopen (the snapshot holds them); seglog replayed the recovered segment from the log start
+/// only and forgot both (and with the transaction, the LSO: read_committed then served
+/// records after data of a transaction still open).
+#[test]
+fn a_crash_keeps_producers_whose_batches_lie_below_the_log_start_in_a_recovered_segment() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("t-0");
+    let clock = clock();
+    let config = small_config(1 << 20);
+    let log = open(&dir, config.clone(), &clock);
+    // Producer 7's transaction (offset 0, open), producer 8's idempotent batch (1..=2), then
+    // plain records.
+    log.append(&idempotent(7, 0, 0, 1, true)).unwrap();
+    log.append(&idempotent(8, 0, 0, 2, false)).unwrap();
+    log.append(&crate::support::batch(T0, &[b"a", b"b"]))
+        .unwrap();
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    assert_eq!(log.delete_records_before(3).unwrap(), 3);
+    let before: Vec<_> = log
+        .producer_states()
+        .iter()
+        .map(|e| e.to_snapshot_entry())
+        .collect();
+    assert_eq!(before.len(), 2);
+    assert_eq!(log.first_unstable_offset(), Some(3));
+    drop(log); // a crash: no clean-shutdown marker, no snapshot
+    // The log start checkpointed after the DeleteRecords, the recovery point before it (a
+    // broker writes each every 60 s, on its own schedule).
+    std::fs::write(dir.join("log-start-offset-checkpoint"), "0\n1\nt 0 3\n").unwrap();
+    std::fs::write(
+        dir.join("recovery-point-offset-checkpoint"),
+        "0\n1\nt 0 0\n",
+    )
+    .unwrap();
+    let log = open(&dir, config, &clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    assert_eq!(log.log_start_offset(), 3);
+    let after: Vec<_> = log
+        .producer_states()
+        .iter()
+        .map(|e| e.to_snapshot_entry())
+        .collect();
+    assert_eq!(after, before, "the recovered segment's producers survive");
+    assert_eq!(
+        log.first_unstable_offset(),
+        Some(3),
+        "the open transaction too"
+    );
+}

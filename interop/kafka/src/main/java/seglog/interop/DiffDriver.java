@@ -21,12 +21,16 @@ import java.util.TreeMap;
 import org.apache.kafka.common.message.FetchResponseData;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.RecordBatch;
-import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.common.RequestLocal;
 import org.apache.kafka.server.storage.log.FetchIsolation;
 import org.apache.kafka.server.util.KafkaScheduler;
 import org.apache.kafka.storage.internals.log.AppendOrigin;
 import org.apache.kafka.storage.internals.log.BatchMetadata;
+import org.apache.kafka.storage.internals.log.Cleaner;
+import org.apache.kafka.storage.internals.log.LogStartOffsetIncrementReason;
+import org.apache.kafka.storage.internals.log.LogToClean;
+import org.apache.kafka.storage.internals.log.SkimpyOffsetMap;
+import org.apache.kafka.storage.internals.utils.Throttler;
 import org.apache.kafka.storage.internals.log.FetchDataInfo;
 import org.apache.kafka.storage.internals.log.LogAppendInfo;
 import org.apache.kafka.storage.internals.log.LogConfig;
@@ -59,6 +63,10 @@ import org.apache.kafka.storage.log.metrics.BrokerTopicStats;
 public final class DiffDriver {
     private final KafkaScheduler scheduler = new KafkaScheduler(1, true, "seglog-diff-");
     private final BrokerTopicStats stats = new BrokerTopicStats();
+    private final DiffTime time = new DiffTime();
+    /** LogCleanerManager's checkpoint of this log (the first dirty offset); none before a round. */
+    private Optional<Long> cleanerCheckpoint = Optional.empty();
+    private Cleaner cleaner;
     private UnifiedLog log;
     private Path dir;
     private int segmentBytes;
@@ -109,6 +117,7 @@ public final class DiffDriver {
                 dir = Path.of(r.path("dir").asText());
                 segmentBytes = r.path("segment_bytes").asInt();
                 Fs.deleteTree(dir);
+                cleanerCheckpoint = Optional.empty();
                 log = create(0, 0, false);
             }
             case "append" -> {
@@ -127,7 +136,10 @@ public final class DiffDriver {
                 });
             }
             case "roll" -> refusable(reply, () -> log.roll());
-            case "truncate" -> refusable(reply, () -> log.truncateTo(r.path("offset").asLong()));
+            case "truncate" -> refusable(reply, () -> {
+                log.truncateTo(r.path("offset").asLong());
+                cleanerCheckpointAtMost(log.activeSegment().baseOffset());
+            });
             case "hw" -> refusable(reply, () -> {
                 long target = Math.min(r.path("offset").asLong(), log.logEndOffset());
                 if (target > log.highWatermark()) log.updateHighWatermark(target);
@@ -157,6 +169,7 @@ public final class DiffDriver {
                 closeLog();
                 return reply;
             }
+            case "retention", "delete_records", "truncate_fully", "clean", "crash" -> maintenance(cmd, r, reply);
             default -> throw new IllegalArgumentException("unknown command `" + cmd + "`");
         }
         reply.set("state", state());
@@ -165,6 +178,192 @@ public final class DiffDriver {
         var fresh = log.producerStateManager().firstUnstableOffset();
         if (fresh.isPresent()) reply.put("fresh_first_unstable", fresh.get().messageOffset);
         return reply;
+    }
+
+    /**
+     * The maintenance operations (issue #25, part A), each at the "now" the Rust side pinned for
+     * both logs ({@code now_ms}); the reply also carries {@code "files"}, every segment's base
+     * offset and {@code .log} size.
+     *
+     * <ul>
+     *   <li>{@code retention}: {@code deleteOldSegments} with {@code retention.ms} and
+     *       {@code retention.bytes} set for this pass (cleanup.policy=delete), as LogManager's
+     *       retention task runs it; the config goes back to the default after it.
+     *   <li>{@code delete_records}: what {@code Partition.deleteRecordsOnLeader} does: -1 is the
+     *       high watermark, another negative offset is an {@code OffsetOutOfRangeException}, then
+     *       {@code maybeIncrementLogStartOffset} (which refuses an offset above the high
+     *       watermark).
+     *   <li>{@code truncate_fully}: {@code truncateFullyAndStartAt(offset, empty)}, then
+     *       LogManager's cleaner-checkpoint rule.
+     *   <li>{@code clean}: one round of Kafka's {@link Cleaner} as {@code LogCleaner} runs it for
+     *       this log with cleanup.policy=compact, min.cleanable.dirty.ratio 0 and min.compaction.lag.ms
+     *       0: {@code LogCleanerManager.cleanableOffsets} (first dirty offset from the checkpoint,
+     *       reset to the log start when out of range; first uncleanable offset the minimum of the
+     *       LSO and the active segment's base), a round only when its cleanable bytes are above 0
+     *       (the ratio above 0), {@code Cleaner.doClean(LogToClean, now)}, and the checkpoint
+     *       moves to the round's end.
+     *   <li>{@code crash}: the log is dropped as a crash leaves it: {@code UnifiedLog.close()}
+     *       without {@code prepareActiveSegmentForClose} (the producer snapshot it takes is
+     *       removed again: a crash writes none), the active {@code .log} optionally cut
+     *       {@code tear_back} bytes short (a torn, unflushed tail), then {@code UnifiedLog.create}
+     *       with {@code hadCleanShutdown=false}, the recovery point the base of the segment
+     *       {@code lag} segments before the active one, the log start as checkpointed, and the
+     *       high watermark restored as {@code Partition} does.
+     * </ul>
+     */
+    private void maintenance(String cmd, JsonNode r, ObjectNode reply) throws Exception {
+        long now = r.path("now_ms").asLong();
+        time.pin(now);
+        try {
+            switch (cmd) {
+                case "retention" -> {
+                    Map<String, Object> overrides = new HashMap<>();
+                    overrides.put("retention.ms", r.path("retention_ms").asLong());
+                    overrides.put("retention.bytes", r.path("retention_bytes").asLong());
+                    log.updateConfig(configWith(overrides));
+                    try {
+                        refusable(reply, () -> log.deleteOldSegments());
+                    } finally {
+                        log.updateConfig(configWith(Map.of()));
+                    }
+                }
+                case "delete_records" -> refusable(reply, () -> {
+                    long offset = r.path("offset").asLong();
+                    long converted = offset == -1 ? log.highWatermark() : offset;
+                    if (converted < 0) {
+                        throw new org.apache.kafka.common.errors.OffsetOutOfRangeException(
+                                "The offset " + converted + " for partition is not valid");
+                    }
+                    log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
+                });
+                case "truncate_fully" -> refusable(reply, () -> {
+                    log.truncateFullyAndStartAt(r.path("offset").asLong(), Optional.empty());
+                    cleanerCheckpointAtMost(log.activeSegment().baseOffset());
+                });
+                case "clean" -> clean(r, reply, now);
+                case "crash" -> crash(r);
+                default -> throw new IllegalArgumentException("unknown maintenance command `" + cmd + "`");
+            }
+        } finally {
+            time.unpin();
+        }
+        reply.set("files", files());
+        reply.set("file_batches", fileBatches());
+    }
+
+    /** The log's config: the one {@link #create} uses, with {@code overrides}. */
+    private LogConfig configWith(Map<String, Object> overrides) {
+        Map<String, Object> props = new HashMap<>();
+        props.put("internal.segment.bytes", segmentBytes);
+        props.putAll(overrides);
+        return new LogConfig(props);
+    }
+
+    /** LogManager's {@code maybeTruncateCleanerCheckpointToActiveSegmentBaseOffset}. */
+    private void cleanerCheckpointAtMost(long offset) {
+        if (cleanerCheckpoint.isPresent() && cleanerCheckpoint.get() > offset) cleanerCheckpoint = Optional.of(offset);
+    }
+
+    private void clean(JsonNode r, ObjectNode reply, long now) throws Exception {
+        Map<String, Object> overrides = new HashMap<>();
+        overrides.put("cleanup.policy", "compact");
+        overrides.put("delete.retention.ms", r.path("delete_retention_ms").asLong());
+        overrides.put("min.cleanable.dirty.ratio", 0.0);
+        overrides.put("min.compaction.lag.ms", 0L);
+        log.updateConfig(configWith(overrides));
+        try {
+            long logStart = log.logStartOffset();
+            long checkpoint = cleanerCheckpoint.orElse(logStart);
+            long firstDirty = checkpoint < logStart || checkpoint > log.logEndOffset() ? logStart : checkpoint;
+            long uncleanable = Math.max(firstDirty, Math.min(log.lastStableOffset(), log.activeSegment().baseOffset()));
+            LogToClean cleanable = new LogToClean(log, firstDirty, uncleanable, false);
+            // LogCleanerManager.grabFilthiestCompactedLog: totalBytes > 0 and the ratio above
+            // min.cleanable.dirty.ratio (0).
+            if (cleanable.totalBytes() > 0 && cleanable.cleanableRatio() > 0.0) {
+                if (cleaner == null) {
+                    // LogCleaner's construction for one thread, with a 4 MiB offset map (the
+                    // histories have 7 keys) and Kafka's other defaults.
+                    cleaner = new Cleaner(0, new SkimpyOffsetMap(4 << 20), 256 * 1024, 1048588, 0.9,
+                            new Throttler(Double.MAX_VALUE, 300, "cleaner-io", "bytes", time), time, tp -> {});
+                }
+                long end = cleaner.doClean(cleanable, now).getKey();
+                cleanerCheckpoint = Optional.of(end);
+                reply.put("cleaned_to", end);
+            }
+        } finally {
+            log.updateConfig(configWith(Map.of()));
+        }
+    }
+
+    private void crash(JsonNode r) throws Exception {
+        long logStart = log.logStartOffset();
+        long highWatermark = log.highWatermark();
+        List<Long> bases = new ArrayList<>();
+        for (var segment : log.logSegments()) bases.add(segment.baseOffset());
+        int lag = r.path("lag").asInt(-1);
+        long recoveryPoint = lag < 0 ? log.logEndOffset() : bases.get(Math.max(0, bases.size() - 1 - lag));
+        Path active = log.activeSegment().log().file().toPath();
+        java.util.Set<Path> snapshots = snapshots();
+        log.close();
+        for (Path p : snapshots()) {
+            if (!snapshots.contains(p)) Files.delete(p);
+        }
+        long tearBack = r.path("tear_back").asLong(0);
+        if (tearBack > 0) {
+            try (var channel = java.nio.channels.FileChannel.open(active, java.nio.file.StandardOpenOption.WRITE)) {
+                channel.truncate(Math.max(0, channel.size() - tearBack));
+            }
+        }
+        log = create(logStart, recoveryPoint, false);
+        log.updateHighWatermark(highWatermark);
+    }
+
+    private java.util.Set<Path> snapshots() throws IOException {
+        try (var files = Files.list(dir)) {
+            return files.filter(p -> p.getFileName().toString().endsWith(".snapshot"))
+                    .collect(java.util.stream.Collectors.toSet());
+        }
+    }
+
+    /**
+     * Each segment's batches as its {@code .log} holds them: base offset, last offset, codec
+     * id, records, key and value bytes (the records, whatever bytes a compressor made of them).
+     */
+    private ArrayNode fileBatches() {
+        ArrayNode out = KafkaBench.JSON.createArrayNode();
+        for (var segment : log.logSegments()) {
+            ArrayNode batches = out.addArray();
+            try {
+                for (RecordBatch b : segment.log().batches()) {
+                    long records = 0;
+                    long payload = 0;
+                    for (org.apache.kafka.common.record.internal.Record rec : b) {
+                        records++;
+                        payload += Math.max(0, rec.keySize()) + Math.max(0, rec.valueSize());
+                    }
+                    ArrayNode a = batches.addArray();
+                    a.add(b.baseOffset());
+                    a.add(b.lastOffset());
+                    a.add(b.compressionType().id);
+                    a.add(records);
+                    a.add(payload);
+                }
+            } catch (Exception e) {
+                ArrayNode a = batches.addArray();
+                for (int i = 0; i < 5; i++) a.add(-1);
+            }
+        }
+        return out;
+    }
+
+    private ArrayNode files() {
+        ArrayNode files = KafkaBench.JSON.createArrayNode();
+        for (var segment : log.logSegments()) {
+            ArrayNode f = files.addArray();
+            f.add(segment.baseOffset());
+            f.add(segment.size());
+        }
+        return files;
     }
 
     /** An operation Kafka may refuse with an exception: its class name goes in the reply. */
@@ -189,7 +388,7 @@ public final class DiffDriver {
         props.put("internal.segment.bytes", segmentBytes);
         // Otherwise Kafka's defaults, as seglog's LogConfig::default() (segment.ms 7 days: no
         // time-based roll within a history; retention never runs in-process).
-        UnifiedLog opened = UnifiedLog.create(dir.toFile(), new LogConfig(props), logStart, recoveryPoint, scheduler, stats, Time.SYSTEM, 60000,
+        UnifiedLog opened = UnifiedLog.create(dir.toFile(), new LogConfig(props), logStart, recoveryPoint, scheduler, stats, time, 60000,
                 new ProducerStateManagerConfig(86400000, false), 600000, new LogDirFailureChannel(1), clean,
                 Optional.empty());
         return opened;
@@ -256,10 +455,19 @@ public final class DiffDriver {
             System.err.println("diff driver: closing the log: " + describe(e));
         }
         log = null;
-        try {
-            Fs.deleteTree(dir);
-        } catch (IOException e) {
-            System.err.println("diff driver: deleting " + dir + ": " + describe(e));
+        // A leader-epoch checkpoint flush the scheduler still runs (truncateFromStartAsyncFlush
+        // after DeleteRecords or retention) can make and rename its .tmp file during the walk:
+        // try again.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                Fs.deleteTree(dir);
+                break;
+            } catch (IOException | java.io.UncheckedIOException e) {
+                if (attempt == 5) {
+                    System.err.println("diff driver: deleting " + dir + ": " + describe(e));
+                    break;
+                }
+            }
         }
     }
 
