@@ -525,3 +525,33 @@ fn a_failed_checkpoint_write_poisons_the_log() {
     let log = open(dir.path(), small_config(1 << 20), &clock());
     assert_eq!(log.leader_epochs(), [(0, 0), (1, 2)]);
 }
+
+/// ListOffsets EARLIEST and LATEST carry leader epochs as Kafka 4.4's
+/// `UnifiedLog.fetchOffsetByTimestamp` gives them: the earliest entry's epoch when that entry
+/// starts at or below the log start (else none), and the latest epoch. Found by the
+/// differential histories (issue #25: seglog answered none for both).
+#[test]
+fn earliest_and_latest_lookups_carry_kafkas_leader_epochs() {
+    use seglog::ListOffsets;
+    let (_dir, _clock, log) = fresh(LogConfig::default());
+    let lookup = |spec| log.offset_for_timestamp(spec).unwrap().unwrap();
+    // An empty cache: no epoch.
+    assert_eq!(lookup(ListOffsets::Earliest).leader_epoch, None);
+    assert_eq!(lookup(ListOffsets::Latest).leader_epoch, None);
+    log.append_as_follower(&follower_batch(0, 3, 2)).unwrap();
+    log.append_as_follower(&follower_batch(3, 2, 5)).unwrap();
+    let earliest = lookup(ListOffsets::Earliest);
+    assert_eq!((earliest.offset, earliest.leader_epoch), (0, Some(2)));
+    let latest = lookup(ListOffsets::Latest);
+    assert_eq!((latest.offset, latest.leader_epoch), (5, Some(5)));
+    assert_eq!(latest.timestamp_ms, -1);
+    // The earliest entry starting above the log start: no epoch for EARLIEST.
+    let (_dir, _clock, log) = fresh(LogConfig::default());
+    log.append_as_follower(&follower_batch(0, 3, -1)).unwrap();
+    log.append_as_follower(&follower_batch(3, 2, 4)).unwrap();
+    let earliest = log
+        .offset_for_timestamp(ListOffsets::Earliest)
+        .unwrap()
+        .unwrap();
+    assert_eq!((earliest.offset, earliest.leader_epoch), (0, None));
+}
