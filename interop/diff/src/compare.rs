@@ -75,6 +75,21 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"read_committed from a gap at the log end\"",
         explains: aborted_list_at_gap_end,
     },
+    Rule {
+        name: crate::rules::EPOCH_BEFORE_PRODUCER_CHECKS,
+        documented: "docs/format.md, Deliberate differences: \"No epoch entry for an append that writes nothing\"",
+        explains: crate::rules::epoch_before_producer_checks,
+    },
+    Rule {
+        name: crate::rules::TRUNCATION_ROLLS_AT_TARGET,
+        documented: "docs/format.md, Deliberate differences: \"Truncation inside a batch\"",
+        explains: crate::rules::truncation_rolls_at_target,
+    },
+    Rule {
+        name: "offset-for-timestamp-past-an-empty-segment",
+        documented: "docs/format.md, Deliberate differences: \"Offset for timestamp across empty segments\"",
+        explains: crate::rules::lookup_past_an_empty_segment,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history

@@ -1,10 +1,12 @@
 //! seglog's side: a [`Log`] in a temp dir, each step applied through its public API.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use seglog::{
     Batches, ControlRecordType, Durability, EndTransactionMarker, Error, HighWatermarkPolicy,
-    Isolation, Log, LogConfig, LogOpenOptions, TxnResult,
+    Isolation, ListOffsets, Log, LogConfig, LogOpenOptions, ManualClock, TransactionVersion,
+    TxnMarker, TxnResult,
 };
 use seglog_records::{BatchBuilder, Compression};
 
@@ -12,7 +14,8 @@ use crate::compare::kafka_class;
 use crate::history::{BatchSpec, Codec, Op, Step};
 use crate::observe::{Fetch, Observation, Outcome, Producer, State};
 
-/// The leader epoch of every append and marker (both sides).
+/// The leader epoch of the markers' bytes (both sides write them with the current leader
+/// epoch, [`Ours::leader_epoch`]).
 pub const LEADER_EPOCH: i32 = 0;
 /// What a fetch may return (Kafka's `fetch.max.bytes` default): a whole segment.
 pub const FETCH_BYTES: u32 = 1 << 20;
@@ -36,13 +39,17 @@ pub struct Ours {
     dir: PathBuf,
     config: LogConfig,
     log: Option<Log>,
+    /// The log's clock, set to the step's clock before each step (so that a marker seglog
+    /// builds carries the timestamp of Kafka's copy).
+    clock: Arc<ManualClock>,
 }
 
 /// How the log opens: the high watermark moves only when the history moves it, as Kafka's
 /// `UnifiedLog` (whose replica manager moves it) does.
-fn options() -> LogOpenOptions {
+fn options(clock: &Arc<ManualClock>) -> LogOpenOptions {
     LogOpenOptions {
         high_watermark: HighWatermarkPolicy::Manual,
+        clock: clock.clone(),
         ..LogOpenOptions::default()
     }
 }
@@ -57,12 +64,14 @@ impl Ours {
             segment_bytes,
             ..LogConfig::default()
         };
-        let log = Log::open_with(&dir, config.clone(), options())
+        let clock = Arc::new(ManualClock::new(crate::run::now_ms()));
+        let log = Log::open_with(&dir, config.clone(), options(&clock))
             .map_err(|e| format!("seglog open: {e}"))?;
         Ok(Ours {
             dir,
             config,
             log: Some(log),
+            clock,
         })
     }
 
@@ -80,7 +89,7 @@ impl Ours {
             Op::Append(_) => {
                 match self
                     .log()
-                    .append_as_leader(batch, LEADER_EPOCH, Durability::PageCache)
+                    .append_as_leader(batch, self.leader_epoch(), Durability::PageCache)
                 {
                     Ok(info) => {
                         notes.duplicate = info.duplicate;
@@ -105,7 +114,7 @@ impl Ours {
                     *epoch,
                     *coordinator_epoch,
                     result,
-                    Some(LEADER_EPOCH),
+                    Some(self.leader_epoch()),
                     Durability::PageCache,
                 ) {
                     Ok(info) => accepted(Some((info.first_offset, info.last_offset))),
@@ -127,6 +136,7 @@ impl Ours {
                 }
             }
             Op::Reopen => result(self.reopen()),
+            other => self.apply_part_b(other, batch, &mut notes),
         };
         let observation = Observation {
             outcome,
@@ -190,7 +200,11 @@ impl Ours {
             drop(log);
             closed?;
         }
-        self.log = Some(Log::open_with(&self.dir, self.config.clone(), options())?);
+        self.log = Some(Log::open_with(
+            &self.dir,
+            self.config.clone(),
+            options(&self.clock),
+        )?);
         Ok(())
     }
 
@@ -243,6 +257,7 @@ impl Ours {
             last_stable: log.last_stable_offset(),
             segments: log.segments().iter().map(|s| s.base_offset).collect(),
             producers,
+            leader_epochs: log.leader_epochs(),
         }
     }
 
@@ -272,7 +287,7 @@ impl Ours {
             match batch {
                 Ok(b) => {
                     let h = b.header();
-                    batches.push((h.base_offset.unwrap_or(-1), h.last_offset, h.is_control));
+                    batches.push((base_offset(&b), h.last_offset, h.is_control));
                 }
                 Err(e) => {
                     return Fetch {
@@ -294,12 +309,27 @@ impl Ours {
     }
 }
 
+/// A batch's base offset as Kafka's `RecordBatch.baseOffset()` gives it: a legacy message's is
+/// its first (inner) record's offset.
+fn base_offset(batch: &seglog_records::BatchRef<'_>) -> i64 {
+    match batch.header().base_offset {
+        Some(base) => base,
+        None => batch
+            .records(1 << 20)
+            .next()
+            .and_then(Result::ok)
+            .map_or(-1, |r| r.offset),
+    }
+}
+
 fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
     Outcome {
         refused: None,
         first_offset: offsets.map(|o| o.0),
         last_offset: offsets.map(|o| o.1),
         message: None,
+        timestamp_lookup: None,
+        searched_empty_segment: false,
     }
 }
 
@@ -371,4 +401,123 @@ pub fn marker_bytes(
     )
     .map(|b| b.to_vec())
     .map_err(|e| format!("build marker: {e}"))
+}
+
+/// The operations of part B (follower appends, markers under a transaction version, offset
+/// for timestamp, producer expiry, leader appends with chosen timestamps).
+impl Ours {
+    /// The epoch leader appends and markers are written with: the latest in the cache (0 for
+    /// an empty one), as a leader appends in the epoch it was elected in (`BecomeLeader`
+    /// assigns a new one; follower appends bring the leader's). Kafka's side takes its own
+    /// cache's latest, which the comparator checks is the same after every step.
+    pub fn leader_epoch(&self) -> i32 {
+        self.log().latest_epoch().unwrap_or(0).max(0)
+    }
+
+    /// Assigns `epoch` from `start` in the leader-epoch cache (after Kafka did for an append
+    /// that wrote nothing).
+    ///
+    /// # Errors
+    /// The assignment's error.
+    pub fn assign_epoch(&self, epoch: i32, start: i64) -> seglog::Result<()> {
+        self.log().assign_epoch_start_offset(epoch, start)
+    }
+
+    /// Sets the log's clock to the step's.
+    pub fn set_clock(&self, now_ms: i64) {
+        self.clock.set(now_ms);
+    }
+
+    fn apply_part_b(&self, op: &Op, bytes: &[u8], notes: &mut Notes) -> Outcome {
+        let log = self.log();
+        match op {
+            Op::Follower { batches } => match log.append_as_follower(bytes) {
+                Ok(info) => {
+                    let legacy_first = batches.first().is_some_and(|b| b.magic < 2);
+                    Outcome {
+                        first_offset: (!legacy_first).then_some(info.first_offset),
+                        last_offset: Some(info.last_offset),
+                        ..Outcome::default()
+                    }
+                }
+                Err(e) => refused(&e),
+            },
+            Op::TxnMarker {
+                producer_id,
+                epoch,
+                coordinator_epoch,
+                commit,
+                transaction_version,
+            } => {
+                let marker = TxnMarker {
+                    producer_id: *producer_id,
+                    producer_epoch: *epoch,
+                    coordinator_epoch: *coordinator_epoch,
+                    result: if *commit {
+                        TxnResult::Commit
+                    } else {
+                        TxnResult::Abort
+                    },
+                    leader_epoch: Some(self.leader_epoch()),
+                    transaction_version: match transaction_version {
+                        0 => TransactionVersion::V0,
+                        1 => TransactionVersion::V1,
+                        _ => TransactionVersion::V2,
+                    },
+                };
+                match log.write_txn_marker_with(marker, Durability::PageCache) {
+                    Ok(info) => accepted(Some((info.first_offset, info.last_offset))),
+                    Err(e) => refused(&e),
+                }
+            }
+            Op::OffsetForTimestamp { .. } => {
+                let spec = match crate::batches::instant_of(bytes) {
+                    Ok(-2) => ListOffsets::Earliest,
+                    Ok(-1) => ListOffsets::Latest,
+                    Ok(-3) => ListOffsets::MaxTimestamp,
+                    Ok(t) => ListOffsets::Timestamp(t),
+                    Err(e) => {
+                        return Outcome {
+                            refused: Some("seglog:harness".into()),
+                            message: Some(e),
+                            ..Outcome::default()
+                        };
+                    }
+                };
+                match log.offset_for_timestamp(spec) {
+                    Ok(found) => Outcome {
+                        timestamp_lookup: found.map(|f| crate::observe::TimestampLookup {
+                            timestamp: f.timestamp_ms,
+                            offset: f.offset,
+                            leader_epoch: f.leader_epoch,
+                        }),
+                        ..Outcome::default()
+                    },
+                    Err(e) => refused(&e),
+                }
+            }
+            Op::ExpireProducers { .. } => match crate::batches::instant_of(bytes) {
+                Ok(now) => result(log.tick(now).map(drop)),
+                Err(e) => Outcome {
+                    refused: Some("seglog:harness".into()),
+                    message: Some(e),
+                    ..Outcome::default()
+                },
+            },
+            Op::BecomeLeader => {
+                let epoch = log.latest_epoch().map_or(0, |e| e + 1);
+                result(log.assign_epoch_start_offset(epoch, log.log_end_offset()))
+            }
+            Op::LeaderBatches { .. } => {
+                match log.append_as_leader(bytes, self.leader_epoch(), Durability::PageCache) {
+                    Ok(info) => {
+                        notes.duplicate = info.duplicate;
+                        accepted(Some((info.first_offset, info.last_offset)))
+                    }
+                    Err(e) => refused(&e),
+                }
+            }
+            _ => unreachable!("the other operations are applied by Ours::apply"),
+        }
+    }
 }

@@ -1,0 +1,216 @@
+//! The named rules of part B (follower appends, leader epochs, truncation inside a batch):
+//! deliberate differences between seglog and Kafka 4.4, each accepted only in exactly its form
+//! and named in docs/format.md's "Deliberate differences" (listed in `compare::RULES`).
+
+use crate::history::{Op, Step};
+use crate::observe::Observation;
+
+/// The rule after which the runner assigns Kafka's new epoch entry in seglog's cache too.
+pub const EPOCH_BEFORE_PRODUCER_CHECKS: &str = "no-epoch-entry-for-append-that-writes-nothing";
+
+/// The rule after which the runner rolls Kafka's log too.
+pub const TRUNCATION_ROLLS_AT_TARGET: &str = "truncation-inside-a-batch-rolls-at-the-target";
+
+/// Kafka's `UnifiedLog.append` assigns each batch's epoch start (`assignEpochStartOffset`)
+/// before its producer-state checks, so a leader append (or marker) then refused or answered
+/// as a duplicate leaves an entry (its epoch, the log end) in Kafka's cache; seglog assigns an
+/// epoch only with the batches it writes. Exactly this form: a leader append or marker, the
+/// same outcome on both sides, nothing written (the log end did not move), and Kafka's entries
+/// are seglog's after `assign(epoch, log end)` (entries with an epoch at or above it, or
+/// starting at or above the log end, dropped from the end, then the new entry).
+pub fn epoch_before_producer_checks(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let leader_append = matches!(
+        step.op,
+        Op::Append(_) | Op::Marker { .. } | Op::TxnMarker { .. } | Op::LeaderBatches { .. }
+    );
+    let wrote_nothing = ours.outcome.refused.is_some()
+        || ours
+            .outcome
+            .first_offset
+            .is_some_and(|f| f < ours.state.log_end);
+    let Some(&(epoch, start)) = kafka.state.leader_epochs.last() else {
+        return false;
+    };
+    path.starts_with("state.leader_epochs")
+        && leader_append
+        && wrote_nothing
+        && ours.outcome.refused == kafka.outcome.refused
+        && ours.outcome.first_offset == kafka.outcome.first_offset
+        && ours.state.log_end == kafka.state.log_end
+        && start == ours.state.log_end
+        && kafka.state.leader_epochs == assign(&ours.state.leader_epochs, epoch, start)
+}
+
+/// Kafka's `LeaderEpochFileCache.assign` of (`epoch`, `start`) to `entries`.
+pub fn assign(entries: &[(i32, i64)], epoch: i32, start: i64) -> Vec<(i32, i64)> {
+    let mut out = entries.to_vec();
+    if out.last().is_some_and(|(e, s)| *e == epoch && *s <= start) {
+        return out;
+    }
+    while out.last().is_some_and(|(e, s)| *e >= epoch || *s >= start) {
+        out.pop();
+    }
+    out.push((epoch, start));
+    out
+}
+
+/// A truncation whose target lies inside a batch (or in a gap with no batch ending there):
+/// both remove the whole batch and report the target as the new log end, and seglog then rolls
+/// an empty segment at the target so that a reopen ends there too; Kafka keeps its segments
+/// (its reopen ends at the last batch's next offset). Exactly this form: a truncation, both
+/// accepted, both log ends the target, and seglog's segments are Kafka's plus one at the
+/// target, above Kafka's last. The runner then rolls Kafka's log, which creates exactly that
+/// segment (`LocalLog.roll` at the log end; Kafka's empty active segment below it stays, as
+/// seglog's does), so the rest of the history compares one layout.
+pub fn truncation_rolls_at_target(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let Op::Truncate { offset } = step.op else {
+        return false;
+    };
+    let mut expected = kafka.state.segments.clone();
+    expected.push(offset);
+    path == "state.segments"
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.is_none()
+        && ours.state.log_end == offset
+        && kafka.state.log_end == offset
+        && kafka.state.segments.last().is_some_and(|b| *b < offset)
+        && ours.state.segments == expected
+}
+
+/// Offset for timestamp across an empty segment (docs/format.md, "Offset for timestamp across
+/// empty segments"; interop/kafka/README.md, Known disagreements 1): Kafka searches only the
+/// first segment whose `largestTimestamp()` reaches the target, which for a segment without
+/// batches is its file's mtime, and answers none when that one is empty; seglog skips segments
+/// without records. Exactly: a lookup by timestamp, Kafka none after searching an empty
+/// segment (it says so), seglog an answer.
+pub fn lookup_past_an_empty_segment(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    matches!(
+        step.op,
+        Op::OffsetForTimestamp {
+            target: crate::history::TimestampTarget::AgoMs(_)
+        }
+    ) && path == "outcome.timestamp_lookup"
+        && kafka.outcome.searched_empty_segment
+        && kafka.outcome.timestamp_lookup.is_none()
+        && kafka.outcome.refused.is_none()
+        && ours.outcome.timestamp_lookup.is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::{AppendKind, BatchSpec, Codec};
+    use crate::observe::State;
+
+    fn observation(log_end: i64, segments: Vec<i64>, epochs: Vec<(i32, i64)>) -> Observation {
+        Observation {
+            state: State {
+                log_end,
+                segments,
+                leader_epochs: epochs,
+                ..State::default()
+            },
+            ..Observation::default()
+        }
+    }
+
+    fn append() -> Step {
+        Step {
+            op: Op::Append(BatchSpec {
+                producer_id: 1000,
+                epoch: 0,
+                base_sequence: 9,
+                transactional: false,
+                records: 1,
+                codec: Codec::None,
+                kind: AppendKind::OutOfOrder,
+            }),
+            fetch_offset: 0,
+        }
+    }
+
+    #[test]
+    fn kafkas_assign_drops_non_monotonic_entries() {
+        assert_eq!(assign(&[(0, 0), (3, 5)], 1, 9), vec![(0, 0), (1, 9)]);
+        assert_eq!(assign(&[(0, 0), (3, 5)], 0, 9), vec![(0, 9)]);
+        assert_eq!(assign(&[(2, 4)], 2, 9), vec![(2, 4)]);
+        assert_eq!(assign(&[], 0, 9), vec![(0, 9)]);
+    }
+
+    #[test]
+    fn an_epoch_entry_of_a_refused_append_is_explained_only_in_its_form() {
+        let mut ours = observation(9, vec![0], vec![]);
+        ours.outcome.refused = Some("OutOfOrderSequenceException".into());
+        let mut kafka = ours.clone();
+        kafka.state.leader_epochs = vec![(0, 9)];
+        assert!(epoch_before_producer_checks(
+            &append(),
+            "state.leader_epochs",
+            &ours,
+            &kafka
+        ));
+        // An entry elsewhere than the log end: no.
+        kafka.state.leader_epochs = vec![(0, 4)];
+        assert!(!epoch_before_producer_checks(
+            &append(),
+            "state.leader_epochs",
+            &ours,
+            &kafka
+        ));
+        // An append that wrote: no.
+        kafka.state.leader_epochs = vec![(0, 9)];
+        ours.outcome.refused = None;
+        ours.outcome.first_offset = Some(9);
+        kafka.outcome = ours.outcome.clone();
+        assert!(!epoch_before_producer_checks(
+            &append(),
+            "state.leader_epochs",
+            &ours,
+            &kafka
+        ));
+    }
+
+    #[test]
+    fn a_roll_at_a_truncation_target_is_explained_only_in_its_form() {
+        let truncate = Step {
+            op: Op::Truncate { offset: 19 },
+            fetch_offset: 0,
+        };
+        let ours = observation(19, vec![0, 19], vec![]);
+        let kafka = observation(19, vec![0], vec![]);
+        assert!(truncation_rolls_at_target(
+            &truncate,
+            "state.segments",
+            &ours,
+            &kafka
+        ));
+        let elsewhere = observation(19, vec![0, 17], vec![]);
+        assert!(!truncation_rolls_at_target(
+            &truncate,
+            "state.segments",
+            &elsewhere,
+            &kafka
+        ));
+        assert!(!truncation_rolls_at_target(
+            &append(),
+            "state.segments",
+            &ours,
+            &kafka
+        ));
+    }
+}
