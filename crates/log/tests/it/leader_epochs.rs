@@ -26,7 +26,7 @@ fn follower_batch(base: i64, count: usize, epoch: i32) -> Vec<u8> {
 
 /// One legacy v1 message (Kafka's `LegacyRecord.write`): offset, size, CRC-32 over
 /// magic..end, magic 1, no attributes, a timestamp, no key.
-fn legacy_v1_message(offset: i64, value: &[u8]) -> Vec<u8> {
+pub(crate) fn legacy_v1_message(offset: i64, value: &[u8]) -> Vec<u8> {
     let mut body = vec![1u8, 0];
     body.extend_from_slice(&T0.to_be_bytes());
     body.extend_from_slice(&(-1i32).to_be_bytes());
