@@ -90,6 +90,11 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"Offset for timestamp across empty segments\"",
         explains: crate::rules::lookup_past_an_empty_segment,
     },
+    Rule {
+        name: "replayed-decided-transactions-kept-until-the-next-high-watermark-move",
+        documented: "docs/format.md, Deliberate differences: \"Transactions a truncation replays\"",
+        explains: crate::rules::replayed_decided_transactions,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history
@@ -144,7 +149,7 @@ fn aborted_list_at_gap_end(_: &Step, path: &str, ours: &Observation, kafka: &Obs
 /// Kafka's own `ProducerStateManager`'s, Kafka's cached value is not, each side's LSO is
 /// `min(its first unstable, HW)`, and read_committed returns the same batches up to the lower
 /// of the two LSOs (from at or above it: nothing, and no aborted transactions, on that side).
-fn first_unstable_not_cached(
+pub(crate) fn first_unstable_not_cached(
     step: &Step,
     path: &str,
     ours: &Observation,

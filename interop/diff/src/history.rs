@@ -271,10 +271,6 @@ pub struct Generator {
     undecided_markers: Vec<i64>,
     /// Which producers had an open transaction before the step.
     open_before: Vec<i64>,
-    /// Offsets of every marker that completed a transaction (below the log end).
-    txn_markers: BTreeSet<i64>,
-    /// Offsets of the producer snapshots a clean close wrote (the log end at each reopen).
-    reopen_snapshots: BTreeSet<i64>,
     /// What the operations of part B (follower appends, versioned markers, lookups, expiry,
     /// timed leader appends) remember.
     part_b: PartB,
@@ -296,8 +292,6 @@ impl Generator {
             boundaries: BTreeSet::from([0]),
             undecided_markers: Vec::new(),
             open_before: Vec::new(),
-            txn_markers: BTreeSet::new(),
-            reopen_snapshots: BTreeSet::new(),
             part_b: PartB::default(),
         }
     }
@@ -319,25 +313,10 @@ impl Generator {
                 // target, Kafka does not (rule `truncation-inside-a-batch-rolls-at-the-target`;
                 // the runner rolls Kafka's log too).
                 let offset = state.log_end - back;
-                // Not when a marker that completed a transaction would be replayed: Kafka's
-                // truncateTo rebuilds the producer state from the latest snapshot at or below
-                // the target and replays the batches after it, and its ProducerStateManager then
-                // counts every replayed transaction as undecided until the next high-watermark
-                // move, also one whose marker is below the high watermark, so its LSO goes back;
-                // seglog drops those at once (interop/kafka/README.md, Findings, K3).
-                let snapshot = state
-                    .segments
-                    .iter()
-                    .copied()
-                    .filter(|b| *b <= offset)
-                    .chain(self.reopen_snapshots.range(..=offset).copied())
-                    .max()
-                    .unwrap_or(0);
-                if self.txn_markers.range(snapshot..offset).next().is_some() {
-                    Op::Roll
-                } else {
-                    Op::Truncate { offset }
-                }
+                // Also when the producer-state rebuild replays a marker that completed a
+                // transaction (rule `replayed-decided-transactions-kept-until-the-next-high-
+                // watermark-move`; interop/kafka/README.md, Findings, K3).
+                Op::Truncate { offset }
             }
             // At a batch boundary only: a broker's high watermark is a replica's log end, and
             // Kafka 4.4 lowers one inside a batch to the batch's base offset at the next
@@ -381,14 +360,8 @@ impl Generator {
             && self.open_before.contains(producer_id)
         {
             self.undecided_markers.push(m);
-            self.txn_markers.insert(m);
-        }
-        if step.op == Op::Reopen {
-            self.reopen_snapshots.insert(after.state.log_end);
         }
         let end = after.state.log_end;
-        self.txn_markers.retain(|m| *m < end);
-        self.reopen_snapshots.retain(|s| *s <= end);
         let hw = after.state.high_watermark;
         self.undecided_markers.retain(|m| *m >= hw && *m < end);
         self.open_before = after
@@ -641,7 +614,6 @@ impl Generator {
         }
         for m in markers {
             self.undecided_markers.push(m);
-            self.txn_markers.insert(m);
         }
         if let Some(epoch) = after.state.leader_epochs.last().map(|e| e.0) {
             self.part_b.follower_epoch = self.part_b.follower_epoch.max(epoch);

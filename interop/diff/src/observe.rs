@@ -113,4 +113,9 @@ pub struct Observation {
     /// cached `firstUnstableOffset()` in the state (for the rule on that cache; never compared).
     #[serde(default, skip_serializing)]
     pub fresh_first_unstable: Option<i64>,
+    /// Kafka only: the first unstable offset its `ProducerStateManager` will have after its
+    /// next high-watermark move at the current high watermark (for the rule on transactions a
+    /// truncation's rebuild replays; never compared).
+    #[serde(default, skip_serializing)]
+    pub settled_first_unstable: Option<i64>,
 }

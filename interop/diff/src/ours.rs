@@ -144,6 +144,7 @@ impl Ours {
             read_uncommitted: self.fetch(step.fetch_offset, Isolation::ReadUncommitted),
             read_committed: self.fetch(step.fetch_offset, Isolation::ReadCommitted),
             fresh_first_unstable: None,
+            settled_first_unstable: None,
         };
         (observation, notes)
     }
@@ -156,6 +157,7 @@ impl Ours {
             read_uncommitted: self.fetch(0, Isolation::ReadUncommitted),
             read_committed: self.fetch(0, Isolation::ReadCommitted),
             fresh_first_unstable: None,
+            settled_first_unstable: None,
         }
     }
 

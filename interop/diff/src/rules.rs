@@ -111,6 +111,30 @@ pub fn lookup_past_an_empty_segment(
         && ours.outcome.timestamp_lookup.is_some()
 }
 
+/// Transactions a truncation's producer-state rebuild replays (interop/kafka/README.md,
+/// Findings, K3): Kafka 4.4's `rebuildProducerState` replays the batches after the snapshot it
+/// reloads, and every replayed transaction, also one whose marker lies below the high
+/// watermark, stays in `ProducerStateManager.unreplicatedTxns` until the next
+/// `onHighWatermarkUpdated` (`truncateTo` calls it only when the high watermark reaches the
+/// new log end), so Kafka's first unstable offset and LSO go back to a transaction decided
+/// long ago; seglog drops those at once (`remove_unreplicated_below`), which is Kafka's state
+/// after its next high-watermark move. Exactly the form of `first-unstable-offset-not-cached`
+/// with seglog's value equal to that settled one (`settled_first_unstable`, read from Kafka's
+/// maps) instead of Kafka's current producer state's.
+pub fn replayed_decided_transactions(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    if kafka.settled_first_unstable == kafka.fresh_first_unstable {
+        return false;
+    }
+    let mut settled = kafka.clone();
+    settled.fresh_first_unstable = kafka.settled_first_unstable;
+    crate::compare::first_unstable_not_cached(step, path, ours, &settled)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -170,6 +170,7 @@ public final class DiffDriver {
         // (the comparator's rule for the cache; never compared itself).
         var fresh = log.producerStateManager().firstUnstableOffset();
         if (fresh.isPresent()) reply.put("fresh_first_unstable", fresh.get().messageOffset);
+        settledFirstUnstable(reply);
         return reply;
     }
 
@@ -233,6 +234,30 @@ public final class DiffDriver {
      */
     private int leaderEpoch(JsonNode r) {
         return r.has("leader_epoch") ? r.path("leader_epoch").asInt() : log.latestEpoch().orElse(0);
+    }
+
+    /**
+     * The first unstable offset Kafka's ProducerStateManager will have after its next
+     * high-watermark move at the current high watermark ({@code onHighWatermarkUpdated} drops
+     * the completed transactions whose marker lies below it from {@code unreplicatedTxns}):
+     * the earliest open transaction or completed one whose marker is at or above the high
+     * watermark. Read by reflection (the maps are private); never compared, for the rule on
+     * transactions a truncation's rebuild replays.
+     */
+    @SuppressWarnings("unchecked")
+    private void settledFirstUnstable(ObjectNode reply) throws ReflectiveOperationException {
+        var psm = log.producerStateManager();
+        var unreplicated = psm.getClass().getDeclaredField("unreplicatedTxns");
+        unreplicated.setAccessible(true);
+        long hw = log.highWatermark();
+        long first = Long.MAX_VALUE;
+        for (var t : ((Map<Long, org.apache.kafka.storage.internals.log.TxnMetadata>) unreplicated.get(psm)).values()) {
+            if (t.lastOffset.isPresent() && t.lastOffset.getAsLong() < hw) continue;
+            first = Math.min(first, t.firstOffset.messageOffset);
+        }
+        var undecided = psm.firstUndecidedOffset();
+        if (undecided.isPresent()) first = Math.min(first, undecided.getAsLong());
+        if (first != Long.MAX_VALUE) reply.put("settled_first_unstable", first);
     }
 
     /** The leader-epoch cache's entries as (epoch, start offset) pairs. */
