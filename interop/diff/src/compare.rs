@@ -95,6 +95,11 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"Transactions a truncation replays\"",
         explains: crate::rules::replayed_decided_transactions,
     },
+    Rule {
+        name: crate::rules::HIGH_WATERMARK_IN_A_GAP,
+        documented: "docs/format.md, Deliberate differences: \"High watermark in a gap\"",
+        explains: crate::rules::high_watermark_in_a_gap,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history

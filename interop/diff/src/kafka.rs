@@ -155,6 +155,7 @@ impl Kafka {
             read_committed: fetch("read_committed")?,
             fresh_first_unstable: reply.get("fresh_first_unstable").and_then(Value::as_i64),
             settled_first_unstable: reply.get("settled_first_unstable").and_then(Value::as_i64),
+            batch_base_at_hw: None,
         })
     }
 

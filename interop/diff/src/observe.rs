@@ -118,4 +118,8 @@ pub struct Observation {
     /// truncation's rebuild replays; never compared).
     #[serde(default, skip_serializing)]
     pub settled_first_unstable: Option<i64>,
+    /// seglog only: the base offset of the first batch at or above the high watermark (for the
+    /// rule on a high watermark in a gap; never compared).
+    #[serde(default, skip_serializing)]
+    pub batch_base_at_hw: Option<i64>,
 }

@@ -145,6 +145,7 @@ impl Ours {
             read_committed: self.fetch(step.fetch_offset, Isolation::ReadCommitted),
             fresh_first_unstable: None,
             settled_first_unstable: None,
+            batch_base_at_hw: self.batch_base_at_high_watermark(),
         };
         (observation, notes)
     }
@@ -158,6 +159,7 @@ impl Ours {
             read_committed: self.fetch(0, Isolation::ReadCommitted),
             fresh_first_unstable: None,
             settled_first_unstable: None,
+            batch_base_at_hw: self.batch_base_at_high_watermark(),
         }
     }
 
@@ -423,6 +425,30 @@ impl Ours {
     /// The assignment's error.
     pub fn assign_epoch(&self, epoch: i32, start: i64) -> seglog::Result<()> {
         self.log().assign_epoch_start_offset(epoch, start)
+    }
+
+    /// The base offset of the first batch holding an offset at or above the high watermark
+    /// (the log end when none does), when the high watermark lies below the log end.
+    fn batch_base_at_high_watermark(&self) -> Option<i64> {
+        let log = self.log();
+        let hw = log.high_watermark();
+        if hw >= log.log_end_offset() {
+            return None;
+        }
+        let data = log.read(hw, FETCH_BYTES, Isolation::LogEnd, true).ok()?;
+        let bytes = data.slice.read_to_vec().ok()?;
+        match Batches::new(&bytes[..], 0).next() {
+            None => Some(log.log_end_offset()),
+            Some(batch) => Some(base_offset(&batch.ok()?)),
+        }
+    }
+
+    /// Raises the high watermark to `offset` (after Kafka raised one in a gap).
+    ///
+    /// # Errors
+    /// The log's error.
+    pub fn raise_high_watermark(&self, offset: i64) -> seglog::Result<()> {
+        self.log().set_high_watermark(offset).map(drop)
     }
 
     /// Sets the log's clock to the step's.

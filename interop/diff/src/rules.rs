@@ -8,6 +8,9 @@ use crate::observe::Observation;
 /// The rule after which the runner assigns Kafka's new epoch entry in seglog's cache too.
 pub const EPOCH_BEFORE_PRODUCER_CHECKS: &str = "no-epoch-entry-for-append-that-writes-nothing";
 
+/// The rule after which the runner raises seglog's high watermark to Kafka's.
+pub const HIGH_WATERMARK_IN_A_GAP: &str = "high-watermark-in-a-gap-rises-to-the-next-batch";
+
 /// The rule after which the runner rolls Kafka's log too.
 pub const TRUNCATION_ROLLS_AT_TARGET: &str = "truncation-inside-a-batch-rolls-at-the-target";
 
@@ -135,6 +138,39 @@ pub fn replayed_decided_transactions(
     crate::compare::first_unstable_not_cached(step, path, ours, &settled)
 }
 
+/// A high watermark in a gap (interop/kafka/README.md, Findings, K1): Kafka 4.4's next
+/// HIGH_WATERMARK read converts a message-offset-only high watermark with `LogSegment.read`,
+/// whose metadata carries the base offset of the batch it found, so one in a gap (offsets no
+/// batch holds, as a truncation inside a batch or a reopen over such a log leaves them) rises
+/// to the next batch's base (to the log end when no batch lies above it); seglog keeps the
+/// value set. No record lies between the two, so
+/// both serve the same records. Exactly: Kafka's high watermark is the base of the first batch
+/// at or above seglog's (seglog reports it), above seglog's; for the LSO, both first unstable
+/// offsets equal and each LSO is `min(first unstable, its high watermark)`. The runner then
+/// raises seglog's high watermark to Kafka's.
+pub fn high_watermark_in_a_gap(
+    _: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let raised = ours.batch_base_at_hw == Some(kafka.state.high_watermark)
+        && ours.state.high_watermark < kafka.state.high_watermark;
+    let lso = |first: Option<i64>, hw: i64| first.map_or(hw, |f| f.min(hw));
+    match path {
+        "state.high_watermark" => raised,
+        "state.last_stable" => {
+            raised
+                && ours.state.first_unstable == kafka.state.first_unstable
+                && ours.state.last_stable
+                    == lso(ours.state.first_unstable, ours.state.high_watermark)
+                && kafka.state.last_stable
+                    == lso(kafka.state.first_unstable, kafka.state.high_watermark)
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,6 +202,35 @@ mod tests {
             }),
             fetch_offset: 0,
         }
+    }
+
+    #[test]
+    fn a_high_watermark_raised_in_a_gap_is_explained_only_in_its_form() {
+        let mut ours = observation(12, vec![0, 4], vec![]);
+        ours.batch_base_at_hw = Some(4);
+        let mut kafka = ours.clone();
+        kafka.state.high_watermark = 4;
+        kafka.state.last_stable = 4;
+        assert!(high_watermark_in_a_gap(
+            &append(),
+            "state.high_watermark",
+            &ours,
+            &kafka
+        ));
+        assert!(high_watermark_in_a_gap(
+            &append(),
+            "state.last_stable",
+            &ours,
+            &kafka
+        ));
+        // Past the next batch's base: no.
+        kafka.state.high_watermark = 6;
+        assert!(!high_watermark_in_a_gap(
+            &append(),
+            "state.high_watermark",
+            &ours,
+            &kafka
+        ));
     }
 
     #[test]

@@ -150,6 +150,13 @@ impl Runner {
                 }
                 _ => step,
             };
+            if step.op == Op::Reopen
+                && generator
+                    .as_ref()
+                    .is_some_and(Generator::has_undecided_transaction)
+            {
+                coverage.note("reopen with an undecided transaction (S1)");
+            }
             ours.set_clock(now_ms);
             let (observed, notes) = ours.apply(&step, &bytes);
             let theirs = self.kafka.apply(&step, &bytes)?;
@@ -201,7 +208,8 @@ impl Runner {
 impl Runner {
     /// After a rule of part B applied: the side that did less does the same, so that the rest
     /// of the history compares one state (Kafka's epoch entry assigned in seglog's cache; Kafka
-    /// rolled at a truncation target as seglog did).
+    /// rolled at a truncation target as seglog did; seglog's high watermark raised in a gap as
+    /// Kafka's was).
     fn follow_rules_b(
         &mut self,
         applied: &[(&'static str, &'static str)],
@@ -214,6 +222,10 @@ impl Runner {
             {
                 ours.assign_epoch(epoch, start)
                     .map_err(|e| format!("seglog assign epoch after Kafka's: {e}"))?;
+            }
+            if *name == crate::rules::HIGH_WATERMARK_IN_A_GAP {
+                ours.raise_high_watermark(theirs.state.high_watermark)
+                    .map_err(|e| format!("seglog high watermark after Kafka's: {e}"))?;
             }
             if *name == crate::rules::TRUNCATION_ROLLS_AT_TARGET {
                 let roll = Step {
