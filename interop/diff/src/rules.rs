@@ -234,6 +234,55 @@ mod tests {
     }
 
     #[test]
+    fn replayed_decided_transactions_are_explained_only_when_kafka_settles_on_seglogs_value() {
+        // Kafka's producer state (and cache) name a decided transaction at 3; seglog none.
+        let mut ours = observation(10, vec![0], vec![]);
+        ours.state.high_watermark = 8;
+        ours.state.last_stable = 8;
+        let mut kafka = ours.clone();
+        kafka.state.first_unstable = Some(3);
+        kafka.state.last_stable = 3;
+        kafka.fresh_first_unstable = Some(3);
+        kafka.settled_first_unstable = None;
+        for path in ["state.first_unstable", "state.last_stable"] {
+            assert!(
+                replayed_decided_transactions(&append(), path, &ours, &kafka),
+                "{path}"
+            );
+        }
+        // Kafka's state would still say 3 after its next high-watermark move: no.
+        kafka.settled_first_unstable = Some(3);
+        assert!(!replayed_decided_transactions(
+            &append(),
+            "state.first_unstable",
+            &ours,
+            &kafka
+        ));
+    }
+
+    #[test]
+    fn a_lookup_past_an_empty_segment_is_explained_only_when_kafka_searched_one() {
+        let lookup = Step {
+            op: Op::OffsetForTimestamp {
+                target: crate::history::TimestampTarget::AgoMs(10),
+            },
+            fetch_offset: 0,
+        };
+        let mut ours = observation(10, vec![0, 4], vec![]);
+        ours.outcome.timestamp_lookup = Some(crate::observe::TimestampLookup {
+            timestamp: 5,
+            offset: 4,
+            leader_epoch: Some(0),
+        });
+        let mut kafka = observation(10, vec![0, 4], vec![]);
+        kafka.outcome.searched_empty_segment = true;
+        let path = "outcome.timestamp_lookup";
+        assert!(lookup_past_an_empty_segment(&lookup, path, &ours, &kafka));
+        kafka.outcome.searched_empty_segment = false;
+        assert!(!lookup_past_an_empty_segment(&lookup, path, &ours, &kafka));
+    }
+
+    #[test]
     fn kafkas_assign_drops_non_monotonic_entries() {
         assert_eq!(assign(&[(0, 0), (3, 5)], 1, 9), vec![(0, 0), (1, 9)]);
         assert_eq!(assign(&[(0, 0), (3, 5)], 0, 9), vec![(0, 9)]);
