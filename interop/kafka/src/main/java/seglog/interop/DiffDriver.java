@@ -363,10 +363,25 @@ public final class DiffDriver {
             System.err.println("diff driver: closing the log: " + describe(e));
         }
         log = null;
-        try {
-            Fs.deleteTree(dir);
-        } catch (IOException e) {
-            System.err.println("diff driver: deleting " + dir + ": " + describe(e));
+        // The leader-epoch cache's asynchronous flushes (truncateFromEndAsyncFlush, on the
+        // scheduler's thread) may still write leader-epoch-checkpoint.tmp while the tree is
+        // walked: a file vanishing under the walk is retried.
+        for (int attempt = 1; ; attempt++) {
+            try {
+                Fs.deleteTree(dir);
+                return;
+            } catch (IOException | java.io.UncheckedIOException e) {
+                if (attempt == 5) {
+                    System.err.println("diff driver: deleting " + dir + ": " + describe(e));
+                    return;
+                }
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
         }
     }
 
