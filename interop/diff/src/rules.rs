@@ -142,10 +142,12 @@ pub fn replayed_decided_transactions(
 /// HIGH_WATERMARK read converts a message-offset-only high watermark with `LogSegment.read`,
 /// whose metadata carries the base offset of the batch it found, so one in a gap (offsets no
 /// batch holds, as a truncation inside a batch or a reopen over such a log leaves them) rises
-/// to the next batch's base (to the log end when no batch lies above it); seglog keeps the
-/// value set. No record lies between the two, so
-/// both serve the same records. Exactly: Kafka's high watermark is the base of the first batch
-/// at or above seglog's (seglog reports it), above seglog's; for the LSO, both first unstable
+/// to the next batch's base (to the log end when no batch lies above it), or to the base of
+/// an empty segment before it (`LocalLog.read` moves on to the next segment's base); seglog
+/// keeps the value set. No record lies between the two, so
+/// both serve the same records. Exactly: Kafka's high watermark is above seglog's and is the
+/// base of the first batch at or above seglog's (seglog reports it; the log end when there is
+/// none) or a segment base below that; for the LSO, both first unstable
 /// offsets equal and each LSO is `min(first unstable, its high watermark)`. The runner then
 /// raises seglog's high watermark to Kafka's.
 pub fn high_watermark_in_a_gap(
@@ -154,8 +156,10 @@ pub fn high_watermark_in_a_gap(
     ours: &Observation,
     kafka: &Observation,
 ) -> bool {
-    let raised = ours.batch_base_at_hw == Some(kafka.state.high_watermark)
-        && ours.state.high_watermark < kafka.state.high_watermark;
+    let theirs = kafka.state.high_watermark;
+    let raised = ours.batch_base_at_hw.is_some_and(|next| {
+        theirs <= next && (theirs == next || kafka.state.segments.contains(&theirs))
+    }) && ours.state.high_watermark < theirs;
     let lso = |first: Option<i64>, hw: i64| first.map_or(hw, |f| f.min(hw));
     match path {
         "state.high_watermark" => raised,
