@@ -235,6 +235,23 @@ mod tests {
             &ours,
             &kafka
         ));
+        // At an empty segment's base before the next batch: yes; elsewhere below it: no.
+        ours.batch_base_at_hw = Some(17);
+        kafka.state.segments = vec![0, 13];
+        kafka.state.high_watermark = 13;
+        assert!(high_watermark_in_a_gap(
+            &append(),
+            "state.high_watermark",
+            &ours,
+            &kafka
+        ));
+        kafka.state.high_watermark = 12;
+        assert!(!high_watermark_in_a_gap(
+            &append(),
+            "state.high_watermark",
+            &ours,
+            &kafka
+        ));
     }
 
     #[test]
