@@ -148,7 +148,8 @@ pub fn replayed_decided_transactions(
 /// both serve the same records. Exactly: Kafka's high watermark is above seglog's and is the
 /// base of the first batch at or above seglog's (seglog reports it; the log end when there is
 /// none) or a segment base below that; for the LSO, both first unstable
-/// offsets equal and each LSO is `min(first unstable, its high watermark)`. The runner then
+/// offsets equal (or Kafka's cached one stale as `first-unstable-offset-not-cached` accepts)
+/// and each LSO is `min(first unstable, its high watermark)`. The runner then
 /// raises seglog's high watermark to Kafka's.
 pub fn high_watermark_in_a_gap(
     _: &Step,
@@ -164,8 +165,12 @@ pub fn high_watermark_in_a_gap(
     match path {
         "state.high_watermark" => raised,
         "state.last_stable" => {
+            // The same first unstable offset, or Kafka's cached one stale in exactly the form
+            // of `first-unstable-offset-not-cached` (seglog's is Kafka's producer state's).
             raised
-                && ours.state.first_unstable == kafka.state.first_unstable
+                && (ours.state.first_unstable == kafka.state.first_unstable
+                    || (kafka.state.first_unstable != kafka.fresh_first_unstable
+                        && ours.state.first_unstable == kafka.fresh_first_unstable))
                 && ours.state.last_stable
                     == lso(ours.state.first_unstable, ours.state.high_watermark)
                 && kafka.state.last_stable
