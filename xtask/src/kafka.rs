@@ -1,4 +1,5 @@
-//! `cargo xtask kafka [broker|adopt|storage|all|fixtures]`: Apache Kafka 4.4 as the oracle.
+//! `cargo xtask kafka [broker|txn-compacted|adopt|storage|all|fixtures]`: Apache Kafka 4.4 as
+//! the oracle (`txn-compacted`: scenario 1's compacted, transactional topic alone).
 //! `cargo xtask kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE]`: the
 //! differential histories (`interop/diff`, package `seglog-diff`, against Kafka's `UnifiedLog`
 //! in-process through `interop/kafka`'s `DiffDriver`); `all` (the default, and CI) ends with a
@@ -8,7 +9,7 @@
 //! from Maven Central into the normal local repository), then runs its harness, which starts a
 //! real single-node KRaft broker on 127.0.0.1 and compares what Kafka says with what seglog says
 //! (see `interop/kafka/README.md`). `fixtures` reruns the broker scenario and rewrites
-//! `tests/fixtures/kafka-4.4/`.
+//! `tests/fixtures/kafka-4.4/` and `tests/fixtures/kafka-4.4-txn-compacted/`.
 //!
 //! Without `java` or `mvn` on `PATH` the task is skipped with one line, except under `CI=true`,
 //! where that is a failure.
@@ -19,7 +20,14 @@ use std::time::{Duration, Instant};
 
 use crate::cmd::{cargo, run as run_command, workspace_root};
 
-const SCENARIOS: &[&str] = &["broker", "adopt", "storage", "all", "fixtures"];
+const SCENARIOS: &[&str] = &[
+    "broker",
+    "txn-compacted",
+    "adopt",
+    "storage",
+    "all",
+    "fixtures",
+];
 
 /// The differential histories CI runs (about 2 minutes on a loaded 2-core machine; see
 /// interop/kafka/README.md for the figures). The seed is fixed, so a CI failure replays.

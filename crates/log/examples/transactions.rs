@@ -1,6 +1,9 @@
-//! Transactions: commit across two partitions, abort another, then crash with a transaction
-//! open and let a producer with a higher epoch abort it, as Kafka's coordinator does at
-//! `InitProducerId`. `read_committed` readers see only committed records.
+//! Transactions (version 2: every commit or abort bumps the producer epoch, as Kafka 4.4's
+//! transactions v2): commit across two partitions (atomically: its decision is logged before
+//! the first marker), abort another, then crash with a transaction open and let a producer
+//! with a higher epoch abort it, as Kafka's coordinator does at `InitProducerId` (a commit
+//! cut by a crash would be completed instead). `read_committed` readers see only committed
+//! records.
 //!
 //! `cargo run -p seglog --example transactions [ROOT]` (default: a temporary directory).
 
@@ -8,7 +11,7 @@ use std::path::Path;
 
 use seglog::{
     BatchBuilder, Clock, Durability, HighWatermarkPolicy, Isolation, LogConfig, LogDir,
-    LogOpenOptions, SystemClock, TopicPartition, TransactionalProducer,
+    LogOpenOptions, SystemClock, TopicPartition, TransactionVersion, TransactionalProducer,
 };
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -51,12 +54,16 @@ pub fn run(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let orders = TopicPartition::new("orders", 0);
     let payments = TopicPartition::new("payments", 0);
     let log_dir = open(root)?;
-    let mut producer = TransactionalProducer::init(&log_dir, 7, 0)?;
+    let mut producer = TransactionalProducer::init_with(&log_dir, 7, 0, TransactionVersion::V2)?;
 
     let mut txn = producer.begin()?;
     txn.send(&orders, record("order 1 placed"))?;
     txn.send(&payments, record("order 1 paid"))?;
     txn.commit(Durability::Fsync)?; // one COMMIT marker per partition, fsynced
+    println!(
+        "committed; the next transaction runs at epoch {}",
+        producer.epoch()
+    );
 
     let mut txn = producer.begin()?;
     txn.send(&orders, record("order 2 placed"))?;
@@ -76,8 +83,9 @@ pub fn run(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("partition lost")?
         .ongoing_transactions();
     println!("after the crash, open transactions in {orders}: {open_txns:?}");
-    // A higher epoch fences epoch 0 and aborts its open transaction in every partition.
-    let producer = TransactionalProducer::init(&log_dir, 7, 1)?;
+    // The open transaction ran at epoch 2 (two ends bumped it): a higher epoch fences it and
+    // aborts it in every partition.
+    let producer = TransactionalProducer::init_with(&log_dir, 7, 3, TransactionVersion::V2)?;
     println!("producer 7 at epoch {}", producer.epoch());
     for tp in [&orders, &payments] {
         let values = committed(&log_dir, tp)?;

@@ -188,6 +188,18 @@ pub enum Error {
         /// What is wrong.
         problem: crate::SnapshotProblem,
     },
+    /// A transaction decision record (`seglog-txn-decision-<producer id>` in a log-dir root,
+    /// [`crate::TxnDecision`]) does not decode: the transaction it decides is neither
+    /// completed nor aborted until the file is repaired or removed.
+    #[error("corrupt transaction decision {path} at byte {position}: {problem}")]
+    CorruptTxnDecision {
+        /// The file.
+        path: PathBuf,
+        /// The byte position of what is wrong.
+        position: u64,
+        /// What is wrong.
+        problem: crate::TxnDecisionProblem,
+    },
     /// A log-cleaner round stopped before swapping its next group in (Kafka's
     /// `LogCleaningAbortedException`): nothing of that group changed, groups swapped before it
     /// stay, and the next round starts over.
@@ -249,6 +261,13 @@ pub enum ProducerErrorKind {
     EpochExhausted {
         /// The current epoch.
         epoch: i16,
+    },
+    /// A transaction already writes to [`crate::MAX_TRANSACTION_PARTITIONS`] partitions and a
+    /// batch was sent to one more (its decision record lists them all).
+    #[error("a transaction writes to at most {limit} partitions")]
+    TooManyPartitions {
+        /// [`crate::MAX_TRANSACTION_PARTITIONS`].
+        limit: usize,
     },
     /// A fencing producer's epoch is not above the epoch the producer id already has in a
     /// partition (Kafka's coordinator always bumps the epoch at `InitProducerId`).

@@ -34,9 +34,12 @@
 //! On top of these primitives, [`IdempotentProducer`] keeps a producer's sequences per
 //! partition, retries the very same batch (answered as a duplicate, also after a crash and
 //! reopen) and bumps its epoch on an out-of-order or fenced answer, as Kafka's client does;
-//! [`TransactionalProducer`] fences older epochs of a producer id by aborting their open
-//! transactions in a [`LogDir`] (Kafka's `InitProducerId`), and its [`Transaction`] appends to
-//! any partitions and ends with one COMMIT or ABORT marker on each partition touched.
+//! [`TransactionalProducer`] fences older epochs of a producer id in a [`LogDir`] (Kafka's
+//! `InitProducerId`: a commit a crash interrupted is completed from its logged decision, every
+//! other open transaction aborted), and its [`Transaction`] appends to any partitions and ends
+//! with one COMMIT or ABORT marker on each partition touched, atomically across partitions;
+//! with [`TransactionVersion::V2`] every transaction end bumps the epoch, as Kafka's
+//! transactions v2.
 //!
 //! It compacts `cleanup.policy=compact` logs as Kafka's log cleaner does ([`Log::clean`], or
 //! [`Log::tick`] when a log is due): the latest record of every key, tombstones until their
@@ -45,9 +48,9 @@
 //! `.cleaned` / `.swap` / `.deleted` protocol; `cleaner-offset-checkpoint` in the root.
 //!
 //! What it deliberately does not do: replication, a transaction coordinator with its
-//! transaction log (the partitions a crash during a commit left unmarked are aborted, not
-//! committed), Kafka's
-//! transaction verification guard, which needs one, and tiered storage. Background work
+//! transaction log (a commit across partitions logs its decision in a small seglog-only
+//! file of the root instead, [`TxnDecision`], which makes it atomic across a crash), Kafka's
+//! transaction verification guard, which needs a coordinator, and tiered storage. Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits
@@ -101,7 +104,8 @@
 //!
 //! **Where state lives.** A [`LogDir`] keeps `.lock`, `.kafka_cleanshutdown`,
 //! `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint` and
-//! `replication-offset-checkpoint` in its root, in Kafka's formats. A standalone
+//! `replication-offset-checkpoint` in its root, in Kafka's formats, and while a commit across
+//! partitions writes its markers its seglog-only decision record ([`TxnDecision`]). A standalone
 //! [`Log::open`] uses its parent's files when the parent looks like a `log.dirs` root, and
 //! otherwise keeps the same five files inside the partition directory
 //! (the directory is its own one-partition root). A broker ignores those files.
@@ -171,6 +175,7 @@ mod sync;
 mod topic_config;
 mod topic_partition;
 mod transaction;
+mod txn_decision;
 mod validate;
 mod view;
 
@@ -246,6 +251,10 @@ pub use topic_partition::{
     PartitionDirKind, PartitionDirName, TopicPartition, parse_partition_dir_name,
 };
 pub use transaction::{Transaction, TransactionalProducer};
+pub use txn_decision::{
+    MAX_TRANSACTION_PARTITIONS, MAX_TXN_DECISION_BYTES, TXN_DECISION_PREFIX, TXN_DECISION_VERSION,
+    TxnDecision, TxnDecisionProblem,
+};
 pub use view::{Isolation, OffsetMetadata};
 
 // Compile-time guarantees: the handles users share between threads are `Send + Sync`.

@@ -33,6 +33,12 @@ use crate::{Error, Result};
 /// `-delete` directories are removed `file.delete.delay.ms` after opening (by
 /// [`LogDir::tick`]), without being loaded.
 ///
+/// **Transaction decisions.** A commit across partitions of a
+/// [`crate::TransactionalProducer`] keeps its decision in the root while it writes its
+/// markers (`seglog-txn-decision-<producer id>`, [`crate::TxnDecision`], a file Kafka does
+/// not have and ignores); one a crash left behind is completed by the producer id's next
+/// [`crate::TransactionalProducer::init`], not by the open.
+///
 /// **Topic configs.** The `LogConfig` given at open is the broker's default for every
 /// partition; [`TopicConfigs`] override it per topic, as Kafka's topic configs override the
 /// broker config ([`LogDir::open_with_topic_configs`]). They are not persisted: Kafka keeps topic
@@ -410,6 +416,11 @@ impl LogDir {
         OffsetCheckpointFile::new(self.root.join(REPLICATION_OFFSET_CHECKPOINT))
             .with_io(self.io.clone())
             .write(&high_watermarks)
+    }
+
+    /// The I/O seam of the root's directory fsyncs.
+    pub(crate) fn io(&self) -> &Io {
+        &self.io
     }
 
     /// The root's clock's time (for its ticker).

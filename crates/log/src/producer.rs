@@ -115,10 +115,15 @@ pub struct IdempotentProducer {
     /// send refused by the log's validation (nothing written) gives its sequences back.
     unsent: BTreeMap<TopicPartition, (i16, i32)>,
     /// Batches are transactional (the producer of a [`crate::TransactionalProducer`]): no
-    /// epoch bump on errors, as Kafka's transactional client bumps only when it aborts.
+    /// epoch bump on errors, as Kafka's transactional client bumps only once the transaction
+    /// ends (`resync`).
     transactional: bool,
     /// The epoch could not be bumped: every `prepare` fails.
     exhausted: bool,
+    /// A transactional producer's batch of the current epoch was answered with
+    /// `OutOfOrderSequence` (its last batches were truncated away, say): the epoch is bumped
+    /// when the transaction ends ([`IdempotentProducer::take_resync`]).
+    resync: bool,
 }
 
 impl IdempotentProducer {
@@ -155,6 +160,7 @@ impl IdempotentProducer {
             unsent: BTreeMap::new(),
             transactional,
             exhausted: false,
+            resync: false,
         })
     }
 
@@ -380,6 +386,27 @@ impl IdempotentProducer {
         self.bump_epoch_above(self.epoch)
     }
 
+    /// Moves to `epoch` (the epoch a transaction's markers carried under transaction
+    /// version 2) with every sequence back to 0, as Kafka's client does when `EndTxn`
+    /// answers with a bumped epoch.
+    pub(crate) fn adopt_epoch(&mut self, epoch: i16) {
+        tracing::debug!(
+            producer_id = self.producer_id,
+            epoch,
+            "transactional producer moved to the epoch of its markers"
+        );
+        self.epoch = epoch;
+        self.next_sequences.clear();
+        self.unsent.clear();
+        self.resync = false;
+    }
+
+    /// Whether a transactional producer must bump its epoch at the end of its transaction
+    /// (a batch of the current epoch was answered with `OutOfOrderSequence`); clears it.
+    pub(crate) fn take_resync(&mut self) -> bool {
+        std::mem::take(&mut self.resync)
+    }
+
     fn bump_epoch_above(&mut self, epoch: i16) -> Result<i16> {
         let Some(next) = epoch.max(self.epoch).checked_add(1) else {
             self.exhausted = true;
@@ -393,6 +420,7 @@ impl IdempotentProducer {
         self.epoch = next;
         self.next_sequences.clear();
         self.unsent.clear();
+        self.resync = false;
         Ok(next)
     }
 
@@ -418,6 +446,11 @@ impl IdempotentProducer {
             }
         };
         if self.transactional {
+            // Kafka's transactional client makes the transaction abortable and bumps the
+            // epoch once it ends (KIP-360); a fenced answer is fatal to it, never bumped past.
+            if matches!(kind, AppendErrorKind::OutOfOrderSequence { .. }) {
+                self.resync = true;
+            }
             return;
         }
         // At i16::MAX the producer is marked exhausted; the append's own error is returned.
@@ -483,6 +516,41 @@ mod tests {
             }
         ));
         assert!(p.prepare(&a, records(1)).is_err());
+    }
+
+    #[test]
+    fn a_transactional_producer_resyncs_after_out_of_order_only() {
+        let tp = TopicPartition::new("a", 0);
+        let mut p = IdempotentProducer::with_kind(1, 4, true).unwrap();
+        let batch = p.prepare(&tp, records(1)).unwrap();
+        let out_of_order = AppendErrorKind::OutOfOrderSequence {
+            producer_id: 1,
+            epoch: 4,
+            offset: 0,
+            sequence: 3,
+            last_sequence: 0,
+        };
+        let fenced = AppendErrorKind::InvalidProducerEpoch {
+            producer_id: 1,
+            epoch: 4,
+            offset: 0,
+            current_epoch: 6,
+        };
+        // Fenced by a newer epoch: never bumped past, no resync.
+        p.on_rejection(&batch, &fenced, true);
+        assert_eq!((p.epoch(), p.take_resync()), (4, false));
+        // Out of order: no bump now (the transaction goes on), a resync at its end.
+        p.on_rejection(&batch, &out_of_order, false);
+        assert_eq!(p.epoch(), 4);
+        assert!(p.take_resync());
+        assert!(!p.take_resync());
+        // A bump or an adopted epoch clears it.
+        p.on_rejection(&batch, &out_of_order, false);
+        p.adopt_epoch(5);
+        assert_eq!(
+            (p.epoch(), p.next_sequence(&tp), p.take_resync()),
+            (5, 0, false)
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod damage_reports;
 mod full_disk;
 mod hostile;
 mod kafka_fixtures;
+mod kafka_txn_compacted;
 mod leader_epochs;
 mod leftovers;
 mod live_writer;

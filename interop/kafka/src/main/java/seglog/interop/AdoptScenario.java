@@ -12,6 +12,9 @@ import java.util.concurrent.TimeUnit;
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 
 /**
@@ -44,6 +47,9 @@ final class AdoptScenario {
         p.add(new Part("adopt-retained", "lz4", "retain"));
         p.add(new Part("adopt-recovered", "gzip", "crash"));
         p.add(new Part("adopt-truncated", "snappy", "truncate"));
+        // Truncated inside a batch: seglog removes the batch and rolls an empty segment at the
+        // target, so the log ends where the truncation said (docs/format.md, "Truncation inside a batch").
+        p.add(new Part("adopt-truncated-mid", "zstd", "truncate-mid"));
         // A keyed log with updates and tombstones, compacted by `seglog compact`: the broker
         // (delete policy, so its own cleaner leaves it alone) must load and serve what we cleaned.
         p.add(new Part("adopt-compacted", "lz4", "compact"));
@@ -107,6 +113,44 @@ final class AdoptScenario {
                 }
             }
             kafkaCleanerAgainstOurs(broker, baseTs);
+            appendsAfterTruncation(broker, parts, ours, expected, baseTs);
+            broker.stopClean();
+        }
+    }
+
+    /**
+     * With the broker up (after the recovery restart): the adopted truncated logs take appends.
+     * Kafka's idempotent producer writes to each; the records must get the offsets from seglog's
+     * log end on, and the consumer must read the adopted records followed by them.
+     */
+    private void appendsAfterTruncation(Broker broker, List<Part> parts, Path ours, Map<String, List<Rec>> expected,
+            long baseTs) throws Exception {
+        report.scope("seglog->broker (adopt), appends after a truncation");
+        int seed = 300;
+        for (Part p : parts) {
+            if (!p.after().startsWith("truncate")) continue;
+            TopicPartition tp = new TopicPartition(p.topic(), 0);
+            long end = seglog.info(ours.resolve(p.topic() + "-0")).path("log_end_offset").asLong();
+            // Gen names the topic in its records; a seed of its own, timestamps after ours.
+            Gen gen = new Gen(p.topic(), ++seed, baseTs + 3_000_000);
+            List<Rec> want = new ArrayList<>(expected.get(p.topic()));
+            List<Long> offsets = new ArrayList<>();
+            try (KafkaProducer<byte[], byte[]> producer = Clients.producer(broker.bootstrap(),
+                    Map.of(ProducerConfig.COMPRESSION_TYPE_CONFIG, p.codec()))) {
+                for (int i = 0; i < 40; i++) {
+                    ProducerRecord<byte[], byte[]> r = gen.next();
+                    long offset = producer.send(r).get(60, TimeUnit.SECONDS).offset();
+                    offsets.add(offset);
+                    want.add(Rec.of(r, offset));
+                }
+            }
+            List<Long> consecutive = new ArrayList<>();
+            for (int i = 0; i < offsets.size(); i++) consecutive.add(end + i);
+            report.equal(consecutive.subList(0, 3), offsets.subList(0, 3), tp + ": the first offsets of appends after"
+                    + " the adopted log's end (seglog info log end " + end + ")");
+            report.equal(consecutive, offsets, tp + ": the offsets of 40 appends");
+            Compare.records(report, tp + " adopted, then appended to by Kafka's producer",
+                    Clients.consumeAll(broker.bootstrap(), tp, "read_uncommitted"), want);
         }
     }
 
@@ -138,6 +182,16 @@ final class AdoptScenario {
             if (t.code() != 0) throw new IOException("`" + t.command() + "` exited " + t.code() + ": " + t.stderr());
             report.check(seglog.info(dir).path("log_end_offset").asLong() == 340, dir + ": seglog truncate --to 340 left log end "
                     + seglog.info(dir).path("log_end_offset").asLong());
+        }
+        if (p.after().equals("truncate-mid")) {
+            // Inside the batch 340..356 (17 records a batch): the batch goes, the log ends at 345.
+            Seglog.Run t = seglog.run(List.of("truncate", dir.toString(), "--to", "345", "--json"));
+            if (t.code() != 0) throw new IOException("`" + t.command() + "` exited " + t.code() + ": " + t.stderr());
+            report.check(seglog.info(dir).path("log_end_offset").asLong() == 345, dir + ": seglog truncate --to 345 left log end "
+                    + seglog.info(dir).path("log_end_offset").asLong());
+            List<Long> bases = Fs.segmentBases(dir);
+            report.check(bases.get(bases.size() - 1) == 345, dir + ": seglog truncate --to 345 (inside a batch) rolled no"
+                    + " segment at 345: " + bases);
         }
         if (p.after().equals("crash")) {
             // A crash: a torn batch at the tail of the active segment, the marker gone; then seglog recover.
@@ -200,7 +254,7 @@ final class AdoptScenario {
         List<Rec> kafka = Clients.consumeAll(broker.bootstrap(), new TopicPartition(topic, 0), "read_uncommitted");
         Compare.records(report, topic + "-0 cleaned by Kafka vs by seglog (" + ours.path("records_before").asLong()
                 + " records before)", kafka, expected);
-        broker.stopClean();
+        // The broker stays up for the appends after it.
     }
 
     /** Deletes the broker's segment files in {@code target} and copies ours; other files stay. */
@@ -243,7 +297,17 @@ final class AdoptScenario {
                 long[] lo = Clients.listOffsets(admin, tp);
                 report.equal(lo[0], info.path("log_start_offset").asLong(), tp + ": log start offset (ListOffsets EARLIEST vs seglog info)");
                 report.equal(lo[1], info.path("log_end_offset").asLong(), tp + ": log end offset (ListOffsets LATEST vs seglog info)");
-                Compare.records(report, tp + " adopted", Clients.consumeAll(broker.bootstrap(), tp, "read_uncommitted"), expected.get(p.topic()));
+                List<Rec> want = expected.get(p.topic());
+                long upTo = -1;
+                if (p.after().equals("truncate-mid")) {
+                    // The log ends in the gap the truncation left (its last batch ends at 339, the
+                    // empty segment at 345): Kafka's consumer reads the records, then waits at the
+                    // gap until the next append (docs/format.md, "Truncation inside a batch").
+                    upTo = want.get(want.size() - 1).offset() + 1;
+                    report.equal(upTo, Clients.positionAfterPolling(broker.bootstrap(), tp, upTo, 1500),
+                            tp + ": the consumer's position after polling at the gap before the log end " + lo[1]);
+                }
+                Compare.records(report, tp + " adopted", Clients.consumeUpTo(broker.bootstrap(), tp, "read_uncommitted", upTo), want);
                 Map<Long, Long> times = Clients.offsetsForTimes(broker.bootstrap(), tp,
                         Clients.sampleTimestamps(expected.get(p.topic()), p.topic().hashCode()));
                 Compare.offsetsForTimes(report, seglog, dir, tp + " adopted", times);

@@ -71,18 +71,33 @@ final class BrokerScenario {
         Map<String, String> retention = base("8192");
         retention.put("retention.bytes", "40000");
         t.add(new Topic("retention", retention, Map.of(), "plain"));
+        t.add(TxnCompacted.topic());
         return t;
     }
 
     /** The whole scenario; fixtures (when not null) receives copies of the partition directories. */
     void run(Path fixtures) throws Exception {
-        cleanRun(fixtures);
+        cleanRun(fixtures, topics(), fixtures == null ? null : fixtures.resolveSibling(TxnCompacted.FIXTURE));
         killRun();
     }
 
-    private void cleanRun(Path fixtures) throws Exception {
+    /**
+     * Only the {@code txn-compacted} topic (issue #25 finding 3): {@code Main txn-compacted}, for
+     * repeated runs; {@code fixture} (when not null) receives its directory and Kafka's answers.
+     */
+    void runTxnCompacted(Path fixture) throws Exception {
+        cleanRun(null, List.of(TxnCompacted.topic()), fixture);
+    }
+
+    private void cleanRun(Path fixtures, List<Topic> topics, Path txnFixture) throws Exception {
         report.scope("broker->seglog, clean shutdown");
-        List<Topic> topics = topics();
+        boolean all = topics.size() > 1;
+        TxnCompacted txnCompacted = null;
+        Expect liveExpected = null;
+        List<Rec> liveCommitted = null;
+        long liveLso = -1;
+        long stoppedLso = -1;
+        Path live = work.resolve("s1-clean/live/" + TxnCompacted.TOPIC + "-0");
         Map<String, Expect> expected = new LinkedHashMap<>();
         Map<String, List<Rec>> committed = new LinkedHashMap<>();
         try (Broker broker = Broker.format(work.resolve("s1-clean"))) {
@@ -100,11 +115,32 @@ final class BrokerScenario {
                         case "plain" -> producePlain(broker, t, gen);
                         case "txn" -> produceTransactional(broker, t, gen);
                         case "compacted" -> produceCompacted(broker, t, gen);
+                        case "txn-compacted" -> {
+                            txnCompacted = new TxnCompacted(report, broker);
+                            txnCompacted.produce(admin, gen);
+                        }
                         default -> throw new IllegalStateException(t.kind());
                     }
                 }
-                waitForRetention(admin, new TopicPartition("retention", 0));
-                waitForCleaner(broker, "compacted");
+                if (all) {
+                    waitForRetention(admin, new TopicPartition("retention", 0));
+                    waitForCleaner(broker, "compacted");
+                }
+                if (txnCompacted != null) {
+                    // A copy while the broker runs, and what Kafka's consumers say at that moment:
+                    // taken again if a cleaner round ran meanwhile.
+                    for (int attempt = 0; ; attempt++) {
+                        int rounds = txnCompacted.waitForIdleCleaner();
+                        TxnCompacted.liveCopy(broker, live);
+                        TopicPartition tp = new TopicPartition(TxnCompacted.TOPIC, 0);
+                        liveExpected = expect(broker, admin, tp);
+                        liveCommitted = Clients.consumeAll(broker.bootstrap(), tp, "read_committed");
+                        liveLso = TxnCompacted.lastStableOffset(admin);
+                        if (txnCompacted.waitForIdleCleaner() == rounds) break;
+                        if (!report.check(attempt < 3, TxnCompacted.TOPIC + ": a cleaner round ran during each of 4 live copies")) break;
+                        Log.info(TxnCompacted.TOPIC + ": a cleaner round ran during the live copy; copying again");
+                    }
+                }
                 // The broker's own transaction log (compacted, written by the coordinator) is checked too.
                 topics = new ArrayList<>(topics);
                 topics.add(new Topic("__transaction_state", Map.of(), Map.of(), "internal"));
@@ -113,24 +149,41 @@ final class BrokerScenario {
                     expected.put(t.name(), expect(broker, admin, tp));
                     committed.put(t.name(), Clients.consumeAll(broker.bootstrap(), tp, "read_committed"));
                 }
+                if (txnCompacted != null) stoppedLso = TxnCompacted.lastStableOffset(admin);
             }
             broker.stopClean();
+            if (txnCompacted != null) {
+                txnCompacted.abandonOpenTransaction();
+                report.scope("broker->seglog, " + TxnCompacted.TOPIC + " (compacted, transactions v2)");
+                TxnCompacted.compare(report, seglog, live, liveExpected, liveCommitted, liveLso, true);
+                TxnCompacted.compare(report, seglog, broker.logDir.resolve(TxnCompacted.TOPIC + "-0"),
+                        expected.get(TxnCompacted.TOPIC), committed.get(TxnCompacted.TOPIC), stoppedLso, false);
+                if (txnFixture != null) {
+                    TxnCompacted.writeFixture(txnFixture, broker.logDir.resolve(TxnCompacted.TOPIC + "-0"),
+                            expected.get(TxnCompacted.TOPIC), committed.get(TxnCompacted.TOPIC), stoppedLso);
+                }
+                report.scope("broker->seglog, clean shutdown");
+            }
             for (Topic t : topics) {
                 Compare.partition(report, seglog, broker.logDir.resolve(t.name() + "-0"), expected.get(t.name()), true);
             }
             List<Path> dirs = new ArrayList<>();
             for (Topic t : topics) dirs.add(broker.logDir.resolve(t.name() + "-0"));
             // The cleaner leaves offset gaps on purpose.
-            Compare.dump(report, seglog, broker, dirs, java.util.Set.of(broker.logDir.resolve("compacted-0").toAbsolutePath()));
+            Compare.dump(report, seglog, broker, dirs, java.util.Set.of(broker.logDir.resolve("compacted-0").toAbsolutePath(),
+                    broker.logDir.resolve(TxnCompacted.TOPIC + "-0").toAbsolutePath()));
             writeReadCommitted(work.resolve("s1-clean/read_committed.jsonl"), committed);
             report.scope("broker->seglog, the broker's state beside the log");
             StateCompare state = new StateCompare(report, seglog, work.resolve("s1-clean/state"));
             for (Topic t : topics) {
                 // The cleaner can remove an epoch's first batch: only the broker's file knows its start.
-                boolean compacted = t.kind().equals("compacted") || t.kind().equals("internal");
+                boolean compacted = t.kind().equals("compacted") || t.kind().equals("internal")
+                        || t.kind().equals("txn-compacted");
                 state.partition(broker.logDir.resolve(t.name() + "-0"), committed.get(t.name()), !compacted);
             }
-            if (fixtures != null) writeFixtures(broker.logDir, fixtures, topics, expected);
+            // txn-compacted has a fixture of its own (with Kafka's read_committed records).
+            List<Topic> fixed = topics.stream().filter(t -> !t.kind().equals("txn-compacted")).toList();
+            if (fixtures != null) writeFixtures(broker.logDir, fixtures, fixed, expected);
         }
     }
 

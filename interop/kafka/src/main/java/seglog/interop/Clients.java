@@ -51,11 +51,19 @@ final class Clients {
 
     /** Every record of {@code tp} from the log start to the end (HW, or LSO when read_committed). */
     static List<Rec> consumeAll(String bootstrap, TopicPartition tp, String isolation) {
+        return consumeUpTo(bootstrap, tp, isolation, -1);
+    }
+
+    /**
+     * The records of {@code tp} from the log start until the consumer's position reaches
+     * {@code upTo} (-1: the end offset, as {@link #consumeAll}).
+     */
+    static List<Rec> consumeUpTo(String bootstrap, TopicPartition tp, String isolation, long upTo) {
         List<Rec> out = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> c = consumer(bootstrap, isolation)) {
             c.assign(List.of(tp));
             c.seekToBeginning(List.of(tp));
-            long end = c.endOffsets(List.of(tp), Duration.ofSeconds(30)).get(tp);
+            long end = upTo >= 0 ? upTo : c.endOffsets(List.of(tp), Duration.ofSeconds(30)).get(tp);
             long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
             while (c.position(tp, Duration.ofSeconds(30)) < end) {
                 if (System.nanoTime() > deadline) {
@@ -65,6 +73,20 @@ final class Clients {
             }
         }
         return out;
+    }
+
+    /**
+     * The consumer's position after it was placed at {@code offset} and polled for {@code ms}
+     * (the records it returned, if any, are dropped).
+     */
+    static long positionAfterPolling(String bootstrap, TopicPartition tp, long offset, long ms) {
+        try (KafkaConsumer<byte[], byte[]> c = consumer(bootstrap, "read_uncommitted")) {
+            c.assign(List.of(tp));
+            c.seek(tp, offset);
+            long deadline = System.nanoTime() + Duration.ofMillis(ms).toNanos();
+            while (System.nanoTime() < deadline) c.poll(Duration.ofMillis(200));
+            return c.position(tp, Duration.ofSeconds(30));
+        }
     }
 
     /** ListOffsets EARLIEST and LATEST (read_uncommitted). */

@@ -14,7 +14,7 @@ final class Compare {
      * Opens {@code dir} with seglog (read-only: the bytes must not change) and checks records,
      * verify, log start/end offsets and offset-for-timestamp against {@code kafka}.
      *
-     * @param verifyMustBeClean false for a directory a killed broker left (a crash leaves
+     * @param verifyMustBeClean false for a directory a killed broker left, or a copy taken while it ran (these leave
      *     preallocated indexes, which verify reports); then its problems are only noted
      */
     static void partition(Report report, Seglog seglog, Path dir, Expect kafka, boolean verifyMustBeClean)
@@ -32,7 +32,7 @@ final class Compare {
             report.check(clean, where + ": `seglog verify` is not clean (exit " + v.code() + "): "
                     + (vr == null ? v.stderr() : vr.path("problems").toString()));
         } else if (!clean) {
-            report.note(where + ": verify after SIGKILL (before any recovery) reports "
+            report.note(where + ": verify of what a killed or running broker left (before any recovery) reports "
                     + (vr == null ? v.stderr() : vr.path("problems").toString()));
         }
         if (vr != null) {

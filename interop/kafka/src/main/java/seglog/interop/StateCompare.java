@@ -44,7 +44,10 @@ final class StateCompare {
         String where = dir.getFileName().toString();
         Path copy = recoveredCopy(dir);
         List<List<Long>> epochs = leaderEpochs(dir, copy, rebuildEpochs);
-        transactionIndexes(where, dir, copy);
+        // The partitions whose epochs cannot be rebuilt are the compacted ones: their cleaner's
+        // .txnindex may also hold entries no rebuild finds.
+        if (rebuildEpochs) transactionIndexes(where, dir, copy);
+        else cleanedTransactionIndexes(where, dir, copy);
         snapshots(where, dir, copy);
         readCommitted(where, dir, readCommitted);
         return epochs;
@@ -201,6 +204,62 @@ final class StateCompare {
         for (JsonNode n : r.lines()) ours.add(Rec.of(n));
         Compare.records(report, where + " read_committed (Kafka's consumer vs `seglog read --isolation read-committed`)",
                 kafka, ours);
+    }
+
+    /**
+     * The {@code .txnindex} files of a compacted partition. Kafka's cleaner
+     * ({@code CleanedTransactionMetadata.onControlBatchRead}) keeps an aborted transaction's
+     * entry in the round that removes its data, with the ABORT marker; a rebuild from the batches
+     * finds that marker without an open transaction and makes no entry (Kafka 4.4's own recovery
+     * likewise: {@code ProducerAppendInfo.appendEndTxnMarker} returns no {@code CompletedTxn}
+     * then). And when the cleaner removed only the first part of an aborted transaction's data,
+     * the entry the broker wrote at its marker starts earlier than the rebuilt one (which starts
+     * at the first batch left). So every entry {@code seglog recover} rebuilds must be in the
+     * broker's file of the same segment with the same producer and marker offset, its first and
+     * last stable offsets no earlier than the broker's (as verify's rule); the others are named
+     * in a note ({@code seglog verify} judges them on the broker's directory).
+     */
+    void cleanedTransactionIndexes(String where, Path dir, Path copy) throws IOException {
+        List<String> missing = new ArrayList<>();
+        List<String> kept = new ArrayList<>();
+        long rebuilt = 0;
+        for (String n : files(copy, ".txnindex")) {
+            List<long[]> kafka = Files.exists(dir.resolve(n)) ? txnEntries(dir.resolve(n)) : List.of();
+            for (long[] e : txnEntries(copy.resolve(n))) {
+                rebuilt++;
+                boolean found = kafka.stream().anyMatch(k -> k[0] == e[0] && k[1] == e[1] && k[3] == e[3] && k[4] <= e[4]
+                        && k[2] <= e[2]);
+                if (!found) missing.add(n + " " + show(e));
+            }
+        }
+        for (String n : files(dir, ".txnindex")) {
+            List<long[]> ours = Files.exists(copy.resolve(n)) ? txnEntries(copy.resolve(n)) : List.of();
+            for (long[] k : txnEntries(dir.resolve(n))) {
+                boolean same = ours.stream().anyMatch(e -> Arrays.equals(e, k));
+                if (!same) kept.add(n + " " + show(k));
+            }
+        }
+        if (report.check(missing.isEmpty(), where + ": entries `seglog recover` rebuilt that the broker's .txnindex lacks"
+                + " (same producer and marker, first and last stable offsets no earlier): " + missing)) {
+            Log.info(where + ": the " + rebuilt + " .txnindex entries `seglog recover` rebuilt are in the broker's files");
+        }
+        if (!kept.isEmpty()) {
+            report.note(where + ": " + kept.size() + " .txnindex entries of the broker's that a rebuild from the batches"
+                    + " (seglog's, as Kafka's recovery) does not make as they are, aborted transactions whose data Kafka's"
+                    + " cleaner removed in whole or in part: " + kept);
+        }
+    }
+
+    /** The 34-byte entries of a {@code .txnindex}: {version, producer id, first offset, last offset, last stable offset}. */
+    private static List<long[]> txnEntries(Path file) throws IOException {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(Files.readAllBytes(file));
+        List<long[]> out = new ArrayList<>();
+        while (b.remaining() >= 34) out.add(new long[] {b.getShort(), b.getLong(), b.getLong(), b.getLong(), b.getLong()});
+        return out;
+    }
+
+    private static String show(long[] e) {
+        return "v" + e[0] + " producer " + e[1] + " " + e[2] + ".." + e[3] + " lso " + e[4];
     }
 
     private static List<String> files(Path dir, String suffix) {
