@@ -272,7 +272,8 @@ impl Log {
     }
 
     /// Kafka's ListOffsets lookup. `Earliest` / `Latest` give the log start / end offset with
-    /// timestamp -1; `MaxTimestamp` the exact record holding the largest timestamp (ties: the
+    /// timestamp -1 and, as Kafka 4.4 answers, the leader epoch of the earliest epoch entry
+    /// when it starts at or below the log start / the latest epoch; `MaxTimestamp` the exact record holding the largest timestamp (ties: the
     /// earliest segment); `Timestamp(t)` the first record at or after `t`, searched in the
     /// first segment whose largest timestamp is `>= t` that holds such a record at or above the
     /// log start offset. `None` when no record qualifies.
@@ -281,16 +282,25 @@ impl Log {
     /// Segment I/O or corruption errors.
     pub fn offset_for_timestamp(&self, spec: ListOffsets) -> Result<Option<TimestampAndOffset>> {
         let view = self.published.load();
-        let found = |offset| {
+        let found = |offset, leader_epoch| {
             Some(TimestampAndOffset {
                 timestamp_ms: -1,
                 offset,
-                leader_epoch: None,
+                leader_epoch,
             })
         };
         match spec {
-            ListOffsets::Earliest => Ok(found(view.log_start_offset)),
-            ListOffsets::Latest => Ok(found(view.end.offset)),
+            // Kafka 4.4's `fetchOffsetByTimestamp`: the earliest epoch entry's epoch when it
+            // starts at or below the log start, the latest epoch for LATEST.
+            ListOffsets::Earliest => {
+                let epoch = self
+                    .leader_epoch_cache()
+                    .earliest_entry()
+                    .filter(|e| e.start_offset <= view.log_start_offset)
+                    .map(|e| e.epoch);
+                Ok(found(view.log_start_offset, epoch))
+            }
+            ListOffsets::Latest => Ok(found(view.end.offset, self.latest_epoch())),
             ListOffsets::MaxTimestamp => {
                 let mut best: Option<(i64, &_)> = None;
                 for (_, segment) in view.segments.iter() {

@@ -67,15 +67,18 @@ impl Analysis {
             .map_or(-1, |b| b.header.base_offset.unwrap_or(b.header.last_offset))
     }
 
-    /// The offset to roll at when a roll is needed: v2 (and uncompressed legacy) knows its
-    /// first offset; a legacy compressed wrapper uses `last − i32::MAX` (KAFKA-4451/6530).
+    /// The offset to roll at when a roll is needed (the new segment's base is the larger of it
+    /// and the log end): a v2 first batch's base offset; for a legacy first batch, compressed
+    /// or not, `last − i32::MAX` (KAFKA-4451/6530), as Kafka 4.4's `UnifiedLog.maybeRoll`
+    /// takes it: `analyzeAndValidateRecords` sets `firstOffset` only for magic >= 2, so after a
+    /// gap Kafka rolls a legacy append at the log end, not at its first offset.
     pub(crate) fn roll_offset(&self) -> i64 {
-        self.batches
-            .first()
-            .map_or(-1, |b| match b.header.base_offset {
+        self.batches.first().map_or(-1, |b| {
+            match b.header.base_offset.filter(|_| b.header.magic >= MAGIC_V2) {
                 Some(base) => base,
                 None => b.header.last_offset - i64::from(i32::MAX),
-            })
+            }
+        })
     }
 
     /// Last offset of the last batch.

@@ -141,6 +141,110 @@ pub enum Op {
         /// With a lag, the active `.log` is cut this many bytes short (a torn unflushed tail).
         tear_back: u16,
     },
+    /// `Log::append_as_follower` / `UnifiedLog.appendAsFollower` of batches with their own
+    /// offsets (gaps, other leader epochs, v0/v1 messages, every codec).
+    Follower {
+        /// The batches, in the order they are sent.
+        batches: Vec<FollowerBatch>,
+    },
+    /// `Log::write_txn_marker_with` / `appendAsLeader` (origin COORDINATOR) of a marker under
+    /// a transaction version (0, 1 or 2: Kafka 4.4's `transactionVersion` argument).
+    TxnMarker {
+        /// Producer id.
+        producer_id: i64,
+        /// Producer epoch.
+        epoch: i16,
+        /// Coordinator epoch.
+        coordinator_epoch: i32,
+        /// COMMIT (else ABORT).
+        commit: bool,
+        /// The transaction version.
+        transaction_version: i16,
+    },
+    /// `Log::offset_for_timestamp` / `UnifiedLog.fetchOffsetByTimestamp`.
+    OffsetForTimestamp {
+        /// What is looked up.
+        target: TimestampTarget,
+    },
+    /// Kafka's `removeExpiredProducers` (seglog: `Log::tick`, which runs it) at the step's
+    /// clock plus `producer.id.expiration.ms` minus `ago_ms`: producers whose last batch is
+    /// at least `ago_ms` old expire (unless a transaction is open).
+    ExpireProducers {
+        /// How far back from the step's clock the expiry horizon lies.
+        ago_ms: i64,
+    },
+    /// This replica becomes the leader of a new epoch (the latest plus one):
+    /// `Log::assign_epoch_start_offset` / `UnifiedLog.assignEpochStartOffset` at the log end,
+    /// as `Partition.makeLeader` does. Later leader appends and markers carry it.
+    BecomeLeader,
+    /// A leader append (origin CLIENT) of several batches, or of one whose records carry
+    /// timestamps relative to the step's clock.
+    LeaderBatches {
+        /// The batches, concatenated in this order.
+        batches: Vec<TimedBatch>,
+    },
+}
+
+/// What an offset-for-timestamp lookup asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimestampTarget {
+    /// `EARLIEST_TIMESTAMP` (-2).
+    Earliest,
+    /// `LATEST_TIMESTAMP` (-1).
+    Latest,
+    /// `MAX_TIMESTAMP` (-3).
+    MaxTimestamp,
+    /// The step's clock minus this many milliseconds.
+    AgoMs(i64),
+}
+
+/// One batch of a follower append, with its own offsets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FollowerBatch {
+    /// Base offset (for a legacy compressed wrapper: its first inner offset; uncompressed
+    /// legacy records are one message each, at consecutive offsets).
+    pub base_offset: i64,
+    /// Magic: 0, 1 or 2.
+    pub magic: u8,
+    /// `partitionLeaderEpoch` (v2 only).
+    pub leader_epoch: i32,
+    /// Number of records.
+    pub records: u8,
+    /// Codec (legacy messages: none or gzip).
+    pub codec: Codec,
+    /// Producer id, or -1 (v2 only).
+    pub producer_id: i64,
+    /// Producer epoch (-1 without a producer).
+    pub epoch: i16,
+    /// Base sequence (-1 without a producer).
+    pub base_sequence: i32,
+    /// Transactional attribute.
+    pub transactional: bool,
+    /// A COMMIT (true) or ABORT (false) marker instead of records (v2, with a producer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub marker: Option<bool>,
+}
+
+impl FollowerBatch {
+    /// The offset after the batch.
+    pub fn next_offset(&self) -> i64 {
+        if self.marker.is_some() {
+            self.base_offset + 1
+        } else {
+            self.base_offset + i64::from(self.records)
+        }
+    }
+}
+
+/// One batch of a [`Op::LeaderBatches`] append.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimedBatch {
+    /// Who writes it and what it holds.
+    pub batch: BatchSpec,
+    /// Each record's timestamp relative to the step's clock (one per record; the batch's
+    /// record count is this list's length).
+    pub timestamp_offsets_ms: Vec<i64>,
 }
 
 impl Op {
@@ -178,6 +282,7 @@ impl Op {
             Op::Crash { lag: None, .. } => "crash (no lag)",
             Op::Crash { tear_back: 0, .. } => "crash (lagging recovery point)",
             Op::Crash { .. } => "crash (lagging, torn tail)",
+            other => other.part_b_name(),
         }
     }
 }
@@ -231,10 +336,16 @@ pub struct Generator {
     undecided_markers: Vec<i64>,
     /// Which producers had an open transaction before the step.
     open_before: Vec<i64>,
-    /// Offsets of every marker that completed a transaction (below the log end).
-    txn_markers: BTreeSet<i64>,
-    /// Offsets of the producer snapshots a clean close wrote (the log end at each reopen).
-    reopen_snapshots: BTreeSet<i64>,
+    /// What the operations of part B (follower appends, versioned markers, lookups, expiry,
+    /// timed leader appends) remember.
+    part_b: PartB,
+}
+
+/// The generator's state for the operations of part B.
+#[derive(Debug, Clone, Default)]
+struct PartB {
+    /// The leader epoch follower batches carry (it only grows, as a partition's does).
+    follower_epoch: i32,
 }
 
 impl Generator {
@@ -246,8 +357,7 @@ impl Generator {
             boundaries: BTreeSet::from([0]),
             undecided_markers: Vec::new(),
             open_before: Vec::new(),
-            txn_markers: BTreeSet::new(),
-            reopen_snapshots: BTreeSet::new(),
+            part_b: PartB::default(),
         }
     }
 
@@ -265,38 +375,14 @@ impl Generator {
                 let back = self
                     .rng
                     .random_range(0..=8.min(state.log_end - state.log_start));
-                let mut offset = state.log_end - back;
-                // At a batch boundary only. Inside a batch, seglog rolls an empty segment at
-                // the target so that every reopen ends where the truncation reported
-                // (docs/format.md, "Truncation inside a batch"), while Kafka 4.4 keeps one
-                // segment and its reopen ends at the batch boundary: the comparator has no rule
-                // for that difference yet. (Before it, the high watermark in the gap such a
-                // truncation leaves was a divergence of its own: interop/kafka/README.md,
-                // Findings, K1.)
-                if !self.boundaries.contains(&offset)
-                    && let Some(base) = self.boundaries.range(..offset).next_back()
-                {
-                    offset = *base;
-                }
-                // Not when a marker that completed a transaction would be replayed: Kafka's
-                // truncateTo rebuilds the producer state from the latest snapshot at or below
-                // the target and replays the batches after it, and its ProducerStateManager then
-                // counts every replayed transaction as undecided until the next high-watermark
-                // move, also one whose marker is below the high watermark, so its LSO goes back;
-                // seglog drops those at once (interop/kafka/README.md, Findings, K3).
-                let snapshot = state
-                    .segments
-                    .iter()
-                    .copied()
-                    .filter(|b| *b <= offset)
-                    .chain(self.reopen_snapshots.range(..=offset).copied())
-                    .max()
-                    .unwrap_or(0);
-                if self.txn_markers.range(snapshot..offset).next().is_some() {
-                    Op::Roll
-                } else {
-                    Op::Truncate { offset }
-                }
+                // Anywhere, also inside a batch: seglog then rolls an empty segment at the
+                // target, Kafka does not (rule `truncation-inside-a-batch-rolls-at-the-target`;
+                // the runner rolls Kafka's log too).
+                let offset = state.log_end - back;
+                // Also when the producer-state rebuild replays a marker that completed a
+                // transaction (rule `replayed-decided-transactions-kept-until-the-next-high-
+                // watermark-move`; interop/kafka/README.md, Findings, K3).
+                Op::Truncate { offset }
             }
             // At a batch boundary only: a broker's high watermark is a replica's log end, and
             // Kafka 4.4 lowers one inside a batch to the batch's base offset at the next
@@ -315,14 +401,11 @@ impl Generator {
                 };
                 Op::HighWatermark { offset }
             }
-            // Not while a completed transaction is still undecided (its marker not below the
-            // high watermark): snapshots hold no such transaction, so both sides forget it at
-            // the reopen, and a later truncation re-finds it on one side and not the other
-            // (interop/kafka/README.md, Findings, S1).
-            _ if !self.undecided_markers.is_empty() => Op::Roll,
+            // Also while a completed transaction is still undecided (its marker not below the
+            // high watermark; interop/kafka/README.md, Findings, S1).
             _ => Op::Reopen,
         };
-        let op = maintenance.unwrap_or(op);
+        let op = maintenance.or_else(|| self.part_b_op(state)).unwrap_or(op);
         let fetch_offset = if self.rng.random_bool(0.05) {
             state.log_end + 1
         } else {
@@ -334,19 +417,14 @@ impl Generator {
     /// Tells the generator what seglog answered to `step` (accepted or not), so that its
     /// producer model follows the log.
     pub fn learn(&mut self, step: &Step, accepted: bool, after: &Observation) {
+        self.learn_part_b(step, accepted, after);
         if let (Op::Marker { producer_id, .. }, true, Some(m)) =
             (&step.op, accepted, after.outcome.last_offset)
             && self.open_before.contains(producer_id)
         {
             self.undecided_markers.push(m);
-            self.txn_markers.insert(m);
-        }
-        if step.op == Op::Reopen {
-            self.reopen_snapshots.insert(after.state.log_end);
         }
         let end = after.state.log_end;
-        self.txn_markers.retain(|m| *m < end);
-        self.reopen_snapshots.retain(|s| *s <= end);
         let hw = after.state.high_watermark;
         self.undecided_markers.retain(|m| *m >= hw && *m < end);
         self.open_before = after
@@ -472,8 +550,6 @@ impl Generator {
         match step.op {
             Op::TruncateFully { .. } => {
                 self.boundaries = BTreeSet::from([state.log_end]);
-                self.txn_markers.clear();
-                self.reopen_snapshots.clear();
                 self.undecided_markers.clear();
                 for m in &mut self.producers {
                     m.recent.clear();
@@ -609,6 +685,295 @@ impl Generator {
             epoch,
             coordinator_epoch,
             commit,
+        }
+    }
+}
+
+impl Op {
+    /// The coverage name of an operation of part B.
+    fn part_b_name(&self) -> &'static str {
+        match self {
+            Op::Follower { batches } => {
+                if batches.iter().any(|b| b.magic < 2) {
+                    "follower append with v0/v1"
+                } else if batches.len() > 1 {
+                    "follower append, several batches"
+                } else {
+                    "follower append"
+                }
+            }
+            Op::TxnMarker {
+                transaction_version,
+                commit,
+                ..
+            } => match (transaction_version, commit) {
+                (2, true) => "marker COMMIT tv2",
+                (2, false) => "marker ABORT tv2",
+                (0, _) => "marker tv0",
+                _ => "marker tv1",
+            },
+            Op::OffsetForTimestamp { target } => match target {
+                TimestampTarget::Earliest => "offset for timestamp EARLIEST",
+                TimestampTarget::Latest => "offset for timestamp LATEST",
+                TimestampTarget::MaxTimestamp => "offset for timestamp MAX_TIMESTAMP",
+                TimestampTarget::AgoMs(_) => "offset for timestamp",
+            },
+            Op::ExpireProducers { .. } => "producer expiry",
+            Op::BecomeLeader => "become leader (new epoch)",
+            Op::LeaderBatches { .. } => "append with timestamps",
+            _ => "?",
+        }
+    }
+}
+
+/// Generation of the operations of part B (follower appends, markers under a transaction
+/// version, offset for timestamp, producer expiry, appends with chosen timestamps).
+impl Generator {
+    /// With some probability an operation of part B instead of the step's other choice.
+    fn part_b_op(&mut self, state: &crate::observe::State) -> Option<Op> {
+        Some(match self.rng.random_range(0..100) {
+            0..12 => self.follower(state),
+            12..20 => self.tv_marker(),
+            20..26 => Op::OffsetForTimestamp {
+                target: match self.rng.random_range(0..100) {
+                    0..15 => TimestampTarget::Earliest,
+                    15..30 => TimestampTarget::Latest,
+                    30..45 => TimestampTarget::MaxTimestamp,
+                    45..50 => TimestampTarget::AgoMs(-self.rng.random_range(1..=100)),
+                    50..55 => TimestampTarget::AgoMs(10 * 86_400_000),
+                    _ => TimestampTarget::AgoMs(self.rng.random_range(0..=1500)),
+                },
+            },
+            26..29 => Op::ExpireProducers {
+                ago_ms: self.rng.random_range(0..=1500),
+            },
+            29..34 => self.timed_leader_append(),
+            34..36 => Op::BecomeLeader,
+            _ => return None,
+        })
+    }
+
+    /// Tells part B's model what happened (before the rest of [`Generator::learn`]).
+    fn learn_part_b(&mut self, step: &Step, accepted: bool, after: &Observation) {
+        if !accepted {
+            return;
+        }
+        let mut markers = Vec::new();
+        match &step.op {
+            Op::TxnMarker { producer_id, .. } => {
+                if let Some(m) = after.outcome.last_offset
+                    && self.open_before.contains(producer_id)
+                {
+                    markers.push(m);
+                }
+            }
+            Op::Follower { batches } => {
+                for b in batches {
+                    if b.marker.is_some() && self.open_before.contains(&b.producer_id) {
+                        markers.push(b.base_offset);
+                    }
+                    // Where a batch starts and ends (a gap's offsets are neither; a legacy
+                    // wrapper starts at its first inner offset, inside it for a truncation).
+                    if b.magic == 2 || b.codec == Codec::None {
+                        self.boundaries.insert(b.base_offset);
+                    }
+                    self.boundaries.insert(b.next_offset());
+                }
+            }
+            _ => {}
+        }
+        for m in markers {
+            self.undecided_markers.push(m);
+        }
+        if let Some(epoch) = after.state.leader_epochs.last().map(|e| e.0) {
+            self.part_b.follower_epoch = self.part_b.follower_epoch.max(epoch);
+        }
+    }
+
+    /// Whether a transaction is completed but still undecided (its marker not below the high
+    /// watermark): a reopen then is the state of finding S1 (for the coverage table).
+    pub fn has_undecided_transaction(&self) -> bool {
+        !self.undecided_markers.is_empty()
+    }
+
+    /// A follower append: one to three batches from the log end (sometimes after a gap, below
+    /// the log end, or out of order), v2 mostly (other leader epochs, every codec, some of a
+    /// producer or its marker), v0/v1 messages sometimes.
+    fn follower(&mut self, state: &crate::observe::State) -> Op {
+        let count = if self.rng.random_bool(0.3) {
+            self.rng.random_range(2..=3)
+        } else {
+            1
+        };
+        let mut next = state.log_end;
+        match self.rng.random_range(0..100) {
+            // A gap only when the high watermark lies below the log end, at a batch's start:
+            // at the log end it would then lie in the gap, where Kafka 4.4 raises it to the
+            // next batch's base at its next read (interop/kafka/README.md, Findings, K1).
+            0..20 if state.high_watermark < state.log_end => {
+                next += self.rng.random_range(1..=5);
+            }
+            20..23 if state.log_end > state.log_start => next -= 1,
+            _ => {}
+        }
+        if self.rng.random_bool(0.15) {
+            self.part_b.follower_epoch += self.rng.random_range(1..=2);
+        }
+        let mut models = self.producers.clone();
+        let mut batches: Vec<FollowerBatch> = Vec::new();
+        for k in 0..count {
+            // Out of order: at the previous batch's base, and ending at or below its last
+            // offset (Kafka checks last offsets only: a later batch overlapping the previous
+            // one but ending above it is accepted by both, and seglog's own load then takes it
+            // for damage, interop/kafka/README.md, Findings, S2; not generated).
+            let mut at_most = None;
+            if k > 0 {
+                let previous = &batches[batches.len() - 1];
+                match self.rng.random_range(0..100) {
+                    0..15 => next += self.rng.random_range(1..=3),
+                    15..18 => {
+                        next = previous.base_offset;
+                        at_most = Some(if previous.marker.is_some() {
+                            1
+                        } else {
+                            previous.records
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            let magic = match self.rng.random_range(0..100) {
+                0..5 => 0,
+                5..10 => 1,
+                _ => 2,
+            };
+            let records = at_most.map_or(self.rng.random_range(1..=3), |n: u8| {
+                self.rng.random_range(1..=3).min(n)
+            });
+            let batch = if magic < 2 {
+                FollowerBatch {
+                    base_offset: next,
+                    magic,
+                    leader_epoch: -1,
+                    records,
+                    codec: if self.rng.random_bool(0.5) {
+                        Codec::Gzip
+                    } else {
+                        Codec::None
+                    },
+                    producer_id: -1,
+                    epoch: -1,
+                    base_sequence: -1,
+                    transactional: false,
+                    marker: None,
+                }
+            } else {
+                let leader_epoch = if self.rng.random_bool(0.05) {
+                    (self.part_b.follower_epoch - 1).max(0)
+                } else {
+                    self.part_b.follower_epoch
+                };
+                let codec = self.codec();
+                let mut batch = FollowerBatch {
+                    base_offset: next,
+                    magic,
+                    leader_epoch,
+                    records,
+                    codec,
+                    producer_id: -1,
+                    epoch: -1,
+                    base_sequence: -1,
+                    transactional: false,
+                    marker: None,
+                };
+                if self.rng.random_bool(0.35) {
+                    let i = self.rng.random_range(0..PRODUCER_IDS.len());
+                    let m = &mut models[i];
+                    batch.producer_id = PRODUCER_IDS[i];
+                    batch.epoch = m.epoch;
+                    if m.in_txn && self.rng.random_bool(0.3) {
+                        batch.marker = Some(self.rng.random_bool(0.5));
+                        batch.transactional = true;
+                        batch.codec = Codec::None;
+                        m.in_txn = false;
+                    } else {
+                        batch.base_sequence = m.next_sequence;
+                        batch.transactional = m.in_txn || self.rng.random_bool(0.3);
+                        m.in_txn = batch.transactional;
+                        m.next_sequence += i32::from(records);
+                    }
+                }
+                batch
+            };
+            next = batch.next_offset();
+            batches.push(batch);
+        }
+        Op::Follower { batches }
+    }
+
+    /// A marker under transaction version 0, 1 or 2: under TV2 mostly at the producer's epoch
+    /// plus one (the bump of transactions v2), sometimes repeated at the current epoch, stale,
+    /// or for an unknown producer.
+    fn tv_marker(&mut self) -> Op {
+        let transaction_version = self.rng.random_range(0..=2);
+        let Op::Marker {
+            producer_id,
+            epoch,
+            coordinator_epoch,
+            commit,
+        } = self.marker()
+        else {
+            unreachable!("marker() makes markers")
+        };
+        let current = PRODUCER_IDS
+            .iter()
+            .position(|p| *p == producer_id)
+            .map_or(0, |i| self.producers[i].epoch);
+        let epoch = if transaction_version == 2 && producer_id != UNKNOWN_PRODUCER_ID {
+            match self.rng.random_range(0..100) {
+                0..65 => current + 1,
+                65..85 => current,
+                85..92 if current > 0 => current - 1,
+                _ => current + 2,
+            }
+        } else {
+            epoch
+        };
+        Op::TxnMarker {
+            producer_id,
+            epoch,
+            coordinator_epoch,
+            commit,
+            transaction_version,
+        }
+    }
+
+    /// A leader append of one batch whose records carry timestamps around the step's clock:
+    /// old ones (`message.timestamp.before.max.ms` is unlimited by default), future ones
+    /// within and beyond `message.timestamp.after.max.ms` (one hour).
+    fn timed_leader_append(&mut self) -> Op {
+        let mut batch = if self.rng.random_bool(0.5) {
+            self.plain()
+        } else {
+            self.producer_batch()
+        };
+        let mut offsets = Vec::new();
+        for _ in 0..batch.records {
+            offsets.push(match self.rng.random_range(0..100) {
+                0..40 => 0,
+                40..60 => -self.rng.random_range(1..=2000),
+                60..70 => -self.rng.random_range(1..=30) * 86_400_000,
+                70..85 => self.rng.random_range(1..=1_800_000),
+                85..92 => 3_600_000 + self.rng.random_range(1..=3_600_000),
+                _ => self.rng.random_range(-500..=500),
+            });
+        }
+        batch.records = u8::try_from(offsets.len()).unwrap_or(u8::MAX);
+        Op::LeaderBatches {
+            batches: vec![TimedBatch {
+                batch,
+                timestamp_offsets_ms: offsets,
+            }],
         }
     }
 }

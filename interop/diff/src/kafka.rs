@@ -126,17 +126,16 @@ impl Kafka {
         let request = match &step.op {
             Op::Append(_) => json!({
                 "cmd": "append", "hex": hex::encode(batch), "origin": "client",
-                "leader_epoch": crate::ours::LEADER_EPOCH,
             }),
             Op::Marker { .. } => json!({
                 "cmd": "append", "hex": hex::encode(batch), "origin": "coordinator",
-                "leader_epoch": crate::ours::LEADER_EPOCH,
             }),
             Op::Roll => json!({ "cmd": "roll" }),
             Op::Truncate { offset } => json!({ "cmd": "truncate", "offset": offset }),
             Op::HighWatermark { offset } => json!({ "cmd": "hw", "offset": offset }),
             Op::Reopen => json!({ "cmd": "reopen" }),
-            op => maintenance_request(op, self.now_ms),
+            op if op.is_maintenance() => maintenance_request(op, self.now_ms),
+            other => part_b_request(other, batch)?,
         };
         let reply = self.request(&request)?;
         self.observe(&reply, step.fetch_offset)
@@ -167,6 +166,8 @@ impl Kafka {
                         .map_err(|e| format!("DiffDriver file_batches {f}: {e}"))
                 })
                 .transpose()?,
+            settled_first_unstable: reply.get("settled_first_unstable").and_then(Value::as_i64),
+            batch_base_at_hw: None,
         })
     }
 
@@ -217,6 +218,31 @@ fn files(reply: &Value) -> Result<Option<Vec<(i64, u64)>>, String> {
             serde_json::from_value(f.clone()).map_err(|e| format!("DiffDriver files {f}: {e}"))
         })
         .transpose()
+}
+
+/// The request of an operation of part B (`batch`: its bytes, `crate::batches::bytes`).
+fn part_b_request(op: &Op, batch: &[u8]) -> Result<Value, String> {
+    Ok(match op {
+        Op::Follower { .. } => json!({ "cmd": "follower", "hex": hex::encode(batch) }),
+        Op::TxnMarker {
+            transaction_version,
+            ..
+        } => json!({
+            "cmd": "marker_tv", "hex": hex::encode(batch),
+            "transaction_version": transaction_version,
+        }),
+        Op::LeaderBatches { .. } => json!({
+            "cmd": "append", "hex": hex::encode(batch), "origin": "client",
+        }),
+        Op::BecomeLeader => json!({ "cmd": "become_leader" }),
+        Op::OffsetForTimestamp { .. } => json!({
+            "cmd": "offset_for_timestamp", "timestamp": crate::batches::instant_of(batch)?,
+        }),
+        Op::ExpireProducers { .. } => json!({
+            "cmd": "expire", "now": crate::batches::instant_of(batch)?,
+        }),
+        other => return Err(format!("no request for {other:?}")),
+    })
 }
 
 impl Drop for Kafka {

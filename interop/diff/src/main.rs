@@ -17,11 +17,13 @@
 
 #![forbid(unsafe_code)]
 
+mod batches;
 mod compare;
 mod history;
 mod kafka;
 mod observe;
 mod ours;
+mod rules;
 mod run;
 mod shrink;
 

@@ -18,6 +18,27 @@ pub struct Outcome {
     /// The error's text, shown in reports, never compared.
     #[serde(default, skip_serializing)]
     pub message: Option<String>,
+    /// The answer of an offset-for-timestamp lookup (`None`: no record qualifies, or not a
+    /// lookup).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_lookup: Option<TimestampLookup>,
+    /// Kafka only, never compared: its lookup by timestamp searched an empty segment (the
+    /// first whose `largestTimestamp()`, the file's mtime when it holds no batch, reaches the
+    /// target), for the rule on empty segments.
+    #[serde(default, skip_serializing)]
+    pub searched_empty_segment: bool,
+}
+
+/// Kafka's `FileRecords.TimestampAndOffset`: what ListOffsets answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimestampLookup {
+    /// The record's timestamp (-1 for EARLIEST / LATEST).
+    pub timestamp: i64,
+    /// The offset.
+    pub offset: i64,
+    /// The leader epoch of the answer, if any.
+    #[serde(default)]
+    pub leader_epoch: Option<i32>,
 }
 
 /// One producer's state (Kafka's `ProducerStateEntry`).
@@ -54,6 +75,9 @@ pub struct State {
     pub segments: Vec<i64>,
     /// Producers by id.
     pub producers: Vec<Producer>,
+    /// The leader-epoch cache: (epoch, start offset) entries.
+    #[serde(default)]
+    pub leader_epochs: Vec<(i32, i64)>,
 }
 
 /// A fetch's answer: the batches returned (base offset, last offset, control) and, for
@@ -98,4 +122,13 @@ pub struct Observation {
     /// a compressor made of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_batches: Option<Vec<Vec<[i64; 5]>>>,
+    /// Kafka only: the first unstable offset its `ProducerStateManager` will have after its
+    /// next high-watermark move at the current high watermark (for the rule on transactions a
+    /// truncation's rebuild replays; never compared).
+    #[serde(default, skip_serializing)]
+    pub settled_first_unstable: Option<i64>,
+    /// seglog only: the base offset of the first batch at or above the high watermark (for the
+    /// rule on a high watermark in a gap; never compared).
+    #[serde(default, skip_serializing)]
+    pub batch_base_at_hw: Option<i64>,
 }

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use seglog::{
     Batches, ControlRecordType, Durability, EndTransactionMarker, Error, HighWatermarkPolicy,
-    Isolation, Log, LogConfig, LogOpenOptions, TxnResult,
+    Isolation, ListOffsets, Log, LogConfig, LogOpenOptions, ManualClock, TransactionVersion,
+    TxnMarker, TxnResult,
 };
 use seglog_records::{BatchBuilder, Compression};
 
@@ -15,7 +16,8 @@ use crate::compare::kafka_class;
 use crate::history::{BatchSpec, Codec, Op, Step};
 use crate::observe::{Fetch, Observation, Outcome, Producer, State};
 
-/// The leader epoch of every append and marker (both sides).
+/// The leader epoch of the markers' bytes (both sides write them with the current leader
+/// epoch, [`Ours::leader_epoch`]).
 pub const LEADER_EPOCH: i32 = 0;
 /// What a fetch may return (Kafka's `fetch.max.bytes` default): a whole segment.
 pub const FETCH_BYTES: u32 = 1 << 20;
@@ -41,16 +43,17 @@ pub struct Ours {
     dir: PathBuf,
     config: LogConfig,
     log: Option<Log>,
-    /// The log's clock, pinned to each step's now ([`Ours::pin_now`]).
-    clock: Arc<maintenance::PinnedClock>,
+    /// The log's clock, set to the step's clock before each step (so that a marker seglog
+    /// builds carries the timestamp of Kafka's copy).
+    clock: Arc<ManualClock>,
 }
 
 /// How the log opens: the high watermark moves only when the history moves it, as Kafka's
 /// `UnifiedLog` (whose replica manager moves it) does.
-fn options(clock: &Arc<maintenance::PinnedClock>) -> LogOpenOptions {
+fn options(clock: &Arc<ManualClock>) -> LogOpenOptions {
     LogOpenOptions {
         high_watermark: HighWatermarkPolicy::Manual,
-        clock: Arc::clone(clock) as Arc<dyn seglog::Clock>,
+        clock: clock.clone(),
         ..LogOpenOptions::default()
     }
 }
@@ -65,7 +68,7 @@ impl Ours {
             segment_bytes,
             ..LogConfig::default()
         };
-        let clock = Arc::default();
+        let clock = Arc::new(ManualClock::new(crate::run::now_ms()));
         let log = Log::open_with(&dir, config.clone(), options(&clock))
             .map_err(|e| format!("seglog open: {e}"))?;
         Ok(Ours {
@@ -90,7 +93,7 @@ impl Ours {
             Op::Append(_) => {
                 match self
                     .log()
-                    .append_as_leader(batch, LEADER_EPOCH, Durability::PageCache)
+                    .append_as_leader(batch, self.leader_epoch(), Durability::PageCache)
                 {
                     Ok(info) => {
                         notes.duplicate = info.duplicate;
@@ -115,7 +118,7 @@ impl Ours {
                     *epoch,
                     *coordinator_epoch,
                     result,
-                    Some(LEADER_EPOCH),
+                    Some(self.leader_epoch()),
                     Durability::PageCache,
                 ) {
                     Ok(info) => accepted(Some((info.first_offset, info.last_offset))),
@@ -137,10 +140,11 @@ impl Ours {
                 }
             }
             Op::Reopen => result(self.reopen()),
-            op => {
+            op if op.is_maintenance() => {
                 notes.cleaned = matches!(op, Op::Clean { .. }) && self.kafka_would_clean();
                 self.maintain(op)
             }
+            other => self.apply_part_b(other, batch, &mut notes),
         };
         let observation = Observation {
             outcome,
@@ -150,6 +154,8 @@ impl Ours {
             fresh_first_unstable: None,
             files: step.op.is_maintenance().then(|| self.files()),
             file_batches: step.op.is_maintenance().then(|| self.file_batches()),
+            settled_first_unstable: None,
+            batch_base_at_hw: self.batch_base_at_high_watermark(),
         };
         (observation, notes)
     }
@@ -164,6 +170,8 @@ impl Ours {
             fresh_first_unstable: None,
             files: None,
             file_batches: None,
+            settled_first_unstable: None,
+            batch_base_at_hw: self.batch_base_at_high_watermark(),
         }
     }
 
@@ -265,6 +273,7 @@ impl Ours {
             last_stable: log.last_stable_offset(),
             segments: log.segments().iter().map(|s| s.base_offset).collect(),
             producers,
+            leader_epochs: log.leader_epochs(),
         }
     }
 
@@ -294,7 +303,7 @@ impl Ours {
             match batch {
                 Ok(b) => {
                     let h = b.header();
-                    batches.push((h.base_offset.unwrap_or(-1), h.last_offset, h.is_control));
+                    batches.push((base_offset(&b), h.last_offset, h.is_control));
                 }
                 Err(e) => {
                     return Fetch {
@@ -316,12 +325,27 @@ impl Ours {
     }
 }
 
+/// A batch's base offset as Kafka's `RecordBatch.baseOffset()` gives it: a legacy message's is
+/// its first (inner) record's offset.
+fn base_offset(batch: &seglog_records::BatchRef<'_>) -> i64 {
+    match batch.header().base_offset {
+        Some(base) => base,
+        None => batch
+            .records(1 << 20)
+            .next()
+            .and_then(Result::ok)
+            .map_or(-1, |r| r.offset),
+    }
+}
+
 fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
     Outcome {
         refused: None,
         first_offset: offsets.map(|o| o.0),
         last_offset: offsets.map(|o| o.1),
         message: None,
+        timestamp_lookup: None,
+        searched_empty_segment: false,
     }
 }
 
@@ -393,4 +417,147 @@ pub fn marker_bytes(
     )
     .map(|b| b.to_vec())
     .map_err(|e| format!("build marker: {e}"))
+}
+
+/// The operations of part B (follower appends, markers under a transaction version, offset
+/// for timestamp, producer expiry, leader appends with chosen timestamps).
+impl Ours {
+    /// The epoch leader appends and markers are written with: the latest in the cache (0 for
+    /// an empty one), as a leader appends in the epoch it was elected in (`BecomeLeader`
+    /// assigns a new one; follower appends bring the leader's). Kafka's side takes its own
+    /// cache's latest, which the comparator checks is the same after every step.
+    pub fn leader_epoch(&self) -> i32 {
+        self.log().latest_epoch().unwrap_or(0).max(0)
+    }
+
+    /// Assigns `epoch` from `start` in the leader-epoch cache (after Kafka did for an append
+    /// that wrote nothing).
+    ///
+    /// # Errors
+    /// The assignment's error.
+    pub fn assign_epoch(&self, epoch: i32, start: i64) -> seglog::Result<()> {
+        self.log().assign_epoch_start_offset(epoch, start)
+    }
+
+    /// The base offset of the first batch holding an offset at or above the high watermark
+    /// (the log end when none does), when the high watermark lies below the log end.
+    fn batch_base_at_high_watermark(&self) -> Option<i64> {
+        let log = self.log();
+        let hw = log.high_watermark();
+        if hw >= log.log_end_offset() {
+            return None;
+        }
+        let data = log.read(hw, FETCH_BYTES, Isolation::LogEnd, true).ok()?;
+        let bytes = data.slice.read_to_vec().ok()?;
+        match Batches::new(&bytes[..], 0).next() {
+            None => Some(log.log_end_offset()),
+            Some(batch) => Some(base_offset(&batch.ok()?)),
+        }
+    }
+
+    /// Raises the high watermark to `offset` (after Kafka raised one in a gap).
+    ///
+    /// # Errors
+    /// The log's error.
+    pub fn raise_high_watermark(&self, offset: i64) -> seglog::Result<()> {
+        self.log().set_high_watermark(offset).map(drop)
+    }
+
+    /// Sets the log's clock to the step's.
+    pub fn set_clock(&self, now_ms: i64) {
+        self.clock.set(now_ms);
+    }
+
+    fn apply_part_b(&self, op: &Op, bytes: &[u8], notes: &mut Notes) -> Outcome {
+        let log = self.log();
+        match op {
+            Op::Follower { batches } => match log.append_as_follower(bytes) {
+                Ok(info) => {
+                    let legacy_first = batches.first().is_some_and(|b| b.magic < 2);
+                    Outcome {
+                        first_offset: (!legacy_first).then_some(info.first_offset),
+                        last_offset: Some(info.last_offset),
+                        ..Outcome::default()
+                    }
+                }
+                Err(e) => refused(&e),
+            },
+            Op::TxnMarker {
+                producer_id,
+                epoch,
+                coordinator_epoch,
+                commit,
+                transaction_version,
+            } => {
+                let marker = TxnMarker {
+                    producer_id: *producer_id,
+                    producer_epoch: *epoch,
+                    coordinator_epoch: *coordinator_epoch,
+                    result: if *commit {
+                        TxnResult::Commit
+                    } else {
+                        TxnResult::Abort
+                    },
+                    leader_epoch: Some(self.leader_epoch()),
+                    transaction_version: match transaction_version {
+                        0 => TransactionVersion::V0,
+                        1 => TransactionVersion::V1,
+                        _ => TransactionVersion::V2,
+                    },
+                };
+                match log.write_txn_marker_with(marker, Durability::PageCache) {
+                    Ok(info) => accepted(Some((info.first_offset, info.last_offset))),
+                    Err(e) => refused(&e),
+                }
+            }
+            Op::OffsetForTimestamp { .. } => {
+                let spec = match crate::batches::instant_of(bytes) {
+                    Ok(-2) => ListOffsets::Earliest,
+                    Ok(-1) => ListOffsets::Latest,
+                    Ok(-3) => ListOffsets::MaxTimestamp,
+                    Ok(t) => ListOffsets::Timestamp(t),
+                    Err(e) => {
+                        return Outcome {
+                            refused: Some("seglog:harness".into()),
+                            message: Some(e),
+                            ..Outcome::default()
+                        };
+                    }
+                };
+                match log.offset_for_timestamp(spec) {
+                    Ok(found) => Outcome {
+                        timestamp_lookup: found.map(|f| crate::observe::TimestampLookup {
+                            timestamp: f.timestamp_ms,
+                            offset: f.offset,
+                            leader_epoch: f.leader_epoch,
+                        }),
+                        ..Outcome::default()
+                    },
+                    Err(e) => refused(&e),
+                }
+            }
+            Op::ExpireProducers { .. } => match crate::batches::instant_of(bytes) {
+                Ok(now) => result(log.tick(now).map(drop)),
+                Err(e) => Outcome {
+                    refused: Some("seglog:harness".into()),
+                    message: Some(e),
+                    ..Outcome::default()
+                },
+            },
+            Op::BecomeLeader => {
+                let epoch = log.latest_epoch().map_or(0, |e| e + 1);
+                result(log.assign_epoch_start_offset(epoch, log.log_end_offset()))
+            }
+            Op::LeaderBatches { .. } => {
+                match log.append_as_leader(bytes, self.leader_epoch(), Durability::PageCache) {
+                    Ok(info) => {
+                        notes.duplicate = info.duplicate;
+                        accepted(Some((info.first_offset, info.last_offset)))
+                    }
+                    Err(e) => refused(&e),
+                }
+            }
+            _ => unreachable!("the other operations are applied by Ours::apply"),
+        }
+    }
 }

@@ -123,7 +123,7 @@ impl Runner {
                     coordinator_epoch,
                     commit,
                 } => marker_bytes(*producer_id, *epoch, *coordinator_epoch, *commit, now_ms)?,
-                _ => Vec::new(),
+                other => crate::batches::bytes(other, i, now_ms)?,
             };
             // A high watermark inside a batch is no state a broker reaches (it is a replica's
             // log end) and Kafka 4.4 lowers it to the batch's base at the next read
@@ -150,13 +150,21 @@ impl Runner {
                 }
                 _ => step,
             };
-            ours.pin_now(now_ms);
+            if step.op == Op::Reopen
+                && generator
+                    .as_ref()
+                    .is_some_and(Generator::has_undecided_transaction)
+            {
+                coverage.note("reopen with an undecided transaction (S1)");
+            }
+            ours.set_clock(now_ms);
             self.kafka.now_ms = now_ms;
             let (observed, notes) = ours.apply(&step, &bytes);
             let theirs = self.kafka.apply(&step, &bytes)?;
             *coverage.ops.entry(step.op.name()).or_default() += 1;
             record(coverage, &observed, &notes);
             record_maintenance(coverage, &step, &last, &observed, &notes);
+            record_part_b(coverage, &step, &last, &observed);
             let before = applied.len();
             let difference = compare(&step, &observed, &theirs, &mut applied);
             if applied[before..]
@@ -168,6 +176,7 @@ impl Runner {
                 ours.roll()
                     .map_err(|e| format!("seglog roll after Kafka's: {e}"))?;
             }
+            self.follow_rules_b(&applied[before..], &ours, &theirs)?;
             if std::env::var_os("SEGLOG_DIFF_TRACE").is_some() {
                 eprintln!(
                     "step {}: {}\n  seglog {}\n  Kafka  {}\n  Kafka's ProducerStateManager.firstUnstableOffset: {:?}",
@@ -196,6 +205,43 @@ impl Runner {
         drop(ours);
         let _ = std::fs::remove_dir_all(&base);
         Ok((done, found))
+    }
+}
+
+impl Runner {
+    /// After a rule of part B applied: the side that did less does the same, so that the rest
+    /// of the history compares one state (Kafka's epoch entry assigned in seglog's cache; Kafka
+    /// rolled at a truncation target as seglog did; seglog's high watermark raised in a gap as
+    /// Kafka's was).
+    fn follow_rules_b(
+        &mut self,
+        applied: &[(&'static str, &'static str)],
+        ours: &Ours,
+        theirs: &Observation,
+    ) -> Result<(), String> {
+        for (name, _) in applied {
+            if *name == crate::rules::EPOCH_BEFORE_PRODUCER_CHECKS
+                && let Some(&(epoch, start)) = theirs.state.leader_epochs.last()
+            {
+                ours.assign_epoch(epoch, start)
+                    .map_err(|e| format!("seglog assign epoch after Kafka's: {e}"))?;
+            }
+            if *name == crate::rules::HIGH_WATERMARK_IN_A_GAP {
+                ours.raise_high_watermark(theirs.state.high_watermark)
+                    .map_err(|e| format!("seglog high watermark after Kafka's: {e}"))?;
+            }
+            if *name == crate::rules::TRUNCATION_ROLLS_AT_TARGET {
+                let roll = Step {
+                    op: Op::Roll,
+                    fetch_offset: 0,
+                };
+                let rolled = self.kafka.apply(&roll, &[])?;
+                if let Some(refused) = rolled.outcome.refused {
+                    return Err(format!("Kafka's roll after a truncation: {refused}"));
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -346,7 +392,45 @@ fn keep_files(base: &Path, work: &Path) {
     }
 }
 
-fn now_ms() -> i64 {
+/// Coverage of part B's operations and states.
+fn record_part_b(coverage: &mut Coverage, step: &Step, before: &Observation, o: &Observation) {
+    if let Op::Follower { batches } = &step.op {
+        let mut end = before.state.log_end;
+        for b in batches {
+            if b.base_offset > end {
+                coverage.note("gap: follower batch after a gap");
+            }
+            if b.magic < 2 {
+                coverage.note(format!("follower batch v{}", b.magic));
+            }
+            if b.marker.is_some() {
+                coverage.note("follower marker");
+            }
+            end = b.next_offset();
+        }
+        if o.outcome.refused.is_none() && o.state.leader_epochs != before.state.leader_epochs {
+            coverage.note("leader epochs changed by a follower append");
+        }
+    }
+    if let Op::OffsetForTimestamp { .. } = &step.op {
+        coverage.note(if o.outcome.timestamp_lookup.is_some() {
+            "offset for timestamp: found"
+        } else {
+            "offset for timestamp: none"
+        });
+    }
+    if let Op::ExpireProducers { .. } = &step.op
+        && o.state.producers.len() < before.state.producers.len()
+    {
+        coverage.note("producers expired");
+    }
+    if o.state.leader_epochs.len() > 1 {
+        coverage.note("several leader epochs");
+    }
+}
+
+/// Now, in ms since the epoch (each step's clock).
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))

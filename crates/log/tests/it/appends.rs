@@ -147,6 +147,36 @@ fn follower_appends_keep_offsets_and_gaps() {
     );
 }
 
+/// A follower append of legacy messages after a gap that needs a roll rolls at the log end, as
+/// Kafka 4.4's `UnifiedLog.maybeRoll` does (`firstOffset` is known only for a v2 first batch, so
+/// the roll offset is `last - i32::MAX`, below the log end), not at the first message's
+/// offset. Found by the differential histories (issue #25: seglog's segments `[.., 53]`,
+/// Kafka's `[.., 49]`).
+#[test]
+fn a_legacy_follower_append_after_a_gap_rolls_at_the_log_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(200), &clock());
+    let mut b = seglog::BatchBuilder::new(0);
+    for _ in 0..4 {
+        b.append(T0, None, Some(&[7u8; 10]), &[]);
+    }
+    log.append_as_follower(&b.build().unwrap()).unwrap();
+    assert_eq!(log.log_end_offset(), 4);
+    // 200 bytes are not enough for both: the append rolls.
+    let legacy: Vec<u8> = [
+        crate::leader_epochs::legacy_v1_message(9, &[1u8; 30]),
+        crate::leader_epochs::legacy_v1_message(10, &[2u8; 30]),
+    ]
+    .concat();
+    let info = log.append_as_follower(&legacy).unwrap();
+    assert!(info.rolled);
+    assert_eq!(log.log_end_offset(), 11);
+    let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
+    assert_eq!(bases, vec![0, 4]);
+    let offsets: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 9, 10]);
+}
+
 #[test]
 fn durable_appends_leave_the_recovery_point_to_flushes() {
     let dir = tempfile::tempdir().unwrap();

@@ -26,7 +26,7 @@ fn follower_batch(base: i64, count: usize, epoch: i32) -> Vec<u8> {
 
 /// One legacy v1 message (Kafka's `LegacyRecord.write`): offset, size, CRC-32 over
 /// magic..end, magic 1, no attributes, a timestamp, no key.
-fn legacy_v1_message(offset: i64, value: &[u8]) -> Vec<u8> {
+pub(crate) fn legacy_v1_message(offset: i64, value: &[u8]) -> Vec<u8> {
     let mut body = vec![1u8, 0];
     body.extend_from_slice(&T0.to_be_bytes());
     body.extend_from_slice(&(-1i32).to_be_bytes());
@@ -524,4 +524,34 @@ fn a_failed_checkpoint_write_poisons_the_log() {
     faults.clear();
     let log = open(dir.path(), small_config(1 << 20), &clock());
     assert_eq!(log.leader_epochs(), [(0, 0), (1, 2)]);
+}
+
+/// ListOffsets EARLIEST and LATEST carry leader epochs as Kafka 4.4's
+/// `UnifiedLog.fetchOffsetByTimestamp` gives them: the earliest entry's epoch when that entry
+/// starts at or below the log start (else none), and the latest epoch. Found by the
+/// differential histories (issue #25: seglog answered none for both).
+#[test]
+fn earliest_and_latest_lookups_carry_kafkas_leader_epochs() {
+    use seglog::ListOffsets;
+    let (_dir, _clock, log) = fresh(LogConfig::default());
+    let lookup = |spec| log.offset_for_timestamp(spec).unwrap().unwrap();
+    // An empty cache: no epoch.
+    assert_eq!(lookup(ListOffsets::Earliest).leader_epoch, None);
+    assert_eq!(lookup(ListOffsets::Latest).leader_epoch, None);
+    log.append_as_follower(&follower_batch(0, 3, 2)).unwrap();
+    log.append_as_follower(&follower_batch(3, 2, 5)).unwrap();
+    let earliest = lookup(ListOffsets::Earliest);
+    assert_eq!((earliest.offset, earliest.leader_epoch), (0, Some(2)));
+    let latest = lookup(ListOffsets::Latest);
+    assert_eq!((latest.offset, latest.leader_epoch), (5, Some(5)));
+    assert_eq!(latest.timestamp_ms, -1);
+    // The earliest entry starting above the log start: no epoch for EARLIEST.
+    let (_dir, _clock, log) = fresh(LogConfig::default());
+    log.append_as_follower(&follower_batch(0, 3, -1)).unwrap();
+    log.append_as_follower(&follower_batch(3, 2, 4)).unwrap();
+    let earliest = log
+        .offset_for_timestamp(ListOffsets::Earliest)
+        .unwrap()
+        .unwrap();
+    assert_eq!((earliest.offset, earliest.leader_epoch), (0, None));
 }

@@ -1,11 +1,10 @@
 //! seglog's side of the maintenance operations (issue #25, part A): retention, DeleteRecords,
-//! truncate fully and start at, a cleaning round, a crash; and the pinned clock they run at.
+//! truncate fully and start at, a cleaning round, a crash.
 //! Kafka's side is `DiffDriver.maintenance`.
 
 use std::fs::OpenOptions;
-use std::sync::atomic::{AtomicI64, Ordering};
 
-use seglog::{Batches, CleanupPolicy, Clock, DirtyRatio, LogConfig, SystemClock};
+use seglog::{Batches, CleanupPolicy, Clock, DirtyRatio, LogConfig};
 
 use super::{Ours, accepted, options, refused, result};
 use crate::history::Op;
@@ -14,36 +13,7 @@ use crate::observe::Outcome;
 /// The offset map of a cleaning round on both sides (4 MiB; a history has 7 keys).
 const DEDUPE_BUFFER_BYTES: i64 = 4 << 20;
 
-/// The log's clock: the system clock until [`PinnedClock::pin`], then the pinned time (each
-/// step's now, the one the batches' timestamps and Kafka's side use).
-#[derive(Debug, Default)]
-pub struct PinnedClock {
-    /// 0: not pinned.
-    now_ms: AtomicI64,
-}
-
-impl PinnedClock {
-    /// From now on the clock reads `now_ms`.
-    pub fn pin(&self, now_ms: i64) {
-        self.now_ms.store(now_ms, Ordering::SeqCst);
-    }
-}
-
-impl Clock for PinnedClock {
-    fn now_ms(&self) -> i64 {
-        match self.now_ms.load(Ordering::SeqCst) {
-            0 => SystemClock.now_ms(),
-            pinned => pinned,
-        }
-    }
-}
-
 impl Ours {
-    /// Pins the log's clock to the step's now (before [`Ours::apply`]).
-    pub fn pin_now(&self, now_ms: i64) {
-        self.clock.pin(now_ms);
-    }
-
     /// Every segment's base offset and `.log` size.
     pub(super) fn files(&self) -> Vec<(i64, u64)> {
         self.log()

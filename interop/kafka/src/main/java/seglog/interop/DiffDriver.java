@@ -124,7 +124,7 @@ public final class DiffDriver {
                 MemoryRecords records = MemoryRecords.readableRecords(
                         ByteBuffer.wrap(HexFormat.of().parseHex(r.path("hex").asText())));
                 boolean coordinator = r.path("origin").asText().equals("coordinator");
-                int leaderEpoch = r.path("leader_epoch").asInt();
+                int leaderEpoch = leaderEpoch(r);
                 refusable(reply, () -> {
                     // Markers as WriteTxnMarkers writes them under transactions v1 (feature
                     // level 1); client batches with the version a produce request leaves unknown.
@@ -170,6 +170,12 @@ public final class DiffDriver {
                 return reply;
             }
             case "retention", "delete_records", "truncate_fully", "clean", "crash" -> maintenance(cmd, r, reply);
+            case "follower" -> appendAsFollower(r, reply);
+            case "marker_tv" -> appendMarker(r, reply);
+            case "offset_for_timestamp" -> offsetForTimestamp(r, reply);
+            case "become_leader" -> refusable(reply, () -> log.assignEpochStartOffset(
+                    log.latestEpoch().map(e -> e + 1).orElse(0), log.logEndOffset()));
+            case "expire" -> refusable(reply, () -> log.removeExpiredProducers(r.path("now").asLong()));
             default -> throw new IllegalArgumentException("unknown command `" + cmd + "`");
         }
         reply.set("state", state());
@@ -177,6 +183,7 @@ public final class DiffDriver {
         // (the comparator's rule for the cache; never compared itself).
         var fresh = log.producerStateManager().firstUnstableOffset();
         if (fresh.isPresent()) reply.put("fresh_first_unstable", fresh.get().messageOffset);
+        settledFirstUnstable(reply);
         return reply;
     }
 
@@ -366,6 +373,102 @@ public final class DiffDriver {
         return files;
     }
 
+    /**
+     * {@code UnifiedLog.appendAsFollower} of the batches in {@code hex}, as the replica of a
+     * leader epoch no batch exceeds (so no batch is skipped as from a newer leader). The first
+     * offset is in the reply only when the first batch is v2 (Kafka's {@code LogAppendInfo}
+     * has none for a legacy first batch).
+     */
+    private void appendAsFollower(JsonNode r, ObjectNode reply) {
+        MemoryRecords records = MemoryRecords.readableRecords(
+                ByteBuffer.wrap(HexFormat.of().parseHex(r.path("hex").asText())));
+        refusable(reply, () -> {
+            LogAppendInfo info = log.appendAsFollower(records, Integer.MAX_VALUE);
+            if (info.firstOffset() != -1L) reply.put("first_offset", info.firstOffset());
+            reply.put("last_offset", info.lastOffset());
+        });
+    }
+
+    /** A marker batch appended as WriteTxnMarkers does, under {@code transaction_version}. */
+    private void appendMarker(JsonNode r, ObjectNode reply) {
+        MemoryRecords records = MemoryRecords.readableRecords(
+                ByteBuffer.wrap(HexFormat.of().parseHex(r.path("hex").asText())));
+        short version = (short) r.path("transaction_version").asInt();
+        int leaderEpoch = leaderEpoch(r);
+        refusable(reply, () -> {
+            LogAppendInfo info = log.appendAsLeader(records, leaderEpoch, AppendOrigin.COORDINATOR,
+                    RequestLocal.noCaching(), VerificationGuard.SENTINEL, version);
+            reply.put("first_offset", info.firstOffset());
+            reply.put("last_offset", info.lastOffset());
+        });
+    }
+
+    /** {@code fetchOffsetByTimestamp} (no remote storage) of {@code timestamp}. */
+    private void offsetForTimestamp(JsonNode r, ObjectNode reply) {
+        long target = r.path("timestamp").asLong();
+        refusable(reply, () -> {
+            var found = log.fetchOffsetByTimestamp(target, Optional.empty()).timestampAndOffsetOpt();
+            // Which segment searchOffsetInLocalLog searched: the first whose largestTimestamp()
+            // (the file's mtime for a segment without batches) reaches the target.
+            if (target >= 0) {
+                for (var segment : log.logSegments()) {
+                    if (segment.largestTimestamp() < target) continue;
+                    if (segment.size() == 0) reply.put("searched_empty_segment", true);
+                    break;
+                }
+            }
+            if (found.isPresent()) {
+                ObjectNode t = reply.putObject("timestamp_lookup");
+                t.put("timestamp", found.get().timestamp);
+                t.put("offset", found.get().offset);
+                if (found.get().leaderEpoch.isPresent()) t.put("leader_epoch", found.get().leaderEpoch.get());
+                else t.putNull("leader_epoch");
+            }
+        });
+    }
+
+    /**
+     * The epoch of a leader append: the request's, else the latest in the cache (0 for an
+     * empty one), as a leader appends in the epoch it was elected in.
+     */
+    private int leaderEpoch(JsonNode r) {
+        return r.has("leader_epoch") ? r.path("leader_epoch").asInt() : log.latestEpoch().orElse(0);
+    }
+
+    /**
+     * The first unstable offset Kafka's ProducerStateManager will have after its next
+     * high-watermark move at the current high watermark ({@code onHighWatermarkUpdated} drops
+     * the completed transactions whose marker lies below it from {@code unreplicatedTxns}):
+     * the earliest open transaction or completed one whose marker is at or above the high
+     * watermark. Read by reflection (the maps are private); never compared, for the rule on
+     * transactions a truncation's rebuild replays.
+     */
+    @SuppressWarnings("unchecked")
+    private void settledFirstUnstable(ObjectNode reply) throws ReflectiveOperationException {
+        var psm = log.producerStateManager();
+        var unreplicated = psm.getClass().getDeclaredField("unreplicatedTxns");
+        unreplicated.setAccessible(true);
+        long hw = log.highWatermark();
+        long first = Long.MAX_VALUE;
+        for (var t : ((Map<Long, org.apache.kafka.storage.internals.log.TxnMetadata>) unreplicated.get(psm)).values()) {
+            if (t.lastOffset.isPresent() && t.lastOffset.getAsLong() < hw) continue;
+            first = Math.min(first, t.firstOffset.messageOffset);
+        }
+        var undecided = psm.firstUndecidedOffset();
+        if (undecided.isPresent()) first = Math.min(first, undecided.getAsLong());
+        if (first != Long.MAX_VALUE) reply.put("settled_first_unstable", first);
+    }
+
+    /** The leader-epoch cache's entries as (epoch, start offset) pairs. */
+    private void leaderEpochs(ObjectNode s) {
+        ArrayNode epochs = s.putArray("leader_epochs");
+        for (var e : log.leaderEpochCache().epochEntries()) {
+            ArrayNode a = epochs.addArray();
+            a.add(e.epoch());
+            a.add(e.startOffset());
+        }
+    }
+
     /** An operation Kafka may refuse with an exception: its class name goes in the reply. */
     private interface Op {
         void run() throws Exception;
@@ -375,7 +478,10 @@ public final class DiffDriver {
         try {
             op.run();
         } catch (Exception e) {
-            reply.put("refused", e.getClass().getSimpleName());
+            // ReplicaManager answers a RecordValidationException with the error it wraps.
+            Exception answered = e instanceof org.apache.kafka.storage.internals.log.RecordValidationException rve
+                    ? rve.invalidException() : e;
+            reply.put("refused", answered.getClass().getSimpleName());
             reply.put("message", String.valueOf(e.getMessage()));
             // Not a refusal Kafka's protocol knows: keep its trace in the driver's log.
             if (!(e instanceof org.apache.kafka.common.errors.ApiException)) e.printStackTrace();
@@ -431,6 +537,7 @@ public final class DiffDriver {
         s.put("last_stable", log.lastStableOffset());
         ArrayNode segments = s.putArray("segments");
         for (var segment : log.logSegments()) segments.add(segment.baseOffset());
+        leaderEpochs(s);
         ArrayNode producers = s.putArray("producers");
         Map<Long, ProducerStateEntry> sorted = new TreeMap<>(log.producerStateManager().activeProducers());
         for (ProducerStateEntry e : sorted.values()) {
@@ -455,17 +562,23 @@ public final class DiffDriver {
             System.err.println("diff driver: closing the log: " + describe(e));
         }
         log = null;
-        // A leader-epoch checkpoint flush the scheduler still runs (truncateFromStartAsyncFlush
-        // after DeleteRecords or retention) can make and rename its .tmp file during the walk:
-        // try again.
+        // The leader-epoch cache's asynchronous flushes (truncateFromEndAsyncFlush, on the
+        // scheduler's thread) may still write leader-epoch-checkpoint.tmp while the tree is
+        // walked: a file vanishing under the walk is retried.
         for (int attempt = 1; ; attempt++) {
             try {
                 Fs.deleteTree(dir);
-                break;
+                return;
             } catch (IOException | java.io.UncheckedIOException e) {
                 if (attempt == 5) {
                     System.err.println("diff driver: deleting " + dir + ": " + describe(e));
-                    break;
+                    return;
+                }
+                try {
+                    Thread.sleep(20);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    return;
                 }
             }
         }
