@@ -171,6 +171,7 @@ mod sync;
 mod topic_config;
 mod topic_partition;
 mod transaction;
+mod txn_check;
 mod validate;
 mod view;
 

@@ -36,3 +36,4 @@ mod reopen;
 mod retention;
 mod truncation;
 mod txn_compaction;
+mod txn_index_check;
