@@ -149,9 +149,11 @@ fn segment_end(view: &LogView<Arc<Segment>>, base: i64) -> i64 {
 /// them (`CleanedTransactionMetadata` keeps an aborted transaction's entry in the round that
 /// removes its data, while a replay then finds no data and so no entry, or a later first
 /// offset): every replayed entry is on disk with the same producer and marker, a first offset
-/// no later and a last stable offset no higher; every entry names an ABORT marker of its
-/// producer in the segment, spans no other marker of that producer in it, and has a last
-/// stable offset at most one past its marker (a consumer's answer is then the same).
+/// no later (but inside the segment when earlier: what the cleaner removed lay in it) and a
+/// last stable offset no higher; every entry names an ABORT marker of its producer in the
+/// segment, spans no other marker of that producer in it, starts inside the segment when the
+/// replay has no entry for its marker, and has a last stable offset at most one past its
+/// marker (a consumer's answer is then the same).
 fn mismatch(on_disk: &[AbortedTxn], replay: &SegmentReplay) -> Option<String> {
     if on_disk == replay.expected {
         return None;
@@ -166,9 +168,11 @@ fn mismatch(on_disk: &[AbortedTxn], replay: &SegmentReplay) -> Option<String> {
                 "no entry for the ABORT marker of producer {producer} at offset {marker}"
             ));
         };
-        if have.first_offset > want.first_offset {
+        if have.first_offset > want.first_offset
+            || (have.first_offset < want.first_offset && have.first_offset < replay.start)
+        {
             return Some(format!(
-                "the entry of the ABORT marker at offset {marker} starts at offset {}, after \
+                "the entry of the ABORT marker at offset {marker} starts at offset {}, not \
                  the transaction's first offset {}",
                 have.first_offset, want.first_offset
             ));
@@ -183,6 +187,17 @@ fn mismatch(on_disk: &[AbortedTxn], replay: &SegmentReplay) -> Option<String> {
     }
     for have in on_disk {
         let (producer, marker) = (have.producer_id, have.last_offset);
+        let replayed = replay
+            .expected
+            .iter()
+            .any(|t| t.producer_id == producer && t.last_offset == marker);
+        if !replayed && have.first_offset < replay.start {
+            return Some(format!(
+                "the entry at offset {marker} starts at offset {}, before the segment, for a \
+                 transaction the segment's markers do not abort",
+                have.first_offset
+            ));
+        }
         if !replay.controls.contains(&(producer, marker, true)) {
             return Some(format!(
                 "the entry at offset {marker} names no ABORT marker of producer {producer}"
@@ -239,7 +254,7 @@ mod tests {
             (&[], "no entry for the ABORT marker of producer 1 at offset 9"),
             (&[txn(1, 6, 9)], "producer 2 at offset 12"),
             (&[txn(3, 6, 9), txn(2, 10, 12)], "producer 1 at offset 9"),
-            (&[txn(1, 7, 9), txn(2, 10, 12)], "after the transaction's first offset 6"),
+            (&[txn(1, 7, 9), txn(2, 10, 12)], "not the transaction's first offset 6"),
             (&[txn(1, 4, 9), txn(2, 10, 12)], "before the marker of its producer at offset 5"),
             (
                 &[txn(1, 6, 9), txn(2, 10, 11), txn(2, 10, 12)],
@@ -263,5 +278,11 @@ mod tests {
         assert_eq!(mismatch(&[txn(1, 6, 9), txn(2, 10, 12)], &r), None);
         // An earlier first offset that spans no marker of its producer.
         assert_eq!(mismatch(&[txn(2, 3, 12)], &r), None);
+        // Not before the segment: a committed transaction of the producer may lie there.
+        let mut r = r;
+        r.start = 5;
+        let said = |on_disk: &[AbortedTxn]| mismatch(on_disk, &r).unwrap_or_default();
+        assert!(said(&[txn(2, 3, 12)]).contains("not the transaction's"));
+        assert!(said(&[txn(1, 3, 9), txn(2, 10, 12)]).contains("before the segment"));
     }
 }
