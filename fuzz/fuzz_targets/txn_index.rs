@@ -87,7 +87,8 @@ fn template() -> &'static Template {
                     .expect("marker");
             }
         }
-        log.set_high_watermark(log.log_end_offset()).expect("high watermark");
+        log.set_high_watermark(log.log_end_offset())
+            .expect("high watermark");
         let all = offsets(&log, Isolation::LogEnd);
         let committed = offsets(&log, Isolation::ReadCommitted);
         assert!(committed.len() < all.len(), "the template aborts nothing");
@@ -142,13 +143,26 @@ fuzz_target!(|data: &[u8]| {
         },
     )
     .expect("a read-only open takes whatever its .txnindex holds");
-    assert_eq!(committed(&read_only), template.committed, "read-only, segment {base}");
+    assert_eq!(
+        committed(&read_only),
+        template.committed,
+        "read-only, segment {base}"
+    );
     drop(read_only);
-    assert_eq!(std::fs::read(&path).ok(), before, "a read-only open wrote the .txnindex");
+    assert_eq!(
+        std::fs::read(&path).ok(),
+        before,
+        "a read-only open wrote the .txnindex"
+    );
     for reopen in [false, true] {
         let log = Log::open(&dir, config()).expect("the log opens whatever its .txnindex holds");
-        log.set_high_watermark(log.log_end_offset()).expect("high watermark");
-        assert_eq!(offsets(&log, Isolation::LogEnd), template.all, "records lost");
+        log.set_high_watermark(log.log_end_offset())
+            .expect("high watermark");
+        assert_eq!(
+            offsets(&log, Isolation::LogEnd),
+            template.all,
+            "records lost"
+        );
         assert_eq!(
             committed(&log),
             template.committed,

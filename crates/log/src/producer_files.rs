@@ -527,6 +527,15 @@ impl Producers {
     }
 }
 
+/// The state the last `.txnindex` check's replay ended in (`txn_check.rs`: at a sealed
+/// segment's end, over one segment map), so that checking the segments in order replays each
+/// once.
+#[derive(Debug, Default)]
+pub(crate) struct TxnCheckCursor {
+    pub(crate) at:
+        crate::sync::Mutex<Option<(std::sync::Weak<SegmentMap<Arc<Segment>>>, Producers)>>,
+}
+
 /// A control batch of a segment: `(producer id, offset, ABORT)` (the first-use check of a
 /// `.txnindex`, `txn_check.rs`).
 pub(crate) type ControlAt = (i64, i64, bool);
@@ -562,7 +571,8 @@ impl Producers {
         offset: i64,
         log_start_offset: i64,
     ) -> Result<()> {
-        self.snapshots.retain(|o, _| *o <= offset && *o > log_start_offset);
+        self.snapshots
+            .retain(|o, _| *o <= offset && *o > log_start_offset);
         self.state.clear();
         let mut report = ProducerLoad::default();
         self.load_from_snapshot(log_start_offset, 0, &mut report)
@@ -596,7 +606,11 @@ impl Producers {
                 continue;
             }
             let start = (*base).max(self.state.map_end_offset).max(log_start_offset);
-            let stop = if *base == target { end } else { next_base.min(target) };
+            let stop = if *base == target {
+                end
+            } else {
+                next_base.min(target)
+            };
             if *base == target {
                 replay.start = start;
             }

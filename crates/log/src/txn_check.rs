@@ -13,7 +13,7 @@
 //! Each segment is checked once per open; later appends keep its entries in step. Nothing
 //! of this runs for `read_uncommitted` or at open.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use seglog_segment::{AbortedTxn, FileType, Segment};
 
@@ -21,15 +21,8 @@ use crate::Result;
 use crate::log::Log;
 use crate::producer_files::{Producers, SegmentReplay};
 use crate::segment_map::SegmentMap;
-use crate::sync::{Mutex, lock};
+use crate::sync::lock;
 use crate::view::LogView;
-
-/// The state the last check's replay ended in (at a sealed segment's end, over one segment
-/// map), so that checking the segments in order replays each once.
-#[derive(Debug, Default)]
-pub(crate) struct TxnCheckCursor {
-    at: Mutex<Option<(Weak<SegmentMap<Arc<Segment>>>, Producers)>>,
-}
 
 impl Log {
     /// Checks `segment`'s `.txnindex` at its first use (see the module doc), rebuilding it
@@ -113,8 +106,9 @@ impl Log {
         let base = segment.base_offset();
         let end = segment_end(view, base);
         let mut cursor = lock(&self.txn_check.at);
-        let same_map = |map: &Weak<SegmentMap<Arc<Segment>>>| {
-            map.upgrade().is_some_and(|m| Arc::ptr_eq(&m, &view.segments))
+        let same_map = |map: &std::sync::Weak<SegmentMap<Arc<Segment>>>| {
+            map.upgrade()
+                .is_some_and(|m| Arc::ptr_eq(&m, &view.segments))
         };
         let mut producers = match cursor.take() {
             Some((map, producers)) if same_map(&map) && producers.map_end_offset() == base => {
@@ -251,11 +245,20 @@ mod tests {
         let r = replay(&[txn(1, 6, 9), txn(2, 10, 12)], &controls);
         assert_eq!(mismatch(&r.expected.clone(), &r), None);
         let cases: [(&[AbortedTxn], &str); 6] = [
-            (&[], "no entry for the ABORT marker of producer 1 at offset 9"),
+            (
+                &[],
+                "no entry for the ABORT marker of producer 1 at offset 9",
+            ),
             (&[txn(1, 6, 9)], "producer 2 at offset 12"),
             (&[txn(3, 6, 9), txn(2, 10, 12)], "producer 1 at offset 9"),
-            (&[txn(1, 7, 9), txn(2, 10, 12)], "not the transaction's first offset 6"),
-            (&[txn(1, 4, 9), txn(2, 10, 12)], "before the marker of its producer at offset 5"),
+            (
+                &[txn(1, 7, 9), txn(2, 10, 12)],
+                "not the transaction's first offset 6",
+            ),
+            (
+                &[txn(1, 4, 9), txn(2, 10, 12)],
+                "before the marker of its producer at offset 5",
+            ),
             (
                 &[txn(1, 6, 9), txn(2, 10, 11), txn(2, 10, 12)],
                 "names no ABORT marker of producer 2",

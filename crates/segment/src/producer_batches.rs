@@ -5,11 +5,11 @@
 
 use seglog_records::{BatchHeader, MAGIC_V2};
 
+use crate::Result;
 use crate::digest::ProducerBatch;
 use crate::error::Error;
 use crate::read::BatchHeaders;
 use crate::segment::Segment;
-use crate::Result;
 
 /// Iterator over the v2 batches with a producer id of a segment, from
 /// [`Segment::producer_batches`].
@@ -101,7 +101,12 @@ mod tests {
         )
         .unwrap()
         .to_vec();
-        let batches = [batch(0, 7, true), batch(2, -1, false), batch(4, 8, false), abort];
+        let batches = [
+            batch(0, 7, true),
+            batch(2, -1, false),
+            batch(4, 8, false),
+            abort,
+        ];
         let all: Vec<u8> = batches.concat();
         active.append(6, 1_006, 6, &all).unwrap();
         let segment = std::sync::Arc::clone(active.segment());

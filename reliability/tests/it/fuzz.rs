@@ -141,7 +141,8 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
             // may read (another producer's, an inverted one, a negative one).
             seeds.push(vec![0x81]);
             seeds.push(vec![1]);
-            for (producer_id, first, last) in [(5i64, 0i64, 3i64), (6, 4, 2), (-1, -5, 9), (7, 0, 3)]
+            for (producer_id, first, last) in
+                [(5i64, 0i64, 3i64), (6, 4, 2), (-1, -5, 9), (7, 0, 3)]
             {
                 let entry = seglog::AbortedTxn {
                     producer_id,

@@ -140,7 +140,11 @@ fn a_damaged_txn_index_is_rebuilt_at_first_use_flagged_and_rewritten_by_recover(
             "negative",
         ),
         ("negative", Some(entry(8, -1, 3, 4)), "negative"),
-        ("inverted", Some(entry(8, 3, 1, 4)), "after its ABORT marker"),
+        (
+            "inverted",
+            Some(entry(8, 3, 1, 4)),
+            "after its ABORT marker",
+        ),
         (
             "unsorted",
             Some([entry(8, 1, 3, 4), entry(8, 1, 2, 4)].concat()),
@@ -187,7 +191,10 @@ fn a_damaged_txn_index_is_rebuilt_at_first_use_flagged_and_rewritten_by_recover(
             None => std::fs::remove_file(dir.join(index)).unwrap(),
         }
         let before = listing(&dir);
-        let read = run(&["read", "--json", "--isolation", "read-committed", "-v"], &dir);
+        let read = run(
+            &["read", "--json", "--isolation", "read-committed", "-v"],
+            &dir,
+        );
         assert_eq!(read.code, 0, "{what}: {}", read.stderr);
         assert_eq!(values(&read), COMMITTED, "{what}");
         assert!(

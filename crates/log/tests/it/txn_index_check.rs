@@ -41,7 +41,9 @@ fn open_as(dir: &Path, read_only: bool) -> Log {
 fn data(log: &Log, producer: Option<(i64, i32)>, values: &[&str]) {
     let mut builder = BatchBuilder::new(0);
     if let Some((producer_id, sequence)) = producer {
-        builder = builder.producer(producer_id, 0, sequence).transactional(true);
+        builder = builder
+            .producer(producer_id, 0, sequence)
+            .transactional(true);
     }
     for value in values {
         builder.append(T0, None, Some(value.as_bytes()), &[]);
@@ -84,7 +86,13 @@ fn committed(log: &Log) -> Vec<String> {
         .collect()
 }
 
-const WANT: [&str; 5] = ["plain-0", "committed-9a", "plain-1", "committed-9b", "plain-2"];
+const WANT: [&str; 5] = [
+    "plain-0",
+    "committed-9a",
+    "plain-1",
+    "committed-9b",
+    "plain-2",
+];
 
 fn txn_index(dir: &Path, segment: usize) -> std::path::PathBuf {
     let mut bases: Vec<_> = std::fs::read_dir(dir)
@@ -167,7 +175,10 @@ fn a_wrong_txn_index_is_rebuilt_at_first_use_and_read_committed_is_exact() {
             for s in 0..3 {
                 let log_file = txn_index(&dir, s).with_extension("log");
                 let was = txn_index(&base, s).with_extension("log");
-                assert_eq!(std::fs::read(log_file).unwrap(), std::fs::read(was).unwrap());
+                assert_eq!(
+                    std::fs::read(log_file).unwrap(),
+                    std::fs::read(was).unwrap()
+                );
             }
         }
     }
@@ -198,5 +209,8 @@ fn read_uncommitted_never_opens_the_txn_index() {
         .owned_reader(0, Isolation::ReadCommitted)
         .find_map(Result::err)
         .expect("a FIFO .txnindex served");
-    assert!(err.to_string().contains("00000000000000000003.txnindex"), "{err}");
+    assert!(
+        err.to_string().contains("00000000000000000003.txnindex"),
+        "{err}"
+    );
 }
