@@ -56,6 +56,11 @@ impl Log {
             .floor(base)
             .is_some_and(|(b, s)| b == base && Arc::ptr_eq(s, segment));
         let view = if current { &*now } else { view };
+        // Again under the lock: an entry above the first view's end may have been an append's.
+        let Some(reason) = self.txn_index_mismatch(view, segment)? else {
+            segment.set_txn_index_checked();
+            return Ok(());
+        };
         let replay = self.replay_txn_index(view, segment)?;
         let entries = replay.expected.len();
         segment.replace_aborted_txns(replay.expected)?;
@@ -88,9 +93,17 @@ impl Log {
             }
             Err(e) => return Err(e.into()),
         };
+        // An entry whose marker lies at or above the end (what the view holds of the segment)
+        // is one no marker gives; one below the log start is never read.
+        if let Some(beyond) = on_disk.iter().find(|t| t.last_offset >= end) {
+            return Ok(Some(format!(
+                "the entry at offset {} names a marker at or above the segment's end {end}",
+                beyond.last_offset
+            )));
+        }
         let on_disk: Vec<AbortedTxn> = on_disk
             .into_iter()
-            .filter(|t| t.last_offset >= replay.start && t.last_offset < end)
+            .filter(|t| t.last_offset >= replay.start)
             .collect();
         Ok(mismatch(&on_disk, &replay))
     }

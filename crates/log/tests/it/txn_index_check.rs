@@ -138,7 +138,7 @@ fn a_wrong_txn_index_is_rebuilt_at_first_use_and_read_committed_is_exact() {
     assert_eq!(good[1].len(), 68);
     let wrong_producer = [entry(7, 1, 5, 6), good[1][34..].to_vec()].concat();
     let later_first = [entry(8, 3, 5, 6), good[1][34..].to_vec()].concat();
-    let cases: [(&str, usize, Option<Vec<u8>>); 8] = [
+    let cases: [(&str, usize, Option<Vec<u8>>); 9] = [
         ("missing", 1, None),
         ("empty", 1, Some(Vec::new())),
         ("truncated", 1, Some(good[1][..50].to_vec())),
@@ -147,6 +147,9 @@ fn a_wrong_txn_index_is_rebuilt_at_first_use_and_read_committed_is_exact() {
         ("first offset after the transaction's", 1, Some(later_first)),
         ("garbage", 2, Some(vec![0xa5; 34])),
         ("an entry where no marker is", 0, Some(entry(8, 0, 1, 2))),
+        // Inside the structural bound (`i32::MAX` above the base), beyond the segment: it
+        // hid producer 9's committed-9a (found by the txn_index fuzz target).
+        ("an entry beyond the segment", 0, Some(entry(9, 0, 1000, 4))),
     ];
     for (what, segment, bytes) in cases {
         for read_only in [false, true] {
