@@ -527,13 +527,16 @@ impl Producers {
     }
 }
 
+/// A replay's state with the segment map it replayed (held weakly: a later map is another
+/// log shape, and the cursor must not keep deleted segments open).
+pub(crate) type ReplayAt = (std::sync::Weak<SegmentMap<Arc<Segment>>>, Producers);
+
 /// The state the last `.txnindex` check's replay ended in (`txn_check.rs`: at a sealed
 /// segment's end, over one segment map), so that checking the segments in order replays each
 /// once.
 #[derive(Debug, Default)]
 pub(crate) struct TxnCheckCursor {
-    pub(crate) at:
-        crate::sync::Mutex<Option<(std::sync::Weak<SegmentMap<Arc<Segment>>>, Producers)>>,
+    pub(crate) at: crate::sync::Mutex<Option<ReplayAt>>,
 }
 
 /// A control batch of a segment: `(producer id, offset, ABORT)` (the first-use check of a

@@ -40,10 +40,10 @@ impl Log {
         if segment.txn_index_checked() {
             return Ok(());
         }
-        let Some(reason) = self.txn_index_mismatch(view, segment)? else {
+        if self.txn_index_mismatch(view, segment)?.is_none() {
             segment.set_txn_index_checked();
             return Ok(());
-        };
+        }
         // Under the writer lock: no append moves the segment while it is rebuilt.
         let _writer = lock(&self.writer);
         if segment.txn_index_checked() {
