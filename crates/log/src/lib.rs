@@ -177,6 +177,7 @@ mod topic_config;
 mod topic_partition;
 mod transaction;
 mod txn_decision;
+mod txn_check;
 mod validate;
 mod view;
 

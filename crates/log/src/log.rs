@@ -210,6 +210,8 @@ pub struct Log {
     pub(crate) async_commit: crate::async_commit::AsyncCommit,
     /// Kafka's log metrics (`observe.rs`; nothing without the `metrics` feature).
     pub(crate) metrics: crate::observe::LogMetrics,
+    /// Where the `.txnindex` first-use check's replay stopped (`txn_check.rs`).
+    pub(crate) txn_check: crate::producer_files::TxnCheckCursor,
 }
 
 /// State only the writer touches.
@@ -473,6 +475,7 @@ impl Log {
             cleaner_stats: Mutex::new(crate::stat_cache::StatCache::default()),
             purge_horizon: crate::purge_horizon::PurgeHorizon::new(),
             async_commit: crate::async_commit::AsyncCommit::default(),
+            txn_check: crate::producer_files::TxnCheckCursor::default(),
             metrics,
         };
         let due = now.saturating_add(log.settings().config.file_delete_delay_ms);

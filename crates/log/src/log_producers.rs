@@ -375,6 +375,8 @@ impl Log {
     ) -> Result<Vec<AbortedTransaction>> {
         let mut out = Vec::new();
         for (_, segment) in view.segments.starting_at_floor(start_offset) {
+            // Checked against the segment's markers at first use, rebuilt if it differs.
+            self.check_txn_index(view, segment)?;
             let found = segment.collect_aborted_txns(start_offset, upper_bound_offset)?;
             out.extend(
                 found

@@ -549,6 +549,124 @@ impl Producers {
     }
 }
 
+/// A replay's state with the segment map it replayed (held weakly: a later map is another
+/// log shape, and the cursor must not keep deleted segments open).
+pub(crate) type ReplayAt = (std::sync::Weak<SegmentMap<Arc<Segment>>>, Producers);
+
+/// The state the last `.txnindex` check's replay ended in (`txn_check.rs`: at a sealed
+/// segment's end, over one segment map), so that checking the segments in order replays each
+/// once.
+#[derive(Debug, Default)]
+pub(crate) struct TxnCheckCursor {
+    pub(crate) at: crate::sync::Mutex<Option<ReplayAt>>,
+}
+
+/// A control batch of a segment: `(producer id, offset, ABORT)` (the first-use check of a
+/// `.txnindex`, `txn_check.rs`).
+pub(crate) type ControlAt = (i64, i64, bool);
+
+/// What a replay of one segment's batches found for its `.txnindex` (`txn_check.rs`).
+#[derive(Debug)]
+pub(crate) struct SegmentReplay {
+    /// The entries the markers give (what `recover` writes), in marker order.
+    pub(crate) expected: Vec<AbortedTxn>,
+    /// Every control batch of the segment with a producer id, in offset order.
+    pub(crate) controls: Vec<ControlAt>,
+    /// The offsets replayed: `[start, end)`.
+    pub(crate) start: i64,
+}
+
+impl Producers {
+    /// A state for checking a `.txnindex` (`txn_check.rs`): read-only (it deletes and writes
+    /// nothing), and no producer expires (expiry never drops one with an open transaction,
+    /// so the entries are the same).
+    pub(crate) fn for_txn_check(dir: &Path) -> Result<Self> {
+        Self::new(dir, true, i64::MAX)
+    }
+
+    /// The offset the state reached.
+    pub(crate) fn map_end_offset(&self) -> i64 {
+        self.state.map_end_offset
+    }
+
+    /// Loads the latest snapshot at or below `offset` that decodes (a corrupt one is skipped,
+    /// nothing is deleted), else the empty state at `log_start_offset`.
+    pub(crate) fn load_snapshot_at_or_below(
+        &mut self,
+        offset: i64,
+        log_start_offset: i64,
+    ) -> Result<()> {
+        self.snapshots
+            .retain(|o, _| *o <= offset && *o > log_start_offset);
+        self.state.clear();
+        let mut report = ProducerLoad::default();
+        self.load_from_snapshot(log_start_offset, 0, &mut report)
+    }
+
+    /// Replays `segments` (the log's map) from the state's end up to the target segment
+    /// based at `target`, then the target's batches below `end`, reading only headers (a
+    /// marker's batch whole): the `.txnindex` entries its markers give, with Kafka's last
+    /// stable offsets, as [`Producers::rebuild`] computes them for `recover`. The state ends
+    /// at `end`.
+    ///
+    /// # Errors
+    /// Segment read errors; [`Error::Segment`] for a corrupt header or marker.
+    pub(crate) fn replay_for_txn_index(
+        &mut self,
+        segments: &SegmentMap<Arc<Segment>>,
+        log_start_offset: i64,
+        target: i64,
+        end: i64,
+    ) -> Result<SegmentReplay> {
+        let bases: Vec<(i64, Arc<Segment>)> =
+            segments.iter().map(|(b, s)| (b, Arc::clone(s))).collect();
+        let mut replay = SegmentReplay {
+            expected: Vec::new(),
+            controls: Vec::new(),
+            start: target,
+        };
+        for (i, (base, segment)) in bases.iter().enumerate() {
+            let next_base = bases.get(i + 1).map_or(i64::MAX, |(b, _)| *b);
+            if *base > target || next_base <= self.state.map_end_offset {
+                continue;
+            }
+            let start = (*base).max(self.state.map_end_offset).max(log_start_offset);
+            let stop = if *base == target {
+                end
+            } else {
+                next_base.min(target)
+            };
+            if *base == target {
+                replay.start = start;
+            }
+            for batch in segment.producer_batches(0) {
+                let batch = batch?;
+                if batch.first_offset >= stop {
+                    break;
+                }
+                if *base == target && batch.is_control {
+                    let is_abort = batch.marker.is_some_and(|m| m.is_abort);
+                    replay
+                        .controls
+                        .push((batch.producer_id, batch.first_offset, is_abort));
+                }
+                if batch.last_offset < start {
+                    continue;
+                }
+                let kind = batch_kind(&batch);
+                if let Some(txn) = self.apply(batch.producer_id, batch.producer_epoch, kind)
+                    && *base == target
+                {
+                    replay.expected.extend(txn);
+                }
+            }
+            self.state.map_end_offset = stop;
+        }
+        self.state.map_end_offset = end;
+        Ok(replay)
+    }
+}
+
 /// The `.snapshot` files of `dir` by offset.
 fn list_snapshots(dir: &Path) -> Result<BTreeMap<i64, PathBuf>> {
     let mut out = BTreeMap::new();

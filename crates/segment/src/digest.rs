@@ -120,6 +120,24 @@ impl ProducerBatch {
     }
 }
 
+impl ProducerBatch {
+    /// The facts of a data batch from its header alone (no marker; a control batch needs
+    /// [`ProducerBatch::from_batch`] to decode its record).
+    pub(crate) fn from_header(h: &BatchHeader) -> ProducerBatch {
+        ProducerBatch {
+            producer_id: h.producer_id,
+            producer_epoch: h.producer_epoch,
+            base_sequence: h.base_sequence,
+            first_offset: h.base_offset.unwrap_or(h.last_offset),
+            last_offset: h.last_offset,
+            max_timestamp_ms: h.max_timestamp_ms,
+            is_transactional: h.is_transactional,
+            is_control: h.is_control,
+            marker: None,
+        }
+    }
+}
+
 /// Collects a [`RecoveryDigest`] batch by batch during a recovery.
 pub(crate) struct DigestBuilder {
     /// `None`: not collecting (not asked for, over the limit, or a marker did not decode).

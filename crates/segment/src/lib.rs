@@ -58,6 +58,7 @@ mod io;
 #[cfg(all(test, loom))]
 mod loom_models;
 mod open;
+mod producer_batches;
 mod read;
 mod recover;
 mod regular_file;
@@ -78,6 +79,7 @@ pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
 pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
+pub use crate::producer_batches::ProducerBatches;
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset, TimestampBatch};
 pub use crate::recover::RecoveryReport;
 pub use crate::regular_file::{

@@ -81,6 +81,9 @@ pub struct Segment {
     pub(crate) poisoned: AtomicBool,
     /// The `.txnindex` entries once read (`None` before the first use), see `txn_index.rs`.
     pub(crate) txns: Mutex<Option<Vec<crate::AbortedTxn>>>,
+    /// The log checked the `.txnindex` against the segment's markers (or rebuilt it), see
+    /// [`Segment::txn_index_checked`].
+    pub(crate) txns_checked: AtomicBool,
 }
 
 #[derive(Debug, Clone)]
@@ -155,6 +158,7 @@ impl Segment {
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             txns: Mutex::new(None),
+            txns_checked: AtomicBool::new(false),
         })
     }
 
@@ -302,6 +306,7 @@ impl Segment {
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
             txns: Mutex::new(None),
+            txns_checked: AtomicBool::new(false),
         })
     }
 

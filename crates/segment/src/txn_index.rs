@@ -23,7 +23,7 @@ use crate::Result;
 use crate::error::{CorruptKind, Error, IoOp, TxnIndexProblem};
 use crate::file_name::FileType;
 use crate::segment::{OpenMode, Segment};
-use crate::sync::lock;
+use crate::sync::{Ordering, lock};
 
 /// One aborted transaction (Kafka's `AbortedTxn`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -351,6 +351,19 @@ impl Segment {
             }
         }
         Ok(found)
+    }
+
+    /// Whether the layer above marked the `.txnindex` as checked against the segment's
+    /// markers (or rebuilt from them) with [`Segment::set_txn_index_checked`]: the log's
+    /// first-use check of `read_committed`. `false` for a segment just opened.
+    pub fn txn_index_checked(&self) -> bool {
+        self.txns_checked.load(Ordering::Acquire)
+    }
+
+    /// Marks the `.txnindex` as checked (see [`Segment::txn_index_checked`]): later appends
+    /// keep it in step with the markers written.
+    pub fn set_txn_index_checked(&self) {
+        self.txns_checked.store(true, Ordering::Release);
     }
 
     /// fsyncs the `.txnindex` if it exists (part of [`Segment::flush`]).

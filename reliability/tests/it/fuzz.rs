@@ -137,9 +137,13 @@ fn seeds(target: &str) -> Vec<Vec<u8>> {
                 .enumerate()
                 .map(|(i, p)| [vec![i as u8 & 0x0f], head(p, 4096)].concat())
                 .collect();
-            // A removed file (bit 7), and a hand-made entry of each shape Kafka may read.
+            // A removed file (bit 7), an empty one, and a hand-made entry of each shape Kafka
+            // may read (another producer's, an inverted one, a negative one).
             seeds.push(vec![0x81]);
-            for (producer_id, first, last) in [(5i64, 0i64, 3i64), (6, 4, 2), (-1, -5, 9)] {
+            seeds.push(vec![1]);
+            for (producer_id, first, last) in
+                [(5i64, 0i64, 3i64), (6, 4, 2), (-1, -5, 9), (7, 0, 3)]
+            {
                 let entry = seglog::AbortedTxn {
                     producer_id,
                     first_offset: first,

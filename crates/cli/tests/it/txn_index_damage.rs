@@ -1,7 +1,10 @@
 //! A damaged `.txnindex` is never trusted (issue #26): after a clean shutdown a truncated,
-//! garbage, version-5, negative, inverted, unsorted or oversized index used to make
-//! `read --isolation read-committed` exit 0 serving aborted records; now the read fails naming
-//! the file and the entry, `verify` flags it and `recover` rebuilds it from the ABORT markers.
+//! garbage, version-5, negative, inverted, unsorted, oversized, missing, empty or
+//! wrong-producer index (or a stray `.txnindex.swap`) used to make `read --isolation
+//! read-committed` exit 0 serving aborted records or hiding committed ones; now the first
+//! `read_committed` use checks it against the segment's ABORT markers and rebuilds it from
+//! them (in memory for a read-only `read`), serving Kafka's answer, `verify` flags it and
+//! `recover` rewrites it.
 //! `dump` reports the first invalid entry and stops (a 4 GiB all-zero index printed 126
 //! million lines). A `leader-epoch-checkpoint` whose epochs go backwards or repeat is flagged
 //! by `verify` and rebuilt from the batches by `recover`.
@@ -75,8 +78,47 @@ fn entry(producer_id: i64, first: i64, last: i64, lso: i64) -> Vec<u8> {
     out
 }
 
+/// Every file of `dir` by name, with its bytes (nothing here is large).
+fn listing(dir: &Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let bytes = std::fs::read(e.path()).unwrap_or_default();
+            (e.file_name(), bytes)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn values(read: &crate::support::Run) -> Vec<String> {
+    read.json_lines()
+        .iter()
+        .map(|l| l["value"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// Kafka's `read_committed` answer for [`txn_log`]: the aborted records hidden.
+const COMMITTED: [&str; 2] = ["plain-1", "committed-1"];
+
+fn copy_log(from: &Path, to: &Path) {
+    let _ = std::fs::remove_dir_all(to);
+    std::fs::create_dir(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// Each hostile `.txnindex` of issue #26 item 5 after a clean shutdown: `read --isolation
+/// read-committed` checks it against the segment's ABORT markers at first use and serves
+/// exactly Kafka's answer with exit 0, the rebuild logged at WARN naming the file and why; the
+/// read-only read changes no file; `verify` still flags the file and `recover` rewrites it.
+/// (Before: the structurally bad ones failed the read, and a missing, empty or wrong-producer
+/// index served the aborted records with exit 0.)
 #[test]
-fn a_damaged_txn_index_fails_read_committed_is_flagged_and_rebuilt() {
+fn a_damaged_txn_index_is_rebuilt_at_first_use_flagged_and_rewritten_by_recover() {
     let tmp = tempfile::tempdir().unwrap();
     let base = tmp.path().join("txn-0");
     txn_log(&base);
@@ -85,58 +127,94 @@ fn a_damaged_txn_index_fails_read_committed_is_flagged_and_rebuilt() {
     assert_eq!(good, entry(8, 1, 3, 4));
     let mut version5 = good.clone();
     version5[1] = 5;
-    let cases: [(&str, Vec<u8>, &str); 7] = [
-        ("truncated", good[..17].to_vec(), "not a whole number"),
-        ("version 5", version5, "unknown version 5"),
+    let cases: [(&str, Option<Vec<u8>>, &str); 12] = [
+        ("truncated", Some(good[..17].to_vec()), "not a whole number"),
+        ("version 5", Some(version5), "unknown version 5"),
         (
             "garbage",
-            vec![
+            Some(vec![
                 0x00, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66, 0x55, 0x44,
                 0x33, 0x22, 0x11, 0x00, 0xff, 0xee, 0xdd, 0xcc, 0xbb, 0xaa, 0x99, 0x88, 0x77, 0x66,
                 0x55, 0x44, 0x33, 0x22, 0x11, 0x00,
-            ],
+            ]),
             "negative",
         ),
-        ("negative", entry(8, -1, 3, 4), "negative"),
-        ("inverted", entry(8, 3, 1, 4), "after its ABORT marker"),
+        ("negative", Some(entry(8, -1, 3, 4)), "negative"),
+        (
+            "inverted",
+            Some(entry(8, 3, 1, 4)),
+            "after its ABORT marker",
+        ),
         (
             "unsorted",
-            [entry(8, 1, 3, 4), entry(8, 1, 2, 4)].concat(),
+            Some([entry(8, 1, 3, 4), entry(8, 1, 2, 4)].concat()),
             "not above the previous",
         ),
         (
             "oversized",
-            vec![0; 1 << 20],
+            Some(vec![0; 1 << 20]),
             "more than the segment can hold",
+        ),
+        (
+            "missing",
+            None,
+            "no entry for the ABORT marker of producer 8 at offset 3",
+        ),
+        (
+            "empty",
+            Some(Vec::new()),
+            "no entry for the ABORT marker of producer 8 at offset 3",
+        ),
+        (
+            "wrong producer",
+            Some(entry(7, 1, 3, 4)),
+            "no entry for the ABORT marker of producer 8 at offset 3",
+        ),
+        (
+            "an entry on the COMMIT marker",
+            Some([entry(8, 1, 3, 4), entry(8, 4, 5, 6)].concat()),
+            "names no ABORT marker of producer 8",
+        ),
+        (
+            "a later first offset",
+            Some(entry(8, 2, 3, 4)),
+            "not the transaction's first offset 1",
         ),
     ];
     for (what, bytes, says) in cases {
         let dir = tmp.path().join("t-0");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).unwrap();
-        for e in std::fs::read_dir(&base).unwrap() {
-            let e = e.unwrap();
-            std::fs::copy(e.path(), dir.join(e.file_name())).unwrap();
-        }
+        copy_log(&base, &dir);
         // The log was closed cleanly: the index is not rebuilt by the open.
         assert!(dir.join(".kafka_cleanshutdown").exists(), "{what}");
-        std::fs::write(dir.join(index), &bytes).unwrap();
-        let read = committed(&dir);
-        assert_ne!(read.code, 0, "{what}: served {}", read.stdout);
+        match &bytes {
+            Some(bytes) => std::fs::write(dir.join(index), bytes).unwrap(),
+            None => std::fs::remove_file(dir.join(index)).unwrap(),
+        }
+        let before = listing(&dir);
+        let read = run(
+            &["read", "--json", "--isolation", "read-committed", "-v"],
+            &dir,
+        );
+        assert_eq!(read.code, 0, "{what}: {}", read.stderr);
+        assert_eq!(values(&read), COMMITTED, "{what}");
         assert!(
-            read.stderr.contains(index) && read.stderr.contains(says),
+            read.stderr.contains("WARN")
+                && read.stderr.contains(index)
+                && read.stderr.contains(says),
             "{what}: {}",
             read.stderr
         );
-        assert!(
-            !read.stdout.contains("aborted-1"),
-            "{what}: {}",
-            read.stdout
+        assert_eq!(listing(&dir), before, "{what}: the read changed a file");
+        let read = run(&["read", "--json"], &dir);
+        assert_eq!(
+            values(&read),
+            ["plain-1", "aborted-1", "aborted-2", "committed-1"],
+            "{what}: read_uncommitted"
         );
         let verify = run(&["verify", "--json"], &dir);
         assert_eq!(verify.code, 1, "{what}: {}", verify.stdout);
         assert!(
-            verify.stdout.contains("txn_index_mismatch") && verify.stdout.contains(says),
+            verify.stdout.contains("txn_index_mismatch"),
             "{what}: {}",
             verify.stdout
         );
@@ -145,14 +223,59 @@ fn a_damaged_txn_index_fails_read_committed_is_flagged_and_rebuilt() {
         assert_eq!(std::fs::read(dir.join(index)).unwrap(), good, "{what}");
         let read = committed(&dir);
         assert_eq!(read.code, 0, "{what}: {}", read.stderr);
-        let values: Vec<String> = read
-            .json_lines()
-            .iter()
-            .map(|l| l["value"].as_str().unwrap_or_default().to_owned())
-            .collect();
-        assert_eq!(values, ["plain-1", "committed-1"], "{what}");
+        assert_eq!(values(&read), COMMITTED, "{what}");
         assert_eq!(run(&["verify"], &dir).code, 0, "{what}");
     }
+}
+
+/// A stray `.txnindex.swap` (issue #26 item 5: one was renamed over the live index by a
+/// `produce`): beside a segment without a `.txnindex` it takes that name (a swap's last
+/// rename), so one naming a COMMIT marker hid committed records; now the first
+/// `read_committed` use checks it against the markers and serves Kafka's answer, before and
+/// after a `produce`, with exit 0 and no `.log` byte changed.
+#[test]
+fn a_stray_txn_index_swap_never_changes_a_read_committed_answer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("txn-0");
+    // plain-1 (0), committed-1 (1, COMMIT at 2): no abort, no `.txnindex`.
+    produce(&dir, &[], &["plain-1"]);
+    let txn = [
+        "--producer-id",
+        "8",
+        "--producer-epoch",
+        "0",
+        "--transactional",
+    ];
+    produce(&dir, &txn, &["committed-1"]);
+    let out = run(
+        &[
+            "marker",
+            "--producer-id",
+            "8",
+            "--producer-epoch",
+            "0",
+            "--commit",
+        ],
+        &dir,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!dir.join("00000000000000000000.txnindex").exists());
+    // An "aborted transaction" of producer 8 ending at its COMMIT marker.
+    std::fs::write(
+        dir.join("00000000000000000000.txnindex.swap"),
+        entry(8, 1, 2, 3),
+    )
+    .unwrap();
+    let log_bytes = std::fs::read(dir.join("00000000000000000000.log")).unwrap();
+    let read = committed(&dir);
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert_eq!(values(&read), COMMITTED);
+    produce(&dir, &[], &["plain-2"]);
+    let read = committed(&dir);
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert_eq!(values(&read), ["plain-1", "committed-1", "plain-2"]);
+    let now = std::fs::read(dir.join("00000000000000000000.log")).unwrap();
+    assert_eq!(&now[..log_bytes.len()], &log_bytes[..]);
 }
 
 #[test]

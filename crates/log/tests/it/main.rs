@@ -39,3 +39,4 @@ mod truncation;
 mod txn_atomic;
 mod txn_compaction;
 mod txn_v2;
+mod txn_index_check;
