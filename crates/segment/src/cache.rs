@@ -11,14 +11,14 @@
 //! Replacement is CLOCK (second chance): every access sets the segment's `referenced` bit with
 //! one relaxed store; admitting a segment over capacity sweeps the ring from its oldest entry,
 //! clearing set bits and evicting the first segment found clear. A segment with a writer
-//! attached (the active segment, a recovery or close in progress) or whose state lives only in
-//! memory (indexes rebuilt in memory by a read-only open) is never evicted and not counted: a
-//! sweep drops it from the ring, and a segment whose writer detaches (a sealed segment) is
+//! attached (the active segment, a recovery or close in progress) is never evicted and not
+//! counted: a sweep drops it from the ring, and a segment whose writer detaches (a sealed segment) is
 //! admitted again. So the open files are bounded by the capacity plus the active segments.
 //!
 //! Eviction trims the indexes of a read-write segment to their entries first (a no-op for a
 //! sealed segment, whose indexes were trimmed when it was sealed), so the file length says how
-//! many entries a reopen finds.
+//! many entries a reopen finds. Indexes rebuilt in memory by a read-only open hold no
+//! descriptor: an eviction closes only that segment's `.log`, and the reopen uses them again.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Weak};
@@ -34,7 +34,7 @@ pub(crate) trait Evictable: Send + Sync {
     fn enter_ring(&self) -> bool;
     /// Marks it as out of the ring.
     fn leave_ring(&self);
-    /// Whether its files may be closed (no writer attached, not pinned).
+    /// Whether its files may be closed (no writer attached).
     fn evictable(&self) -> bool;
     /// Closes its files if no reader needs them now; whether it did.
     fn try_evict(&self) -> bool;
@@ -132,8 +132,8 @@ impl SegmentCache {
                 continue;
             };
             if !candidate.is_open() || !candidate.evictable() {
-                // Closed already, or a writer is attached (re-admitted when it detaches), or
-                // pinned for good: not counted.
+                // Closed already, or a writer is attached (re-admitted when it detaches): not
+                // counted.
                 candidate.leave_ring();
                 continue;
             }

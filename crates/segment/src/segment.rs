@@ -70,9 +70,11 @@ pub struct Segment {
     deferred_report: Mutex<Option<crate::OpenReport>>,
     /// Set on every access to the files: the cache's second chance.
     referenced: AtomicBool,
-    /// The files hold state that exists only in memory (indexes rebuilt in memory by a
-    /// read-only open): never evicted.
-    pinned: AtomicBool,
+    /// Indexes rebuilt in memory by a read-only open (or recovery), kept while the cache has
+    /// the files closed and used again when they are reopened: only the `.log` descriptor is
+    /// closed, so a read-only recovery of any number of segments runs in the cache's bound of
+    /// descriptors (issue #28).
+    memory_indexes: Mutex<Option<Arc<Indexes>>>,
     /// `(max timestamp, its offset)`, read and written as one value.
     max_timestamp: MaxTimestampCell,
     /// A writer (or a recovery) is attached.
@@ -153,7 +155,7 @@ impl Segment {
             deferred: Mutex::new(None),
             deferred_report: Mutex::new(None),
             referenced: AtomicBool::new(true),
-            pinned: AtomicBool::new(false),
+            memory_indexes: Mutex::new(None),
             max_timestamp: MaxTimestampCell::new(max),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
@@ -255,6 +257,11 @@ impl Segment {
                 offset: OffsetIndex::open(&index_path, self.base_offset, max)?,
                 time: TimeIndex::open(&time_path, self.base_offset, max)?,
             }
+        } else if let Some(kept) = lock(&self.memory_indexes).clone() {
+            return Ok(Files {
+                log: Arc::new(log),
+                indexes: kept,
+            });
         } else {
             Indexes {
                 offset: OffsetIndex::open_read_only(&index_path, self.base_offset)?,
@@ -301,7 +308,7 @@ impl Segment {
             deferred: Mutex::new(Some(options)),
             deferred_report: Mutex::new(None),
             referenced: AtomicBool::new(true),
-            pinned: AtomicBool::new(false),
+            memory_indexes: Mutex::new(None),
             max_timestamp: MaxTimestampCell::new(UNKNOWN_MAX),
             writer: AtomicBool::new(false),
             poisoned: AtomicBool::new(false),
@@ -329,8 +336,8 @@ impl Segment {
             })?;
         self.size.publish(fresh.size());
         self.set_max_timestamp(fresh.max_timestamp_and_offset());
-        if fresh.pinned.load(Ordering::Acquire) {
-            self.pin();
+        if let Some(kept) = lock(&fresh.memory_indexes).take() {
+            *lock(&self.memory_indexes) = Some(kept);
         }
         *lock(&self.deferred) = None;
         first_use_event(&self.dir, self.base_offset, &report);
@@ -364,9 +371,9 @@ impl Segment {
         self.in_ring.store(false, Ordering::Release);
     }
 
-    /// Whether the cache may close the files (no writer attached, not pinned).
+    /// Whether the cache may close the files (no writer attached).
     pub(crate) fn evictable(&self) -> bool {
-        !self.writer.load(Ordering::Acquire) && !self.pinned.load(Ordering::Acquire)
+        !self.writer.load(Ordering::Acquire)
     }
 
     /// The cache's second-chance bit: whether the files were used since the last sweep
@@ -375,8 +382,8 @@ impl Segment {
         self.referenced.swap(false, Ordering::Relaxed)
     }
 
-    /// Closes the files unless a writer is attached or they hold state that exists only in
-    /// memory; readers holding them keep them until they are done. A read-write segment's
+    /// Closes the files unless a writer is attached (in-memory indexes stay, see
+    /// `memory_indexes`); readers holding them keep them until they are done. A read-write segment's
     /// indexes are trimmed to their entries first, so a reopen finds exactly those. `false`
     /// when the files stay open.
     pub(crate) fn try_evict(&self) -> bool {
@@ -410,11 +417,6 @@ impl Segment {
         }
         *slot = None;
         true
-    }
-
-    /// Keeps the files open for the segment's life (their state exists only in memory).
-    pub(crate) fn pin(&self) {
-        self.pinned.store(true, Ordering::Release);
     }
 
     /// The cache the segment's files are counted in, if any.
@@ -489,16 +491,16 @@ impl Segment {
     }
 
     /// Replaces the indexes (after a recovery); the files stay open. In-memory indexes (a
-    /// read-only recovery) pin the files: closing them would lose the rebuilt state.
+    /// read-only recovery) are also kept aside: an eviction closes only the `.log`, and a
+    /// reopen uses them again (reading the index files would lose the rebuilt state).
     pub(crate) fn replace_indexes(&self, indexes: Indexes) -> Result<()> {
         let log = self.log()?;
-        *write(&self.files) = Some(Files {
-            log,
-            indexes: Arc::new(indexes),
-        });
+        let indexes = Arc::new(indexes);
         if self.mode == OpenMode::ReadOnly {
-            self.pin();
+            // Kept for reopens after an eviction (which closes only the `.log`).
+            *lock(&self.memory_indexes) = Some(Arc::clone(&indexes));
         }
+        *write(&self.files) = Some(Files { log, indexes });
         Ok(())
     }
 

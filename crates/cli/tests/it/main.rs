@@ -3,6 +3,7 @@
 // Test helpers outside `#[test]` functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod bounded_descriptors;
 mod bounded_memory;
 mod compact;
 mod corpus;

@@ -11,6 +11,7 @@ mod concurrency;
 mod corpus;
 mod faults;
 mod find_by_timestamp;
+mod heap_allocations;
 mod kafka_bugs;
 mod model;
 mod read_into;
