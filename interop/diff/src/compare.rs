@@ -106,6 +106,11 @@ pub const RULES: &[Rule] = &[
         explains: crate::rules::lookup_past_an_empty_segment,
     },
     Rule {
+        name: "offset-for-timestamp-past-the-searched-segment",
+        documented: "docs/format.md, Deliberate differences: \"Offset for timestamp past the first qualifying segment\"",
+        explains: crate::rules::lookup_past_the_searched_segment,
+    },
+    Rule {
         name: "replayed-decided-transactions-kept-until-the-next-high-watermark-move",
         documented: "docs/format.md, Deliberate differences: \"Transactions a truncation replays\"",
         explains: crate::rules::replayed_decided_transactions,

@@ -168,7 +168,8 @@ pub enum Op {
     },
     /// Kafka's `removeExpiredProducers` (seglog: `Log::tick`, which runs it) at the step's
     /// clock plus `producer.id.expiration.ms` minus `ago_ms`: producers whose last batch is
-    /// at least `ago_ms` old expire (unless a transaction is open).
+    /// at least `ago_ms` old expire (unless a transaction is open). `Log::tick` also runs
+    /// retention, so Kafka's side runs `deleteOldSegments` after it (a broker's retention task).
     ExpireProducers {
         /// How far back from the step's clock the expiry horizon lies.
         ago_ms: i64,

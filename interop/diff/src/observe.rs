@@ -27,6 +27,10 @@ pub struct Outcome {
     /// target), for the rule on empty segments.
     #[serde(default, skip_serializing)]
     pub searched_empty_segment: bool,
+    /// Kafka only, never compared: the next offset of the segment its lookup by timestamp
+    /// searched, for the rule on lookups past it.
+    #[serde(default, skip_serializing)]
+    pub searched_segment_end: Option<i64>,
 }
 
 /// Kafka's `FileRecords.TimestampAndOffset`: what ListOffsets answers.

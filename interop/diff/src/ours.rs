@@ -346,6 +346,7 @@ fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
         message: None,
         timestamp_lookup: None,
         searched_empty_segment: false,
+        searched_segment_end: None,
     }
 }
 

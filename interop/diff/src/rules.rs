@@ -114,6 +114,33 @@ pub fn lookup_past_an_empty_segment(
         && ours.outcome.timestamp_lookup.is_some()
 }
 
+/// Kafka's `searchOffsetInLocalLog` searches only the first segment whose `largestTimestamp()`
+/// reaches the target and answers none when none of its records at or after the log start
+/// does (its qualifying records lie below a raised log start); seglog goes on to the next
+/// segments. Exactly: a lookup by timestamp, Kafka none, seglog an answer in a segment after
+/// the one Kafka searched (at or above its next offset).
+pub fn lookup_past_the_searched_segment(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    matches!(
+        step.op,
+        Op::OffsetForTimestamp {
+            target: crate::history::TimestampTarget::AgoMs(_)
+        }
+    ) && path == "outcome.timestamp_lookup"
+        && kafka.outcome.timestamp_lookup.is_none()
+        && kafka.outcome.refused.is_none()
+        && kafka.outcome.searched_segment_end.is_some_and(|end| {
+            ours.outcome
+                .timestamp_lookup
+                .as_ref()
+                .is_some_and(|found| found.offset >= end)
+        })
+}
+
 /// Transactions a truncation's producer-state rebuild replays (interop/kafka/README.md,
 /// Findings, K3): Kafka 4.4's `rebuildProducerState` replays the batches after the snapshot it
 /// reloads, and every replayed transaction, also one whose marker lies below the high
@@ -306,6 +333,12 @@ mod tests {
         assert!(lookup_past_an_empty_segment(&lookup, path, &ours, &kafka));
         kafka.outcome.searched_empty_segment = false;
         assert!(!lookup_past_an_empty_segment(&lookup, path, &ours, &kafka));
+        // Past the searched segment: only an answer at or above its next offset.
+        assert!(!lookup_past_the_searched_segment(&lookup, path, &ours, &kafka));
+        kafka.outcome.searched_segment_end = Some(4);
+        assert!(lookup_past_the_searched_segment(&lookup, path, &ours, &kafka));
+        kafka.outcome.searched_segment_end = Some(8);
+        assert!(!lookup_past_the_searched_segment(&lookup, path, &ours, &kafka));
     }
 
     #[test]

@@ -41,18 +41,22 @@ impl Ours {
                     };
                     let h = batch.header();
                     let (mut records, mut payload) = (0i64, 0i64);
+                    // A legacy (v0/v1) header has no base offset: Kafka's
+                    // `AbstractLegacyRecordBatch.baseOffset()` is its first record's.
+                    let mut first = h.base_offset;
                     for record in batch.records(usize::MAX) {
                         let Ok(r) = record else {
                             records = -1;
                             break;
                         };
+                        first.get_or_insert(r.offset);
                         records += 1;
                         let key = r.key.as_ref().map_or(0, |b| b.len());
                         let value = r.value.as_ref().map_or(0, |b| b.len());
                         payload += i64::try_from(key + value).unwrap_or(i64::MAX);
                     }
                     out.push([
-                        h.base_offset.unwrap_or(-1),
+                        first.unwrap_or(-1),
                         h.last_offset,
                         i64::from(h.compression.id()),
                         records,

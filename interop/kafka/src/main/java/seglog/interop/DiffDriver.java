@@ -175,7 +175,13 @@ public final class DiffDriver {
             case "offset_for_timestamp" -> offsetForTimestamp(r, reply);
             case "become_leader" -> refusable(reply, () -> log.assignEpochStartOffset(
                     log.latestEpoch().map(e -> e + 1).orElse(0), log.logEndOffset()));
-            case "expire" -> refusable(reply, () -> log.removeExpiredProducers(r.path("now").asLong()));
+            // seglog's `tick` (its side of this step) also runs retention, as a broker's
+            // LogManager retention task does beside the producer-expiration task: with the
+            // histories' config that is the log-start rule (segments below a DeleteRecords).
+            case "expire" -> refusable(reply, () -> {
+                log.removeExpiredProducers(r.path("now").asLong());
+                log.deleteOldSegments();
+            });
             default -> throw new IllegalArgumentException("unknown command `" + cmd + "`");
         }
         reply.set("state", state());
@@ -414,6 +420,7 @@ public final class DiffDriver {
                 for (var segment : log.logSegments()) {
                     if (segment.largestTimestamp() < target) continue;
                     if (segment.size() == 0) reply.put("searched_empty_segment", true);
+                    reply.put("searched_segment_end", segment.readNextOffset());
                     break;
                 }
             }
