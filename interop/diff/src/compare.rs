@@ -7,7 +7,7 @@ use serde_json::Value;
 use seglog::{AppendErrorKind, Error};
 
 use crate::history::Step;
-use crate::observe::Observation;
+use crate::observe::{FileBatch, Observation};
 
 /// The Kafka 4.4 exception class that corresponds to a seglog error (the one table): the
 /// classes `UnifiedLog.appendAsLeader`, `truncateTo`, `roll` and `read` throw for the same
@@ -176,7 +176,7 @@ fn segment_of(path: &str) -> Option<usize> {
 }
 
 /// Segment `i`'s batches on one side (`file_batches`).
-fn segment_batches(o: &Observation, i: usize) -> Option<&Vec<[i64; 5]>> {
+fn segment_batches(o: &Observation, i: usize) -> Option<&Vec<FileBatch>> {
     o.file_batches.as_ref().and_then(|f| f.get(i))
 }
 
@@ -583,7 +583,7 @@ mod tests {
     }
 
     /// An observation after a cleaning round with one segment at 0 holding `batches`.
-    fn cleaned(size: u64, batches: Vec<[i64; 5]>) -> Observation {
+    fn cleaned(size: u64, batches: Vec<FileBatch>) -> Observation {
         let mut o = observation(None, 8);
         o.files = Some(vec![(0, size)]);
         o.file_batches = Some(vec![batches]);
@@ -599,17 +599,17 @@ mod tests {
             fetch_offset: 0,
         };
         // A zstd batch (codec 4) of the same 2 records, 3 bytes longer in Kafka's segment.
-        let ours = cleaned(243, vec![[0, 2, 4, 2, 40], [3, 3, 0, 1, 10]]);
-        let kafka = cleaned(246, vec![[0, 2, 4, 2, 40], [3, 3, 0, 1, 10]]);
+        let ours = cleaned(243, vec![[0, 2, 4, 2, 40, 2], [3, 3, 0, 1, 10, 2]]);
+        let kafka = cleaned(246, vec![[0, 2, 4, 2, 40, 2], [3, 3, 0, 1, 10, 2]]);
         let mut applied = Vec::new();
         assert_eq!(compare(&clean, &ours, &kafka, &mut applied), None);
         assert_eq!(applied[0].0, "recompressed-batch-bytes");
         // Uncompressed batches of other sizes: a divergence.
-        let plain = cleaned(243, vec![[0, 2, 0, 2, 40]]);
+        let plain = cleaned(243, vec![[0, 2, 0, 2, 40, 2]]);
         let d = compare(
             &clean,
             &plain,
-            &cleaned(246, vec![[0, 2, 0, 2, 40]]),
+            &cleaned(246, vec![[0, 2, 0, 2, 40, 2]]),
             &mut Vec::new(),
         )
         .expect("a divergence");
@@ -618,7 +618,7 @@ mod tests {
         let d = compare(
             &clean,
             &ours,
-            &cleaned(246, vec![[0, 2, 4, 1, 20], [3, 3, 0, 1, 10]]),
+            &cleaned(246, vec![[0, 2, 4, 1, 20, 2], [3, 3, 0, 1, 10, 2]]),
             &mut Vec::new(),
         )
         .expect("a divergence");
@@ -630,11 +630,11 @@ mod tests {
         // Kafka kept an aborted batch (3..=4) below the log start 10; seglog emptied it.
         let mut ours = cleaned(
             580,
-            vec![[0, 2, 0, 3, 87], [3, 4, 0, 0, 0], [10, 11, 0, 2, 20]],
+            vec![[0, 2, 0, 3, 87, 2], [3, 4, 0, 0, 0, 2], [10, 11, 0, 2, 20, 2]],
         );
         let mut kafka = cleaned(
             656,
-            vec![[0, 2, 0, 3, 87], [3, 4, 0, 2, 58], [10, 11, 0, 2, 20]],
+            vec![[0, 2, 0, 3, 87, 2], [3, 4, 0, 2, 58, 2], [10, 11, 0, 2, 20, 2]],
         );
         ours.state.log_start = 10;
         kafka.state.log_start = 10;

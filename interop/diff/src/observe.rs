@@ -121,11 +121,10 @@ pub struct Observation {
     /// round, a crash): every segment's base offset and `.log` size in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<(i64, u64)>>,
-    /// With `files`: each segment's batches as read from its `.log`, `[base offset, last
-    /// offset, codec id, records, key and value bytes]` (what the records are, whatever bytes
-    /// a compressor made of them).
+    /// With `files`: each segment's batches as read from its `.log` (what the records are,
+    /// whatever bytes a compressor made of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub file_batches: Option<Vec<Vec<[i64; 5]>>>,
+    pub file_batches: Option<Vec<Vec<FileBatch>>>,
     /// Kafka only: the first unstable offset its `ProducerStateManager` will have after its
     /// next high-watermark move at the current high watermark (for the rule on transactions a
     /// truncation's rebuild replays; never compared).
@@ -136,3 +135,8 @@ pub struct Observation {
     #[serde(default, skip_serializing)]
     pub batch_base_at_hw: Option<i64>,
 }
+
+/// A batch as a segment's `.log` holds it: `[base offset, last offset, codec id, records, key
+/// and value bytes, magic]`; a file that does not parse shows as one all `-1` entry where it
+/// stops.
+pub type FileBatch = [i64; 6];

@@ -186,13 +186,18 @@ fn retain_record(
 }
 
 /// A v2 batch of `retained` with `batch`'s fields (Kafka's `buildRetainedRecordsInto`); a
-/// legacy message set becomes a v2 batch from its first retained offset (seglog writes no
-/// legacy format).
+/// legacy message set becomes a v2 batch from its first to its last retained offset, as Kafka
+/// 4.4's cleaner writes it (a v2 batch keeps its last offset: its producer's sequence ends
+/// there).
 fn rebuild(batch: &BatchRef<'_>, retained: &[Record], horizon: Option<i64>) -> Result<Bytes> {
     let header = batch.header();
-    let base_offset = match header.base_offset.filter(|_| header.magic == MAGIC_V2) {
-        Some(base) => base,
-        None => retained.first().map_or(header.last_offset, |r| r.offset),
+    let (base_offset, last_offset) = match header.base_offset.filter(|_| header.magic == MAGIC_V2)
+    {
+        Some(base) => (base, header.last_offset),
+        None => (
+            retained.first().map_or(header.last_offset, |r| r.offset),
+            retained.last().map_or(header.last_offset, |r| r.offset),
+        ),
     };
     let mut builder = BatchBuilder::new(base_offset)
         .compression(header.compression)
@@ -204,7 +209,7 @@ fn rebuild(batch: &BatchRef<'_>, retained: &[Record], horizon: Option<i64>) -> R
         .transactional(header.is_transactional)
         .control(header.is_control)
         .partition_leader_epoch(header.partition_leader_epoch)
-        .last_offset(header.last_offset);
+        .last_offset(last_offset);
     if header.timestamp_type == Some(TimestampType::LogAppendTime) {
         builder = builder.log_append_time(header.max_timestamp_ms);
     }

@@ -8,7 +8,7 @@ use seglog::{Batches, CleanupPolicy, Clock, DirtyRatio, LogConfig};
 
 use super::{Ours, accepted, options, refused, result};
 use crate::history::Op;
-use crate::observe::Outcome;
+use crate::observe::{FileBatch, Outcome};
 
 /// The offset map of a cleaning round on both sides (4 MiB; a history has 7 keys).
 const DEDUPE_BUFFER_BYTES: i64 = 4 << 20;
@@ -24,19 +24,19 @@ impl Ours {
     }
 
     /// Each segment's batches as its `.log` holds them (`Observation::file_batches`); a file
-    /// that does not parse shows as one `[-1, -1, -1, -1, -1]` entry where it stops.
-    pub(super) fn file_batches(&self) -> Vec<Vec<[i64; 5]>> {
+    /// that does not parse shows as one all `-1` entry where it stops.
+    pub(super) fn file_batches(&self) -> Vec<Vec<FileBatch>> {
         self.log()
             .segments()
             .iter()
             .map(|s| {
                 let Ok(bytes) = std::fs::read(&s.path) else {
-                    return vec![[-1; 5]];
+                    return vec![[-1; 6]];
                 };
                 let mut out = Vec::new();
                 for batch in Batches::new(&bytes[..], 0) {
                     let Ok(batch) = batch else {
-                        out.push([-1; 5]);
+                        out.push([-1; 6]);
                         break;
                     };
                     let h = batch.header();
@@ -61,6 +61,7 @@ impl Ours {
                         i64::from(h.compression.id()),
                         records,
                         payload,
+                        i64::from(h.magic),
                     ]);
                 }
                 out
