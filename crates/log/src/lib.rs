@@ -176,8 +176,8 @@ mod sync;
 mod topic_config;
 mod topic_partition;
 mod transaction;
-mod txn_decision;
 mod txn_check;
+mod txn_decision;
 mod validate;
 mod view;
 

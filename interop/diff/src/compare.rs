@@ -630,11 +630,19 @@ mod tests {
         // Kafka kept an aborted batch (3..=4) below the log start 10; seglog emptied it.
         let mut ours = cleaned(
             580,
-            vec![[0, 2, 0, 3, 87, 2], [3, 4, 0, 0, 0, 2], [10, 11, 0, 2, 20, 2]],
+            vec![
+                [0, 2, 0, 3, 87, 2],
+                [3, 4, 0, 0, 0, 2],
+                [10, 11, 0, 2, 20, 2],
+            ],
         );
         let mut kafka = cleaned(
             656,
-            vec![[0, 2, 0, 3, 87, 2], [3, 4, 0, 2, 58, 2], [10, 11, 0, 2, 20, 2]],
+            vec![
+                [0, 2, 0, 3, 87, 2],
+                [3, 4, 0, 2, 58, 2],
+                [10, 11, 0, 2, 20, 2],
+            ],
         );
         ours.state.log_start = 10;
         kafka.state.log_start = 10;

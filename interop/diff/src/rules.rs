@@ -334,11 +334,17 @@ mod tests {
         kafka.outcome.searched_empty_segment = false;
         assert!(!lookup_past_an_empty_segment(&lookup, path, &ours, &kafka));
         // Past the searched segment: only an answer at or above its next offset.
-        assert!(!lookup_past_the_searched_segment(&lookup, path, &ours, &kafka));
+        assert!(!lookup_past_the_searched_segment(
+            &lookup, path, &ours, &kafka
+        ));
         kafka.outcome.searched_segment_end = Some(4);
-        assert!(lookup_past_the_searched_segment(&lookup, path, &ours, &kafka));
+        assert!(lookup_past_the_searched_segment(
+            &lookup, path, &ours, &kafka
+        ));
         kafka.outcome.searched_segment_end = Some(8);
-        assert!(!lookup_past_the_searched_segment(&lookup, path, &ours, &kafka));
+        assert!(!lookup_past_the_searched_segment(
+            &lookup, path, &ours, &kafka
+        ));
     }
 
     #[test]

@@ -191,8 +191,7 @@ fn retain_record(
 /// there).
 fn rebuild(batch: &BatchRef<'_>, retained: &[Record], horizon: Option<i64>) -> Result<Bytes> {
     let header = batch.header();
-    let (base_offset, last_offset) = match header.base_offset.filter(|_| header.magic == MAGIC_V2)
-    {
+    let (base_offset, last_offset) = match header.base_offset.filter(|_| header.magic == MAGIC_V2) {
         Some(base) => (base, header.last_offset),
         None => (
             retained.first().map_or(header.last_offset, |r| r.offset),

@@ -38,5 +38,5 @@ mod retention;
 mod truncation;
 mod txn_atomic;
 mod txn_compaction;
-mod txn_v2;
 mod txn_index_check;
+mod txn_v2;
