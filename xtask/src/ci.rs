@@ -144,5 +144,39 @@ fn forget_packaged_sources() -> Result<(), String> {
             }
         }
     }
+    forget_packaged_builds()
+}
+
+/// Removes the build fingerprints of our published crates: cargo unpacks the temporary
+/// registry's crates with the tarball's fixed file times (years old), so a crate built from an
+/// earlier package looks fresh beside changed sources, and the verification of `seglog` would
+/// link the `seglog-segment 0.1.0` an earlier run compiled, not the one just packaged. The
+/// fingerprints of the crates built from their paths go too (they are rebuilt once, by the
+/// tests; a clean clone has none yet).
+fn forget_packaged_builds() -> Result<(), String> {
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(
+        || crate::cmd::workspace_root().join("target"),
+        std::path::PathBuf::from,
+    );
+    let Ok(units) = std::fs::read_dir(target.join("debug").join(".fingerprint")) else {
+        return Ok(());
+    };
+    for unit in units.flatten() {
+        let name = unit.file_name().to_string_lossy().into_owned();
+        let ours = PUBLISHED.iter().any(|krate| {
+            name.strip_prefix(krate)
+                .and_then(|rest| rest.strip_prefix('-'))
+                .is_some_and(|hash| hash.chars().all(|c| c.is_ascii_hexdigit()))
+        });
+        if !ours {
+            continue;
+        }
+        std::fs::remove_dir_all(unit.path()).map_err(|e| {
+            format!(
+                "remove the build fingerprint {}: {e}",
+                unit.path().display()
+            )
+        })?;
+    }
     Ok(())
 }
