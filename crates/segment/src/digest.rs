@@ -95,7 +95,10 @@ impl ProducerBatch {
     /// record does not decode.
     pub fn from_batch(batch: &BatchRef<'_>) -> Result<ProducerBatch, seglog_records::Error> {
         let h = batch.header();
-        let marker = if h.is_control {
+        // Kafka's `ProducerAppendInfo.append`: "an empty control batch means the entire
+        // transaction has been cleaned from the log" (the cleaner's empty header of a marker
+        // it must retain): no marker, nothing to apply.
+        let marker = if h.is_control && h.record_count != Some(0) {
             batch.control_record()?.and_then(|record| {
                 record.marker.map(|m| TxnMarker {
                     timestamp_ms: record.record.timestamp_ms.unwrap_or(h.max_timestamp_ms),
@@ -282,6 +285,34 @@ mod tests {
         assert_eq!(d.producer_batches[0].producer_id, 7);
         assert_eq!(d.producer_batches[0].first_offset, 2);
         assert_eq!(d.next_offset, 5);
+    }
+
+    /// The cleaner keeps the empty header of a marker it must retain (Kafka 4.4's
+    /// `RETAIN_EMPTY`); Kafka's producer state takes it for a cleaned-away transaction. It
+    /// failed every read_committed first use and replay ("control batch holds no record"),
+    /// found by the differential histories (a cleaning round, then read_committed).
+    #[test]
+    fn an_empty_control_batch_is_a_batch_without_a_marker() {
+        let full = BatchBuilder::end_transaction_marker(
+            9,
+            1_000,
+            0,
+            7,
+            0,
+            seglog_records::ControlRecordType::Abort,
+            seglog_records::EndTransactionMarker {
+                version: 0,
+                coordinator_epoch: 3,
+            },
+        )
+        .unwrap();
+        let header = *BatchRef::parse(&full, 0).unwrap().header();
+        let empty = BatchBuilder::empty_batch(&header).unwrap();
+        let facts = ProducerBatch::from_batch(&BatchRef::parse(&empty, 0).unwrap()).unwrap();
+        assert!(facts.is_control);
+        assert_eq!(facts.marker, None);
+        let facts = ProducerBatch::from_batch(&BatchRef::parse(&full, 0).unwrap()).unwrap();
+        assert!(facts.marker.is_some_and(|m| m.is_abort));
     }
 
     #[test]
