@@ -24,8 +24,12 @@ mod tests {
     /// The folders holding workspace packages.
     const PACKAGE_ROOTS: &[&str] = &["crates", "benches", "xtask", "reliability"];
 
-    /// The one file allowed to contain `unsafe` code.
+    /// The file allowed to contain `unsafe` library code.
     const MMAP: &str = "crates/index-core/src/mmap.rs";
+    /// The one other file with `unsafe`: a test binary's counting global allocator (implementing
+    /// `GlobalAlloc` is `unsafe impl`, and it only forwards to `System`), which pins that recovery
+    /// never asks the heap for an index-sized buffer (issue #28's per-segment `memset`).
+    const COUNTING_ALLOCATOR: &str = "crates/segment/tests/it/heap_allocations.rs";
 
     fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = fs::read_dir(dir) else {
@@ -93,7 +97,7 @@ mod tests {
         let this_file = "xtask/src/tidy.rs";
         let mut offenders = Vec::new();
         for (path, text) in workspace_rust_files() {
-            if path == MMAP || path == this_file {
+            if path == MMAP || path == this_file || path == COUNTING_ALLOCATOR {
                 continue;
             }
             for (number, line) in text.lines().enumerate() {
