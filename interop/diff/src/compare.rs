@@ -120,6 +120,11 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"High watermark in a gap\"",
         explains: crate::rules::high_watermark_in_a_gap,
     },
+    Rule {
+        name: crate::rules_log::FIRST_UNSTABLE_AT_NEXT_BATCH,
+        documented: "docs/format.md, Deliberate differences: \"First unstable offset in a gap at a raised log start\"",
+        explains: crate::rules_log::first_unstable_at_next_batch,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history

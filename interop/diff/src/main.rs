@@ -24,6 +24,7 @@ mod kafka;
 mod observe;
 mod ours;
 mod rules;
+mod rules_log;
 mod run;
 mod shrink;
 
@@ -126,6 +127,7 @@ fn real_main() -> Result<bool, String> {
                     steps.len(),
                     file.display()
                 );
+                print_replay_rules(&coverage);
                 true
             }
             Some(d) => {
@@ -215,4 +217,12 @@ fn report(
         Err(e) => eprintln!("  could not write {}: {e}\n{text}", file.display()),
     }
     file
+}
+
+/// After a replay that agreed: the named rules that explained a difference on the way (so a
+/// reader sees whether a history agrees outright or through a deliberate difference).
+fn print_replay_rules(coverage: &run::Coverage) {
+    for ((name, _), n) in &coverage.rules {
+        eprintln!("  rule {name} applied {n} times");
+    }
 }

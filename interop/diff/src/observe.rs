@@ -134,6 +134,11 @@ pub struct Observation {
     /// rule on a high watermark in a gap; never compared).
     #[serde(default, skip_serializing)]
     pub batch_base_at_hw: Option<i64>,
+    /// seglog only: the base offset of the first batch holding an offset at or above the log
+    /// start (the log end when none does), when the log start lies below the log end (for the
+    /// rule on a first unstable offset clamped into a gap; never compared).
+    #[serde(default, skip_serializing)]
+    pub batch_base_at_log_start: Option<i64>,
 }
 
 /// A batch as a segment's `.log` holds it: `[base offset, last offset, codec id, records, key

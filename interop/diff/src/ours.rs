@@ -156,6 +156,7 @@ impl Ours {
             file_batches: step.op.is_maintenance().then(|| self.file_batches()),
             settled_first_unstable: None,
             batch_base_at_hw: self.batch_base_at_high_watermark(),
+            batch_base_at_log_start: self.batch_base_at_log_start(),
         };
         (observation, notes)
     }
@@ -172,6 +173,7 @@ impl Ours {
             file_batches: None,
             settled_first_unstable: None,
             batch_base_at_hw: self.batch_base_at_high_watermark(),
+            batch_base_at_log_start: self.batch_base_at_log_start(),
         }
     }
 
@@ -449,6 +451,22 @@ impl Ours {
             return None;
         }
         let data = log.read(hw, FETCH_BYTES, Isolation::LogEnd, true).ok()?;
+        let bytes = data.slice.read_to_vec().ok()?;
+        match Batches::new(&bytes[..], 0).next() {
+            None => Some(log.log_end_offset()),
+            Some(batch) => Some(base_offset(&batch.ok()?)),
+        }
+    }
+
+    /// The base offset of the first batch holding an offset at or above the log start (the
+    /// log end when none does), when the log start lies below the log end.
+    fn batch_base_at_log_start(&self) -> Option<i64> {
+        let log = self.log();
+        let start = log.log_start_offset();
+        if start >= log.log_end_offset() {
+            return None;
+        }
+        let data = log.read(start, FETCH_BYTES, Isolation::LogEnd, true).ok()?;
         let bytes = data.slice.read_to_vec().ok()?;
         match Batches::new(&bytes[..], 0).next() {
             None => Some(log.log_end_offset()),
