@@ -125,6 +125,16 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"First unstable offset in a gap at a raised log start\"",
         explains: crate::rules_log::first_unstable_at_next_batch,
     },
+    Rule {
+        name: crate::rules_log::MAX_TIMESTAMP_BELOW_LOG_START,
+        documented: "docs/format.md, Deliberate differences: \"MAX_TIMESTAMP below the log start\"",
+        explains: crate::rules_log::max_timestamp_below_log_start,
+    },
+    Rule {
+        name: crate::rules_log::MAX_TIMESTAMP_FORGOTTEN,
+        documented: "docs/format.md, Deliberate differences: \"MAX_TIMESTAMP after a truncation below a reloaded time index entry\"",
+        explains: crate::rules_log::max_timestamp_forgotten_by_truncation,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history

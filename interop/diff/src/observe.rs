@@ -31,6 +31,15 @@ pub struct Outcome {
     /// searched, for the rule on lookups past it.
     #[serde(default, skip_serializing)]
     pub searched_segment_end: Option<i64>,
+    /// Kafka only, never compared: for MAX_TIMESTAMP, the largest batch max timestamp of any
+    /// segment as its batches hold it (`FileRecords.largestTimestampAfter(0)`), for the rule on
+    /// a segment's forgotten max timestamp.
+    #[serde(default, skip_serializing)]
+    pub batches_max_timestamp: Option<i64>,
+    /// Kafka only, never compared: for MAX_TIMESTAMP, some segment's `maxTimestampSoFar()` is
+    /// below the largest max timestamp of its batches.
+    #[serde(default, skip_serializing)]
+    pub max_timestamp_so_far_stale: bool,
 }
 
 /// Kafka's `FileRecords.TimestampAndOffset`: what ListOffsets answers.

@@ -349,6 +349,8 @@ fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
         timestamp_lookup: None,
         searched_empty_segment: false,
         searched_segment_end: None,
+        batches_max_timestamp: None,
+        max_timestamp_so_far_stale: false,
     }
 }
 

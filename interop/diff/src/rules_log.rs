@@ -2,12 +2,18 @@
 //! differences between seglog and Kafka 4.4, each accepted only in exactly its form and named in
 //! docs/format.md's "Deliberate differences" (listed in `compare::RULES`).
 
-use crate::history::Step;
+use crate::history::{Op, Step, TimestampTarget};
 use crate::observe::Observation;
 
 /// The name of the rule for Kafka's first unstable offset clamped to a log start in a gap.
 pub const FIRST_UNSTABLE_AT_NEXT_BATCH: &str =
     "first-unstable-offset-at-next-batch-above-log-start";
+
+/// The name of the rule for Kafka's MAX_TIMESTAMP answer below its log start.
+pub const MAX_TIMESTAMP_BELOW_LOG_START: &str = "max-timestamp-below-log-start";
+
+/// The name of the rule for a segment max timestamp Kafka forgets in a truncation.
+pub const MAX_TIMESTAMP_FORGOTTEN: &str = "max-timestamp-of-a-segment-forgotten-by-a-truncation";
 
 /// When the log start is raised (DeleteRecords, retention, a reload) past the first offset of
 /// an open transaction to an offset in a gap (no batch holds it: a follower's gap, or a
@@ -46,11 +52,77 @@ pub fn first_unstable_at_next_batch(
         && b.last_stable == lso(b.first_unstable, b.high_watermark)
 }
 
+/// Whether `step` is a MAX_TIMESTAMP lookup and `path` lies in its answer.
+fn max_timestamp_lookup(step: &Step, path: &str) -> bool {
+    matches!(
+        step.op,
+        Op::OffsetForTimestamp {
+            target: TimestampTarget::MaxTimestamp
+        }
+    ) && path.starts_with("outcome.timestamp_lookup")
+}
+
+/// MAX_TIMESTAMP when the record holding the largest timestamp lies below the log start (raised
+/// by DeleteRecords or retention inside its segment): Kafka 4.4's `fetchOffsetByTimestamp`
+/// (`-3` branch) picks the segment by `maxTimestampSoFar()` and answers its record whatever the
+/// log start (a fetch there is out of range); seglog answers only records at or above the log
+/// start. Exactly: a MAX_TIMESTAMP lookup, the same log start, Kafka's answer below it, seglog
+/// none, neither refused.
+pub fn max_timestamp_below_log_start(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    max_timestamp_lookup(step, path)
+        && ours.state.log_start == kafka.state.log_start
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.is_none()
+        && ours.outcome.timestamp_lookup.is_none()
+        && kafka
+            .outcome
+            .timestamp_lookup
+            .is_some_and(|found| found.offset < kafka.state.log_start)
+}
+
+/// MAX_TIMESTAMP after a truncation forgot a segment's max timestamp: after a reopen a
+/// segment's `maxTimestampAndOffsetSoFar` is read lazily from its time index's last entry, and
+/// Kafka 4.4's `LogSegment.truncateTo` truncates the time index before it reads it, so when the
+/// truncation removes the batch of that entry (the one `prepareActiveSegmentForClose` wrote)
+/// the segment's `maxTimestampSoFar()` is -1 and stays so (it is recomputed from the batches
+/// only when it was known); the `-3` search then picks an earlier segment and answers a record
+/// with a lower timestamp. seglog keeps each segment's largest timestamp from its batches and
+/// answers the record with the largest timestamp. Exactly: a MAX_TIMESTAMP lookup, Kafka
+/// reports a segment whose `maxTimestampSoFar()` is below its batches' largest max timestamp,
+/// Kafka's answer (if any) has a lower timestamp than the largest one its batches hold, and
+/// seglog's answer has exactly that largest timestamp.
+pub fn max_timestamp_forgotten_by_truncation(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let Some(largest) = kafka.outcome.batches_max_timestamp else {
+        return false;
+    };
+    max_timestamp_lookup(step, path)
+        && kafka.outcome.max_timestamp_so_far_stale
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.is_none()
+        && kafka
+            .outcome
+            .timestamp_lookup
+            .is_none_or(|found| found.timestamp < largest)
+        && ours
+            .outcome
+            .timestamp_lookup
+            .is_some_and(|found| found.timestamp == largest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::history::Op;
-    use crate::observe::State;
+    use crate::observe::{State, TimestampLookup};
 
     fn step() -> Step {
         Step {
@@ -119,6 +191,94 @@ mod tests {
             &step(),
             "state.first_unstable",
             &other,
+            &kafka
+        ));
+    }
+
+    fn max_timestamp() -> Step {
+        Step {
+            op: Op::OffsetForTimestamp {
+                target: TimestampTarget::MaxTimestamp,
+            },
+            fetch_offset: 0,
+        }
+    }
+
+    fn answer(timestamp: i64, offset: i64, leader_epoch: i32) -> Option<TimestampLookup> {
+        Some(TimestampLookup {
+            timestamp,
+            offset,
+            leader_epoch: Some(leader_epoch),
+        })
+    }
+
+    #[test]
+    fn a_max_timestamp_answer_below_the_log_start_is_explained_only_in_its_form() {
+        // Divergence 302: one batch at 27, DeleteRecords to 28 (the log end).
+        let mut ours = Observation::default();
+        ours.state.log_start = 28;
+        ours.state.log_end = 28;
+        let mut kafka = ours.clone();
+        kafka.outcome.timestamp_lookup = answer(1000, 27, 0);
+        let path = "outcome.timestamp_lookup";
+        assert!(max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+        assert!(!max_timestamp_below_log_start(&step(), path, &ours, &kafka));
+        // At or above the log start: no.
+        kafka.outcome.timestamp_lookup = answer(1000, 28, 0);
+        assert!(!max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+        // seglog answering something: no.
+        kafka.outcome.timestamp_lookup = answer(1000, 27, 0);
+        ours.outcome.timestamp_lookup = answer(900, 29, 0);
+        assert!(!max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+    }
+
+    #[test]
+    fn a_forgotten_segment_max_timestamp_is_explained_only_in_its_form() {
+        // d2-max-timestamp-forgotten-seed451: Kafka answers the marker at 0 (ts 422), seglog the
+        // gzip batch at 4 (ts 578), the largest timestamp Kafka's batches hold.
+        let mut ours = Observation::default();
+        ours.outcome.timestamp_lookup = answer(578, 4, 3);
+        let mut kafka = Observation::default();
+        kafka.outcome.timestamp_lookup = answer(422, 0, 0);
+        kafka.outcome.batches_max_timestamp = Some(578);
+        kafka.outcome.max_timestamp_so_far_stale = true;
+        let path = "outcome.timestamp_lookup.leader_epoch";
+        assert!(max_timestamp_forgotten_by_truncation(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+        // No stale segment in Kafka: no.
+        let mut fresh = kafka.clone();
+        fresh.outcome.max_timestamp_so_far_stale = false;
+        assert!(!max_timestamp_forgotten_by_truncation(
+            &max_timestamp(),
+            path,
+            &ours,
+            &fresh
+        ));
+        // seglog's answer not the largest timestamp: no.
+        ours.outcome.timestamp_lookup = answer(577, 4, 3);
+        assert!(!max_timestamp_forgotten_by_truncation(
+            &max_timestamp(),
+            path,
+            &ours,
             &kafka
         ));
     }

@@ -424,6 +424,7 @@ public final class DiffDriver {
                     break;
                 }
             }
+            if (target == -3L) maxTimestampFacts(reply);
             if (found.isPresent()) {
                 ObjectNode t = reply.putObject("timestamp_lookup");
                 t.put("timestamp", found.get().timestamp);
@@ -432,6 +433,23 @@ public final class DiffDriver {
                 else t.putNull("leader_epoch");
             }
         });
+    }
+
+    /**
+     * For MAX_TIMESTAMP (rule {@code max-timestamp-of-a-segment-forgotten-by-a-truncation}):
+     * the largest batch max timestamp any segment's batches hold, and whether some segment's
+     * {@code maxTimestampSoFar()} (what the search picks its segment by) is below its own.
+     */
+    private void maxTimestampFacts(ObjectNode reply) throws IOException {
+        long largest = -1L;
+        boolean stale = false;
+        for (var segment : log.logSegments()) {
+            long batches = segment.log().largestTimestampAfter(0).timestamp;
+            largest = Math.max(largest, batches);
+            if (segment.maxTimestampSoFar() < batches) stale = true;
+        }
+        reply.put("batches_max_timestamp", largest);
+        reply.put("max_timestamp_so_far_stale", stale);
     }
 
     /**
