@@ -40,6 +40,11 @@ pub struct Outcome {
     /// below the largest max timestamp of its batches.
     #[serde(default, skip_serializing)]
     pub max_timestamp_so_far_stale: bool,
+    /// Kafka only, never compared: before a retention pass, the segments time retention keeps
+    /// only because their `maxTimestampSoFar()` is below their batches' largest timestamp,
+    /// which breaches `retention.ms` (for the rule on that forgotten timestamp).
+    #[serde(default, skip_serializing)]
+    pub retention_kept_by_stale_max_timestamp: Vec<i64>,
 }
 
 /// Kafka's `FileRecords.TimestampAndOffset`: what ListOffsets answers.

@@ -52,6 +52,46 @@ pub fn first_unstable_at_next_batch(
         && b.last_stable == lso(b.first_unstable, b.high_watermark)
 }
 
+/// The name of the rule for time retention of a segment whose max timestamp Kafka forgot.
+pub const RETENTION_OF_FORGOTTEN_MAX_TIMESTAMP: &str =
+    "time-retention-of-a-segment-whose-max-timestamp-kafka-forgot";
+
+/// Time retention of a segment whose max timestamp Kafka 4.4 forgot (the truncation of
+/// `max-timestamp-of-a-segment-forgotten-by-a-truncation`): Kafka's `deleteRetentionMsBreachedSegments`
+/// takes `LogSegment.largestTimestamp()`, which for a `maxTimestampSoFar()` of -1 is the file's
+/// mtime (just touched by the truncation), so Kafka keeps a segment whose records are all older
+/// than `retention.ms` and, as retention stops at the first segment it keeps, every segment after
+/// it; seglog takes the records' timestamps and deletes them. Exactly: a retention pass with
+/// `retention.ms` set, both accepted, seglog's log start above Kafka's, Kafka's first segment one
+/// that its driver reports as kept only by the forgotten timestamp (its batches' largest timestamp
+/// breaches `retention.ms`), and every segment seglog has either one of Kafka's or a new one at
+/// the log end (all deleted, rolled). The runner then has Kafka delete the same segments (a roll
+/// when seglog rolled, DeleteRecords to seglog's log start and a pass of the log-start rule) and
+/// compares every field of the step against Kafka's state after that.
+pub fn retention_of_forgotten_max_timestamp(
+    step: &Step,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let Op::Retention { retention_ms, .. } = step.op else {
+        return false;
+    };
+    let (a, b) = (&ours.state, &kafka.state);
+    retention_ms >= 0
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.is_none()
+        && a.log_start > b.log_start
+        && b.segments.first().is_some_and(|first| {
+            kafka
+                .outcome
+                .retention_kept_by_stale_max_timestamp
+                .contains(first)
+        })
+        && a.segments
+            .iter()
+            .all(|base| b.segments.contains(base) || *base == a.log_end)
+}
+
 /// Whether `step` is a MAX_TIMESTAMP lookup and `path` lies in its answer.
 fn max_timestamp_lookup(step: &Step, path: &str) -> bool {
     matches!(
@@ -280,6 +320,48 @@ mod tests {
             path,
             &ours,
             &kafka
+        ));
+    }
+
+    #[test]
+    fn retention_kept_by_a_forgotten_max_timestamp_is_followed_only_in_its_form() {
+        // d3-retention-forgotten-max-timestamp-a (open-retention-log-start-a): one segment at 0 (batch 0..=1 older than retention.ms),
+        // its max timestamp forgotten by Kafka's truncation after a reopen; seglog deletes it
+        // and rolls at 2.
+        let retention = Step {
+            op: Op::Retention {
+                retention_ms: 360,
+                retention_bytes: 5532,
+            },
+            fetch_offset: 1,
+        };
+        let mut ours = Observation::default();
+        ours.state.log_start = 2;
+        ours.state.log_end = 2;
+        ours.state.segments = vec![2];
+        let mut kafka = Observation::default();
+        kafka.state.log_end = 2;
+        kafka.state.segments = vec![0];
+        kafka.outcome.retention_kept_by_stale_max_timestamp = vec![0];
+        assert!(retention_of_forgotten_max_timestamp(
+            &retention, &ours, &kafka
+        ));
+        assert!(!retention_of_forgotten_max_timestamp(
+            &step(),
+            &ours,
+            &kafka
+        ));
+        // Kafka kept its first segment for another reason: no.
+        let mut other = kafka.clone();
+        other.outcome.retention_kept_by_stale_max_timestamp = vec![];
+        assert!(!retention_of_forgotten_max_timestamp(
+            &retention, &ours, &other
+        ));
+        // seglog with a segment Kafka does not have below its log end: no.
+        let mut odd = ours.clone();
+        odd.state.segments = vec![1, 2];
+        assert!(!retention_of_forgotten_max_timestamp(
+            &retention, &odd, &kafka
         ));
     }
 }

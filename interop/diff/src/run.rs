@@ -161,6 +161,8 @@ impl Runner {
             self.kafka.now_ms = now_ms;
             let (observed, notes) = ours.apply(&step, &bytes);
             let theirs = self.kafka.apply(&step, &bytes)?;
+            let theirs =
+                self.follow_forgotten_max_timestamp(&step, &observed, theirs, &mut applied)?;
             *coverage.ops.entry(step.op.name()).or_default() += 1;
             record(coverage, &observed, &notes);
             record_maintenance(coverage, &step, &last, &observed, &notes);
@@ -242,6 +244,53 @@ impl Runner {
             }
         }
         Ok(())
+    }
+}
+
+impl Runner {
+    /// Kafka kept segments by time retention only because it forgot their max timestamp
+    /// (`rules_log::retention_of_forgotten_max_timestamp`): Kafka deletes the same segments
+    /// (a roll when seglog rolled, DeleteRecords to seglog's log start, a pass of the log-start
+    /// rule), and its state after that is what the step compares.
+    fn follow_forgotten_max_timestamp(
+        &mut self,
+        step: &Step,
+        ours: &Observation,
+        theirs: Observation,
+        applied: &mut Vec<(&'static str, &'static str)>,
+    ) -> Result<Observation, String> {
+        if !crate::rules_log::retention_of_forgotten_max_timestamp(step, ours, &theirs) {
+            return Ok(theirs);
+        }
+        applied.push((
+            crate::rules_log::RETENTION_OF_FORGOTTEN_MAX_TIMESTAMP,
+            "docs/format.md, Deliberate differences: \"Time retention after a truncation below a reloaded time index entry\"",
+        ));
+        let at = |op| Step {
+            op,
+            fetch_offset: step.fetch_offset,
+        };
+        if ours
+            .state
+            .segments
+            .iter()
+            .any(|base| !theirs.state.segments.contains(base))
+        {
+            self.kafka.apply(&at(Op::Roll), &[])?;
+        }
+        self.kafka.apply(
+            &at(Op::DeleteRecords {
+                offset: ours.state.log_start,
+            }),
+            &[],
+        )?;
+        self.kafka.apply(
+            &at(Op::Retention {
+                retention_ms: -1,
+                retention_bytes: -1,
+            }),
+            &[],
+        )
     }
 }
 

@@ -234,6 +234,7 @@ public final class DiffDriver {
                     overrides.put("retention.ms", r.path("retention_ms").asLong());
                     overrides.put("retention.bytes", r.path("retention_bytes").asLong());
                     log.updateConfig(configWith(overrides));
+                    staleRetention(reply, now, r.path("retention_ms").asLong());
                     try {
                         refusable(reply, () -> log.deleteOldSegments());
                     } finally {
@@ -433,6 +434,25 @@ public final class DiffDriver {
                 else t.putNull("leader_epoch");
             }
         });
+    }
+
+    /**
+     * Before a retention pass (rule {@code time-retention-of-a-segment-whose-max-timestamp-kafka-forgot}):
+     * the base offsets of the segments time retention keeps only because their
+     * {@code maxTimestampSoFar()} is below their batches' largest max timestamp (so
+     * {@code largestTimestamp()} is the file's mtime, or a lower value), while that largest
+     * timestamp breaches {@code retention.ms} at {@code now}.
+     */
+    private void staleRetention(ObjectNode reply, long now, long retentionMs) throws IOException {
+        if (retentionMs < 0) return;
+        ArrayNode bases = reply.putArray("retention_kept_by_stale_max_timestamp");
+        for (var segment : log.logSegments()) {
+            long batches = segment.log().largestTimestampAfter(0).timestamp;
+            if (batches >= 0 && segment.maxTimestampSoFar() < batches
+                    && now - batches > retentionMs && !(now - segment.largestTimestamp() > retentionMs)) {
+                bases.add(segment.baseOffset());
+            }
+        }
     }
 
     /**
