@@ -474,6 +474,22 @@ pub enum AppendErrorKind {
         /// This batch's last offset.
         last_offset: i64,
     },
+    /// A follower batch starts at or below the previous batch's last offset (its first offset;
+    /// a legacy compressed wrapper's is its last). Kafka 4.4 accepts it when its last offset
+    /// increases, but seglog's load takes such a batch for damage
+    /// (`CorruptKind::OffsetsNotIncreasing` of `seglog-segment`), so the append refuses what the
+    /// next open would not serve (docs/format.md, "Overlapping follower batches").
+    #[error(
+        "batch at position {position} starts at offset {first_offset}, not above the previous batch's last offset {previous_last_offset}"
+    )]
+    OverlappingBatch {
+        /// The batch's position in the append.
+        position: u64,
+        /// The previous batch's last offset.
+        previous_last_offset: i64,
+        /// This batch's first offset.
+        first_offset: i64,
+    },
     /// A leader append was given a negative leader epoch ([`crate::Log::append_as_leader`]).
     #[error("leader epoch {epoch} is negative")]
     InvalidLeaderEpoch {

@@ -151,6 +151,22 @@ pub(crate) fn analyze(
                     last_offset: header.last_offset,
                 }));
             }
+            // seglog's load refuses a batch that starts at or below the previous one's last
+            // offset (the segment's `OffsetsNotIncreasing`, with the same first offset: a legacy
+            // compressed wrapper's is its last), so the append refuses it too: seglog never
+            // writes what its next open would not serve (Kafka 4.4 accepts it: docs/format.md,
+            // "Overlapping follower batches").
+            let first_offset = header.base_offset.unwrap_or(header.last_offset);
+            if origin == Origin::Follower
+                && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
+                && first_offset <= previous
+            {
+                return Err(invalid(AppendErrorKind::OverlappingBatch {
+                    position: header.position,
+                    previous_last_offset: previous,
+                    first_offset,
+                }));
+            }
             batches.push(BatchSpan {
                 chunk,
                 at: header.position as usize - start,

@@ -824,9 +824,9 @@ impl Generator {
         let mut batches: Vec<FollowerBatch> = Vec::new();
         for k in 0..count {
             // Out of order: at the previous batch's base, and ending at or below its last
-            // offset (Kafka checks last offsets only: a later batch overlapping the previous
-            // one but ending above it is accepted by both, and seglog's own load then takes it
-            // for damage, interop/kafka/README.md, Findings, S2; not generated).
+            // offset (refused by both), or of any length (Kafka checks last offsets only and
+            // accepts one ending above; seglog refuses it, interop/kafka/README.md, Findings,
+            // S2).
             let mut at_most = None;
             if k > 0 {
                 let previous = &batches[batches.len() - 1];
@@ -840,6 +840,10 @@ impl Generator {
                             previous.records
                         });
                     }
+                    // At the previous batch's base, of any length: one that ends above the
+                    // previous batch is Kafka's to accept and seglog's to refuse (S2, rule
+                    // `overlapping-follower-batch-refused`).
+                    18..20 => next = previous.base_offset,
                     _ => {}
                 }
             }

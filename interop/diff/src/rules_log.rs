@@ -92,6 +92,38 @@ pub fn retention_of_forgotten_max_timestamp(
             .all(|base| b.segments.contains(base) || *base == a.log_end)
 }
 
+/// The name of the rule for a follower batch overlapping the previous one.
+pub const OVERLAPPING_FOLLOWER_BATCH: &str = "overlapping-follower-batch-refused";
+
+/// A follower batch that starts at or below the previous batch's last offset and ends above it
+/// (interop/kafka/README.md, Findings, S2): Kafka 4.4's `analyzeAndValidateRecords` checks only
+/// that last offsets increase and writes it; seglog refuses it (`OverlappingBatch`), as its
+/// load would take it for damage. Exactly: a follower append, seglog refused with
+/// `OverlappingBatch` and its log end unchanged, Kafka accepted, and the append holds a v2 or
+/// uncompressed batch whose base offset is at or below the previous batch's last offset while it
+/// ends above it. The runner then truncates Kafka's log back to seglog's log end and compares
+/// every field of the step against Kafka's state after that.
+pub fn overlapping_follower_batch(step: &Step, ours: &Observation, kafka: &Observation) -> bool {
+    let Op::Follower { batches } = &step.op else {
+        return false;
+    };
+    let overlaps = batches.windows(2).any(|pair| {
+        let (previous, batch) = (&pair[0], &pair[1]);
+        let compressed_legacy = batch.magic < 2 && batch.codec != crate::history::Codec::None;
+        !compressed_legacy
+            && batch.base_offset < previous.next_offset()
+            && batch.next_offset() > previous.next_offset()
+    });
+    overlaps
+        && ours
+            .outcome
+            .refused
+            .as_deref()
+            .is_some_and(|r| r.starts_with("seglog:InvalidAppend OverlappingBatch"))
+        && kafka.outcome.refused.is_none()
+        && kafka.state.log_end > ours.state.log_end
+}
+
 /// Whether `step` is a MAX_TIMESTAMP lookup and `path` lies in its answer.
 fn max_timestamp_lookup(step: &Step, path: &str) -> bool {
     matches!(
@@ -363,5 +395,42 @@ mod tests {
         assert!(!retention_of_forgotten_max_timestamp(
             &retention, &odd, &kafka
         ));
+    }
+
+    #[test]
+    fn an_overlapping_follower_batch_is_followed_only_in_its_form() {
+        let batch = |base_offset: i64, records: u8| crate::history::FollowerBatch {
+            base_offset,
+            magic: 2,
+            leader_epoch: 0,
+            records,
+            codec: crate::history::Codec::None,
+            producer_id: -1,
+            epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+            marker: None,
+        };
+        let follower = |batches| Step {
+            op: Op::Follower { batches },
+            fetch_offset: 0,
+        };
+        let mut ours = Observation::default();
+        ours.state.log_end = 6;
+        ours.outcome.refused = Some(
+            "seglog:InvalidAppend OverlappingBatch { position: 70, previous_last_offset: 6, first_offset: 6 }"
+                .into(),
+        );
+        let mut kafka = Observation::default();
+        kafka.state.log_end = 9;
+        let overlapping = follower(vec![batch(6, 1), batch(6, 3)]);
+        assert!(overlapping_follower_batch(&overlapping, &ours, &kafka));
+        // Ending at the previous batch's last offset: not this form (both refuse it).
+        let inside = follower(vec![batch(6, 2), batch(6, 2)]);
+        assert!(!overlapping_follower_batch(&inside, &ours, &kafka));
+        // seglog refusing for another reason: no.
+        let mut other = ours.clone();
+        other.outcome.refused = Some("OffsetsOutOfOrderException".into());
+        assert!(!overlapping_follower_batch(&overlapping, &other, &kafka));
     }
 }

@@ -163,6 +163,7 @@ impl Runner {
             let theirs = self.kafka.apply(&step, &bytes)?;
             let theirs =
                 self.follow_forgotten_max_timestamp(&step, &observed, theirs, &mut applied)?;
+            let theirs = self.follow_overlapping_batch(&step, &observed, theirs, &mut applied)?;
             *coverage.ops.entry(step.op.name()).or_default() += 1;
             record(coverage, &observed, &notes);
             record_maintenance(coverage, &step, &last, &observed, &notes);
@@ -291,6 +292,40 @@ impl Runner {
             }),
             &[],
         )
+    }
+}
+
+impl Runner {
+    /// Kafka wrote a follower batch overlapping the previous one that seglog refused
+    /// (`rules_log::overlapping_follower_batch`): Kafka's log is truncated back to seglog's log
+    /// end, and its state after that is what the step compares.
+    fn follow_overlapping_batch(
+        &mut self,
+        step: &Step,
+        ours: &Observation,
+        theirs: Observation,
+        applied: &mut Vec<(&'static str, &'static str)>,
+    ) -> Result<Observation, String> {
+        if !crate::rules_log::overlapping_follower_batch(step, ours, &theirs) {
+            return Ok(theirs);
+        }
+        applied.push((
+            crate::rules_log::OVERLAPPING_FOLLOWER_BATCH,
+            "docs/format.md, Deliberate differences: \"Overlapping follower batches are refused\"",
+        ));
+        let mut truncated = self.kafka.apply(
+            &Step {
+                op: Op::Truncate {
+                    offset: ours.state.log_end,
+                },
+                fetch_offset: step.fetch_offset,
+            },
+            &[],
+        )?;
+        // The outcome compared is the append's: refused by seglog, written and taken back by
+        // Kafka; the rest is Kafka's state after the truncation.
+        truncated.outcome = ours.outcome.clone();
+        Ok(truncated)
     }
 }
 

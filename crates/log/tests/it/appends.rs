@@ -250,3 +250,53 @@ fn append_info_names_the_max_timestamp_and_its_offset() {
     assert_eq!(info.max_timestamp_ms, None);
     assert_eq!(info.max_timestamp_offset, 6);
 }
+
+/// A follower append whose batch starts at or below the previous batch's last offset while
+/// ending above it (`[6]` then `[6, 8]` in one append) is refused, nothing written: seglog's
+/// load takes such a batch for damage (`CorruptKind::OffsetsNotIncreasing`), so accepting it
+/// wrote what the next open would not serve (interop/kafka/README.md, Findings, S2; Kafka 4.4
+/// accepts it, docs/format.md, "Overlapping follower batches"). Before the fix the append was
+/// accepted and a read after a clean reopen stopped before the second batch.
+#[test]
+fn a_follower_batch_overlapping_the_previous_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let mut b = seglog::BatchBuilder::new(0);
+    for _ in 0..6 {
+        b.append(T0, None, Some(b"early"), &[]);
+    }
+    log.append_as_follower(&b.build().unwrap()).unwrap();
+    let one = |base: i64, count: usize| {
+        let mut b = seglog::BatchBuilder::new(base);
+        for _ in 0..count {
+            b.append(T0, None, Some(b"x"), &[]);
+        }
+        b.build().unwrap()
+    };
+    let overlapping = [one(6, 1), one(6, 3)].concat();
+    let e = log.append_as_follower(&overlapping).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::OverlappingBatch {
+                    previous_last_offset: 6,
+                    first_offset: 6,
+                    ..
+                }
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(log.log_end_offset(), 6);
+    // What the append accepts, the next open serves: the same batches with proper offsets.
+    log.append_as_follower(&[one(6, 1), one(7, 2)].concat())
+        .unwrap();
+    let before: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(before, (0..9).collect::<Vec<_>>());
+    log.close().unwrap();
+    drop(log);
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let after: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(after, before);
+}
