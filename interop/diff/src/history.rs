@@ -347,6 +347,9 @@ pub struct Generator {
 struct PartB {
     /// The leader epoch follower batches carry (it only grows, as a partition's does).
     follower_epoch: i32,
+    /// The active segment's size after the last step (seglog's), for several-batch leader
+    /// appends.
+    active_segment_bytes: Option<u64>,
 }
 
 impl Generator {
@@ -364,6 +367,7 @@ impl Generator {
 
     /// The next step, given what seglog showed after the previous one.
     pub fn next_step(&mut self, last: &Observation) -> Step {
+        self.part_b.active_segment_bytes = last.active_segment_bytes;
         let maintenance = self.maintenance(last);
         let state = &last.state;
         let roll = self.rng.random_range(0..100);
@@ -727,6 +731,10 @@ impl Op {
     }
 }
 
+/// The active segment size up to which a several-batch leader append fits in the
+/// histories' 1 KiB segments (three batches of two records are under 500 bytes).
+const SEVERAL_BATCHES_ROOM: u64 = 500;
+
 /// Generation of the operations of part B (follower appends, markers under a transaction
 /// version, offset for timestamp, producer expiry, appends with chosen timestamps).
 impl Generator {
@@ -750,6 +758,17 @@ impl Generator {
             },
             29..34 => self.timed_leader_append(),
             34..36 => Op::BecomeLeader,
+            // Several v2 batches in one leader append, where they fit in the active segment
+            // (a roll in the middle would part the layouts: Kafka, appending them one by one
+            // after refusing the whole, rolls between batches, seglog before the whole append).
+            36..38
+                if self
+                    .part_b
+                    .active_segment_bytes
+                    .is_some_and(|b| b <= SEVERAL_BATCHES_ROOM) =>
+            {
+                self.several_leader_batches()
+            }
             _ => return None,
         })
     }
@@ -951,6 +970,24 @@ impl Generator {
             commit,
             transaction_version,
         }
+    }
+
+    /// A leader append of two or three plain batches of one or two records each, at the step's
+    /// clock: Kafka 4.4 refuses it (`InvalidRecordException`, one batch per leader append),
+    /// seglog takes it as one bulk append (rule `several-batches-in-one-leader-append`).
+    fn several_leader_batches(&mut self) -> Op {
+        let count = self.rng.random_range(2..=3);
+        let batches = (0..count)
+            .map(|_| {
+                let mut batch = self.plain();
+                batch.records = self.rng.random_range(1..=2);
+                TimedBatch {
+                    timestamp_offsets_ms: vec![0; usize::from(batch.records)],
+                    batch,
+                }
+            })
+            .collect();
+        Op::LeaderBatches { batches }
     }
 
     /// A leader append of one batch whose records carry timestamps around the step's clock:

@@ -124,6 +124,27 @@ pub fn overlapping_follower_batch(step: &Step, ours: &Observation, kafka: &Obser
         && kafka.state.log_end > ours.state.log_end
 }
 
+/// The name of the rule for several v2 batches in one leader append.
+pub const SEVERAL_LEADER_BATCHES: &str = "several-batches-in-one-leader-append";
+
+/// Several v2 batches in one leader append (docs/format.md, "Several batches in one leader
+/// append"): Kafka 4.4's `LogValidator` refuses them (`InvalidRecordException`: a produce
+/// request carries one batch per partition), seglog takes them as one bulk append whose offsets
+/// run on as in successive Kafka appends. Exactly: a leader append of two or more batches,
+/// seglog accepted it, Kafka refused it with `InvalidRecordException` and its log end did not
+/// move. The runner then appends the batches to Kafka one by one and compares every field of
+/// the step (the outcome: the first offset of the first append, the last of the last) against
+/// Kafka's state after that.
+pub fn several_leader_batches(step: &Step, ours: &Observation, kafka: &Observation) -> bool {
+    let Op::LeaderBatches { batches } = &step.op else {
+        return false;
+    };
+    batches.len() >= 2
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.as_deref() == Some("InvalidRecordException")
+        && kafka.state.log_end < ours.state.log_end
+}
+
 /// Whether `step` is a MAX_TIMESTAMP lookup and `path` lies in its answer.
 fn max_timestamp_lookup(step: &Step, path: &str) -> bool {
     matches!(
@@ -432,5 +453,41 @@ mod tests {
         let mut other = ours.clone();
         other.outcome.refused = Some("OffsetsOutOfOrderException".into());
         assert!(!overlapping_follower_batch(&overlapping, &other, &kafka));
+    }
+
+    #[test]
+    fn several_leader_batches_are_followed_only_in_their_form() {
+        let plain = crate::history::TimedBatch {
+            batch: crate::history::BatchSpec {
+                producer_id: -1,
+                epoch: -1,
+                base_sequence: -1,
+                transactional: false,
+                records: 1,
+                codec: crate::history::Codec::None,
+                kind: crate::history::AppendKind::Plain,
+            },
+            timestamp_offsets_ms: vec![0],
+        };
+        let append = |n: usize| Step {
+            op: Op::LeaderBatches {
+                batches: vec![plain.clone(); n],
+            },
+            fetch_offset: 0,
+        };
+        let mut ours = Observation::default();
+        ours.state.log_end = 5;
+        ours.outcome.first_offset = Some(3);
+        ours.outcome.last_offset = Some(4);
+        let mut kafka = Observation::default();
+        kafka.state.log_end = 3;
+        kafka.outcome.refused = Some("InvalidRecordException".into());
+        assert!(several_leader_batches(&append(2), &ours, &kafka));
+        // One batch: Kafka's refusal is another matter.
+        assert!(!several_leader_batches(&append(1), &ours, &kafka));
+        // Kafka refusing for another reason: no.
+        let mut other = kafka.clone();
+        other.outcome.refused = Some("InvalidTimestampException".into());
+        assert!(!several_leader_batches(&append(2), &ours, &other));
     }
 }

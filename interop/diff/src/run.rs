@@ -164,6 +164,8 @@ impl Runner {
             let theirs =
                 self.follow_forgotten_max_timestamp(&step, &observed, theirs, &mut applied)?;
             let theirs = self.follow_overlapping_batch(&step, &observed, theirs, &mut applied)?;
+            let theirs =
+                self.follow_several_leader_batches(&step, &bytes, &observed, theirs, &mut applied)?;
             *coverage.ops.entry(step.op.name()).or_default() += 1;
             record(coverage, &observed, &notes);
             record_maintenance(coverage, &step, &last, &observed, &notes);
@@ -326,6 +328,47 @@ impl Runner {
         // Kafka; the rest is Kafka's state after the truncation.
         truncated.outcome = ours.outcome.clone();
         Ok(truncated)
+    }
+}
+
+impl Runner {
+    /// Kafka refused several v2 batches in one leader append that seglog took as one bulk
+    /// append (`rules_log::several_leader_batches`): Kafka appends them one by one, and its state
+    /// after that, with the first offset of the first append and the last of the last, is what
+    /// the step compares (a refusal of one of them is Kafka's outcome).
+    fn follow_several_leader_batches(
+        &mut self,
+        step: &Step,
+        bytes: &[u8],
+        ours: &Observation,
+        theirs: Observation,
+        applied: &mut Vec<(&'static str, &'static str)>,
+    ) -> Result<Observation, String> {
+        if !crate::rules_log::several_leader_batches(step, ours, &theirs) {
+            return Ok(theirs);
+        }
+        applied.push((
+            crate::rules_log::SEVERAL_LEADER_BATCHES,
+            "docs/format.md, Deliberate differences: \"Several batches in one leader append\"",
+        ));
+        let mut first_offset = None;
+        let mut last = theirs;
+        for batch in seglog::Batches::new(bytes, 0) {
+            let batch = batch.map_err(|e| format!("split a leader append: {e}"))?;
+            let header = batch.header();
+            let at = usize::try_from(header.position).unwrap_or(usize::MAX);
+            let end = at.saturating_add(usize::try_from(header.total_size).unwrap_or(usize::MAX));
+            let one = bytes
+                .get(at..end)
+                .ok_or_else(|| format!("a leader append's batch at {at} runs past its bytes"))?;
+            last = self.kafka.apply(step, one)?;
+            if last.outcome.refused.is_some() {
+                return Ok(last);
+            }
+            first_offset = first_offset.or(last.outcome.first_offset);
+        }
+        last.outcome.first_offset = first_offset;
+        Ok(last)
     }
 }
 
