@@ -145,6 +145,30 @@ pub fn several_leader_batches(step: &Step, ours: &Observation, kafka: &Observati
         && kafka.state.log_end < ours.state.log_end
 }
 
+/// The name of the rule for a v2 follower batch without a leader epoch.
+pub const FOLLOWER_BATCH_WITHOUT_EPOCH: &str = "v2-follower-batch-without-a-leader-epoch";
+
+/// A follower append whose first batch is v2 with no leader epoch (`partitionLeaderEpoch` -1):
+/// Kafka 4.4's `UnifiedLog.append` assigns every v2 batch's epoch, and
+/// `LeaderEpochFileCache.assign` throws `IllegalArgumentException` for a negative one (nothing is
+/// written, and no epoch is assigned since it is the first batch); seglog writes the batch and leaves
+/// its epoch cache alone (docs/format.md, "Leader-epoch checkpoint"). Exactly: a follower append
+/// whose first batch is v2 with a negative leader epoch, seglog accepted it, Kafka refused it
+/// with `IllegalArgumentException` and its log end is below seglog's. The runner then truncates
+/// seglog's log back to Kafka's log end and compares the step against seglog's state after
+/// that, with Kafka's outcome.
+pub fn follower_batch_without_epoch(step: &Step, ours: &Observation, kafka: &Observation) -> bool {
+    let Op::Follower { batches } = &step.op else {
+        return false;
+    };
+    batches
+        .first()
+        .is_some_and(|b| b.magic >= 2 && b.leader_epoch < 0)
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.as_deref() == Some("IllegalArgumentException")
+        && kafka.state.log_end < ours.state.log_end
+}
+
 /// Whether `step` is a MAX_TIMESTAMP lookup and `path` lies in its answer.
 fn max_timestamp_lookup(step: &Step, path: &str) -> bool {
     matches!(
@@ -489,5 +513,38 @@ mod tests {
         let mut other = kafka.clone();
         other.outcome.refused = Some("InvalidTimestampException".into());
         assert!(!several_leader_batches(&append(2), &ours, &other));
+    }
+
+    #[test]
+    fn a_follower_batch_without_an_epoch_is_undone_only_in_its_form() {
+        let batch = |leader_epoch: i32| crate::history::FollowerBatch {
+            base_offset: 4,
+            magic: 2,
+            leader_epoch,
+            records: 2,
+            codec: crate::history::Codec::None,
+            producer_id: -1,
+            epoch: -1,
+            base_sequence: -1,
+            transactional: false,
+            marker: None,
+        };
+        let follower = |leader_epoch| Step {
+            op: Op::Follower {
+                batches: vec![batch(leader_epoch)],
+            },
+            fetch_offset: 0,
+        };
+        let mut ours = Observation::default();
+        ours.state.log_end = 6;
+        let mut kafka = Observation::default();
+        kafka.state.log_end = 4;
+        kafka.outcome.refused = Some("IllegalArgumentException".into());
+        assert!(follower_batch_without_epoch(&follower(-1), &ours, &kafka));
+        // A batch with an epoch: no.
+        assert!(!follower_batch_without_epoch(&follower(0), &ours, &kafka));
+        // Kafka refusing for another reason: no.
+        kafka.outcome.refused = Some("OffsetsOutOfOrderException".into());
+        assert!(!follower_batch_without_epoch(&follower(-1), &ours, &kafka));
     }
 }

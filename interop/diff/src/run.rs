@@ -161,6 +161,13 @@ impl Runner {
             self.kafka.now_ms = now_ms;
             let (observed, notes) = ours.apply(&step, &bytes);
             let theirs = self.kafka.apply(&step, &bytes)?;
+            let observed = follow_follower_batch_without_epoch(
+                &step,
+                &mut ours,
+                observed,
+                &theirs,
+                &mut applied,
+            );
             let theirs =
                 self.follow_forgotten_max_timestamp(&step, &observed, theirs, &mut applied)?;
             let theirs = self.follow_overlapping_batch(&step, &observed, theirs, &mut applied)?;
@@ -370,6 +377,36 @@ impl Runner {
         last.outcome.first_offset = first_offset;
         Ok(last)
     }
+}
+
+/// seglog wrote a v2 follower batch without a leader epoch that Kafka refused
+/// (`rules_log::follower_batch_without_epoch`): seglog's log is truncated back to Kafka's log
+/// end, and its state after that, with Kafka's outcome, is what the step compares.
+fn follow_follower_batch_without_epoch(
+    step: &Step,
+    ours: &mut Ours,
+    observed: Observation,
+    theirs: &Observation,
+    applied: &mut Vec<(&'static str, &'static str)>,
+) -> Observation {
+    if !crate::rules_log::follower_batch_without_epoch(step, &observed, theirs) {
+        return observed;
+    }
+    applied.push((
+        crate::rules_log::FOLLOWER_BATCH_WITHOUT_EPOCH,
+        "docs/format.md, Deliberate differences: \"Leader-epoch checkpoint\" (a v2 follower batch without a leader epoch)",
+    ));
+    let (mut truncated, _) = ours.apply(
+        &Step {
+            op: Op::Truncate {
+                offset: theirs.state.log_end,
+            },
+            fetch_offset: step.fetch_offset,
+        },
+        &[],
+    );
+    truncated.outcome = theirs.outcome.clone();
+    truncated
 }
 
 fn compare_initial(
