@@ -178,6 +178,39 @@ impl Log {
         self.append_inner(chunks, Origin::Follower, None, durability)
     }
 
+    /// Kafka's `appendAsFollower(records, leaderEpoch)`: [`Log::append_as_follower_with`] of
+    /// the batches before the first one whose partition leader epoch is above `leader_epoch`.
+    /// Such a batch comes from a leader newer than this replica knows of; Kafka 4.4's
+    /// `analyzeAndValidateRecords` (`hasHigherPartitionLeaderEpoch`) skips it and every batch
+    /// after it, unread. A batch without an epoch (-1, and every v0/v1 batch) is never skipped.
+    /// `Ok(None)` when the first batch is skipped: nothing is written, as Kafka returns an empty
+    /// `LogAppendInfo`. Bytes that do not parse as a batch end the scan there, and the append
+    /// then reports them as [`Log::append_as_follower_with`] does.
+    ///
+    /// # Errors
+    /// As [`Log::append_as_follower`], for the batches kept.
+    pub fn append_as_follower_in_epoch(
+        &self,
+        batches: &[u8],
+        leader_epoch: i32,
+        durability: Durability,
+    ) -> Result<Option<AppendInfo>> {
+        let newer = seglog_records::Batches::new(batches, 0)
+            .map_while(std::result::Result::ok)
+            .find(|batch| {
+                let epoch = batch.header().partition_leader_epoch;
+                epoch != -1 && epoch > leader_epoch
+            })
+            .map(|batch| usize::try_from(batch.header().position).unwrap_or(batches.len()));
+        let kept = batches
+            .get(..newer.unwrap_or(batches.len()))
+            .unwrap_or(batches);
+        if kept.is_empty() && !batches.is_empty() {
+            return Ok(None);
+        }
+        self.append_as_follower_with(kept, durability).map(Some)
+    }
+
     /// A coordinator's marker batch (from [`Log::write_txn_marker_with`]), checked under
     /// `transaction_version`.
     pub(crate) fn append_marker(

@@ -300,3 +300,45 @@ fn a_follower_batch_overlapping_the_previous_one_is_refused() {
     let after: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
     assert_eq!(after, before);
 }
+
+/// Kafka 4.4's `appendAsFollower(records, leaderEpoch)` skips the batches from the first one
+/// whose partition leader epoch is above the replica's leader epoch (a newer leader it does not
+/// know yet); seglog's `append_as_follower_in_epoch` does the same, and writes nothing when
+/// that is the first batch. A batch without an epoch is never skipped.
+#[test]
+fn a_follower_append_in_an_epoch_skips_batches_from_a_newer_leader() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let one = |base: i64, count: usize, epoch: i32| {
+        let mut b = seglog::BatchBuilder::new(base).partition_leader_epoch(epoch);
+        for _ in 0..count {
+            b.append(T0, None, Some(b"x"), &[]);
+        }
+        b.build().unwrap()
+    };
+    let durability = seglog::Durability::PageCache;
+    // Epochs 0, -1, 2, then 1 after the newer one: the last two are skipped.
+    let append = [one(0, 2, 0), one(2, 1, -1), one(3, 1, 2), one(4, 1, 1)].concat();
+    let info = log
+        .append_as_follower_in_epoch(&append, 1, durability)
+        .unwrap()
+        .expect("the first batches are written");
+    assert_eq!((info.first_offset, info.last_offset), (0, 2));
+    assert_eq!(log.log_end_offset(), 3);
+    assert_eq!(log.latest_epoch(), Some(0));
+    // Only batches from a newer leader: nothing written.
+    let newer = one(3, 2, 5);
+    assert!(
+        log.append_as_follower_in_epoch(&newer, 4, durability)
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(log.log_end_offset(), 3);
+    // In that epoch they are written.
+    let info = log
+        .append_as_follower_in_epoch(&newer, 5, durability)
+        .unwrap()
+        .unwrap();
+    assert_eq!((info.first_offset, info.last_offset), (3, 4));
+    assert_eq!(log.latest_epoch(), Some(5));
+}
