@@ -897,14 +897,7 @@ impl Generator {
                 } else {
                     self.part_b.follower_epoch
                 };
-                // Sometimes the first batch carries no leader epoch (-1): Kafka's `assign`
-                // throws `IllegalArgumentException`, seglog writes it (rule
-                // `v2-follower-batch-without-a-leader-epoch`).
-                let leader_epoch = if k == 0 && self.rng.random_bool(0.03) {
-                    -1
-                } else {
-                    leader_epoch
-                };
+
                 let codec = self.codec();
                 let mut batch = FollowerBatch {
                     base_offset: next,
