@@ -36,6 +36,9 @@ pub fn kafka_class(e: &Error) -> String {
             AppendErrorKind::InvalidLeaderEpoch { .. } | AppendErrorKind::InvalidMarker { .. } => {
                 "IllegalArgumentException"
             }
+            // Kafka writes it (a deliberate difference: docs/format.md, "Overlapping follower
+            // batches are refused"; rule `overlapping-follower-batch-refused`).
+            AppendErrorKind::OverlappingBatch { .. } => "seglog:OverlappingBatch",
             other => return format!("seglog:InvalidAppend {other:?}"),
         },
         Error::Records(_) => "CorruptRecordException",
