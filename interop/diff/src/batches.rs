@@ -22,7 +22,7 @@ pub const PRODUCER_ID_EXPIRATION_MS: i64 = 86_400_000;
 /// A builder's error, as text.
 pub fn bytes(op: &Op, step: usize, now_ms: i64) -> Result<Vec<u8>, String> {
     Ok(match op {
-        Op::Follower { batches } => {
+        Op::Follower { batches, .. } => {
             let mut out = Vec::new();
             for (i, b) in batches.iter().enumerate() {
                 out.extend(follower_batch(b, step * 10 + i, now_ms)?);

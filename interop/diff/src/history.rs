@@ -146,6 +146,11 @@ pub enum Op {
     Follower {
         /// The batches, in the order they are sent.
         batches: Vec<FollowerBatch>,
+        /// The replica's leader epoch (Kafka's `appendAsFollower(records, leaderEpoch)`, seglog's
+        /// `append_as_follower_in_epoch`): batches from the first one of a higher epoch are
+        /// skipped. None: no limit (Kafka `Integer.MAX_VALUE`, seglog `append_as_follower`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        leader_epoch: Option<i32>,
     },
     /// `Log::write_txn_marker_with` / `appendAsLeader` (origin COORDINATOR) of a marker under
     /// a transaction version (0, 1 or 2: Kafka 4.4's `transactionVersion` argument).
@@ -698,7 +703,11 @@ impl Op {
     /// The coverage name of an operation of part B.
     fn part_b_name(&self) -> &'static str {
         match self {
-            Op::Follower { batches } => {
+            Op::Follower {
+                leader_epoch: Some(_),
+                ..
+            } => "follower append in an older leader epoch",
+            Op::Follower { batches, .. } => {
                 if batches.iter().any(|b| b.magic < 2) {
                     "follower append with v0/v1"
                 } else if batches.len() > 1 {
@@ -787,7 +796,7 @@ impl Generator {
                     markers.push(m);
                 }
             }
-            Op::Follower { batches } => {
+            Op::Follower { batches, .. } => {
                 for b in batches {
                     if b.marker.is_some() && self.open_before.contains(&b.producer_id) {
                         markers.push(b.base_offset);
@@ -933,7 +942,18 @@ impl Generator {
             next = batch.next_offset();
             batches.push(batch);
         }
-        Op::Follower { batches }
+        // Sometimes in the leader epoch before the batches' (a replica that has not heard of
+        // the new leader yet): Kafka skips the batches from the first of a higher epoch on,
+        // and seglog's `append_as_follower_in_epoch` does too. Only for batches of no producer,
+        // whose skipping the generator's producer model need not know of.
+        let leader_epoch = (self.rng.random_bool(0.1)
+            && batches.iter().all(|b| b.producer_id < 0)
+            && self.part_b.follower_epoch > 0)
+            .then(|| self.part_b.follower_epoch - 1);
+        Op::Follower {
+            batches,
+            leader_epoch,
+        }
     }
 
     /// A marker under transaction version 0, 1 or 2: under TV2 mostly at the producer's epoch

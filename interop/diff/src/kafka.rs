@@ -225,6 +225,10 @@ fn files(reply: &Value) -> Result<Option<Vec<(i64, u64)>>, String> {
 /// The request of an operation of part B (`batch`: its bytes, `crate::batches::bytes`).
 fn part_b_request(op: &Op, batch: &[u8]) -> Result<Value, String> {
     Ok(match op {
+        Op::Follower {
+            leader_epoch: Some(epoch),
+            ..
+        } => json!({ "cmd": "follower", "hex": hex::encode(batch), "leader_epoch": epoch }),
         Op::Follower { .. } => json!({ "cmd": "follower", "hex": hex::encode(batch) }),
         Op::TxnMarker {
             transaction_version,

@@ -504,7 +504,27 @@ impl Ours {
     fn apply_part_b(&self, op: &Op, bytes: &[u8], notes: &mut Notes) -> Outcome {
         let log = self.log();
         match op {
-            Op::Follower { batches } => match log.append_as_follower(bytes) {
+            Op::Follower {
+                batches,
+                leader_epoch: Some(epoch),
+            } => match log.append_as_follower_in_epoch(bytes, *epoch, Durability::PageCache) {
+                // Every batch from a newer leader: nothing written (Kafka's empty
+                // `LogAppendInfo`, last offset -1).
+                Ok(None) => Outcome {
+                    last_offset: Some(-1),
+                    ..Outcome::default()
+                },
+                Ok(Some(info)) => {
+                    let legacy_first = batches.first().is_some_and(|b| b.magic < 2);
+                    Outcome {
+                        first_offset: (!legacy_first).then_some(info.first_offset),
+                        last_offset: Some(info.last_offset),
+                        ..Outcome::default()
+                    }
+                }
+                Err(e) => refused(&e),
+            },
+            Op::Follower { batches, .. } => match log.append_as_follower(bytes) {
                 Ok(info) => {
                     let legacy_first = batches.first().is_some_and(|b| b.magic < 2);
                     Outcome {

@@ -104,7 +104,7 @@ pub const OVERLAPPING_FOLLOWER_BATCH: &str = "overlapping-follower-batch-refused
 /// ends above it. The runner then truncates Kafka's log back to seglog's log end and compares
 /// every field of the step against Kafka's state after that.
 pub fn overlapping_follower_batch(step: &Step, ours: &Observation, kafka: &Observation) -> bool {
-    let Op::Follower { batches } = &step.op else {
+    let Op::Follower { batches, .. } = &step.op else {
         return false;
     };
     let overlaps = batches.windows(2).any(|pair| {
@@ -154,7 +154,7 @@ pub const FOLLOWER_BATCH_WITHOUT_EPOCH: &str = "v2-follower-batch-without-a-lead
 /// seglog's log back to Kafka's log end and compares the step against seglog's state after
 /// that, with Kafka's outcome.
 pub fn follower_batch_without_epoch(step: &Step, ours: &Observation, kafka: &Observation) -> bool {
-    let Op::Follower { batches } = &step.op else {
+    let Op::Follower { batches, .. } = &step.op else {
         return false;
     };
     batches
@@ -453,7 +453,10 @@ mod tests {
             marker: None,
         };
         let follower = |batches| Step {
-            op: Op::Follower { batches },
+            op: Op::Follower {
+                batches,
+                leader_epoch: None,
+            },
             fetch_offset: 0,
         };
         let mut ours = Observation::default();
@@ -525,6 +528,7 @@ mod tests {
         let follower = |leader_epoch| Step {
             op: Op::Follower {
                 batches: vec![batch(leader_epoch)],
+                leader_epoch: None,
             },
             fetch_offset: 0,
         };

@@ -558,7 +558,7 @@ fn keep_files(base: &Path, work: &Path) {
 
 /// Coverage of part B's operations and states.
 fn record_part_b(coverage: &mut Coverage, step: &Step, before: &Observation, o: &Observation) {
-    if let Op::Follower { batches } = &step.op {
+    if let Op::Follower { batches, .. } = &step.op {
         let mut end = before.state.log_end;
         for b in batches {
             if b.base_offset > end {

@@ -390,7 +390,10 @@ public final class DiffDriver {
         MemoryRecords records = MemoryRecords.readableRecords(
                 ByteBuffer.wrap(HexFormat.of().parseHex(r.path("hex").asText())));
         refusable(reply, () -> {
-            LogAppendInfo info = log.appendAsFollower(records, Integer.MAX_VALUE);
+            // The replica's leader epoch when the history gives one (batches of a higher epoch
+            // are skipped), else no limit.
+            int leaderEpoch = r.has("leader_epoch") ? r.path("leader_epoch").asInt() : Integer.MAX_VALUE;
+            LogAppendInfo info = log.appendAsFollower(records, leaderEpoch);
             if (info.firstOffset() != -1L) reply.put("first_offset", info.firstOffset());
             reply.put("last_offset", info.lastOffset());
         });
