@@ -58,17 +58,26 @@ impl ProducerSnapshotEntry {
     /// The first sequence of the last batch (Kafka's `BatchMetadata.firstSeq`:
     /// `lastSequence - offsetDelta`, wrapping below 0 to `i32::MAX`).
     pub fn first_sequence(&self) -> i32 {
-        if self.last_sequence < self.offset_delta {
-            i32::MAX - (self.offset_delta - self.last_sequence) + 1
-        } else {
-            self.last_sequence - self.offset_delta
-        }
+        decrement_sequence(self.last_sequence, self.offset_delta)
     }
 
     /// Whether a last batch is retained (`lastOffset >= 0`; Kafka reads no `BatchMetadata`
     /// otherwise).
     pub fn has_batch(&self) -> bool {
         self.last_offset >= 0
+    }
+}
+
+/// Kafka's `DefaultRecordBatch.decrementSequence`, with Java's wrapping `int` arithmetic: a
+/// snapshot may hold any pair, and a hostile one must not overflow (a panic with overflow
+/// checks on).
+pub(crate) fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
+    if sequence < decrement {
+        i32::MAX
+            .wrapping_sub(decrement.wrapping_sub(sequence))
+            .wrapping_add(1)
+    } else {
+        sequence.wrapping_sub(decrement)
     }
 }
 
@@ -282,6 +291,21 @@ mod tests {
         assert!(e.has_batch());
         e.last_offset = -1;
         assert!(!e.has_batch());
+    }
+
+    /// Found by the `producer_snapshot` fuzz target (its input is a regression seed): a
+    /// snapshot's pair overflowed `decrementSequence`'s arithmetic (a panic with overflow
+    /// checks on); Kafka's Java `int` arithmetic wraps, and so does seglog now.
+    #[test]
+    fn first_sequence_of_any_pair_wraps_as_java_does() {
+        let mut e = entry(1);
+        e.last_sequence = -5;
+        e.offset_delta = i32::MAX;
+        // Java: MAX_VALUE - (MAX_VALUE - -5) + 1, every step wrapping.
+        assert_eq!(e.first_sequence(), -4);
+        e.last_sequence = i32::MAX;
+        e.offset_delta = -1;
+        assert_eq!(e.first_sequence(), i32::MIN);
     }
 
     #[test]

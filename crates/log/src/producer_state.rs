@@ -36,21 +36,13 @@ impl BatchMetadata {
     /// The first sequence (`last_sequence − offset_delta`, wrapping below 0 past `i32::MAX`
     /// as Kafka's `DefaultRecordBatch.decrementSequence`).
     pub fn first_sequence(&self) -> i32 {
-        decrement_sequence(self.last_sequence, self.offset_delta)
+        crate::producer_snapshot::decrement_sequence(self.last_sequence, self.offset_delta)
     }
 
-    /// The batch's first offset.
+    /// The batch's first offset (`last_offset − offset_delta`, wrapping as Kafka's `long`
+    /// arithmetic does: a snapshot may hold any pair).
     pub fn first_offset(&self) -> i64 {
-        self.last_offset - i64::from(self.offset_delta)
-    }
-}
-
-/// Kafka's `DefaultRecordBatch.decrementSequence`.
-fn decrement_sequence(sequence: i32, decrement: i32) -> i32 {
-    if sequence < decrement {
-        i32::MAX - (decrement - sequence) + 1
-    } else {
-        sequence - decrement
+        self.last_offset.wrapping_sub(i64::from(self.offset_delta))
     }
 }
 
@@ -691,6 +683,29 @@ mod tests {
             timestamp_ms: 0,
         };
         assert_eq!(wrapped.first_sequence(), i32::MAX - 1);
+    }
+
+    /// A snapshot may hold any pair (found by the `producer_snapshot` fuzz target): the
+    /// state it loads answers with Java's wrapping arithmetic, never an overflow, also when
+    /// a later batch of the producer is checked for a duplicate.
+    #[test]
+    fn a_hostile_snapshot_entry_wraps_and_never_overflows() {
+        let entry = ProducerStateEntry::from_snapshot_entry(&ProducerSnapshotEntry {
+            producer_id: 3,
+            epoch: 0,
+            last_sequence: i32::MAX,
+            last_offset: i64::MAX,
+            offset_delta: -1,
+            timestamp_ms: 0,
+            coordinator_epoch: 0,
+            current_txn_first_offset: -1,
+        });
+        let batch = entry.batches().next().copied().unwrap();
+        assert_eq!(batch.first_sequence(), i32::MIN);
+        assert_eq!(batch.first_offset(), i64::MIN);
+        assert!(entry.find_duplicate(0, 5, 6).is_none());
+        let dup = entry.find_duplicate(0, i32::MIN, i32::MAX).unwrap();
+        assert_eq!(dup.last_offset, i64::MAX);
     }
 
     #[test]
