@@ -602,6 +602,9 @@ pub struct RecordReader<'log> {
     fetched: Option<Fetched>,
     /// Bytes of `buf` already passed (a batch boundary).
     cursor: usize,
+    /// The batch at the cursor was partly passed (the last poll stopped inside it): the
+    /// next poll reads the rest of it, whatever its header says of the position.
+    partial: bool,
 }
 
 impl<'log> RecordReader<'log> {
@@ -611,6 +614,7 @@ impl<'log> RecordReader<'log> {
             buf: Vec::new(),
             fetched: None,
             cursor: 0,
+            partial: false,
         }
     }
 
@@ -639,6 +643,7 @@ impl<'log> RecordReader<'log> {
         self.state.seek(offset);
         self.fetched = None;
         self.cursor = 0;
+        self.partial = false;
         self.buf.clear();
     }
 
@@ -674,7 +679,8 @@ impl<'log> RecordReader<'log> {
                 let batch = batch.map_err(damaged)?;
                 let header = *batch.header();
                 let len = batch.as_bytes().len();
-                if self.state.wants(&batch) {
+                // A batch stopped inside was wanted (and passed the abort filter) already.
+                if std::mem::take(&mut self.partial) || self.state.wants(&batch) {
                     if options.check_crcs {
                         batch.ensure_valid().map_err(damaged)?;
                     }
@@ -686,8 +692,10 @@ impl<'log> RecordReader<'log> {
                     // legacy wrapper's may not) is skipped, as the owned reader and Kafka's
                     // consumer skip it.
                     let mut next = self.state.next_offset;
-                    if let Some(records) = batch.records_borrowed() {
-                        for record in records {
+                    // Whether records of the batch remain after the one `f` stopped at.
+                    let more;
+                    if let Some(mut records) = batch.records_borrowed() {
+                        for record in records.by_ref() {
                             let record = record.map_err(damaged)?;
                             if record.offset < next {
                                 continue;
@@ -702,8 +710,10 @@ impl<'log> RecordReader<'log> {
                                 break;
                             }
                         }
+                        more = stopped.is_some() && records.next().is_some();
                     } else {
-                        for record in batch.records(options.max_decompressed_bytes) {
+                        let mut records = batch.records(options.max_decompressed_bytes);
+                        for record in records.by_ref() {
                             let record = record.map_err(damaged)?;
                             if record.offset < next {
                                 continue;
@@ -718,6 +728,7 @@ impl<'log> RecordReader<'log> {
                                 break;
                             }
                         }
+                        more = stopped.is_some() && records.next().is_some();
                     }
                     self.state.records_read(delivered);
                     // Past every record passed, as Kafka's consumer (`nextFetchOffset`) and the
@@ -725,8 +736,13 @@ impl<'log> RecordReader<'log> {
                     self.state.next_offset = self.state.next_offset.max(next);
                     if let Some(offset) = stopped {
                         self.state.next_offset = offset + 1;
-                        if offset >= header.last_offset {
+                        // Past the batch only when nothing of it remains: a record beyond
+                        // the batch's last offset (a damaged or hostile batch) may be followed
+                        // by more, which the next poll reads (or fails on) as one poll would.
+                        if offset >= header.last_offset && !more {
                             self.cursor += len;
+                        } else {
+                            self.partial = true;
                         }
                         return Ok(PollEnd::Stopped);
                     }
@@ -743,6 +759,7 @@ impl<'log> RecordReader<'log> {
     fn fetch(&mut self) -> Result<bool> {
         let fetched = self.state.fetch(&mut self.buf)?;
         self.cursor = 0;
+        self.partial = false;
         self.fetched = fetched;
         Ok(self.fetched.is_some())
     }
@@ -971,7 +988,8 @@ mod tests {
             producer_id: 7,
             first_offset: 3,
         }];
-        let fetched = || FetchedBytes::new(&bytes, "t-0/00.log", 0).aborted_transactions(aborted.clone());
+        let fetched =
+            || FetchedBytes::new(&bytes, "t-0/00.log", 0).aborted_transactions(aborted.clone());
         for (start, isolation, expected) in [
             (0, Isolation::LogEnd, vec![0, 1, 2, 3, 4, 6, 7]),
             (1, Isolation::ReadUncommitted, vec![1, 2, 3, 4, 6, 7]),
@@ -1011,12 +1029,74 @@ mod tests {
         let end = reader
             .poll::<Error>(|_, r| {
                 first.push(r.offset());
-                Ok(if r.offset() == 3 { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+                Ok(if r.offset() == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                })
             })
             .unwrap();
         assert_eq!((end, first), (PollEnd::Stopped, vec![0, 1, 2, 3]));
         let (rest, _) = borrowed(reader);
-        assert_eq!(values(&rest), [4, 6, 7], "it resumes after the record it stopped at");
+        assert_eq!(
+            values(&rest),
+            [4, 6, 7],
+            "it resumes after the record it stopped at"
+        );
+    }
+
+    /// Found by the `record_readers` fuzz target (its input is a regression seed): a batch
+    /// whose second record lies beyond the batch's last offset, followed by more records. A
+    /// poll stopped at that record skipped the rest of the batch (the records after it, and
+    /// the damage one poll and the owned reader fail on), as the batch looked passed.
+    #[test]
+    fn a_poll_stopped_at_a_record_beyond_its_batch_reads_the_rest_of_the_batch() {
+        let mut builder = BatchBuilder::new(0);
+        for key in [b"a", b"b", b"c"] {
+            builder.append(1_000, Some(key), Some(b"v"), &[]);
+        }
+        let mut bytes = builder.build().unwrap().to_vec();
+        // Each record: length, attributes, timestamp delta (0), offset delta, key length
+        // (1), key, value length (1), value, header count: 9 bytes, from byte 61.
+        let record = |i: usize| 61 + i * 9;
+        bytes[record(1) + 3] = 2 * 40; // offset delta 40 (zigzag): offsets 0, 40, 2
+        let damaged = bytes.clone();
+        bytes[record(2) + 3] = 2 * 50; // offsets 0, 40, 50
+        let mut damaged = damaged;
+        damaged[record(2) + 4] = 2 * 60; // key length 60: past the record's end
+        for bytes in [&mut bytes, &mut damaged] {
+            let crc = seglog_records::crc32c(&bytes[21..]);
+            bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+        }
+        for (bytes, expected, fails) in [
+            (&bytes, vec![0, 40, 50], false),
+            (&damaged, vec![0, 40], true),
+        ] {
+            let options = ReaderOptions::new(0, Isolation::LogEnd);
+            let fetched = || FetchedBytes::new(bytes, "f", 0);
+            let (all, all_failed) = borrowed(options.reader_over(fetched()));
+            let (each, each_failed) = owned(options.owned_reader_over(fetched()));
+            assert_eq!((values(&all), all_failed), (expected.clone(), fails));
+            assert_eq!((values(&each), each_failed), (expected.clone(), fails));
+            // Stopped after every record, polled again.
+            let mut reader = options.reader_over(fetched());
+            let mut stepped = Vec::new();
+            let failed = loop {
+                match reader.poll::<Error>(|_, r| {
+                    stepped.push(r.offset());
+                    Ok(ControlFlow::Break(()))
+                }) {
+                    Ok(PollEnd::Stopped) => continue,
+                    Ok(_) => break false,
+                    Err(_) => break true,
+                }
+            };
+            assert_eq!(
+                (stepped, failed),
+                (expected, fails),
+                "stopping after every record"
+            );
+        }
     }
 
     #[test]
@@ -1031,7 +1111,10 @@ mod tests {
         assert_eq!(values(&b), [0, 1, 2, 3, 4]);
         assert_eq!((b, b_failed), (o, o_failed));
         assert!(b_failed);
-        let err = options.owned_reader_over(fetched()).find_map(Result::err).unwrap();
+        let err = options
+            .owned_reader_over(fetched())
+            .find_map(Result::err)
+            .unwrap();
         match err {
             Error::DamagedBatch { path, source } => {
                 assert_eq!(path, PathBuf::from("t-0/00000000000000000000.log"));
