@@ -29,7 +29,18 @@ use seglog::{EpochEndOffset, EpochEntry, LeaderEpochCache, UNDEFINED_EPOCH};
 
 /// The log's batches: (leader epoch, base offset), one record each.
 const BATCHES: [(i32, i64); 12] = [
-    (0, 0), (0, 1), (0, 2), (0, 3), (2, 4), (2, 5), (2, 6), (2, 7), (5, 8), (5, 9), (5, 10), (5, 11),
+    (0, 0),
+    (0, 1),
+    (0, 2),
+    (0, 3),
+    (2, 4),
+    (2, 5),
+    (2, 6),
+    (2, 7),
+    (5, 8),
+    (5, 9),
+    (5, 10),
+    (5, 11),
 ];
 const LOG_END: i64 = 12;
 
@@ -47,7 +58,10 @@ fn end_offset_oracle(entries: &[EpochEntry], requested: i32, log_end: i64) -> Ep
         return EpochEndOffset::UNDEFINED;
     }
     if entries.last().map(|e| e.epoch) == Some(requested) {
-        return EpochEndOffset { epoch: requested, end_offset: log_end };
+        return EpochEndOffset {
+            epoch: requested,
+            end_offset: log_end,
+        };
     }
     let Some(higher) = entries.iter().find(|e| e.epoch > requested) else {
         return EpochEndOffset::UNDEFINED;
@@ -76,7 +90,10 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Some(entries) = &parsed {
         for e in entries {
-            assert!(e.epoch >= 0 && e.start_offset >= 0, "a negative entry parsed: {e:?}");
+            assert!(
+                e.epoch >= 0 && e.start_offset >= 0,
+                "a negative entry parsed: {e:?}"
+            );
         }
         for pair in entries.windows(2) {
             assert!(
@@ -93,7 +110,11 @@ fuzz_target!(|data: &[u8]| {
         }
         let cache = LeaderEpochCache::from_entries(entries.iter().copied())
             .expect("parsed entries are valid");
-        assert_eq!(&cache.entries(), entries, "the cache dropped parsed entries");
+        assert_eq!(
+            &cache.entries(),
+            entries,
+            "the cache dropped parsed entries"
+        );
     }
 
     // The load: the checkpoint's cache (or an empty one to rebuild), the batches learnt,
@@ -122,8 +143,16 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     for offset in [-1, 0, 3, 4, 7, 8, 11, 12, 100] {
-        let oracle = entries.iter().rev().find(|e| e.start_offset <= offset).map(|e| e.epoch);
-        assert_eq!(cache.epoch_for_offset(offset), oracle, "epoch_for_offset({offset})");
+        let oracle = entries
+            .iter()
+            .rev()
+            .find(|e| e.start_offset <= offset)
+            .map(|e| e.epoch);
+        assert_eq!(
+            cache.epoch_for_offset(offset),
+            oracle,
+            "epoch_for_offset({offset})"
+        );
     }
     let mut requested: Vec<i32> = vec![UNDEFINED_EPOCH, 0, 1, 2, 3, 5, 6, i32::MAX];
     requested.extend(entries.iter().map(|e| e.epoch));

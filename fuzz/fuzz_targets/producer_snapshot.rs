@@ -38,7 +38,11 @@ fuzz_target!(|data: &[u8]| {
         fix_snapshot_crc(&mut file);
     }
     let decoded = ProducerSnapshot::decode(&file);
-    let be = |at: usize, n: usize| file[at..at + n].iter().fold(0u64, |a, b| a << 8 | u64::from(*b));
+    let be = |at: usize, n: usize| {
+        file[at..at + n]
+            .iter()
+            .fold(0u64, |a, b| a << 8 | u64::from(*b))
+    };
     let expected_problem = if file.len() < 10 {
         Some("truncated")
     } else if be(0, 2) as u16 as i16 != PRODUCER_SNAPSHOT_VERSION {
@@ -73,11 +77,19 @@ fuzz_target!(|data: &[u8]| {
         (got, expected) => panic!("decode gave {got:?}, the layout says {expected:?}"),
     };
 
-    assert_eq!(snapshot.entries.len() as u64, be(6, 4), "not the count's entries");
+    assert_eq!(
+        snapshot.entries.len() as u64,
+        be(6, 4),
+        "not the count's entries"
+    );
     for (i, e) in snapshot.entries.iter().enumerate() {
         let at = 10 + i * PRODUCER_SNAPSHOT_ENTRY_LEN;
         assert_eq!(e.producer_id, be(at, 8) as i64, "entry {i}: producer id");
-        assert_eq!(e.current_txn_first_offset, be(at + 38, 8) as i64, "entry {i}: last field");
+        assert_eq!(
+            e.current_txn_first_offset,
+            be(at + 38, 8) as i64,
+            "entry {i}: last field"
+        );
     }
     let encoded = snapshot.encode();
     assert_eq!(
@@ -96,9 +108,16 @@ fuzz_target!(|data: &[u8]| {
         // a retry of it (Java's wrapping arithmetic, never an overflow).
         for batch in state.batches() {
             assert_eq!(batch.first_sequence(), e.first_sequence());
-            assert_eq!(batch.first_offset(), e.last_offset.wrapping_sub(i64::from(e.offset_delta)));
+            assert_eq!(
+                batch.first_offset(),
+                e.last_offset.wrapping_sub(i64::from(e.offset_delta))
+            );
             let retry = state.find_duplicate(e.epoch, batch.first_sequence(), batch.last_sequence);
-            assert_eq!(retry.as_ref(), Some(batch), "the retained batch is no duplicate of itself");
+            assert_eq!(
+                retry.as_ref(),
+                Some(batch),
+                "the retained batch is no duplicate of itself"
+            );
         }
         assert_eq!(state.batches().len(), usize::from(e.has_batch()));
         let written = state.to_snapshot_entry();
@@ -107,14 +126,24 @@ fuzz_target!(|data: &[u8]| {
             ..*e
         };
         if e.has_batch() {
-            assert_eq!(written, normalised, "an entry with a batch does not write back");
+            assert_eq!(
+                written, normalised,
+                "an entry with a batch does not write back"
+            );
         } else {
             // No batch is kept: only the producer's own fields come back.
             assert_eq!(
-                (written.producer_id, written.epoch, written.coordinator_epoch),
+                (
+                    written.producer_id,
+                    written.epoch,
+                    written.coordinator_epoch
+                ),
                 (e.producer_id, e.epoch, e.coordinator_epoch)
             );
-            assert_eq!(written.current_txn_first_offset, normalised.current_txn_first_offset);
+            assert_eq!(
+                written.current_txn_first_offset,
+                normalised.current_txn_first_offset
+            );
             assert_eq!(written.timestamp_ms, e.timestamp_ms);
             assert!(!written.has_batch(), "a batch appeared: {written:?}");
         }

@@ -55,7 +55,10 @@ fn aborted(bytes: &[u8]) -> Vec<AbortedTransaction> {
             if let Some(first_offset) = open.remove(&h.producer_id)
                 && abort
             {
-                out.push(AbortedTransaction { producer_id: h.producer_id, first_offset });
+                out.push(AbortedTransaction {
+                    producer_id: h.producer_id,
+                    first_offset,
+                });
             }
         } else {
             let first = h.base_offset.unwrap_or(h.last_offset);
@@ -99,7 +102,11 @@ fn owned(options: ReaderOptions, fetched: FetchedBytes<'_>) -> (Vec<Seen>, bool,
 
 /// The borrowed reader's records until it catches up or fails (stopping after every record
 /// and polling again when `stop_each` is set), and its position.
-fn borrowed(options: ReaderOptions, fetched: FetchedBytes<'_>, stop_each: bool) -> (Vec<Seen>, bool, i64) {
+fn borrowed(
+    options: ReaderOptions,
+    fetched: FetchedBytes<'_>,
+    stop_each: bool,
+) -> (Vec<Seen>, bool, i64) {
     let mut out = Vec::new();
     let mut reader = options.reader_over(fetched);
     loop {
@@ -110,7 +117,11 @@ fn borrowed(options: ReaderOptions, fetched: FetchedBytes<'_>, stop_each: bool) 
                 record.value().map(<[u8]>::to_vec),
                 header.base_offset.unwrap_or(header.last_offset),
             ));
-            Ok(if stop_each { ControlFlow::Break(()) } else { ControlFlow::Continue(()) })
+            Ok(if stop_each {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
         });
         match result {
             Ok(seglog::PollEnd::Stopped) => continue,
@@ -136,21 +147,34 @@ fuzz_target!(|data: &[u8]| {
     let options = options(flags);
 
     let (owned_records, owned_failed, owned_position) = owned(options, fetched());
-    let (borrowed_records, borrowed_failed, borrowed_position) = borrowed(options, fetched(), false);
+    let (borrowed_records, borrowed_failed, borrowed_position) =
+        borrowed(options, fetched(), false);
     assert_eq!(owned_records, borrowed_records, "the two readers disagree");
-    assert_eq!(owned_failed, borrowed_failed, "one reader failed, the other did not");
+    assert_eq!(
+        owned_failed, borrowed_failed,
+        "one reader failed, the other did not"
+    );
     if !owned_failed {
-        assert_eq!(owned_position, borrowed_position, "the readers end at other positions");
+        assert_eq!(
+            owned_position, borrowed_position,
+            "the readers end at other positions"
+        );
     }
     let start = [0, 1, 7, 40][usize::from(flags & 0b11)];
     for pair in owned_records.windows(2) {
         assert!(pair[0].0 < pair[1].0, "offsets do not increase: {pair:?}");
     }
     if let Some(first) = owned_records.first() {
-        assert!(first.0 >= start, "a record below the start {start}: {first:?}");
+        assert!(
+            first.0 >= start,
+            "a record below the start {start}: {first:?}"
+        );
     }
     let (stepped, stepped_failed, _) = borrowed(options, fetched(), true);
-    assert_eq!(stepped, borrowed_records, "stopping after every record changed what is read");
+    assert_eq!(
+        stepped, borrowed_records,
+        "stopping after every record changed what is read"
+    );
     assert_eq!(stepped_failed, borrowed_failed);
 
     if flags >> 4 & 0b10 != 0 {
@@ -188,7 +212,10 @@ fn aborted_batches(bytes: &[u8], aborted: &[AbortedTransaction]) -> Vec<i64> {
         return out;
     }
     for txn in aborted {
-        let Some(from) = batches.iter().position(|(h, _)| h.last_offset >= txn.first_offset) else {
+        let Some(from) = batches
+            .iter()
+            .position(|(h, _)| h.last_offset >= txn.first_offset)
+        else {
             continue;
         };
         for (h, abort) in &batches[from..] {

@@ -24,7 +24,7 @@
 
 #![no_main]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use libfuzzer_sys::fuzz_target;
 use seglog::{
@@ -43,7 +43,12 @@ struct Template {
     files: Vec<(String, Vec<u8>)>,
     bases: Vec<i64>,
     end: i64,
-    records: Vec<Seen>,
+    /// Every record the log holds.
+    records: HashSet<Seen>,
+    /// The latest record of every key that is not a tombstone.
+    latest: Vec<Seen>,
+    /// The records of each live `.log`, by name.
+    segment_records: HashMap<String, Vec<Seen>>,
 }
 
 fn config() -> LogConfig {
@@ -77,7 +82,8 @@ fn template() -> &'static Template {
                 let value = [i as u8; 24];
                 let value = (i % 7 != 6).then_some(&value[..]);
                 builder.append(T0 + i, Some(&key), value, &[]);
-                log.append(&builder.build().expect("build")).expect("append");
+                log.append(&builder.build().expect("build"))
+                    .expect("append");
             };
             (0..60).for_each(append);
             log.roll().expect("roll");
@@ -87,7 +93,11 @@ fn template() -> &'static Template {
                 .owned_reader(0, Isolation::LogEnd)
                 .map(|r| {
                     let r = r.expect("every record reads back");
-                    (r.record.offset, r.record.key.map(|k| k.to_vec()), r.record.value.map(|v| v.to_vec()))
+                    (
+                        r.record.offset,
+                        r.record.key.map(|k| k.to_vec()),
+                        r.record.value.map(|v| v.to_vec()),
+                    )
                 })
                 .collect();
             bases = log.segments().iter().map(|s| s.base_offset).collect();
@@ -99,10 +109,30 @@ fn template() -> &'static Template {
         for entry in std::fs::read_dir(log.dir()).expect("list the template") {
             let entry = entry.expect("list the template");
             let name = entry.file_name().into_string().expect("a UTF-8 name");
-            files.push((name, std::fs::read(entry.path()).expect("read the template")));
+            files.push((
+                name,
+                std::fs::read(entry.path()).expect("read the template"),
+            ));
         }
         files.sort();
-        Template { files, bases, end, records }
+        let mut latest: BTreeMap<Option<Vec<u8>>, Seen> = BTreeMap::new();
+        for record in &records {
+            latest.insert(record.1.clone(), record.clone());
+        }
+        let latest = latest.into_values().filter(|r| r.2.is_some()).collect();
+        let segment_records = files
+            .iter()
+            .filter(|(name, _)| name.ends_with(".log"))
+            .map(|(name, bytes)| (name.clone(), self::records(bytes).0))
+            .collect();
+        Template {
+            files,
+            bases,
+            end,
+            records: records.into_iter().collect(),
+            latest,
+            segment_records,
+        }
     })
 }
 
@@ -112,10 +142,16 @@ fn records(bytes: &[u8]) -> (Vec<Seen>, bool) {
     let mut out = Vec::new();
     let mut batches = Batches::new(bytes, 0).validated();
     for batch in batches.by_ref() {
-        let Ok(batch) = batch else { return (out, false) };
+        let Ok(batch) = batch else {
+            return (out, false);
+        };
         for record in batch.records(1 << 20) {
             let Ok(r) = record else { return (out, false) };
-            out.push((r.offset, r.key.map(|k| k.to_vec()), r.value.map(|v| v.to_vec())));
+            out.push((
+                r.offset,
+                r.key.map(|k| k.to_vec()),
+                r.value.map(|v| v.to_vec()),
+            ));
         }
     }
     let whole = batches.partial_tail_bytes() == 0;
@@ -141,33 +177,43 @@ fuzz_target!(|data: &[u8]| {
         "log.cleaned",
         "log.deleted",
     ][usize::from(*kind) % 6];
-    let file = |name: &str| {
-        template.files.iter().find(|(n, _)| n == name).map(|(_, b)| b.as_slice())
-    };
     let mut content = Vec::new();
     if how & 0b10 != 0 {
-        let copied = template.bases[usize::from(*which) % template.bases.len()];
-        content = file(&format!("{copied:020}.log")).expect("a live segment").to_vec();
+        let copied = format!(
+            "{:020}.log",
+            template.bases[usize::from(*which) % template.bases.len()]
+        );
+        let live = template.files.iter().find(|(n, _)| *n == copied);
+        content = live.expect("a live segment").1.clone();
     }
     let mut tail = bytes.to_vec();
     if how & 0b01 != 0 {
         fix_v2_crcs(&mut tail);
     }
     content.extend(tail);
+    // The leftover's name is never a template file's (those are all live files).
     let leftover = format!("{base:020}.{suffix}");
-    let mut files: BTreeMap<&str, &[u8]> =
-        template.files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
-    files.insert(&leftover, &content);
+    let files = template
+        .files
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .chain([(leftover.as_str(), content.as_slice())]);
 
-    let decision = decide_leftovers(files.iter().map(|(n, b)| (*n, *b)));
-    let mut kept = Vec::new();
+    let decision = decide_leftovers(files);
+    let mut kept: HashSet<&Seen> = HashSet::new();
+    let mut leftover_records = Vec::new();
     for (segment_base, name) in &decision.segments {
-        let bytes = files
-            .get(name.as_str())
-            .unwrap_or_else(|| panic!("segment {segment_base}: {name} is no file"));
-        let (records, whole) = records(bytes);
+        if let Some(records) = template.segment_records.get(name) {
+            kept.extend(records);
+            continue;
+        }
+        assert_eq!(*name, leftover, "segment {segment_base}: {name} is no file");
+        let (records, whole) = records(&content);
         if name.ends_with(".swap") {
-            assert!(whole, "an installed swap {name} holds a damaged or torn batch");
+            assert!(
+                whole,
+                "an installed swap {name} holds a damaged or torn batch"
+            );
             for record in &records {
                 assert!(
                     template.records.contains(record),
@@ -175,16 +221,14 @@ fuzz_target!(|data: &[u8]| {
                 );
             }
         }
-        kept.extend(records);
+        leftover_records = records;
     }
-    let mut latest: BTreeMap<&Option<Vec<u8>>, &Seen> = BTreeMap::new();
-    for record in &template.records {
-        latest.insert(&record.1, record);
-    }
-    for (key, record) in latest {
+    kept.extend(&leftover_records);
+    for record in &template.latest {
         assert!(
-            record.2.is_none() || kept.contains(record),
-            "the latest record of key {key:?} ({record:?}) is lost: {decision:?}"
+            kept.contains(record),
+            "the latest record of key {:?} ({record:?}) is lost: {decision:?}",
+            record.1
         );
     }
     if decision.installed.is_empty() {

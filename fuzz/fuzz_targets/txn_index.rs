@@ -56,8 +56,13 @@ fn oracle(file: &[u8], base: i64, segment_bytes: u64) -> Result<Vec<AbortedTxn>,
     let mut out = Vec::new();
     for (i, e) in file.chunks_exact(34).enumerate() {
         let at = |i: usize| i64::from_be_bytes(e[i..i + 8].try_into().expect("8 bytes"));
-        let (version, producer_id, first, last, lso) =
-            (i16::from_be_bytes([e[0], e[1]]), at(2), at(10), at(18), at(26));
+        let (version, producer_id, first, last, lso) = (
+            i16::from_be_bytes([e[0], e[1]]),
+            at(2),
+            at(10),
+            at(18),
+            at(26),
+        );
         let ok = version <= 0
             && producer_id >= 0
             && first >= 0
@@ -94,7 +99,10 @@ fuzz_target!(|data: &[u8]| {
         let version = i16::from_be_bytes([chunk[0], chunk[1]]);
         match AbortedTxn::decode(entry) {
             Ok(txn) => {
-                assert!(version <= AbortedTxn::CURRENT_VERSION, "entry {i}: version {version}");
+                assert!(
+                    version <= AbortedTxn::CURRENT_VERSION,
+                    "entry {i}: version {version}"
+                );
                 if version == AbortedTxn::CURRENT_VERSION {
                     assert_eq!(&txn.encode(), entry, "entry {i} does not round trip");
                 }
@@ -120,9 +128,19 @@ fuzz_target!(|data: &[u8]| {
     let read = read_txn_index(path, base, segment_bytes);
     match (read, oracle(file, base, segment_bytes)) {
         (Ok(entries), Ok(expected)) => assert_eq!(entries, expected, "other entries read"),
-        (Err(Error::Corrupt { path: p, position, kind }), Err(expected)) => {
+        (
+            Err(Error::Corrupt {
+                path: p,
+                position,
+                kind,
+            }),
+            Err(expected),
+        ) => {
             assert_eq!(p, path, "the error names another file");
-            assert_eq!(position, expected, "the error names another entry ({kind:?})");
+            assert_eq!(
+                position, expected,
+                "the error names another entry ({kind:?})"
+            );
             let at = position as usize;
             match kind {
                 CorruptKind::TxnIndexVersion { version } => {
@@ -130,7 +148,10 @@ fuzz_target!(|data: &[u8]| {
                     assert_eq!(version, i16::from_be_bytes([file[at], file[at + 1]]));
                 }
                 CorruptKind::TxnIndex(TxnIndexProblem::TooLarge { len, limit }) => {
-                    assert_eq!((len, limit), (file.len() as u64, txn_index_limit(segment_bytes)));
+                    assert_eq!(
+                        (len, limit),
+                        (file.len() as u64, txn_index_limit(segment_bytes))
+                    );
                     assert!(len > limit);
                 }
                 CorruptKind::TxnIndex(TxnIndexProblem::PartialEntry { len }) => {
@@ -140,6 +161,8 @@ fuzz_target!(|data: &[u8]| {
                 other => panic!("a .txnindex refused as {other:?}"),
             }
         }
-        (got, expected) => panic!("read_txn_index gave {got:?}, the documented checks {expected:?}"),
+        (got, expected) => {
+            panic!("read_txn_index gave {got:?}, the documented checks {expected:?}")
+        }
     }
 });

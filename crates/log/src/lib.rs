@@ -189,8 +189,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, CleanupPolicy, DirtyRatio, LogConfig};
 pub use consumer::{
     DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedBytes, FetchedRecord,
-    OwnedRecordReader, PollEnd,
-    ReaderOptions, RecordReader, RecordView, WaitFor,
+    OwnedRecordReader, PollEnd, ReaderOptions, RecordReader, RecordView, WaitFor,
 };
 pub use durable_async::{AppendDurable, SyncTo};
 pub use error::{AppendErrorKind, CheckpointCorruptKind, Error, ProducerErrorKind};

@@ -106,7 +106,12 @@ mod tests {
     fn batch(base: i64, records: &[(&str, &str)]) -> Vec<u8> {
         let mut builder = BatchBuilder::new(base);
         for (i, (key, value)) in records.iter().enumerate() {
-            builder.append(1_000 + i as i64, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
+            builder.append(
+                1_000 + i as i64,
+                Some(key.as_bytes()),
+                Some(value.as_bytes()),
+                &[],
+            );
         }
         builder.build().unwrap().to_vec()
     }
@@ -137,7 +142,10 @@ mod tests {
         let installed = decide(&files(&cleaned));
         assert_eq!(
             installed.segments,
-            names(&[(0, "00000000000000000000.log.swap"), (3, "00000000000000000003.log")])
+            names(&[
+                (0, "00000000000000000000.log.swap"),
+                (3, "00000000000000000003.log")
+            ])
         );
         assert!(installed.rejected.is_empty());
         assert_eq!(installed.installed, ["00000000000000000000.log.swap"]);
@@ -148,7 +156,10 @@ mod tests {
         let refused = decide(&files(&lossy));
         assert_eq!(
             refused.segments,
-            names(&[(0, "00000000000000000000.log"), (3, "00000000000000000003.log")])
+            names(&[
+                (0, "00000000000000000000.log"),
+                (3, "00000000000000000003.log")
+            ])
         );
         assert_eq!(refused.rejected.len(), 1);
         assert_eq!(

@@ -60,7 +60,9 @@ mod snapshot {
     pub fn batch(producer: Option<(i64, i16, i32)>, transactional: bool, i: i64) -> seglog::Bytes {
         let mut builder = BatchBuilder::new(0);
         if let Some((id, epoch, sequence)) = producer {
-            builder = builder.producer(id, epoch, sequence).transactional(transactional);
+            builder = builder
+                .producer(id, epoch, sequence)
+                .transactional(transactional);
         }
         builder.append(t0() + i, Some(&[i as u8]), Some(&[i as u8; 40]), &[]);
         builder.build().expect("build")
@@ -111,14 +113,18 @@ mod snapshot {
                     i
                 };
                 for sequence in 0..3 {
-                    log.append(&batch(Some((7, 0, sequence)), false, next())).map_err(io)?;
+                    log.append(&batch(Some((7, 0, sequence)), false, next()))
+                        .map_err(io)?;
                 }
-                log.append(&batch(Some((9, 1, 0)), true, next())).map_err(io)?;
+                log.append(&batch(Some((9, 1, 0)), true, next()))
+                    .map_err(io)?;
                 log.append(&batch(None, false, next())).map_err(io)?;
                 log.write_txn_marker(9, 1, 0, TxnResult::Abort, None, Durability::PageCache)
                     .map_err(io)?;
-                log.append(&batch(Some((9, 1, 1)), true, next())).map_err(io)?;
-                log.append(&batch(Some((7, 0, 3)), false, next())).map_err(io)?;
+                log.append(&batch(Some((9, 1, 1)), true, next()))
+                    .map_err(io)?;
+                log.append(&batch(Some((7, 0, 3)), false, next()))
+                    .map_err(io)?;
                 log.write_txn_marker(9, 1, 0, TxnResult::Commit, None, Durability::PageCache)
                     .map_err(io)?;
                 log.append(&batch(None, false, next())).map_err(io)?;
@@ -161,12 +167,19 @@ pub fn producer_snapshot(data: &[u8]) {
     let template = template();
     let (_tmp, dir) = template.log.copy().expect("copy the template");
     let snapshot = dir.join(format!("{:020}.snapshot", template.end));
-    assert!(snapshot.exists(), "the close left no snapshot at the log end");
+    assert!(
+        snapshot.exists(),
+        "the close left no snapshot at the log end"
+    );
     std::fs::write(&snapshot, &file).expect("write the snapshot");
 
     let log = Log::open(&dir, config(400)).expect("the log opens whatever its snapshot holds");
     assert_eq!(log.log_end_offset(), template.end, "records lost");
-    assert_eq!(offsets(&log, Isolation::LogEnd), template.offsets, "records lost or changed");
+    assert_eq!(
+        offsets(&log, Isolation::LogEnd),
+        template.offsets,
+        "records lost or changed"
+    );
     if decoded.is_err() {
         assert_eq!(
             observed(log.producer_states()),
@@ -174,7 +187,8 @@ pub fn producer_snapshot(data: &[u8]) {
             "a skipped snapshot changed the rebuilt producer state"
         );
     }
-    log.append(&batch(None, false, 100)).expect("a plain append after the reopen");
+    log.append(&batch(None, false, 100))
+        .expect("a plain append after the reopen");
     log.close().expect("close");
     drop(log);
     let log = Log::open(&dir, config(400)).expect("reopen");
@@ -197,7 +211,12 @@ fn txn_template() -> &'static TxnTemplate {
             let mut builder = BatchBuilder::new(0)
                 .producer(producer_id, 0, sequence)
                 .transactional(true);
-            builder.append(1_700_000_000_000 + i, Some(&[i as u8]), Some(&[i as u8; 30]), &[]);
+            builder.append(
+                1_700_000_000_000 + i,
+                Some(&[i as u8]),
+                Some(&[i as u8; 30]),
+                &[],
+            );
             builder.build().expect("build")
         };
         let (mut bases, mut all, mut committed) = (Vec::new(), Vec::new(), Vec::new());
@@ -207,7 +226,8 @@ fn txn_template() -> &'static TxnTemplate {
             for round in 0..6i64 {
                 for (slot, producer_id) in [5i64, 6].into_iter().enumerate() {
                     for _ in 0..2 {
-                        log.append(&txn_batch(producer_id, sequences[slot], round)).map_err(io)?;
+                        log.append(&txn_batch(producer_id, sequences[slot], round))
+                            .map_err(io)?;
                         sequences[slot] += 1;
                     }
                 }
@@ -260,8 +280,13 @@ pub fn txn_index(data: &[u8]) {
     }
 
     let log = Log::open(&dir, config(300)).expect("the log opens whatever its .txnindex holds");
-    log.set_high_watermark(log.log_end_offset()).expect("high watermark");
-    assert_eq!(offsets(&log, Isolation::LogEnd), template.all, "records lost");
+    log.set_high_watermark(log.log_end_offset())
+        .expect("high watermark");
+    assert_eq!(
+        offsets(&log, Isolation::LogEnd),
+        template.all,
+        "records lost"
+    );
     let committed: Result<Vec<i64>, seglog::Error> = log
         .owned_reader(0, Isolation::ReadCommitted)
         .map(|r| r.map(|r| r.record.offset))
@@ -362,7 +387,11 @@ pub fn leader_epoch_checkpoint(data: &[u8]) {
     }
 
     let log = Log::open(&dir, config(300)).expect("the log opens whatever its checkpoint holds");
-    assert_eq!(epoch_records(&log), template.records, "records lost or changed");
+    assert_eq!(
+        epoch_records(&log),
+        template.records,
+        "records lost or changed"
+    );
     let epochs = log.leader_epochs();
     for pair in epochs.windows(2) {
         assert!(
@@ -448,7 +477,9 @@ fn readers_template() -> &'static ReadersTemplate {
                 if i % 4 == 1 {
                     builder = builder.producer(3, 0, (i / 4) as i32 * 3);
                 } else if i % 4 == 3 {
-                    builder = builder.producer(4, 0, (i / 4) as i32 * 3).transactional(true);
+                    builder = builder
+                        .producer(4, 0, (i / 4) as i32 * 3)
+                        .transactional(true);
                 }
                 for j in 0..3 {
                     let key = [i as u8, j];
@@ -520,7 +551,10 @@ pub fn record_readers(data: &[u8]) {
     let (owned, owned_failed) = owned_records(&log, isolation);
     let (borrowed, borrowed_failed) = borrowed_records(&log, isolation);
     assert_eq!(owned, borrowed, "the two readers disagree");
-    assert_eq!(owned_failed, borrowed_failed, "one reader failed, the other did not");
+    assert_eq!(
+        owned_failed, borrowed_failed,
+        "one reader failed, the other did not"
+    );
     for pair in owned.windows(2) {
         assert!(pair[0].0 < pair[1].0, "offsets do not increase: {pair:?}");
     }
@@ -573,7 +607,8 @@ fn swap_template() -> &'static SwapTemplate {
                 let value = [i as u8; 24];
                 let value = (i % 7 != 6).then_some(&value[..]);
                 builder.append(1_700_000_000_000 + i, Some(&key), value, &[]);
-                log.append(&builder.build().expect("build")).expect("append");
+                log.append(&builder.build().expect("build"))
+                    .expect("append");
             };
             (0..60).for_each(append);
             log.roll().map_err(io)?;
@@ -596,10 +631,17 @@ fn swap_template() -> &'static SwapTemplate {
 }
 
 fn check_swap(log: &Log, template: &SwapTemplate, what: &str) -> Vec<Seen> {
-    assert_eq!(log.log_end_offset(), template.end, "{what}: the log end moved");
+    assert_eq!(
+        log.log_end_offset(),
+        template.end,
+        "{what}: the log end moved"
+    );
     let served = served(log);
     for pair in served.windows(2) {
-        assert!(pair[0].0 < pair[1].0, "{what}: offsets do not increase: {pair:?}");
+        assert!(
+            pair[0].0 < pair[1].0,
+            "{what}: offsets do not increase: {pair:?}"
+        );
     }
     for record in &served {
         assert!(
@@ -663,5 +705,8 @@ pub fn swap_recovery(data: &[u8]) {
     };
     let log = Log::open(&dir, swap_config()).expect("a read-write open");
     let read_write = check_swap(&log, template, "read-write");
-    assert_eq!(read_only, read_write, "the read-only open served another log");
+    assert_eq!(
+        read_only, read_write,
+        "the read-only open served another log"
+    );
 }
