@@ -457,7 +457,7 @@ impl Log {
             log_end_offset, duration_ms = started.elapsed().as_secs_f64() * 1e3,
             "rolled new segment"
         );
-        self.observe_shape();
+        self.observe_shape(writer);
         Ok(self.published.load())
     }
 

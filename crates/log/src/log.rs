@@ -495,7 +495,7 @@ impl Log {
         crate::observe::loaded(&log.dir, &log.load_report, offsets, hw, read_only, took);
         log.metrics
             .recovered(crate::observe::recovery_bytes_scanned(&log.load_report));
-        log.observe_shape();
+        log.observe_shape(&log.lock_writer());
         Ok(log)
     }
 
@@ -744,9 +744,10 @@ impl Log {
 
     /// Sets the metric gauges from the published view (after a change of the segment map or
     /// the log start: open, roll, retention, truncation, `DeleteRecords`, a cleaning round;
-    /// nothing without the `metrics` feature). Call it under the writer lock where others may
-    /// append meanwhile: appends increment the size gauge under it.
-    pub(crate) fn observe_shape(&self) {
+    /// nothing without the `metrics` feature). It takes the writer, so it runs under the writer
+    /// lock: appends increment the size gauge under it, and a total set outside it could
+    /// overwrite a concurrent append's increment with an older one.
+    pub(crate) fn observe_shape(&self, _writer: &Writer) {
         #[cfg(feature = "metrics")]
         {
             let view = self.published.load();

@@ -85,7 +85,7 @@ impl Log {
         report.log_start_offset = self.published.load().log_start_offset;
         crate::observe::retention(&self.dir, &report);
         if !report.deleted.is_empty() {
-            self.observe_shape();
+            self.observe_shape(&writer);
         }
         Ok(report)
     }
@@ -181,7 +181,7 @@ impl Log {
     /// [`Error::OffsetOutOfRange`] when `offset` is above the high watermark or below -1;
     /// [`Error::ReadOnly`], [`Error::Closed`], [`Error::Poisoned`].
     pub fn delete_records_before(&self, offset: i64) -> Result<i64> {
-        let _writer = self.writable()?;
+        let writer = self.writable()?;
         let view = self.published.load();
         let offset = if offset == -1 {
             view.high_watermark.offset
@@ -207,7 +207,7 @@ impl Log {
                 dir = %self.dir.display(), log_start_offset = offset,
                 previous_log_start_offset = view.log_start_offset, "log start offset raised"
             );
-            self.observe_shape();
+            self.observe_shape(&writer);
         }
         Ok(self.published.load().log_start_offset)
     }
@@ -324,12 +324,12 @@ impl Log {
             let view = self.published.load();
             self.roll_locked(&mut writer, &view, Some(offset), now_ms)?;
         }
+        self.observe_shape(&writer);
         drop(writer);
         tracing::info!(
             dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
             removed_segments = later.len(), "truncated"
         );
-        self.observe_shape();
         // Everything below `offset` is flushed and the recovery point moves to it: a cut inside
         // a batch leaves a gap between the segment's last batch and `offset` (the log end
         // offset, as in Kafka), and a gap above the recovery point would look to the loader
@@ -395,7 +395,7 @@ impl Log {
             dir = %self.dir.display(), offset, previous_log_end_offset = view.end.offset,
             removed_segments = view.segments.len(), "truncated fully: empty log started"
         );
-        self.observe_shape();
+        self.observe_shape(writer);
         self.epochs_clear()
     }
 

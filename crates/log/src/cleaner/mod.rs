@@ -231,8 +231,8 @@ impl Log {
         // some groups): the size and segment gauges follow, under the writer lock as every
         // gauge update.
         {
-            let _writer = self.lock_writer();
-            self.observe_shape();
+            let writer = self.lock_writer();
+            self.observe_shape(&writer);
         }
         crate::observe::cleaned(&self.dir, &result, started.elapsed());
         match &result {
