@@ -49,7 +49,7 @@ fn oracle(file: &[u8], base: i64, segment_bytes: u64) -> Result<Vec<AbortedTxn>,
     if file.len() as u64 > segment_bytes / 61 * 34 {
         return Err(0);
     }
-    if file.len() % 34 != 0 {
+    if !file.len().is_multiple_of(34) {
         return Err((file.len() - file.len() % 34) as u64);
     }
     let mut previous: Option<i64> = None;
