@@ -101,6 +101,7 @@ mod tests {
     use seglog_records::BatchBuilder;
 
     use super::*;
+    use crate::SwapProblem;
 
     /// One batch of `records` (key, value) at `base`.
     fn batch(base: i64, records: &[(&str, &str)]) -> Vec<u8> {
@@ -167,6 +168,23 @@ mod tests {
             PathBuf::from("00000000000000000000.log.swap")
         );
         assert!(refused.installed.is_empty() && refused.removed.is_empty());
+    }
+
+    /// Found by the `swap_recovery` fuzz corpus in the stable harness (its input is a
+    /// regression seed): an empty `.log.swap` beyond the log end was installed as a segment
+    /// and moved the log end there.
+    #[test]
+    fn an_empty_swap_that_replaces_nothing_is_refused() {
+        let live = batch(0, &[("a", "1")]);
+        let files = [
+            ("00000000000000000000.log", live.as_slice()),
+            ("00000000000000000005.log.swap", &[][..]),
+        ];
+        let decision = decide_leftovers(files);
+        assert_eq!(decision.segments, names(&[(0, "00000000000000000000.log")]));
+        assert_eq!(decision.rejected.len(), 1);
+        assert_eq!(decision.rejected[0].problem, SwapProblem::ReplacesNothing);
+        assert!(decision.installed.is_empty());
     }
 
     #[test]

@@ -104,6 +104,9 @@ pub enum SwapProblem {
         /// The record's offset.
         offset: i64,
     },
+    /// The swaps hold no record and replace no segment (none live or `.deleted` in their
+    /// range): installing them would only move offsets, e.g. the log end past a swap beyond it.
+    ReplacesNothing,
     /// A swapped index file without its `.log.swap`, beside no segment or a segment that has
     /// that index already (a crash between a swap's renames leaves one only beside a `.log`
     /// without it).
@@ -151,6 +154,7 @@ impl fmt::Display for SwapProblem {
                 f,
                 "it lacks offset {offset}, a record of the segments it would replace that nothing later supersedes"
             ),
+            Self::ReplacesNothing => write!(f, "the swaps hold no record and replace no segment"),
             Self::StrayIndex => write!(
                 f,
                 "a swapped index without its .log.swap, beside no segment or one that has this index"
@@ -503,6 +507,11 @@ impl Reader<'_> {
         let mut old = Records::new(self.files, replaced, lo);
         let mut new = Records::new(self.files, swaps, i64::MIN);
         let mut next_new = new.next().map_err(fail)?;
+        // Refusing an empty swap loses no record; installing one that replaces nothing (no
+        // cleaner writes one) would move offsets, e.g. the log end past a swap beyond it.
+        if sources.is_empty() && next_new.is_none() {
+            return Err(fail(SwapProblem::ReplacesNothing));
+        }
         while let Some(rec) = old.next().map_err(fail)? {
             if let Some(n) = next_new.filter(|n| n.offset < rec.offset) {
                 return Err(fail(SwapProblem::UnknownRecord { offset: n.offset }));
