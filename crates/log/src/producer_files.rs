@@ -574,11 +574,10 @@ pub(crate) struct SegmentReplay {
     pub(crate) controls: Vec<ControlAt>,
     /// The offsets replayed: `[start, end)`.
     pub(crate) start: i64,
-    /// Where the replay would have started without the log start: the segment's base, or the
-    /// offset of a snapshot above the log start when that lies above the base. A transaction that begins in
-    /// `[unseen_from, start)`, below a log start raised inside the segment, is one the replay
-    /// cannot see begin; its entry is checked against the markers only.
-    pub(crate) unseen_from: i64,
+    /// The log start the replay began at: the producer state below it is gone (Kafka's too),
+    /// so a transaction whose first offset lies below it is one the replay cannot see begin;
+    /// its entry is checked against the markers only.
+    pub(crate) log_start: i64,
 }
 
 impl Producers {
@@ -629,7 +628,7 @@ impl Producers {
             expected: Vec::new(),
             controls: Vec::new(),
             start: target,
-            unseen_from: target,
+            log_start: log_start_offset,
         };
         for (i, (base, segment)) in bases.iter().enumerate() {
             let next_base = bases.get(i + 1).map_or(i64::MAX, |(b, _)| *b);
@@ -644,13 +643,6 @@ impl Producers {
             };
             if *base == target {
                 replay.start = start;
-                // A state that starts at or below the log start (no snapshot above it) knows
-                // nothing of the batches below it in the segment.
-                replay.unseen_from = if self.state.map_end_offset <= log_start_offset {
-                    *base
-                } else {
-                    (*base).max(self.state.map_end_offset)
-                };
             }
             for batch in segment.producer_batches(0) {
                 let batch = batch?;
