@@ -125,6 +125,7 @@ pub(crate) fn analyze(
     let mut valid_bytes = 0usize;
     let mut total = 0usize;
     let mut chunk_valid = Vec::with_capacity(chunks.len());
+    let mut overlap = None;
     for (chunk, buffer) in chunks.iter().enumerate() {
         let start = total;
         total += buffer.len();
@@ -156,16 +157,19 @@ pub(crate) fn analyze(
             // compressed wrapper's is its last), so the append refuses it too: seglog never
             // writes what its next open would not serve (Kafka 4.4 accepts it: docs/format.md,
             // "Overlapping follower batches").
+            // Reported after the whole append is checked: a later batch out of order (or
+            // otherwise invalid) is the error Kafka gives for the append.
             let first_offset = header.base_offset.unwrap_or(header.last_offset);
             if origin == Origin::Follower
+                && overlap.is_none()
                 && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
                 && first_offset <= previous
             {
-                return Err(invalid(AppendErrorKind::OverlappingBatch {
+                overlap = Some(AppendErrorKind::OverlappingBatch {
                     position: header.position,
                     previous_last_offset: previous,
                     first_offset,
-                }));
+                });
             }
             batches.push(BatchSpan {
                 chunk,
@@ -186,6 +190,9 @@ pub(crate) fn analyze(
     }
     if batches.is_empty() {
         return Err(invalid(AppendErrorKind::Empty { size: total as u64 }));
+    }
+    if let Some(kind) = overlap {
+        return Err(invalid(kind));
     }
     Ok(Analysis {
         batches,

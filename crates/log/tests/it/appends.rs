@@ -342,3 +342,34 @@ fn a_follower_append_in_an_epoch_skips_batches_from_a_newer_leader() {
     assert_eq!((info.first_offset, info.last_offset), (3, 4));
     assert_eq!(log.latest_epoch(), Some(5));
 }
+
+/// A follower append that holds an overlapping batch and, later, one whose last offset goes
+/// back is refused as Kafka 4.4 refuses it, with `OffsetsOutOfOrder`: the overlap (which Kafka
+/// accepts) is reported only when the rest of the append is valid (differential histories, seed
+/// 3161 of `--histories 300 --seed 3001`: `[29, 30]`, `[29, 31]`, `[29, 30]`; seglog
+/// `OverlappingBatch`, Kafka `OffsetsOutOfOrderException`).
+#[test]
+fn an_overlap_is_reported_after_the_append_is_otherwise_valid() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let one = |base: i64, count: usize| {
+        let mut b = seglog::BatchBuilder::new(base);
+        for _ in 0..count {
+            b.append(T0, None, Some(b"x"), &[]);
+        }
+        b.build().unwrap()
+    };
+    let e = log
+        .append_as_follower(&[one(0, 2), one(0, 3), one(0, 2)].concat())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::OffsetsOutOfOrder { .. }
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(log.log_end_offset(), 0);
+}
