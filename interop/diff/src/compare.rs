@@ -599,17 +599,17 @@ mod tests {
             fetch_offset: 0,
         };
         // A zstd batch (codec 4) of the same 2 records, 3 bytes longer in Kafka's segment.
-        let ours = cleaned(243, vec![[0, 2, 4, 2, 40], [3, 3, 0, 1, 10]]);
-        let kafka = cleaned(246, vec![[0, 2, 4, 2, 40], [3, 3, 0, 1, 10]]);
+        let ours = cleaned(243, vec![[0, 2, 4, 2, 40, 2], [3, 3, 0, 1, 10, 2]]);
+        let kafka = cleaned(246, vec![[0, 2, 4, 2, 40, 2], [3, 3, 0, 1, 10, 2]]);
         let mut applied = Vec::new();
         assert_eq!(compare(&clean, &ours, &kafka, &mut applied), None);
         assert_eq!(applied[0].0, "recompressed-batch-bytes");
         // Uncompressed batches of other sizes: a divergence.
-        let plain = cleaned(243, vec![[0, 2, 0, 2, 40]]);
+        let plain = cleaned(243, vec![[0, 2, 0, 2, 40, 2]]);
         let d = compare(
             &clean,
             &plain,
-            &cleaned(246, vec![[0, 2, 0, 2, 40]]),
+            &cleaned(246, vec![[0, 2, 0, 2, 40, 2]]),
             &mut Vec::new(),
         )
         .expect("a divergence");
@@ -618,7 +618,7 @@ mod tests {
         let d = compare(
             &clean,
             &ours,
-            &cleaned(246, vec![[0, 2, 4, 1, 20], [3, 3, 0, 1, 10]]),
+            &cleaned(246, vec![[0, 2, 4, 1, 20, 2], [3, 3, 0, 1, 10, 2]]),
             &mut Vec::new(),
         )
         .expect("a divergence");
@@ -630,11 +630,19 @@ mod tests {
         // Kafka kept an aborted batch (3..=4) below the log start 10; seglog emptied it.
         let mut ours = cleaned(
             580,
-            vec![[0, 2, 0, 3, 87], [3, 4, 0, 0, 0], [10, 11, 0, 2, 20]],
+            vec![
+                [0, 2, 0, 3, 87, 2],
+                [3, 4, 0, 0, 0, 2],
+                [10, 11, 0, 2, 20, 2],
+            ],
         );
         let mut kafka = cleaned(
             656,
-            vec![[0, 2, 0, 3, 87], [3, 4, 0, 2, 58], [10, 11, 0, 2, 20]],
+            vec![
+                [0, 2, 0, 3, 87, 2],
+                [3, 4, 0, 2, 58, 2],
+                [10, 11, 0, 2, 20, 2],
+            ],
         );
         ours.state.log_start = 10;
         kafka.state.log_start = 10;

@@ -137,7 +137,6 @@ pub struct Observation {
 }
 
 /// A batch as a segment's `.log` holds it: `[base offset, last offset, codec id, records, key
-/// and value bytes]`; a file that does not parse shows as one all `-1` entry where it stops.
-/// (Not the magic: Kafka 4.4's cleaner writes every batch it keeps of a legacy set as v2 and
-/// seglog keeps a wholly kept one as it is; the sizes then differ, see the recompression rule.)
-pub type FileBatch = [i64; 5];
+/// and value bytes, magic]`; a file that does not parse shows as one all `-1` entry where it
+/// stops.
+pub type FileBatch = [i64; 6];

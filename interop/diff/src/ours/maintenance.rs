@@ -31,12 +31,12 @@ impl Ours {
             .iter()
             .map(|s| {
                 let Ok(bytes) = std::fs::read(&s.path) else {
-                    return vec![[-1; 5]];
+                    return vec![[-1; 6]];
                 };
                 let mut out = Vec::new();
                 for batch in Batches::new(&bytes[..], 0) {
                     let Ok(batch) = batch else {
-                        out.push([-1; 5]);
+                        out.push([-1; 6]);
                         break;
                     };
                     let h = batch.header();
@@ -61,6 +61,7 @@ impl Ours {
                         i64::from(h.compression.id()),
                         records,
                         payload,
+                        i64::from(h.magic),
                     ]);
                 }
                 out

@@ -360,10 +360,11 @@ public final class DiffDriver {
                     a.add(b.compressionType().id);
                     a.add(records);
                     a.add(payload);
+                    a.add(b.magic());
                 }
             } catch (Exception e) {
                 ArrayNode a = batches.addArray();
-                for (int i = 0; i < 5; i++) a.add(-1);
+                for (int i = 0; i < 6; i++) a.add(-1);
             }
         }
         return out;
