@@ -137,6 +137,7 @@ pub struct Observation {
 }
 
 /// A batch as a segment's `.log` holds it: `[base offset, last offset, codec id, records, key
-/// and value bytes, magic]`; a file that does not parse shows as one all `-1` entry where it
-/// stops.
-pub type FileBatch = [i64; 6];
+/// and value bytes, magic, delete horizon (1 when the batch carries a KIP-534 horizon, else
+/// 0)]`; a file that does not parse shows as one all `-1` entry where it stops. (The horizon
+/// flag shows what a segment's size alone hid: which kept markers a round stamped.)
+pub type FileBatch = [i64; 7];

@@ -351,6 +351,9 @@ fn record_maintenance(
             coverage.note("torn tail: records lost");
         }
     }
+    if notes.cleaner_read_high_watermark_in_gap {
+        coverage.note("clean: high watermark in a gap raised to the next batch first (K1)");
+    }
     if matches!(step.op, Op::Crash { .. }) && after.state.log_end == before.state.log_end {
         coverage.note("crash: every record survived");
     }
