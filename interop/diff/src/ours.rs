@@ -36,9 +36,6 @@ pub struct Notes {
     pub duplicate: bool,
     /// A compaction round ran (Kafka's `LogCleaner` would start one).
     pub cleaned: bool,
-    /// Before a cleaning round, seglog's high watermark lay in a gap and was raised to the
-    /// next batch's base, as Kafka's round reads it (K1).
-    pub cleaner_read_high_watermark_in_gap: bool,
 }
 
 /// seglog's log for one history.
@@ -144,8 +141,6 @@ impl Ours {
             }
             Op::Reopen => result(self.reopen()),
             op if op.is_maintenance() => {
-                notes.cleaner_read_high_watermark_in_gap = matches!(op, Op::Clean { .. })
-                    && self.raise_high_watermark_in_a_gap_as_kafkas_cleaner_reads_it();
                 notes.cleaned = matches!(op, Op::Clean { .. }) && self.kafka_would_clean();
                 self.maintain(op)
             }

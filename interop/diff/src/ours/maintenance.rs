@@ -135,22 +135,16 @@ impl Ours {
         }
     }
 
-    /// Before a cleaning round: a high watermark in a gap before a batch (no batch holds it;
-    /// the first batch above it starts at `next`) is raised to `next`, as Kafka's is when its
-    /// round reads `lastStableOffset()` (`fetchHighWatermarkMetadata` converts it through
-    /// `LogSegment.read` to the base of the batch it finds: finding K1, rule
-    /// `high-watermark-in-a-gap-rises-to-the-next-batch`). Without it the two cleaners bound a
-    /// round differently (Kafka at the next batch, seglog at the segment holding its high
-    /// watermark: seed 183 of the first 1000-history run cleaned a segment on Kafka's side
-    /// only). A gap at the log end is left alone: there Kafka's read finds no batch and its
-    /// high watermark stays (CI seed 88). True when it raised the high watermark.
-    pub(super) fn raise_high_watermark_in_a_gap_as_kafkas_cleaner_reads_it(&self) -> bool {
-        let log = self.log();
-        let (hw, end) = (log.high_watermark(), log.log_end_offset());
-        match self.batch_base_at_high_watermark() {
-            Some(next) if next > hw && next < end => self.raise_high_watermark(next).is_ok(),
-            _ => false,
-        }
+    /// Before a cleaning round: raises a high watermark in a gap to `kafka_hw`, Kafka's after
+    /// its round of the same step, when that is the form of finding K1 (rule
+    /// `high-watermark-in-a-gap-rises-to-the-next-batch`): no batch holds seglog's high
+    /// watermark and the first batch above it starts at `kafka_hw` (or none does and
+    /// `kafka_hw` is the log end). True when it raised it.
+    pub fn raise_high_watermark_in_a_gap_to(&self, kafka_hw: i64) -> bool {
+        let hw = self.log().high_watermark();
+        kafka_hw > hw
+            && self.batch_base_at_high_watermark() == Some(kafka_hw)
+            && self.raise_high_watermark(kafka_hw).is_ok()
     }
 
     /// Whether Kafka's `LogCleaner` would start a round on this log (computed on seglog's
