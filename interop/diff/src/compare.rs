@@ -120,6 +120,11 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"High watermark in a gap\"",
         explains: crate::rules::high_watermark_in_a_gap,
     },
+    Rule {
+        name: crate::clean_rules::CLEANED_ABORTED_ENTRIES,
+        documented: "docs/format.md, Deliberate differences: \"Aborted-transaction entries of a cleaned segment\"",
+        explains: crate::clean_rules::cleaned_aborted_entries,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history

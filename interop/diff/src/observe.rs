@@ -100,7 +100,15 @@ pub struct Fetch {
     /// The error's text, never compared.
     #[serde(default, skip_serializing)]
     pub message: Option<String>,
+    /// seglog only, one per batch: what a read_committed consumer reads of it (for the rule
+    /// on a cleaned segment's aborted-transaction entries; never compared).
+    #[serde(default, skip_serializing)]
+    pub batch_txns: Option<Vec<BatchTxn>>,
 }
+
+/// Of a fetched batch: its producer id, whether it is transactional, and for a control batch
+/// whether its marker is an ABORT (`None` for a data batch).
+pub type BatchTxn = (i64, bool, Option<bool>);
 
 /// Everything compared after a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
