@@ -15,7 +15,7 @@ pub const CLEANED_ABORTED_ENTRIES: &str = "cleaned-aborted-entries-from-remainin
 /// from them), where Kafka's `CleanedTransactionMetadata` copies the original entry; so a
 /// read_committed fetch's aborted list can hold a later first offset, and, where a recomputed
 /// last stable offset ends `collectAbortedTxns`' search earlier, fewer entries (divergence 111
-/// of the first 1000-history run, `open-clean-aborted-list.jsonl`). Exactly this form: the same
+/// of the first 1000-history run, `clean-aborted-entry-first-offset.jsonl`). Exactly this form: the same
 /// batches on both sides, each of seglog's entries matched in order by one of Kafka's of the
 /// same producer with a first offset no later, and a read_committed consumer (Kafka's
 /// `CompletedFetch`) drops the same batches with either list.
@@ -59,7 +59,8 @@ fn dropped(batches: &[(i64, i64, bool)], txns: &[BatchTxn], aborted: &[(i64, i64
     let mut pending = pending.into_iter().peekable();
     let mut marked: HashSet<i64> = HashSet::new();
     let mut out = Vec::new();
-    for (&(base, last, _), &(producer_id, transactional, abort_marker)) in batches.iter().zip(txns) {
+    for (&(base, last, _), &(producer_id, transactional, abort_marker)) in batches.iter().zip(txns)
+    {
         if producer_id < 0 {
             continue;
         }
@@ -82,14 +83,20 @@ mod tests {
     use crate::observe::Fetch;
 
     fn observation(aborted: Vec<(i64, i64)>) -> Observation {
-        let mut o = Observation::default();
-        o.read_committed = Fetch {
+        let read_committed = Fetch {
             batches: Some(vec![(31, 33, false), (34, 34, true), (40, 41, false)]),
             aborted: Some(aborted),
-            batch_txns: Some(vec![(-1, false, None), (1002, true, Some(true)), (1001, true, None)]),
+            batch_txns: Some(vec![
+                (-1, false, None),
+                (1002, true, Some(true)),
+                (1001, true, None),
+            ]),
             ..Fetch::default()
         };
-        o
+        Observation {
+            read_committed,
+            ..Observation::default()
+        }
     }
 
     #[test]
@@ -104,7 +111,7 @@ mod tests {
         let kafka = observation(vec![(1002, 4), (1001, 42)]);
         let ours = observation(vec![(1002, 4)]);
         assert!(cleaned_aborted_entries(&step, path, &ours, &kafka));
-        // A later first offset (open-clean-aborted-list's form), the same batches dropped.
+        // A later first offset (clean-aborted-entry-first-offset's form), the same batches dropped.
         let ours = observation(vec![(1002, 4), (1001, 43)]);
         assert!(cleaned_aborted_entries(&step, path, &ours, &kafka));
         // Kafka's entry makes a consumer drop 1001's batch at 40, seglog's list does not.

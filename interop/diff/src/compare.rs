@@ -669,10 +669,11 @@ mod tests {
         assert!(compare(&step(), &ours, &kafka, &mut Vec::new()).is_some());
     }
 
-    /// Divergence 249 of the first 1000-history run (and `open-clean-segment-size-{a,b}`): Kafka's
-    /// round, not knowing the transaction aborted below the log start, stamps a horizon on its
-    /// ABORT marker (no aborted batch seen) and none on a later COMMIT of the same producer
-    /// (its data counted as committed); seglog the other way round. Each segment 3 bytes apart.
+    /// Divergence 249 of the first 1000-history run (and the histories
+    /// `clean-marker-horizon-below-log-start-*`): Kafka's round, not knowing the transaction
+    /// aborted below the log start, stamps a horizon on its ABORT marker (no aborted batch
+    /// seen) and none on a later COMMIT of the same producer (its data counted as committed);
+    /// seglog the other way round. Each segment 3 bytes apart.
     #[test]
     fn marker_horizons_that_differ_only_below_the_log_start_are_explained() {
         let mut ours = cleaned(159, vec![[5, 5, 0, 1, 10, 2, 1], [15, 15, 0, 1, 10, 2, 0]]);
