@@ -135,6 +135,11 @@ impl Ours {
         }
     }
 
+    /// The log's last stable offset.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.log().last_stable_offset()
+    }
+
     /// Before a cleaning round: raises a high watermark in a gap to `kafka_hw`, Kafka's after
     /// its round of the same step, when that is the form of finding K1 (rule
     /// `high-watermark-in-a-gap-rises-to-the-next-batch`): no batch holds seglog's high
