@@ -1,0 +1,49 @@
+//! Tiered storage for seglog (KIP-405): sealed segments copied to an object store in the layout
+//! of Kafka's `LocalTieredStorage`, so Kafka's own code reads what seglog tiered.
+//!
+//! What it does: Kafka's object names ([`Layout`], [`parse_file_name`]); the shape of Kafka's
+//! `RemoteStorageManager` ([`RemoteStorageManager`]: copy a segment's six parts, fetch a range
+//! of its `.log`, fetch an index, delete); a durable metadata store with Kafka's four states
+//! ([`MetadataStore`], [`RemoteLogSegmentState`]); and the crash-safe copy and delete protocols
+//! over both ([`PartitionTier`]).
+//!
+//! What it does not do: it holds no local segment and decides nothing about local retention
+//! (that is `seglog`'s); it assumes one copier per partition (Kafka's leader).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use object_store::{memory::InMemory, path::Path};
+//! use seglog_tiered::{Layout, PartitionTier, TopicIdPartition, Uuid};
+//!
+//! let tp = TopicIdPartition::new("orders", 0, Uuid::random()).unwrap();
+//! let tier = PartitionTier::new(Arc::new(InMemory::new()), Layout::new(Path::default(), tp), 1);
+//! let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+//! assert!(rt.block_on(tier.segments()).unwrap().is_empty());
+//! ```
+
+#![forbid(unsafe_code)]
+
+mod error;
+#[cfg(test)]
+mod faulty;
+mod layout;
+mod metadata;
+mod protocol;
+mod rsm;
+mod uuid;
+
+pub use error::{CorruptKind, Error};
+pub use layout::{
+    DATA_ROOT, FileKind, Layout, METADATA_ROOT, SegmentFileName, TopicIdPartition, parse_file_name,
+    segment_stem,
+};
+pub use metadata::{Chain, MetadataStore, RemoteLogSegmentMetadata, RemoteLogSegmentState};
+pub use protocol::{PartitionTier, RecoveryReport, SegmentToCopy};
+pub use rsm::{
+    DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
+    leader_epoch_checkpoint,
+};
+pub use uuid::Uuid;
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
