@@ -167,6 +167,8 @@ mod producer_state;
 mod purge_horizon;
 mod read;
 mod read_request;
+pub mod remote;
+mod remote_log;
 mod retention;
 mod segment_map;
 mod settings;

@@ -1,0 +1,74 @@
+//! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
+
+use super::{Pins, RemoteTier};
+use crate::sync::{Arc, AtomicI64, Ordering, RwLock, read, write};
+
+/// Kafka's "no offset in remote storage yet" (`highestOffsetInRemoteStorage` starts at -1).
+pub(crate) const NO_REMOTE_OFFSET: i64 = -1;
+
+/// A log's remote-tier state: the attached tier, the highest offset copied, the log start
+/// offset of the whole log (KIP-1005: the local log start is the published view's), and the
+/// segments pinned by copies.
+#[derive(Debug)]
+pub(crate) struct RemoteState {
+    tier: RwLock<Option<Arc<dyn RemoteTier>>>,
+    /// Kafka's `highestOffsetInRemoteStorage`: -1 until a copy finished.
+    highest_offset: AtomicI64,
+    /// The log start offset of the whole log while a tier is attached (at or below the local
+    /// log start offset); `i64::MIN` when the log has no remote part.
+    log_start_offset: AtomicI64,
+    pub(crate) pins: Pins,
+}
+
+impl Default for RemoteState {
+    fn default() -> Self {
+        Self {
+            tier: RwLock::new(None),
+            highest_offset: AtomicI64::new(NO_REMOTE_OFFSET),
+            log_start_offset: AtomicI64::new(i64::MIN),
+            pins: Pins::default(),
+        }
+    }
+}
+
+impl RemoteState {
+    /// The attached tier.
+    pub(crate) fn tier(&self) -> Option<Arc<dyn RemoteTier>> {
+        read(&self.tier).clone()
+    }
+
+    /// Attaches (or with `None` detaches) the tier.
+    pub(crate) fn set_tier(&self, tier: Option<Arc<dyn RemoteTier>>) {
+        *write(&self.tier) = tier;
+    }
+
+    /// Kafka's `highestOffsetInRemoteStorage`.
+    pub(crate) fn highest_offset(&self) -> i64 {
+        self.highest_offset.load(Ordering::Acquire)
+    }
+
+    /// Raises the highest remote offset to `offset` (never lowers it: a copier reporting an
+    /// older copy late changes nothing). Returns the value now held.
+    pub(crate) fn raise_highest_offset(&self, offset: i64) -> i64 {
+        self.highest_offset
+            .fetch_max(offset, Ordering::AcqRel)
+            .max(offset)
+    }
+
+    /// Sets the highest remote offset (a follower rebuild, a truncation below it).
+    pub(crate) fn set_highest_offset(&self, offset: i64) {
+        self.highest_offset.store(offset, Ordering::Release);
+    }
+
+    /// The whole log's start offset when it has a remote part, else `None`.
+    pub(crate) fn log_start_offset(&self) -> Option<i64> {
+        let value = self.log_start_offset.load(Ordering::Acquire);
+        (value != i64::MIN).then_some(value)
+    }
+
+    /// Sets (`None`: clears) the whole log's start offset.
+    pub(crate) fn set_log_start_offset(&self, offset: Option<i64>) {
+        self.log_start_offset
+            .store(offset.unwrap_or(i64::MIN), Ordering::Release);
+    }
+}
