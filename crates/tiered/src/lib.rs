@@ -23,6 +23,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod crash_tests;
 mod error;
 #[cfg(test)]
 mod faulty;

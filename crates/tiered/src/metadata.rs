@@ -171,6 +171,24 @@ impl MetadataStore {
         }
         let slot = current_slot + 1;
         self.create_slot(next, slot).await?;
+        // A purge deletes slot 0 first and the slots above after it: a slot created into a
+        // chain another writer already finished and began to purge (so the create found the
+        // slot free again) is seen here, since no one ever writes slot 0 of an id twice.
+        if self
+            .read_slot(next.start_offset, next.segment_id, 0)
+            .await?
+            .is_none()
+        {
+            return Err(Error::Conflict {
+                key: self
+                    .layout
+                    .metadata_slot_key(next.start_offset, next.segment_id, slot)
+                    .to_string(),
+                slot,
+                wanted: next.state,
+                winner: RemoteLogSegmentState::DeleteSegmentFinished,
+            });
+        }
         Ok(slot)
     }
 
