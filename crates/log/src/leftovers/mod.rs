@@ -26,8 +26,9 @@
 //!    its final name when the `.log` is live and that index is missing, else it is set aside.
 //! 3. **`.deleted`** segments are removed (Kafka's rule) when a remaining segment has their base,
 //!    or the one before them covers it, or nothing lies after them (a truncated tail), or nothing
-//!    before (retention), or every record they hold is superseded (a group's old segment past
-//!    its cleaned segment's next offset). Otherwise — a segment between two others whose
+//!    before (retention), or every record they hold is superseded or purged (a group's old segment
+//!    past its cleaned segment's next offset: its records have later ones, or are tombstones and
+//!    markers whose batch's delete horizon passed by the load's clock, which a purge round drops). Otherwise — a segment between two others whose
 //!    offsets no other segment serves, holding a record the log would lose — they are renamed
 //!    back (`LoadReport::restored_files`): the log would have a hole there.
 //!
@@ -187,14 +188,19 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// Decides what to do with the temporary files among `files` (the parsed segment files of
-    /// `dir`, as the loader lists them). Reads files, changes nothing.
+    /// `dir`, as the loader lists them) at `now_ms` (for the delete horizons of tombstones and
+    /// markers). Reads files, changes nothing.
     ///
     /// # Errors
     /// None so far for unreadable candidates (a swap that cannot be read is refused); I/O
     /// errors of the segments that must stay are left to their own open.
-    pub(crate) fn new(dir: &Path, files: &[(PathBuf, ParsedFileName)]) -> Result<Plan> {
+    pub(crate) fn new(
+        dir: &Path,
+        files: &[(PathBuf, ParsedFileName)],
+        now_ms: i64,
+    ) -> Result<Plan> {
         let mut plan = Plan::default();
-        let reader = Reader { dir };
+        let reader = Reader { dir, now_ms };
         let of = |suffix: Option<TempSuffix>| {
             files
                 .iter()
@@ -411,6 +417,8 @@ fn rejected_name(path: &Path) -> PathBuf {
 /// split replaces, does not open as one).
 struct Reader<'a> {
     dir: &'a Path,
+    /// The load's clock: delete horizons at or below it have passed.
+    now_ms: i64,
 }
 
 impl Reader<'_> {
@@ -508,13 +516,13 @@ impl Reader<'_> {
             }
             match next_new {
                 Some(n) if n.offset == rec.offset => {
-                    if n != rec {
+                    if !n.same_as(&rec) {
                         return Err(fail(SwapProblem::UnknownRecord { offset: n.offset }));
                     }
                     next_new = new.next().map_err(fail)?;
                 }
                 _ => {
-                    if is_required(&rec, &latest) {
+                    if is_required(&rec, &latest, self.now_ms) {
                         return Err(fail(SwapProblem::MissingRecord { offset: rec.offset }));
                     }
                 }
@@ -579,7 +587,7 @@ impl Reader<'_> {
         loop {
             match records.next() {
                 Ok(Some(rec)) if rec.offset >= next_base => return false,
-                Ok(Some(rec)) => required |= is_required(&rec, &latest),
+                Ok(Some(rec)) => required |= is_required(&rec, &latest, self.now_ms),
                 Ok(None) => return required,
                 // Damaged: kept rather than lost (its own open reports the damage).
                 Err(_) => return true,
@@ -613,13 +621,21 @@ fn latest_offsets(
 }
 
 /// Whether a record of the replaced data must survive: a control record, a record without a
-/// key, or its key's latest.
-fn is_required(rec: &Rec, latest: &HashMap<[u64; 2], i64>) -> bool {
-    rec.control
-        || match rec.key {
-            None => true,
-            Some(key) => latest.get(&key) == Some(&rec.offset),
-        }
+/// key, or its key's latest; but not a tombstone or marker whose batch's delete horizon passed
+/// by `now_ms` (a cleaner round purges those: the `.deleted` old segments of a finished purge
+/// round hold them, and renaming those back would serve purged tombstones and the records a
+/// later round superseded next to them).
+fn is_required(rec: &Rec, latest: &HashMap<[u64; 2], i64>, now_ms: i64) -> bool {
+    let purged = (rec.control || rec.tombstone)
+        && rec
+            .delete_horizon_ms
+            .is_some_and(|horizon| horizon <= now_ms);
+    !purged
+        && (rec.control
+            || match rec.key {
+                None => true,
+                Some(key) => latest.get(&key) == Some(&rec.offset),
+            })
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
 use super::SwapProblem;
 
 /// One record as the checks compare it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Rec {
     pub(super) offset: i64,
     /// `None` for a record without a key.
@@ -19,6 +19,19 @@ pub(super) struct Rec {
     /// The value (with whether it is null), and the key, hashed together.
     pub(super) content: [u64; 2],
     pub(super) control: bool,
+    /// A data record without a value.
+    pub(super) tombstone: bool,
+    /// The delete horizon its batch carries (KIP-534): a cleaner round stamps it, and once it
+    /// passed, the tombstones and markers of the batch may go.
+    pub(super) delete_horizon_ms: Option<i64>,
+}
+
+impl Rec {
+    /// The same record at the same offset (a rewritten batch may carry another horizon).
+    pub(super) fn same_as(&self, other: &Rec) -> bool {
+        (self.offset, self.key, self.content, self.control)
+            == (other.offset, other.key, other.content, other.control)
+    }
 }
 
 fn hash128(parts: &[Option<&[u8]>]) -> [u64; 2] {
@@ -180,6 +193,7 @@ impl Records {
                 .ensure_valid()
                 .map_err(|e| file.damaged(position, e.to_string()))?;
             let control = batch.header().is_control;
+            let delete_horizon_ms = batch.header().delete_horizon_ms();
             for record in batch.records(crate::DEFAULT_MAX_DECOMPRESSED_BYTES) {
                 let record = record.map_err(|e| file.damaged(position, e.to_string()))?;
                 self.pending.push_back(Rec {
@@ -187,6 +201,8 @@ impl Records {
                     key: record.key.as_deref().map(|k| hash128(&[Some(k)])),
                     content: hash128(&[record.key.as_deref(), record.value.as_deref()]),
                     control,
+                    tombstone: !control && record.value.is_none(),
+                    delete_horizon_ms,
                 });
             }
         }
