@@ -169,6 +169,8 @@ mod read;
 mod read_request;
 pub mod remote;
 mod remote_log;
+mod remote_read;
+mod remote_retention;
 mod retention;
 mod segment_map;
 mod settings;

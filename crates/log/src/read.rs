@@ -163,6 +163,17 @@ impl Log {
         min_one_message: bool,
         buf: &mut Vec<u8>,
     ) -> Result<CopiedFetch> {
+        // Below the local log start, from the remote tier (`remote_read.rs`); an offset no
+        // remote segment reaches reads on from the local log start.
+        let mut start_offset = start_offset;
+        if let Some(tier) = self.remote_for(start_offset) {
+            if let Some(fetch) =
+                self.remote_read_into(&*tier, start_offset, max_bytes, min_one_message, buf)?
+            {
+                return Ok(fetch);
+            }
+            start_offset = self.local_log_start_offset();
+        }
         let view = self.published.load();
         let plan = match self
             .committed_bound(&view, isolation)
@@ -293,12 +304,14 @@ impl Log {
             // Kafka 4.4's `fetchOffsetByTimestamp`: the earliest epoch entry's epoch when it
             // starts at or below the log start, the latest epoch for LATEST.
             ListOffsets::Earliest => {
+                // With a remote tier, the whole log's start (KIP-1005).
+                let log_start_offset = self.log_start_offset().min(view.log_start_offset);
                 let epoch = self
                     .leader_epoch_cache()
                     .earliest_entry()
-                    .filter(|e| e.start_offset <= view.log_start_offset)
+                    .filter(|e| e.start_offset <= log_start_offset)
                     .map(|e| e.epoch);
-                Ok(found(view.log_start_offset, epoch))
+                Ok(found(log_start_offset, epoch))
             }
             ListOffsets::Latest => Ok(found(view.end.offset, self.latest_epoch())),
             ListOffsets::MaxTimestamp => {
@@ -318,6 +331,12 @@ impl Log {
                 }
             }
             ListOffsets::Timestamp(target) => {
+                // The remote tier first, for what lies below the local log start.
+                if let Some(tier) = self.remote_for(self.log_start_offset())
+                    && let Some(found) = self.remote_offset_for_timestamp(&*tier, target)?
+                {
+                    return Ok(Some(found));
+                }
                 // Kafka searches only the first segment whose largest timestamp qualifies; when
                 // its qualifying records all lie below the log start offset that answers
                 // nothing. seglog starts at the segment holding the log start and moves on.

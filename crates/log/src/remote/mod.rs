@@ -20,11 +20,14 @@
 //! Mirrors Kafka's `RemoteStorageManager`, `RemoteLogSegmentMetadata`, `LogSegmentData` and
 //! `RemoteStorageManager.IndexType`.
 
+mod cache;
 mod error;
 mod pins;
 mod segment_id;
 mod state;
 
+pub use cache::DEFAULT_INDEX_CACHE_BYTES;
+pub(crate) use cache::IndexCache;
 pub use error::{RemoteError, RemoteErrorKind};
 pub(crate) use pins::Pins;
 pub use pins::SegmentPin;

@@ -1,7 +1,8 @@
 //! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
 
-use super::{Pins, RemoteTier};
-use crate::sync::{Arc, AtomicI64, Ordering, RwLock, read, write};
+use super::{IndexCache, Pins, RemoteSegment, RemoteTier};
+use crate::sync::{AtomicI64, Mutex, Ordering, RwLock, read, write};
+use std::sync::Arc;
 
 /// Kafka's "no offset in remote storage yet" (`highestOffsetInRemoteStorage` starts at -1).
 pub(crate) const NO_REMOTE_OFFSET: i64 = -1;
@@ -18,6 +19,10 @@ pub(crate) struct RemoteState {
     /// log start offset); `i64::MIN` when the log has no remote part.
     log_start_offset: AtomicI64,
     pub(crate) pins: Pins,
+    /// The remote segments' indexes, bounded (`cache.rs`).
+    pub(crate) indexes: Mutex<IndexCache>,
+    /// The tier's segment list as last fetched (refreshed when a read finds no segment).
+    pub(crate) segments: Mutex<Option<Arc<Vec<RemoteSegment>>>>,
 }
 
 impl Default for RemoteState {
@@ -27,6 +32,8 @@ impl Default for RemoteState {
             highest_offset: AtomicI64::new(NO_REMOTE_OFFSET),
             log_start_offset: AtomicI64::new(i64::MIN),
             pins: Pins::default(),
+            indexes: Mutex::new(IndexCache::new(super::DEFAULT_INDEX_CACHE_BYTES)),
+            segments: Mutex::new(None),
         }
     }
 }
@@ -40,6 +47,7 @@ impl RemoteState {
     /// Attaches (or with `None` detaches) the tier.
     pub(crate) fn set_tier(&self, tier: Option<Arc<dyn RemoteTier>>) {
         *write(&self.tier) = tier;
+        *crate::sync::lock(&self.segments) = None;
     }
 
     /// Kafka's `highestOffsetInRemoteStorage`.
