@@ -84,6 +84,9 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// The log refused a call of the tier driver (listing candidates, raising an offset).
+    #[error(transparent)]
+    Log(#[from] seglog::Error),
     /// The blocking facade could not start its runtime.
     #[error("cannot start the tier's runtime: {0}")]
     Runtime(#[source] std::io::Error),

@@ -32,6 +32,7 @@ mod layout;
 mod metadata;
 mod protocol;
 mod rsm;
+mod tier;
 mod uuid;
 
 pub use error::{CorruptKind, Error};
@@ -44,6 +45,9 @@ pub use protocol::{PartitionTier, RecoveryReport, SegmentToCopy};
 pub use rsm::{
     DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
     leader_epoch_checkpoint,
+};
+pub use tier::{
+    CopiedSegment, CopyReport, ExpireReport, ObjectTier, Tier, remote_error, remote_segment,
 };
 pub use uuid::Uuid;
 

@@ -263,10 +263,10 @@ impl PartitionTier {
                 continue;
             };
             // A name Kafka's layout does not have is not ours: left alone.
-            if let Ok(name) = parse_file_name(name) {
-                if !live.contains(&(name.start_offset, name.id)) {
-                    candidates.insert((name.start_offset, name.id));
-                }
+            if let Ok(name) = parse_file_name(name)
+                && !live.contains(&(name.start_offset, name.id))
+            {
+                candidates.insert((name.start_offset, name.id));
             }
         }
         for (start_offset, id) in candidates {
