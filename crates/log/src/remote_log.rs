@@ -38,7 +38,7 @@ impl Log {
         let remote_start = segments.first().map(|s| s.base_offset);
         let start = match (self.remote.log_start_offset(), remote_start) {
             (Some(current), _) => Some(current.min(local_start)),
-            (None, Some(first)) if first < local_start => Some(first),
+            (None, Some(first)) if first <= local_start => Some(first),
             _ => None,
         };
         self.remote.set_log_start_offset(start);

@@ -291,3 +291,30 @@ fn walk(dir: &FsPath) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// Attached on reopen while every copied segment is still local too (the remote tier starts
+/// at the local start), then local retention: the whole log must still start at 0 and read
+/// from there, and remote retention must not take the remote segments for "below the log start".
+#[test]
+fn a_log_reopened_before_its_first_local_deletion_keeps_its_remote_part() {
+    let dir = tempfile::tempdir().unwrap();
+    let remote_root = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), config());
+    fill(&log);
+    let before = records(&log, 0, Isolation::ReadUncommitted);
+    let tier = local_tier(remote_root.path());
+    tier.attach(&log).unwrap();
+    let copied = tier.copy(&log).unwrap().copied.len();
+    log.close().unwrap();
+    drop(log);
+    let log = open(dir.path(), config());
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    tier.attach(&log).unwrap();
+    log.delete_old_segments().unwrap();
+    assert!(log.local_log_start_offset() > 0);
+    assert_eq!(log.log_start_offset(), 0);
+    assert_eq!(records(&log, 0, Isolation::ReadUncommitted), before);
+    let report = tier.expire(&log, T0).unwrap();
+    assert!(report.deleted.is_empty(), "{report:?}");
+    assert_eq!(tier.remote().finished_segments().unwrap().len(), copied);
+}
