@@ -32,6 +32,7 @@ mod layout;
 mod metadata;
 mod protocol;
 mod rsm;
+mod store;
 mod tier;
 mod uuid;
 
@@ -46,6 +47,7 @@ pub use rsm::{
     DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
     leader_epoch_checkpoint,
 };
+pub use store::{StoreRoot, open_store};
 pub use tier::{
     CopiedSegment, CopyReport, ExpireReport, ObjectTier, Tier, remote_error, remote_segment,
 };
