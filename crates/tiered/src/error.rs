@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use crate::metadata::RemoteLogSegmentState;
+use crate::state::RemoteLogSegmentState;
 
 /// What went wrong in the remote tier. Every variant names the object key or local path it is
 /// about; store errors keep `object_store`'s error as their source.
@@ -96,7 +96,7 @@ pub enum Error {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CorruptKind {
-    /// Not the JSON document of docs/format.md (the decoder's message).
+    /// Not a metadata record's JSON document (the decoder's message).
     #[error("not a metadata record: {0}")]
     Json(String),
     /// A record of a newer format version than this code reads.

@@ -23,6 +23,11 @@
 
 #![forbid(unsafe_code)]
 
+// The `aws` feature names reqwest only to select its rustls-without-aws-lc-rs TLS (object_store
+// makes the client); the provider is rustls's ring one, installed by `s3_store`.
+#[cfg(feature = "aws")]
+use reqwest as _;
+
 #[cfg(test)]
 mod crash_tests;
 mod error;
@@ -32,6 +37,7 @@ mod layout;
 mod metadata;
 mod protocol;
 mod rsm;
+mod state;
 mod store;
 mod tier;
 mod uuid;
@@ -41,12 +47,15 @@ pub use layout::{
     DATA_ROOT, FileKind, Layout, METADATA_ROOT, SegmentFileName, TopicIdPartition, parse_file_name,
     segment_stem,
 };
-pub use metadata::{Chain, MetadataStore, RemoteLogSegmentMetadata, RemoteLogSegmentState};
+pub use metadata::{Chain, MetadataStore, RemoteLogSegmentMetadata};
 pub use protocol::{PartitionTier, RecoveryReport, SegmentToCopy};
 pub use rsm::{
     DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
     leader_epoch_checkpoint,
 };
+pub use state::RemoteLogSegmentState;
+#[cfg(feature = "aws")]
+pub use store::s3_store;
 pub use store::{StoreRoot, open_store};
 pub use tier::{
     CopiedSegment, CopyReport, ExpireReport, ObjectTier, Tier, remote_error, remote_segment,

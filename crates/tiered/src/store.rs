@@ -73,18 +73,30 @@ fn open_s3(url: &str, rest: &str) -> Result<StoreRoot> {
             reason: "s3:// needs a bucket",
         });
     }
-    let store = object_store::aws::AmazonS3Builder::from_env()
-        .with_bucket_name(bucket)
-        .build()
-        .map_err(|source| Error::Store {
-            op: "open",
-            key: url.to_owned(),
-            source,
-        })?;
+    let builder = object_store::aws::AmazonS3Builder::from_env().with_bucket_name(bucket);
     Ok(StoreRoot {
-        store: Arc::new(store),
+        store: s3_store(builder, url)?,
         root: Path::from(prefix),
     })
+}
+
+/// Builds an S3 store, first installing rustls's ring provider as the process default (the
+/// `aws` feature's TLS stack has no other; installing twice is harmless).
+///
+/// # Errors
+/// [`Error::Store`] naming `what` when the builder's settings do not make a store.
+#[cfg(feature = "aws")]
+pub fn s3_store(
+    builder: object_store::aws::AmazonS3Builder,
+    what: &str,
+) -> Result<Arc<dyn ObjectStore>> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let store = builder.build().map_err(|source| Error::Store {
+        op: "open",
+        key: what.to_owned(),
+        source,
+    })?;
+    Ok(Arc::new(store))
 }
 
 #[cfg(not(feature = "aws"))]

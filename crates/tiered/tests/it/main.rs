@@ -4,3 +4,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod log_tier;
+#[cfg(feature = "aws")]
+mod s3;
