@@ -170,6 +170,7 @@ mod read_request;
 pub mod remote;
 mod remote_log;
 mod remote_read;
+mod remote_rebuild;
 mod remote_retention;
 mod retention;
 mod segment_map;

@@ -460,3 +460,49 @@ fn offset_for_timestamp_spans_both_tiers() {
         .unwrap();
     assert_eq!(earliest.offset, 0);
 }
+
+#[test]
+fn a_follower_rebuilds_from_the_remote_tier_and_reads_across_it() {
+    let (_dir, leader, tier, [_, committed]) = tiered_log_with_transactions();
+    let local_start = leader.local_log_start_offset();
+    let (_fdir, _fclock, follower) = fresh(tiered_config());
+    append_numbered(&follower, 3, "stale", 2);
+    follower.set_remote_tier(tier.clone()).unwrap();
+    let start = follower
+        .rebuild_from_remote_tier(local_start, leader.log_start_offset())
+        .unwrap();
+    assert_eq!(start, local_start);
+    assert_eq!(follower.log_end_offset(), local_start);
+    assert_eq!(follower.local_log_start_offset(), local_start);
+    assert_eq!(follower.log_start_offset(), 0);
+    assert_eq!(follower.highest_remote_offset(), local_start - 1);
+    // The epochs below the start and the producer state of the snapshot at it.
+    let epochs: Vec<_> = leader
+        .leader_epochs()
+        .into_iter()
+        .filter(|e| e.1 < local_start)
+        .collect();
+    assert_eq!(follower.leader_epochs(), epochs);
+    assert_eq!(follower.producer_count(), 2);
+    assert_eq!(follower.producer_snapshot_offsets(), [local_start]);
+    // Everything below the start reads from the tier, as on the leader.
+    follower
+        .set_high_watermark(follower.log_end_offset())
+        .unwrap();
+    let below: Vec<_> = committed
+        .iter()
+        .filter(|(o, _)| *o < local_start)
+        .cloned()
+        .collect();
+    assert_eq!(records(&follower, 0, Isolation::ReadCommitted), below);
+    // Without a tier, or for an offset no remote segment holds: a typed error, nothing changed.
+    let (_gdir, _gclock, lone) = fresh(tiered_config());
+    assert!(matches!(
+        lone.rebuild_from_remote_tier(local_start, 0),
+        Err(seglog::Error::Remote { .. })
+    ));
+    lone.set_remote_tier(tier).unwrap();
+    let e = lone.rebuild_from_remote_tier(1 << 40, 0).unwrap_err();
+    assert!(matches!(e, seglog::Error::Remote { ref source, .. } if source.is_not_found()));
+    assert_eq!(lone.log_end_offset(), 0);
+}
