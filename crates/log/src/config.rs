@@ -513,7 +513,7 @@ impl LogConfig {
         check("local.retention.ms", self.local_retention_ms, -2)?;
         check("local.retention.bytes", self.local_retention_bytes, -2)?;
         if self.remote_storage_enable {
-            crate::remote::validate_remote_config(self)?;
+            crate::remote_config::validate_remote_config(self)?;
         }
         Ok(())
     }

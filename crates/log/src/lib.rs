@@ -168,6 +168,7 @@ mod purge_horizon;
 mod read;
 mod read_request;
 pub mod remote;
+mod remote_config;
 mod remote_log;
 mod remote_read;
 mod remote_rebuild;

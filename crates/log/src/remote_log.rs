@@ -185,6 +185,23 @@ impl Log {
     }
 }
 
+impl SealedSegmentFiles {
+    /// The leader-epoch entries in Kafka's checkpoint text (`leader-epoch-checkpoint` format:
+    /// version 0, the count, one `epoch start_offset` line each), as the `LEADER_EPOCH` index
+    /// is uploaded.
+    pub fn leader_epoch_checkpoint(&self) -> Vec<u8> {
+        let entries: Vec<crate::EpochEntry> = self
+            .leader_epochs
+            .iter()
+            .map(|&(epoch, start_offset)| crate::EpochEntry {
+                epoch,
+                start_offset,
+            })
+            .collect();
+        crate::leader_epoch::format(&entries).into_bytes()
+    }
+}
+
 /// The leader epochs of the batches in `[base, next)`: the epoch in force at `base` (its start
 /// raised to `base`), then every epoch starting inside (Kafka's
 /// `RemoteLogManager.getLeaderEpochEntries` for the segment metadata).

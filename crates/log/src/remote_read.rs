@@ -147,13 +147,13 @@ impl Log {
                 (limit, true)
             };
             let mut next = first.position + first_size;
-            while !incomplete {
-                match window.header_at(next)? {
-                    Some(header) if taken + u64::from(header.total_size) <= limit => {
-                        taken += u64::from(header.total_size);
-                        next += u64::from(header.total_size);
+            if !incomplete {
+                while let Some(header) = window.header_at(next)? {
+                    if taken + u64::from(header.total_size) > limit {
+                        break;
                     }
-                    _ => break,
+                    taken += u64::from(header.total_size);
+                    next += u64::from(header.total_size);
                 }
             }
             window.copy(first.position, taken, buf)?;

@@ -13,10 +13,16 @@ use seglog::{BatchBuilder, Durability, Isolation, ListOffsets, Log, LogConfig, T
 
 use crate::support::*;
 
+/// One uploaded segment: its metadata, its `.log` and its other parts.
+type Uploaded = (RemoteSegment, Vec<u8>, HashMap<RemoteIndexKind, Vec<u8>>);
+
+/// What a log read, as (offset, value) pairs.
+type Read = Vec<(i64, Vec<u8>)>;
+
 /// A remote tier in memory: the bytes of every part a copy uploads.
 #[derive(Debug, Default)]
 struct MemTier {
-    segments: Mutex<Vec<(RemoteSegment, Vec<u8>, HashMap<RemoteIndexKind, Vec<u8>>)>>,
+    segments: Mutex<Vec<Uploaded>>,
     log_fetches: AtomicUsize,
     index_fetches: AtomicUsize,
 }
@@ -314,12 +320,7 @@ fn remote_configs_parse_and_validate_as_kafka_4_4() {
 
 /// A log whose first segments hold an aborted and a committed transaction, copied to a tier
 /// and deleted locally; returns the log, its tier, and what it read before the deletion.
-fn tiered_log_with_transactions() -> (
-    tempfile::TempDir,
-    Log,
-    Arc<MemTier>,
-    [Vec<(i64, Vec<u8>)>; 2],
-) {
+fn tiered_log_with_transactions() -> (tempfile::TempDir, Log, Arc<MemTier>, [Read; 2]) {
     let (dir, _clock, log) = fresh(tiered_config());
     let txn = |pid: i64, seq: i32| {
         let mut b = BatchBuilder::new(0)
