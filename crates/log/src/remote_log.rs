@@ -12,7 +12,7 @@ use std::sync::Arc;
 use seglog_segment::{FileKind, FileType, file_path};
 
 use crate::log::Log;
-use crate::remote::{RemoteTier, SealedSegmentFiles};
+use crate::remote::{RemoteTier, SealedSegmentFiles, SegmentSealed};
 use crate::sync::lock;
 use crate::{Error, ProducerSnapshot, Result};
 
@@ -52,6 +52,16 @@ impl Log {
             "remote tier attached"
         );
         Ok(())
+    }
+
+    /// Subscribes to the log's seal events: every roll that seals a segment sends a
+    /// [`SegmentSealed`] to the returned receiver (after the new segment is published, never
+    /// blocking the roll; events before the subscription are not replayed). For a copier that
+    /// uploads segments as they seal: on an event it calls [`Log::tier_candidates`] (which
+    /// also answers when the last stable offset has reached the segment's end). Dropping the
+    /// receiver unsubscribes.
+    pub fn subscribe_sealed(&self) -> std::sync::mpsc::Receiver<SegmentSealed> {
+        self.remote.sealed.subscribe()
     }
 
     /// The attached remote tier, if any.

@@ -23,6 +23,7 @@
 mod cache;
 mod error;
 mod pins;
+mod sealed;
 mod segment_id;
 mod state;
 
@@ -31,6 +32,8 @@ pub(crate) use cache::IndexCache;
 pub use error::{RemoteError, RemoteErrorKind};
 pub(crate) use pins::Pins;
 pub use pins::SegmentPin;
+pub(crate) use sealed::SealSubscribers;
+pub use sealed::SegmentSealed;
 pub use segment_id::{InvalidSegmentId, RemoteSegmentId};
 pub(crate) use state::RemoteState;
 

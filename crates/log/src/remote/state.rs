@@ -1,6 +1,6 @@
 //! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
 
-use super::{IndexCache, Pins, RemoteSegment, RemoteTier};
+use super::{IndexCache, Pins, RemoteSegment, RemoteTier, SealSubscribers};
 use crate::sync::{AtomicI64, Mutex, Ordering, RwLock, read, write};
 use std::sync::Arc;
 
@@ -23,6 +23,8 @@ pub(crate) struct RemoteState {
     pub(crate) indexes: Mutex<IndexCache>,
     /// The tier's segment list as last fetched (refreshed when a read finds no segment).
     pub(crate) segments: Mutex<Option<Arc<Vec<RemoteSegment>>>>,
+    /// Who hears of sealed segments (`sealed.rs`).
+    pub(crate) sealed: SealSubscribers,
 }
 
 impl Default for RemoteState {
@@ -34,6 +36,7 @@ impl Default for RemoteState {
             pins: Pins::default(),
             indexes: Mutex::new(IndexCache::new(super::DEFAULT_INDEX_CACHE_BYTES)),
             segments: Mutex::new(None),
+            sealed: SealSubscribers::default(),
         }
     }
 }

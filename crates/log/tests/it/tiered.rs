@@ -507,3 +507,27 @@ fn a_follower_rebuilds_from_the_remote_tier_and_reads_across_it() {
     assert!(matches!(e, seglog::Error::Remote { ref source, .. } if source.is_not_found()));
     assert_eq!(lone.log_end_offset(), 0);
 }
+
+#[test]
+fn a_roll_tells_its_subscribers_which_segment_sealed() {
+    let (_dir, _clock, log) = fresh(tiered_config());
+    let sealed = log.subscribe_sealed();
+    append_numbered(&log, 40, "r", 4);
+    let events: Vec<_> = sealed.try_iter().collect();
+    let segments = log.segments();
+    assert_eq!(events.len(), segments.len() - 1);
+    for (event, info) in events.iter().zip(&segments) {
+        assert_eq!(
+            (event.base_offset, event.next_base_offset),
+            (info.base_offset, info.next_offset)
+        );
+    }
+    // The copier's loop: an event, then the candidates (here the high watermark lags).
+    let tier = MemTier::default();
+    assert_eq!(copy_all(&log, &tier), 0);
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    assert_eq!(copy_all(&log, &tier), events.len());
+    // A dropped receiver unsubscribes; the log keeps rolling.
+    drop(sealed);
+    append_numbered(&log, 10, "s", 4);
+}
