@@ -99,6 +99,17 @@ impl Log {
         isolation: Isolation,
         min_one_message: bool,
     ) -> Result<FetchData> {
+        // Below the local log start, from the remote tier (`remote_read.rs`); an offset no
+        // remote segment reaches reads on from the local log start.
+        let mut start_offset = start_offset;
+        if let Some(tier) = self.remote_for(start_offset) {
+            if let Some(fetch) =
+                self.remote_read(&*tier, start_offset, max_bytes, isolation, min_one_message)?
+            {
+                return Ok(fetch);
+            }
+            start_offset = self.local_log_start_offset();
+        }
         let view = self.published.load();
         let committed = self.committed_bound(&view, isolation)?;
         let plan = view.plan_read(start_offset, isolation, committed)?;

@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use seglog_index_core::{OffsetEntry, TimeEntry};
 use seglog_records::{BatchHeader, BatchRef, HeaderRead};
-use seglog_segment::{SliceOffsets, TimestampAndOffset};
+use seglog_segment::{FileSlice, SliceOffsets, TimestampAndOffset};
 
 use crate::log::Log;
-use crate::read::CopiedFetch;
+use crate::read::{CopiedFetch, FetchData};
 use crate::remote::{RemoteIndexKind, RemoteSegment, RemoteTier};
 use crate::sync::lock;
 use crate::view::OffsetMetadata;
@@ -182,6 +182,48 @@ impl Log {
         Ok(None)
     }
 
+    /// [`Log::read`] of an offset in the remote tier: what [`Log::remote_read_into`] fetches,
+    /// in a [`FileSlice`] over an unlinked sparse temporary file holding the bytes at their
+    /// positions in the remote `.log` (so the slice's position is the segment's, and
+    /// `send_to` works as for a local slice); with `read_committed`, the aborted
+    /// transactions from the start offset to the remote segment's end.
+    pub(crate) fn remote_read(
+        &self,
+        tier: &dyn RemoteTier,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: crate::Isolation,
+        min_one_message: bool,
+    ) -> Result<Option<FetchData>> {
+        let mut buf = Vec::new();
+        let Some(fetch) =
+            self.remote_read_into(tier, start_offset, max_bytes, min_one_message, &mut buf)?
+        else {
+            return Ok(None);
+        };
+        let slice = remote_slice(&buf, fetch.position, fetch.offsets)?;
+        let aborted_transactions = match isolation {
+            crate::Isolation::ReadCommitted => {
+                let upper = self
+                    .remote_segments(tier, false)?
+                    .iter()
+                    .find(|s| s.base_offset == fetch.offsets.segment_base_offset)
+                    .map_or(self.local_log_start_offset(), |s| s.end_offset + 1);
+                Some(self.aborted_transactions(start_offset, upper)?)
+            }
+            _ => None,
+        };
+        Ok(Some(FetchData {
+            slice,
+            fetch_offset: fetch.fetch_offset,
+            high_watermark: fetch.high_watermark,
+            log_start_offset: fetch.log_start_offset,
+            log_end_offset: fetch.log_end_offset,
+            last_stable_offset: fetch.last_stable_offset,
+            aborted_transactions,
+        }))
+    }
+
     /// The aborted transactions overlapping `[start_offset, upper_bound_offset)` from the
     /// remote segments (Kafka's `RemoteLogManager.collectAbortedTransactions`, walking
     /// `nextSegmentWithTxnIndex`), and whether they are complete (an entry's last stable offset
@@ -297,6 +339,37 @@ impl Log {
         }
         Ok(offset)
     }
+}
+
+/// A [`FileSlice`] over `bytes` written at `position` of a new, already unlinked temporary
+/// file (sparse below `position`): nothing is left behind, whatever happens to the process.
+fn remote_slice(bytes: &[u8], position: u64, offsets: SliceOffsets) -> Result<FileSlice> {
+    use std::os::unix::fs::FileExt;
+    // A process-wide counter for unique names: a `static` needs std's const constructor
+    // (not the loom shim, see `sync.rs`), and no model involves it.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "seglog-remote-read-{}-{}.log",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io("create remote read file", &path, e))?;
+    std::fs::remove_file(&path).map_err(|e| Error::io("unlink remote read file", &path, e))?;
+    file.write_all_at(bytes, position)
+        .map_err(|e| Error::io("write remote read file", &path, e))?;
+    Ok(FileSlice::over_file(
+        Arc::new(file),
+        path,
+        position,
+        bytes.len() as u64,
+        offsets,
+    ))
 }
 
 /// Bytes of a remote `.log` fetched in ranges as a walk over its batches needs them.

@@ -531,3 +531,40 @@ fn a_roll_tells_its_subscribers_which_segment_sealed() {
     drop(sealed);
     append_numbered(&log, 10, "s", 4);
 }
+
+#[test]
+fn the_zero_copy_read_serves_the_remote_tier_with_its_aborted_transactions() {
+    let (dir, _clock, log) = fresh(tiered_config());
+    let mut b = BatchBuilder::new(0).producer(7, 0, 0).transactional(true);
+    b.append(T0, None, Some(b"aborted"), &[]);
+    log.append(&b.build().unwrap()).unwrap();
+    log.write_txn_marker(7, 0, 0, TxnResult::Abort, None, Durability::PageCache)
+        .unwrap();
+    append_numbered(&log, 40, "r", 4);
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    let before = read_all(&log, 0, Isolation::ReadUncommitted);
+    let tier = Arc::new(MemTier::default());
+    log.set_remote_tier(tier.clone()).unwrap();
+    copy_all(&log, &tier);
+    log.delete_old_segments().unwrap();
+    assert!(log.local_log_start_offset() > 10);
+    assert!(!dir.path().join("00000000000000000000.log").exists());
+    // Every record, across the boundary, through `Log::read`'s slices.
+    assert_eq!(read_all(&log, 0, Isolation::ReadUncommitted), before);
+    let fetch = log
+        .read(0, 1 << 20, Isolation::ReadCommitted, true)
+        .unwrap();
+    assert_eq!(fetch.fetch_offset.segment_base_offset, 0);
+    assert_eq!(fetch.log_start_offset, 0);
+    assert_eq!(
+        fetch.aborted_transactions.unwrap(),
+        [seglog::AbortedTransaction {
+            producer_id: 7,
+            first_offset: 0
+        }]
+    );
+    // The slice sends like a local one (its position is the remote segment's).
+    let mut out = Vec::new();
+    fetch.slice.read_into(&mut out).unwrap();
+    assert_eq!(out.len() as u64, fetch.slice.len());
+}
