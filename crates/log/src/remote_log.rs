@@ -154,7 +154,7 @@ impl Log {
                 producer_snapshot: self.producer_snapshot_at(&view, next)?,
                 leader_epochs: epochs.iter().copied().filter(|e| e.1 < next).collect(),
                 segment_leader_epochs: segment_epochs(&epochs, base, next),
-                max_timestamp_ms: segment.largest_record_timestamp().unwrap_or(-1),
+                max_timestamp_ms: segment.largest_timestamp()?,
                 size: segment.size(),
                 pin,
             });

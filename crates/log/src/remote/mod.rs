@@ -156,7 +156,8 @@ pub struct SealedSegmentFiles {
     /// The leader epochs of this segment's own batches (the first at `base_offset`), for
     /// [`RemoteSegment::leader_epochs`].
     pub segment_leader_epochs: Vec<(i32, i64)>,
-    /// The largest record timestamp, -1 when no record has one.
+    /// Kafka's `LogSegment.largestTimestamp` (what Kafka 4.4's copier puts in the metadata):
+    /// the largest record timestamp, or the `.log`'s mtime when no record has one.
     pub max_timestamp_ms: i64,
     /// Bytes of the `.log`.
     pub size: u64,
