@@ -132,6 +132,26 @@ impl Log {
         min_one_message: bool,
         buf: &mut Vec<u8>,
     ) -> Result<Option<CopiedFetch>> {
+        match self.remote_read_once(tier, start_offset, max_bytes, min_one_message, buf) {
+            // The cached list named a segment the tier no longer has (remote expiry ran):
+            // list again, once.
+            Err(Error::Remote { source, .. }) if source.is_not_found() => {
+                self.remote.forget_segments();
+                self.remote_read_once(tier, start_offset, max_bytes, min_one_message, buf)
+            }
+            other => other,
+        }
+        .inspect_err(|_| buf.clear())
+    }
+
+    fn remote_read_once(
+        &self,
+        tier: &dyn RemoteTier,
+        start_offset: i64,
+        max_bytes: u32,
+        min_one_message: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<CopiedFetch>> {
         buf.clear();
         for segment in self.remote_segments_from(tier, start_offset)? {
             let position = self.remote_position(tier, &segment, start_offset)?;

@@ -50,7 +50,7 @@ impl RemoteState {
     /// Attaches (or with `None` detaches) the tier.
     pub(crate) fn set_tier(&self, tier: Option<Arc<dyn RemoteTier>>) {
         *write(&self.tier) = tier;
-        *crate::sync::lock(&self.segments) = None;
+        self.forget_segments();
     }
 
     /// Kafka's `highestOffsetInRemoteStorage`.
@@ -61,12 +61,27 @@ impl RemoteState {
     /// Raises the highest remote offset to `offset` (never lowers it: a copier reporting an
     /// older copy late changes nothing). Returns the value now held.
     pub(crate) fn raise_highest_offset(&self, offset: i64) -> i64 {
+        self.forget_segments();
         self.highest_offset
             .fetch_max(offset, Ordering::AcqRel)
             .max(offset)
     }
 
-    /// Sets the highest remote offset (a follower rebuild, a truncation below it).
+    /// Lowers the highest remote offset to `offset` when it is above (a truncation: the log
+    /// no longer holds what the tier holds there, and local retention must not take the
+    /// offsets appended again for copied ones). The segment list is listed again next time.
+    pub(crate) fn lower_highest_offset(&self, offset: i64) {
+        self.highest_offset
+            .fetch_min(offset.max(NO_REMOTE_OFFSET), Ordering::AcqRel);
+        self.forget_segments();
+    }
+
+    /// Drops the cached segment list (a copy finished, remote expiry ran, a truncation).
+    pub(crate) fn forget_segments(&self) {
+        *crate::sync::lock(&self.segments) = None;
+    }
+
+    /// Sets the highest remote offset (a follower rebuild).
     pub(crate) fn set_highest_offset(&self, offset: i64) {
         self.highest_offset.store(offset, Ordering::Release);
     }

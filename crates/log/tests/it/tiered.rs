@@ -568,3 +568,112 @@ fn the_zero_copy_read_serves_the_remote_tier_with_its_aborted_transactions() {
     fetch.slice.read_into(&mut out).unwrap();
     assert_eq!(out.len() as u64, fetch.slice.len());
 }
+
+/// A tier whose `.log` fetches fail (`Retriable`) or return garbage.
+#[derive(Debug)]
+struct BrokenTier {
+    inner: Arc<MemTier>,
+    garbage: bool,
+}
+
+impl RemoteTier for BrokenTier {
+    fn segments(&self) -> Result<Vec<RemoteSegment>, RemoteError> {
+        self.inner.segments()
+    }
+
+    fn fetch_log(
+        &self,
+        segment: &RemoteSegment,
+        start_position: u64,
+        end_position: Option<u64>,
+    ) -> Result<Vec<u8>, RemoteError> {
+        if self.garbage {
+            let len = self
+                .inner
+                .fetch_log(segment, start_position, end_position)?
+                .len();
+            return Ok(vec![0xff; len]);
+        }
+        Err(RemoteError::with_source(
+            seglog::remote::RemoteErrorKind::Retriable,
+            format!("get {}.log", segment.id),
+            std::io::Error::new(std::io::ErrorKind::TimedOut, "503 slow down"),
+        ))
+    }
+
+    fn fetch_index(
+        &self,
+        segment: &RemoteSegment,
+        kind: RemoteIndexKind,
+    ) -> Result<Vec<u8>, RemoteError> {
+        self.inner.fetch_index(segment, kind)
+    }
+}
+
+#[test]
+fn a_failing_or_damaged_tier_gives_typed_errors_and_local_reads_go_on() {
+    let (_dir, log, tier, [uncommitted, _]) = tiered_log_with_transactions();
+    let local_start = log.local_log_start_offset();
+    let local: Vec<_> = uncommitted
+        .iter()
+        .filter(|(o, _)| *o >= local_start)
+        .cloned()
+        .collect();
+    let mut buf = vec![1, 2, 3];
+    log.set_remote_tier(Arc::new(BrokenTier {
+        inner: tier.clone(),
+        garbage: false,
+    }))
+    .unwrap();
+    match log.read_into(0, 1 << 20, Isolation::ReadUncommitted, true, &mut buf) {
+        Err(seglog::Error::Remote { source, .. }) => {
+            assert!(source.is_retriable(), "{source}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(buf.is_empty());
+    assert_eq!(
+        records(&log, local_start, Isolation::ReadUncommitted),
+        local
+    );
+    log.set_remote_tier(Arc::new(BrokenTier {
+        inner: tier,
+        garbage: true,
+    }))
+    .unwrap();
+    match log.read(0, 1 << 20, Isolation::ReadUncommitted, true) {
+        Err(seglog::Error::CorruptRemote {
+            what, base_offset, ..
+        }) => assert_eq!((what, base_offset), ("log", 0)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_truncation_lowers_the_highest_remote_offset_so_retention_keeps_what_was_appended_again() {
+    let (_dir, _clock, log) = fresh(tiered_config());
+    append_numbered(&log, 40, "r", 4);
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    let tier = Arc::new(MemTier::default());
+    log.set_remote_tier(tier.clone()).unwrap();
+    copy_all(&log, &tier);
+    let highest = log.highest_remote_offset();
+    let segments = log.segments();
+    // A follower truncation into the copied part: those offsets are appended again, with other
+    // records; the tier's copy of them is not theirs.
+    let cut = segments[2].base_offset + 1;
+    log.truncate_to(cut).unwrap();
+    assert_eq!(log.highest_remote_offset(), cut - 1);
+    assert!(log.highest_remote_offset() < highest);
+    append_numbered(&log, 40, "again", 4);
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    log.delete_old_segments().unwrap();
+    // Nothing appended after the cut was deleted locally.
+    assert!(log.local_log_start_offset() <= cut);
+    // A full truncation starts the whole log at its offset (Kafka's truncateFullyAndStartAt).
+    log.truncate_fully_and_start_at(1000).unwrap();
+    assert_eq!(
+        (log.log_start_offset(), log.local_log_start_offset()),
+        (1000, 1000)
+    );
+}
