@@ -795,7 +795,11 @@ mod tests {
         for key in CONFIG_KEYS {
             let mut c = LogConfig::default();
             let value = match *key {
-                "preallocate" | "log.preallocate" => "true",
+                "preallocate"
+                | "log.preallocate"
+                | "remote.storage.enable"
+                | "remote.log.copy.disable"
+                | "remote.log.delete.on.disable" => "true",
                 "message.timestamp.type" | "log.message.timestamp.type" => "CreateTime",
                 "cleanup.policy" | "log.cleanup.policy" => "compact,delete",
                 "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => "0.25",

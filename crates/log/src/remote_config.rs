@@ -74,3 +74,26 @@ pub(crate) fn validate_remote_config(config: &crate::LogConfig) -> crate::Result
     }
     Ok(())
 }
+
+/// Kafka 4.4's `LogConfig.validateTurningOffRemoteStorageWithDelete` for a config change
+/// (`Log::set_config`): turning `remote.storage.enable` off requires
+/// `remote.log.delete.on.disable` (read-only remote data is `remote.log.copy.disable` instead).
+/// Returns whether remote storage is turned off.
+pub(crate) fn validate_remote_change(
+    old: &crate::LogConfig,
+    new: &crate::LogConfig,
+) -> crate::Result<bool> {
+    let turned_off = old.remote_storage_enable && !new.remote_storage_enable;
+    if turned_off && !new.remote_log_delete_on_disable {
+        return Err(crate::Error::InvalidConfig {
+            key: "remote.storage.enable",
+            value: "false".to_string(),
+            reason: "It is invalid to disable remote storage without deleting remote data. If \
+                     you want to keep the remote data and turn to read only, please set \
+                     `remote.storage.enable=true,remote.log.copy.disable=true`. If you want to \
+                     disable remote storage and delete all remote data, please set \
+                     `remote.storage.enable=false,remote.log.delete.on.disable=true`.",
+        });
+    }
+    Ok(turned_off)
+}

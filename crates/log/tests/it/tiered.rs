@@ -677,3 +677,31 @@ fn a_truncation_lowers_the_highest_remote_offset_so_retention_keeps_what_was_app
         (1000, 1000)
     );
 }
+
+#[test]
+fn turning_remote_storage_off_needs_remote_log_delete_on_disable() {
+    let (_dir, _clock, log) = fresh(tiered_config());
+    let off = LogConfig {
+        remote_storage_enable: false,
+        ..tiered_config()
+    };
+    match log.set_config(off.clone()) {
+        Err(seglog::Error::InvalidConfig { key, .. }) => assert_eq!(key, "remote.storage.enable"),
+        other => panic!("{other:?}"),
+    }
+    assert!(log.tier_candidates().is_ok());
+    // Read-only remote data instead: allowed.
+    log.set_config(LogConfig {
+        remote_log_copy_disable: true,
+        local_retention_bytes: -2,
+        ..tiered_config()
+    })
+    .unwrap();
+    log.set_config(LogConfig {
+        remote_log_delete_on_disable: true,
+        ..off
+    })
+    .unwrap();
+    // Turning it on again is always allowed.
+    log.set_config(tiered_config()).unwrap();
+}
