@@ -112,13 +112,15 @@ impl Log {
         }
         let view = self.published.load();
         let committed = self.committed_bound(&view, isolation)?;
-        let plan = view.plan_read(start_offset, isolation, committed)?;
+        let plan = view
+            .plan_read(start_offset, isolation, committed)
+            .map_err(|e| self.with_whole_log_start(e))?;
         let last_stable_offset = view.last_stable_offset();
         let data = |slice: FileSlice, fetch_offset, aborted_transactions| FetchData {
             slice,
             fetch_offset,
             high_watermark: view.high_watermark.offset,
-            log_start_offset: view.log_start_offset,
+            log_start_offset: self.whole_log_start(view.log_start_offset),
             log_end_offset: view.end.offset,
             last_stable_offset,
             aborted_transactions,
@@ -189,6 +191,7 @@ impl Log {
         let plan = match self
             .committed_bound(&view, isolation)
             .and_then(|committed| view.plan_read(start_offset, isolation, committed))
+            .map_err(|e| self.with_whole_log_start(e))
         {
             Ok(plan) => plan,
             Err(e) => {
@@ -201,7 +204,7 @@ impl Log {
             offsets,
             fetch_offset,
             high_watermark: view.high_watermark.offset,
-            log_start_offset: view.log_start_offset,
+            log_start_offset: self.whole_log_start(view.log_start_offset),
             log_end_offset: view.end.offset,
             last_stable_offset: view.last_stable_offset(),
         };

@@ -27,11 +27,38 @@ impl Log {
     /// The attached tier when `offset` lies below the local log start offset and at or above
     /// the whole log's start: a read there goes to the tier.
     pub(crate) fn remote_for(&self, offset: i64) -> Option<Arc<dyn RemoteTier>> {
-        let local = self.local_log_start_offset();
-        if offset >= local || offset < self.log_start_offset() {
+        // One atomic load on the read path of a log without remote data.
+        let whole = self.remote.log_start_offset()?;
+        if offset < whole || offset >= self.local_log_start_offset() {
             return None;
         }
         self.remote.tier()
+    }
+
+    /// The whole log's start offset given the local one (one atomic load).
+    pub(crate) fn whole_log_start(&self, local_log_start_offset: i64) -> i64 {
+        self.remote
+            .log_start_offset()
+            .map_or(local_log_start_offset, |start| {
+                start.min(local_log_start_offset)
+            })
+    }
+
+    /// An [`Error::OffsetOutOfRange`] of a local read plan names the whole log's start (a
+    /// consumer resetting to the earliest offset goes there, not to the local start).
+    pub(crate) fn with_whole_log_start(&self, error: Error) -> Error {
+        match error {
+            Error::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset,
+            } => Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.whole_log_start(log_start_offset),
+                log_end_offset,
+            },
+            other => other,
+        }
     }
 
     /// The tier's finished segments (cached; `refresh` lists them again).

@@ -396,8 +396,16 @@ fn reads_below_the_local_start_come_from_the_tier_identically_also_read_committe
     let mut buf = Vec::new();
     assert!(matches!(
         log.read_into(4, 1 << 20, Isolation::LogEnd, true, &mut buf),
-        Err(seglog::Error::OffsetOutOfRange { .. })
+        Err(seglog::Error::OffsetOutOfRange {
+            log_start_offset: 5,
+            ..
+        })
     ));
+    // A local read reports the whole log's start too.
+    let fetch = log
+        .read_into(local_start, 1 << 20, Isolation::LogEnd, true, &mut buf)
+        .unwrap();
+    assert_eq!(fetch.log_start_offset, 5);
 }
 
 #[test]
