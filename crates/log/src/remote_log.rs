@@ -21,8 +21,9 @@ impl Log {
     /// whose copier reports [`Log::set_highest_remote_offset`]). Lists the tier's finished
     /// segments once: the highest offset in remote storage becomes the last one's end (a
     /// restarted log need not wait for the next copy to delete local segments), and the log
-    /// start offset of the whole log the first one's base when that lies below the local log
-    /// start.
+    /// start offset of the whole log the first one's base (or the checkpointed log start
+    /// offset when it lies inside that segment: remote expiry or `DeleteRecords` raised it
+    /// there before a reopen) when that lies below the local log start.
     ///
     /// # Errors
     /// [`Error::Remote`] when the tier cannot list its segments (nothing is attached then).
@@ -35,7 +36,12 @@ impl Log {
         if let Some(last) = segments.last() {
             self.remote.raise_highest_offset(last.end_offset);
         }
-        let remote_start = segments.first().map(|s| s.base_offset);
+        // After a reopen the checkpointed log start (what remote expiry or DeleteRecords
+        // raised it to, inside the first remote segment) wins over that segment's base.
+        let checkpointed = self.load_report.log_start_offset_checkpoint;
+        let remote_start = segments
+            .first()
+            .map(|s| s.base_offset.max(checkpointed.min(s.end_offset + 1)));
         let start = match (self.remote.log_start_offset(), remote_start) {
             (Some(current), _) => Some(current.min(local_start)),
             (None, Some(first)) if first < local_start => Some(first),

@@ -713,3 +713,30 @@ fn turning_remote_storage_off_needs_remote_log_delete_on_disable() {
     // Turning it on again is always allowed.
     log.set_config(tiered_config()).unwrap();
 }
+
+#[test]
+fn the_whole_log_start_survives_a_reopen_through_the_log_start_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let tier = Arc::new(MemTier::default());
+    let local_start = {
+        let log = open(dir.path(), tiered_config(), &clock);
+        append_numbered(&log, 40, "r", 4);
+        log.set_high_watermark(log.log_end_offset()).unwrap();
+        log.set_remote_tier(tier.clone()).unwrap();
+        copy_all(&log, &tier);
+        log.delete_old_segments().unwrap();
+        log.update_log_start_offset_from_remote_tier(5).unwrap();
+        log.close().unwrap();
+        log.local_log_start_offset()
+    };
+    assert!(local_start > 5);
+    let log = open(dir.path(), tiered_config(), &clock);
+    // Without its tier the log starts locally.
+    assert_eq!(log.log_start_offset(), local_start);
+    log.set_remote_tier(tier.clone()).unwrap();
+    assert_eq!(log.log_start_offset(), 5);
+    assert_eq!(log.local_log_start_offset(), local_start);
+    assert_eq!(log.highest_remote_offset(), local_start - 1);
+    assert_eq!(records(&log, 5, Isolation::ReadUncommitted)[0].0, 5);
+}
