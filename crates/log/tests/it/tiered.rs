@@ -740,3 +740,31 @@ fn the_whole_log_start_survives_a_reopen_through_the_log_start_checkpoint() {
     assert_eq!(log.highest_remote_offset(), local_start - 1);
     assert_eq!(records(&log, 5, Isolation::ReadUncommitted)[0].0, 5);
 }
+
+#[test]
+fn a_tail_follower_from_an_old_offset_reads_through_the_tier_and_then_follows_appends() {
+    let (_dir, log, _tier, [uncommitted, _]) = tiered_log_with_transactions();
+    let mut reader = log.reader(0, Isolation::ReadUncommitted);
+    let mut seen = Vec::new();
+    let end = reader
+        .poll(|_, record| {
+            seen.push((record.offset(), record.value().unwrap().to_vec()));
+            Ok::<_, seglog::Error>(std::ops::ControlFlow::Continue(()))
+        })
+        .unwrap();
+    assert_eq!(end, seglog::PollEnd::CaughtUp);
+    assert_eq!(seen, uncommitted);
+    // New appends reach the same reader.
+    let next = log.log_end_offset();
+    log.append(&numbered(T0, "new", 2)).unwrap();
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    assert!(reader.wait(std::time::Duration::from_secs(5)).unwrap());
+    let mut more = Vec::new();
+    reader
+        .poll(|_, record| {
+            more.push(record.offset());
+            Ok::<_, seglog::Error>(std::ops::ControlFlow::Continue(()))
+        })
+        .unwrap();
+    assert_eq!(more, [next, next + 1]);
+}
