@@ -386,6 +386,22 @@ impl Log {
     ) -> Result<Option<TimestampFetch>> {
         let view = self.published.load();
         let bound = view.visible_end(isolation);
+        // The remote tier first, for what lies below the local log start (`remote_read.rs`):
+        // the found record's batch then comes through `read_into`, from the tier.
+        if let Some(tier) = self.remote_for(self.whole_log_start(view.log_start_offset))
+            && let Some(found) = self.remote_offset_for_timestamp(&*tier, timestamp_ms)?
+        {
+            if found.offset >= bound {
+                return Ok(None);
+            }
+            let fetch = self.read_into(found.offset, 1, isolation, true, buf)?;
+            return Ok(Some(TimestampFetch {
+                found,
+                segment_base_offset: fetch.fetch_offset.segment_base_offset,
+                position: fetch.position,
+                batch: 0..buf.len(),
+            }));
+        }
         for (base, segment) in view.segments.starting_at_floor(view.log_start_offset) {
             if segment.largest_timestamp()? < timestamp_ms {
                 continue;

@@ -468,6 +468,16 @@ fn offset_for_timestamp_spans_both_tiers() {
         .unwrap()
         .unwrap();
     assert_eq!(earliest.offset, 0);
+    // "Consume from this timestamp" in one call, from the tier: the found record's batch.
+    let mut buf = Vec::new();
+    let fetch = log
+        .read_by_timestamp_into(T0 + 105, Isolation::ReadUncommitted, &mut buf)
+        .unwrap()
+        .unwrap();
+    assert_eq!(fetch.found.timestamp_ms, T0 + 110);
+    assert!(fetch.found.offset < log.local_log_start_offset());
+    let batch = seglog::BatchRef::parse(&buf[fetch.batch.clone()], fetch.position).unwrap();
+    assert!(batch.header().last_offset >= fetch.found.offset);
 }
 
 #[test]
