@@ -113,6 +113,14 @@ impl Log {
                 lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&bytes));
                 Ok(Some(bytes))
             }
+            // A segment without aborted transactions has no `.txnindex`: remembered as an
+            // empty one, so read_committed does not ask again for every fetch (Kafka skips
+            // such segments by their metadata's `txnIdxEmpty`).
+            Err(e) if e.is_not_found() && kind == RemoteIndexKind::Transaction => {
+                let empty = Arc::new(Vec::new());
+                lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&empty));
+                Ok(Some(empty))
+            }
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(self.remote_error(e)),
         }

@@ -387,9 +387,10 @@ fn reads_below_the_local_start_come_from_the_tier_identically_also_read_committe
     // The aborted transactions of a range starting in the tier reach into the local part.
     let aborted = log.aborted_transactions(0, log.log_end_offset()).unwrap();
     assert!(aborted.len() >= 3, "{aborted:?}");
-    // The offset index is fetched once per segment and then cached.
+    // The indexes are fetched once per segment and then cached (also a missing `.txnindex`).
     let fetched = tier.index_fetches.load(Ordering::Relaxed);
     records(&log, 0, Isolation::ReadUncommitted);
+    records(&log, 0, Isolation::ReadCommitted);
     assert_eq!(tier.index_fetches.load(Ordering::Relaxed), fetched);
     // Below the log start it is still out of range.
     log.update_log_start_offset_from_remote_tier(5).unwrap();
