@@ -779,3 +779,53 @@ fn a_tail_follower_from_an_old_offset_reads_through_the_tier_and_then_follows_ap
         .unwrap();
     assert_eq!(more, [next, next + 1]);
 }
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        /// Appends in batches, copies of a prefix of the candidates, local retention, and
+        /// reads from random offsets: every record at or above the log start is read once, in
+        /// order, whichever tier holds it.
+        #[test]
+        fn reads_from_any_offset_match_a_model_across_both_tiers(
+            batches in proptest::collection::vec(1usize..6, 10..60),
+            copied in 0usize..20,
+            starts in proptest::collection::vec(any::<prop::sample::Index>(), 1..8),
+            fetch_bytes in 1u32..4096,
+        ) {
+            let (_dir, _clock, log) = fresh(tiered_config());
+            let mut model = Vec::new();
+            for (i, count) in batches.iter().enumerate() {
+                let info = log.append(&numbered(T0 + i as i64, &format!("b{i}"), *count)).unwrap();
+                for j in 0..*count {
+                    model.push((info.first_offset + j as i64, format!("b{i}-{j}").into_bytes()));
+                }
+            }
+            log.set_high_watermark(log.log_end_offset()).unwrap();
+            let tier = Arc::new(MemTier::default());
+            log.set_remote_tier(tier.clone()).unwrap();
+            for files in log.tier_candidates().unwrap().iter().take(copied) {
+                let segment = tier.copy(files);
+                log.set_highest_remote_offset(segment.end_offset);
+            }
+            log.delete_old_segments().unwrap();
+            prop_assert_eq!(log.log_start_offset(), 0);
+            let end = log.log_end_offset();
+            for start in starts {
+                let from = start.index(end as usize + 1) as i64;
+                let want: Vec<_> = model.iter().filter(|(o, _)| *o >= from).cloned().collect();
+                let mut reader = seglog::ReaderOptions::new(from, Isolation::ReadUncommitted)
+                    .fetch_bytes(fetch_bytes)
+                    .owned_reader(&log);
+                let mut got = Vec::new();
+                while let Some(r) = reader.next_available().unwrap().into_record() {
+                    got.push((r.record.offset, r.record.value.map(|v| v.to_vec()).unwrap()));
+                }
+                prop_assert_eq!(got, want, "from {}", from);
+            }
+        }
+    }
+}
