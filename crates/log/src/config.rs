@@ -513,7 +513,7 @@ impl LogConfig {
         check("local.retention.ms", self.local_retention_ms, -2)?;
         check("local.retention.bytes", self.local_retention_bytes, -2)?;
         if self.remote_storage_enable {
-            crate::remote::validate_remote_config(self)?;
+            crate::remote_config::validate_remote_config(self)?;
         }
         Ok(())
     }
@@ -795,7 +795,11 @@ mod tests {
         for key in CONFIG_KEYS {
             let mut c = LogConfig::default();
             let value = match *key {
-                "preallocate" | "log.preallocate" => "true",
+                "preallocate"
+                | "log.preallocate"
+                | "remote.storage.enable"
+                | "remote.log.copy.disable"
+                | "remote.log.delete.on.disable" => "true",
                 "message.timestamp.type" | "log.message.timestamp.type" => "CreateTime",
                 "cleanup.policy" | "log.cleanup.policy" => "compact,delete",
                 "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => "0.25",

@@ -733,6 +733,9 @@ impl Log {
             .first()
             .map_or(view.log_start_offset, |(b, _)| b);
         let log_start = (view.log_start_offset > first_base).then_some(view.log_start_offset);
+        // A tiered log's whole start (below its first local segment), as Kafka checkpoints
+        // `logStartOffset`; `Log::set_remote_tier` takes it back after a reopen.
+        let log_start = self.remote.log_start_offset().or(log_start);
         (self.recovery_point(), log_start, view.high_watermark.offset)
     }
 

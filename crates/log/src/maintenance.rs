@@ -385,6 +385,8 @@ impl Log {
 
     fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {
         self.truncation_starts(offset)?;
+        // Kafka's `truncateFullyAndStartAt`: the whole log starts at `offset` too.
+        self.remote.set_log_start_offset(None);
         let due = self
             .clock
             .now_ms()
@@ -434,6 +436,8 @@ impl Log {
     /// `offset` if it is above it (Kafka's `maybeTruncateCheckpoint`).
     fn truncation_starts(&self, offset: i64) -> Result<()> {
         self.truncations.fetch_add(1, crate::sync::Ordering::AcqRel);
+        // What the remote tier holds at or above `offset` is no longer what the log holds.
+        self.remote.lower_highest_offset(offset - 1);
         self.home.write_cleaner_checkpoint(offset, true)
     }
 

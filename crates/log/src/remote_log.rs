@@ -12,7 +12,7 @@ use std::sync::Arc;
 use seglog_segment::{FileKind, FileType, file_path};
 
 use crate::log::Log;
-use crate::remote::{RemoteTier, SealedSegmentFiles};
+use crate::remote::{RemoteTier, SealedSegmentFiles, SegmentSealed};
 use crate::sync::lock;
 use crate::{Error, ProducerSnapshot, Result};
 
@@ -21,8 +21,9 @@ impl Log {
     /// whose copier reports [`Log::set_highest_remote_offset`]). Lists the tier's finished
     /// segments once: the highest offset in remote storage becomes the last one's end (a
     /// restarted log need not wait for the next copy to delete local segments), and the log
-    /// start offset of the whole log the first one's base when that lies below the local log
-    /// start.
+    /// start offset of the whole log the first one's base (or the checkpointed log start
+    /// offset when it lies inside that segment: remote expiry or `DeleteRecords` raised it
+    /// there before a reopen) when that lies below the local log start.
     ///
     /// # Errors
     /// [`Error::Remote`] when the tier cannot list its segments (nothing is attached then).
@@ -35,7 +36,12 @@ impl Log {
         if let Some(last) = segments.last() {
             self.remote.raise_highest_offset(last.end_offset);
         }
-        let remote_start = segments.first().map(|s| s.base_offset);
+        // After a reopen the checkpointed log start (what remote expiry or DeleteRecords
+        // raised it to, inside the first remote segment) wins over that segment's base.
+        let checkpointed = self.load_report.log_start_offset_checkpoint;
+        let remote_start = segments
+            .first()
+            .map(|s| s.base_offset.max(checkpointed.min(s.end_offset + 1)));
         let start = match (self.remote.log_start_offset(), remote_start) {
             (Some(current), _) => Some(current.min(local_start)),
             (None, Some(first)) if first <= local_start => Some(first),
@@ -52,6 +58,16 @@ impl Log {
             "remote tier attached"
         );
         Ok(())
+    }
+
+    /// Subscribes to the log's seal events: every roll that seals a segment sends a
+    /// [`SegmentSealed`] to the returned receiver (after the new segment is published, never
+    /// blocking the roll; events before the subscription are not replayed). For a copier that
+    /// uploads segments as they seal: on an event it calls [`Log::tier_candidates`] (which
+    /// also answers when the last stable offset has reached the segment's end). Dropping the
+    /// receiver unsubscribes.
+    pub fn subscribe_sealed(&self) -> std::sync::mpsc::Receiver<SegmentSealed> {
+        self.remote.sealed.subscribe()
     }
 
     /// The attached remote tier, if any.
@@ -144,7 +160,7 @@ impl Log {
                 producer_snapshot: self.producer_snapshot_at(&view, next)?,
                 leader_epochs: epochs.iter().copied().filter(|e| e.1 < next).collect(),
                 segment_leader_epochs: segment_epochs(&epochs, base, next),
-                max_timestamp_ms: segment.largest_record_timestamp().unwrap_or(-1),
+                max_timestamp_ms: segment.largest_timestamp()?,
                 size: segment.size(),
                 pin,
             });
@@ -182,6 +198,23 @@ impl Log {
             dir: self.dir.clone(),
             source,
         }
+    }
+}
+
+impl SealedSegmentFiles {
+    /// The leader-epoch entries in Kafka's checkpoint text (`leader-epoch-checkpoint` format:
+    /// version 0, the count, one `epoch start_offset` line each), as the `LEADER_EPOCH` index
+    /// is uploaded.
+    pub fn leader_epoch_checkpoint(&self) -> Vec<u8> {
+        let entries: Vec<crate::EpochEntry> = self
+            .leader_epochs
+            .iter()
+            .map(|&(epoch, start_offset)| crate::EpochEntry {
+                epoch,
+                start_offset,
+            })
+            .collect();
+        crate::leader_epoch::format(&entries).into_bytes()
     }
 }
 

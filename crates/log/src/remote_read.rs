@@ -11,10 +11,10 @@ use std::sync::Arc;
 
 use seglog_index_core::{OffsetEntry, TimeEntry};
 use seglog_records::{BatchHeader, BatchRef, HeaderRead};
-use seglog_segment::{SliceOffsets, TimestampAndOffset};
+use seglog_segment::{FileSlice, SliceOffsets, TimestampAndOffset};
 
 use crate::log::Log;
-use crate::read::CopiedFetch;
+use crate::read::{CopiedFetch, FetchData};
 use crate::remote::{RemoteIndexKind, RemoteSegment, RemoteTier};
 use crate::sync::lock;
 use crate::view::OffsetMetadata;
@@ -27,11 +27,38 @@ impl Log {
     /// The attached tier when `offset` lies below the local log start offset and at or above
     /// the whole log's start: a read there goes to the tier.
     pub(crate) fn remote_for(&self, offset: i64) -> Option<Arc<dyn RemoteTier>> {
-        let local = self.local_log_start_offset();
-        if offset >= local || offset < self.log_start_offset() {
+        // One atomic load on the read path of a log without remote data.
+        let whole = self.remote.log_start_offset()?;
+        if offset < whole || offset >= self.local_log_start_offset() {
             return None;
         }
         self.remote.tier()
+    }
+
+    /// The whole log's start offset given the local one (one atomic load).
+    pub(crate) fn whole_log_start(&self, local_log_start_offset: i64) -> i64 {
+        self.remote
+            .log_start_offset()
+            .map_or(local_log_start_offset, |start| {
+                start.min(local_log_start_offset)
+            })
+    }
+
+    /// An [`Error::OffsetOutOfRange`] of a local read plan names the whole log's start (a
+    /// consumer resetting to the earliest offset goes there, not to the local start).
+    pub(crate) fn with_whole_log_start(&self, error: Error) -> Error {
+        match error {
+            Error::OffsetOutOfRange {
+                offset,
+                log_start_offset,
+                log_end_offset,
+            } => Error::OffsetOutOfRange {
+                offset,
+                log_start_offset: self.whole_log_start(log_start_offset),
+                log_end_offset,
+            },
+            other => other,
+        }
     }
 
     /// The tier's finished segments (cached; `refresh` lists them again).
@@ -86,6 +113,14 @@ impl Log {
                 lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&bytes));
                 Ok(Some(bytes))
             }
+            // A segment without aborted transactions has no `.txnindex`: remembered as an
+            // empty one, so read_committed does not ask again for every fetch (Kafka skips
+            // such segments by their metadata's `txnIdxEmpty`).
+            Err(e) if e.is_not_found() && kind == RemoteIndexKind::Transaction => {
+                let empty = Arc::new(Vec::new());
+                lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&empty));
+                Ok(Some(empty))
+            }
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(self.remote_error(e)),
         }
@@ -132,6 +167,26 @@ impl Log {
         min_one_message: bool,
         buf: &mut Vec<u8>,
     ) -> Result<Option<CopiedFetch>> {
+        match self.remote_read_once(tier, start_offset, max_bytes, min_one_message, buf) {
+            // The cached list named a segment the tier no longer has (remote expiry ran):
+            // list again, once.
+            Err(Error::Remote { source, .. }) if source.is_not_found() => {
+                self.remote.forget_segments();
+                self.remote_read_once(tier, start_offset, max_bytes, min_one_message, buf)
+            }
+            other => other,
+        }
+        .inspect_err(|_| buf.clear())
+    }
+
+    fn remote_read_once(
+        &self,
+        tier: &dyn RemoteTier,
+        start_offset: i64,
+        max_bytes: u32,
+        min_one_message: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<CopiedFetch>> {
         buf.clear();
         for segment in self.remote_segments_from(tier, start_offset)? {
             let position = self.remote_position(tier, &segment, start_offset)?;
@@ -147,13 +202,13 @@ impl Log {
                 (limit, true)
             };
             let mut next = first.position + first_size;
-            while !incomplete {
-                match window.header_at(next)? {
-                    Some(header) if taken + u64::from(header.total_size) <= limit => {
-                        taken += u64::from(header.total_size);
-                        next += u64::from(header.total_size);
+            if !incomplete {
+                while let Some(header) = window.header_at(next)? {
+                    if taken + u64::from(header.total_size) > limit {
+                        break;
                     }
-                    _ => break,
+                    taken += u64::from(header.total_size);
+                    next += u64::from(header.total_size);
                 }
             }
             window.copy(first.position, taken, buf)?;
@@ -180,6 +235,48 @@ impl Log {
             }));
         }
         Ok(None)
+    }
+
+    /// [`Log::read`] of an offset in the remote tier: what [`Log::remote_read_into`] fetches,
+    /// in a [`FileSlice`] over an unlinked sparse temporary file holding the bytes at their
+    /// positions in the remote `.log` (so the slice's position is the segment's, and
+    /// `send_to` works as for a local slice); with `read_committed`, the aborted
+    /// transactions from the start offset to the remote segment's end.
+    pub(crate) fn remote_read(
+        &self,
+        tier: &dyn RemoteTier,
+        start_offset: i64,
+        max_bytes: u32,
+        isolation: crate::Isolation,
+        min_one_message: bool,
+    ) -> Result<Option<FetchData>> {
+        let mut buf = Vec::new();
+        let Some(fetch) =
+            self.remote_read_into(tier, start_offset, max_bytes, min_one_message, &mut buf)?
+        else {
+            return Ok(None);
+        };
+        let slice = remote_slice(&buf, fetch.position, fetch.offsets)?;
+        let aborted_transactions = match isolation {
+            crate::Isolation::ReadCommitted => {
+                let upper = self
+                    .remote_segments(tier, false)?
+                    .iter()
+                    .find(|s| s.base_offset == fetch.offsets.segment_base_offset)
+                    .map_or(self.local_log_start_offset(), |s| s.end_offset + 1);
+                Some(self.aborted_transactions(start_offset, upper)?)
+            }
+            _ => None,
+        };
+        Ok(Some(FetchData {
+            slice,
+            fetch_offset: fetch.fetch_offset,
+            high_watermark: fetch.high_watermark,
+            log_start_offset: fetch.log_start_offset,
+            log_end_offset: fetch.log_end_offset,
+            last_stable_offset: fetch.last_stable_offset,
+            aborted_transactions,
+        }))
     }
 
     /// The aborted transactions overlapping `[start_offset, upper_bound_offset)` from the
@@ -297,6 +394,37 @@ impl Log {
         }
         Ok(offset)
     }
+}
+
+/// A [`FileSlice`] over `bytes` written at `position` of a new, already unlinked temporary
+/// file (sparse below `position`): nothing is left behind, whatever happens to the process.
+fn remote_slice(bytes: &[u8], position: u64, offsets: SliceOffsets) -> Result<FileSlice> {
+    use std::os::unix::fs::FileExt;
+    // A process-wide counter for unique names: a `static` needs std's const constructor
+    // (not the loom shim, see `sync.rs`), and no model involves it.
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let path = std::env::temp_dir().join(format!(
+        "seglog-remote-read-{}-{}.log",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| Error::io("create remote read file", &path, e))?;
+    std::fs::remove_file(&path).map_err(|e| Error::io("unlink remote read file", &path, e))?;
+    file.write_all_at(bytes, position)
+        .map_err(|e| Error::io("write remote read file", &path, e))?;
+    Ok(FileSlice::over_file(
+        Arc::new(file),
+        path,
+        position,
+        bytes.len() as u64,
+        offsets,
+    ))
 }
 
 /// Bytes of a remote `.log` fetched in ranges as a walk over its batches needs them.

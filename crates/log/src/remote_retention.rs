@@ -103,6 +103,7 @@ impl Log {
                 log_end_offset: self.log_end_offset(),
             });
         }
+        self.remote.forget_segments();
         self.delete_records_before(offset)
     }
 

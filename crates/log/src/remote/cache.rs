@@ -16,10 +16,13 @@ use super::{RemoteIndexKind, RemoteSegmentId};
 /// defaults to 1 GiB for a whole broker; one log needs far less).
 pub const DEFAULT_INDEX_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
+/// One cached index: its segment and kind, and its bytes.
+type Entry = ((RemoteSegmentId, RemoteIndexKind), Arc<Vec<u8>>);
+
 /// Cached indexes, most recently used last, with their total size.
 #[derive(Debug)]
 pub(crate) struct IndexCache {
-    entries: VecDeque<((RemoteSegmentId, RemoteIndexKind), Arc<Vec<u8>>)>,
+    entries: VecDeque<Entry>,
     bytes: usize,
     capacity_bytes: usize,
 }

@@ -23,6 +23,7 @@
 mod cache;
 mod error;
 mod pins;
+mod sealed;
 mod segment_id;
 mod state;
 
@@ -31,6 +32,8 @@ pub(crate) use cache::IndexCache;
 pub use error::{RemoteError, RemoteErrorKind};
 pub(crate) use pins::Pins;
 pub use pins::SegmentPin;
+pub(crate) use sealed::SealSubscribers;
+pub use sealed::SegmentSealed;
 pub use segment_id::{InvalidSegmentId, RemoteSegmentId};
 pub(crate) use state::RemoteState;
 
@@ -153,7 +156,8 @@ pub struct SealedSegmentFiles {
     /// The leader epochs of this segment's own batches (the first at `base_offset`), for
     /// [`RemoteSegment::leader_epochs`].
     pub segment_leader_epochs: Vec<(i32, i64)>,
-    /// The largest record timestamp, -1 when no record has one.
+    /// Kafka's `LogSegment.largestTimestamp` (what Kafka 4.4's copier puts in the metadata):
+    /// the largest record timestamp, or the `.log`'s mtime when no record has one.
     pub max_timestamp_ms: i64,
     /// Bytes of the `.log`.
     pub size: u64,
@@ -166,93 +170,4 @@ impl SealedSegmentFiles {
     pub fn end_offset(&self) -> i64 {
         self.next_base_offset - 1
     }
-
-    /// The leader-epoch entries in Kafka's checkpoint text (`leader-epoch-checkpoint` format:
-    /// version 0, the count, one `epoch start_offset` line each), as the `LEADER_EPOCH` index
-    /// is uploaded.
-    pub fn leader_epoch_checkpoint(&self) -> Vec<u8> {
-        let entries: Vec<crate::EpochEntry> = self
-            .leader_epochs
-            .iter()
-            .map(|&(epoch, start_offset)| crate::EpochEntry {
-                epoch,
-                start_offset,
-            })
-            .collect();
-        crate::leader_epoch::format(&entries).into_bytes()
-    }
-}
-
-/// Kafka 4.4's `LogConfig.validateTopicLogConfigValues` rules for a topic with
-/// `remote.storage.enable=true` (called by [`crate::LogConfig::validate`]).
-pub(crate) fn validate_remote_config(config: &crate::LogConfig) -> crate::Result<()> {
-    use crate::Error;
-    let invalid = |key: &'static str, value: i64, reason: &'static str| Error::InvalidConfig {
-        key,
-        value: value.to_string(),
-        reason,
-    };
-    if config.cleanup_policy != crate::CleanupPolicy::Delete {
-        return Err(Error::InvalidConfig {
-            key: "cleanup.policy",
-            value: format!("{:?}", config.cleanup_policy),
-            reason: "Remote log storage only supports topics with cleanup.policy=delete or \
-                     cleanup.policy being an empty list.",
-        });
-    }
-    if config.retention_bytes > -1 && config.local_retention_bytes != -2 {
-        if config.local_retention_bytes == -1 {
-            return Err(invalid(
-                "local.retention.bytes",
-                -1,
-                "Value must not be -1 as retention.bytes value is set",
-            ));
-        }
-        if config.local_retention_bytes > config.retention_bytes {
-            return Err(invalid(
-                "local.retention.bytes",
-                config.local_retention_bytes,
-                "Value must not be more than retention.bytes property value",
-            ));
-        }
-    }
-    if config.retention_ms != -1 && config.local_retention_ms != -2 {
-        if config.local_retention_ms == -1 {
-            return Err(invalid(
-                "local.retention.ms",
-                -1,
-                "Value must not be -1 as retention.ms value is set",
-            ));
-        }
-        if config.local_retention_ms > config.retention_ms {
-            return Err(invalid(
-                "local.retention.ms",
-                config.local_retention_ms,
-                "Value must not be more than retention.ms property value",
-            ));
-        }
-    }
-    if config.remote_log_copy_disable {
-        if config.local_retention_bytes != -2
-            && config.local_retention_bytes != config.retention_bytes
-        {
-            return Err(invalid(
-                "local.retention.bytes",
-                config.local_retention_bytes,
-                "When `remote.log.copy.disable` is set to true, the `local.retention.bytes` and \
-                 `retention.bytes` must be set to the identical value because there will be no \
-                 more logs copied to the remote storage.",
-            ));
-        }
-        if config.local_retention_ms != -2 && config.local_retention_ms != config.retention_ms {
-            return Err(invalid(
-                "local.retention.ms",
-                config.local_retention_ms,
-                "When `remote.log.copy.disable` is set to true, the `local.retention.ms` and \
-                 `retention.ms` must be set to the identical value because there will be no \
-                 more logs copied to the remote storage.",
-            ));
-        }
-    }
-    Ok(())
 }

@@ -1,6 +1,6 @@
 //! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
 
-use super::{IndexCache, Pins, RemoteSegment, RemoteTier};
+use super::{IndexCache, Pins, RemoteSegment, RemoteTier, SealSubscribers};
 use crate::sync::{AtomicI64, Mutex, Ordering, RwLock, read, write};
 use std::sync::Arc;
 
@@ -23,6 +23,8 @@ pub(crate) struct RemoteState {
     pub(crate) indexes: Mutex<IndexCache>,
     /// The tier's segment list as last fetched (refreshed when a read finds no segment).
     pub(crate) segments: Mutex<Option<Arc<Vec<RemoteSegment>>>>,
+    /// Who hears of sealed segments (`sealed.rs`).
+    pub(crate) sealed: SealSubscribers,
 }
 
 impl Default for RemoteState {
@@ -34,6 +36,7 @@ impl Default for RemoteState {
             pins: Pins::default(),
             indexes: Mutex::new(IndexCache::new(super::DEFAULT_INDEX_CACHE_BYTES)),
             segments: Mutex::new(None),
+            sealed: SealSubscribers::default(),
         }
     }
 }
@@ -47,7 +50,7 @@ impl RemoteState {
     /// Attaches (or with `None` detaches) the tier.
     pub(crate) fn set_tier(&self, tier: Option<Arc<dyn RemoteTier>>) {
         *write(&self.tier) = tier;
-        *crate::sync::lock(&self.segments) = None;
+        self.forget_segments();
     }
 
     /// Kafka's `highestOffsetInRemoteStorage`.
@@ -58,12 +61,27 @@ impl RemoteState {
     /// Raises the highest remote offset to `offset` (never lowers it: a copier reporting an
     /// older copy late changes nothing). Returns the value now held.
     pub(crate) fn raise_highest_offset(&self, offset: i64) -> i64 {
+        self.forget_segments();
         self.highest_offset
             .fetch_max(offset, Ordering::AcqRel)
             .max(offset)
     }
 
-    /// Sets the highest remote offset (a follower rebuild, a truncation below it).
+    /// Lowers the highest remote offset to `offset` when it is above (a truncation: the log
+    /// no longer holds what the tier holds there, and local retention must not take the
+    /// offsets appended again for copied ones). The segment list is listed again next time.
+    pub(crate) fn lower_highest_offset(&self, offset: i64) {
+        self.highest_offset
+            .fetch_min(offset.max(NO_REMOTE_OFFSET), Ordering::AcqRel);
+        self.forget_segments();
+    }
+
+    /// Drops the cached segment list (a copy finished, remote expiry ran, a truncation).
+    pub(crate) fn forget_segments(&self) {
+        *crate::sync::lock(&self.segments) = None;
+    }
+
+    /// Sets the highest remote offset (a follower rebuild).
     pub(crate) fn set_highest_offset(&self, offset: i64) {
         self.highest_offset.store(offset, Ordering::Release);
     }
