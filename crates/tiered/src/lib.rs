@@ -35,6 +35,8 @@ mod error;
 mod faulty;
 mod layout;
 mod metadata;
+#[cfg(test)]
+mod model_tests;
 mod protocol;
 mod rsm;
 mod state;

@@ -138,7 +138,10 @@ fn copy_read_recover_and_delete_over_s3() {
         },
     };
     let done = rt.block_on(tier.copy_segment(&segment)).unwrap();
-    assert_eq!(rt.block_on(tier.segments()).unwrap(), std::slice::from_ref(&done));
+    assert_eq!(
+        rt.block_on(tier.segments()).unwrap(),
+        std::slice::from_ref(&done)
+    );
     let range = rt
         .block_on(
             tier.rsm()
@@ -177,7 +180,10 @@ fn copy_read_recover_and_delete_over_s3() {
         .unwrap();
     let report = rt.block_on(tier.recover()).unwrap();
     assert_eq!(report.orphans, 1);
-    assert_eq!(rt.block_on(tier.segments()).unwrap(), std::slice::from_ref(&done));
+    assert_eq!(
+        rt.block_on(tier.segments()).unwrap(),
+        std::slice::from_ref(&done)
+    );
     rt.block_on(tier.delete_segment(&done)).unwrap();
     let left: Vec<_> = rt
         .block_on(futures_util::TryStreamExt::try_collect::<Vec<_>>(
