@@ -205,7 +205,7 @@ pub use cleaner::{CleanReport, GroupReport};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{CONFIG_KEYS, CleanupPolicy, DirtyRatio, LogConfig};
 pub use consumer::{
-    DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedRecord, NextRecord,
+    DEFAULT_FETCH_BYTES, DEFAULT_MAX_DECOMPRESSED_BYTES, FetchedBytes, FetchedRecord, NextRecord,
     OwnedRecordReader, PollEnd, ReaderOptions, RecordReader, RecordView, UntilCaughtUp, WaitFor,
 };
 pub use durable_async::{AppendDurable, SyncTo};
@@ -217,7 +217,7 @@ pub use leader_epoch::{
     LeaderEpochCheckpointFile, LeaderEpochSource, UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET,
     parse as parse_leader_epoch_checkpoint,
 };
-pub use leftovers::{RejectedSwap, SwapProblem};
+pub use leftovers::{LeftoverDecision, RejectedSwap, SwapProblem, decide_leftovers};
 pub use load::{Discontinuity, LoadReport, RecoveryDigestLimits, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};

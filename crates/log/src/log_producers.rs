@@ -334,16 +334,18 @@ impl Log {
         lock(&self.producers).snapshot_offsets()
     }
 
-    /// The `.txnindex` entries of every segment as the log holds them (after a recovery: as
-    /// rebuilt from the markers; a read-only log keeps a rebuilt index in memory), oldest
-    /// segment first; segments without entries are left out.
+    /// The `.txnindex` entries of every segment as `read_committed` uses them: each segment's
+    /// file checked against its markers first, as at a segment's first `read_committed` use
+    /// (rebuilt from them when it differs; a read-only log keeps a rebuilt index in memory),
+    /// oldest segment first; segments without entries are left out.
     ///
     /// # Errors
-    /// `.txnindex` read errors.
+    /// `.txnindex` read errors; the errors of reading a segment's batches for the check.
     pub fn txn_index_entries(&self) -> Result<Vec<(i64, Vec<AbortedTxn>)>> {
         let view = self.published.load();
         let mut out = Vec::new();
         for (base, segment) in view.segments.iter() {
+            self.check_txn_index(&view, segment)?;
             let entries = segment.aborted_txns()?;
             if !entries.is_empty() {
                 out.push((base, entries));

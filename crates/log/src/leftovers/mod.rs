@@ -32,10 +32,13 @@
 //!    offsets no other segment serves, holding a record the log would lose — they are renamed
 //!    back (`LoadReport::restored_files`): the log would have a hole there.
 //!
+//! [`decide_leftovers`] makes the same decision over files held in memory.
+//!
 //! Applying: rejected files are set aside, replaced live files renamed `.deleted` (so a crash
 //! now leaves a state this rule resolves the same way), the directory fsynced, the swaps renamed
 //! to their final names, fsynced, then the `.deleted` files restored or removed, fsynced.
 
+mod decision;
 mod records;
 mod reload;
 
@@ -45,7 +48,8 @@ use std::path::{Path, PathBuf};
 
 use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
 
-use records::{FileBatches, Rec, Records};
+pub use decision::{LeftoverDecision, decide_leftovers};
+use records::{Disk, FileBatches, Files, Rec, Records};
 pub(crate) use reload::consistent_read_only;
 
 use crate::fsutil::{remove_if_exists, sync_dir};
@@ -199,8 +203,22 @@ impl Plan {
         files: &[(PathBuf, ParsedFileName)],
         now_ms: i64,
     ) -> Result<Plan> {
+        Ok(Self::decide(dir, files, now_ms, &Disk))
+    }
+
+    /// [`Plan::new`] over the files of `source` (the directory, or bytes in memory).
+    fn decide(
+        dir: &Path,
+        files: &[(PathBuf, ParsedFileName)],
+        now_ms: i64,
+        source: &dyn Files,
+    ) -> Plan {
         let mut plan = Plan::default();
-        let reader = Reader { dir, now_ms };
+        let reader = Reader {
+            dir,
+            files: source,
+            now_ms,
+        };
         let of = |suffix: Option<TempSuffix>| {
             files
                 .iter()
@@ -275,7 +293,7 @@ impl Plan {
                 // when the live `.log` has no such index yet.
                 live.contains(&parsed.base_offset)
                     && installed.is_none_or(|(lo, hi)| !(lo..hi).contains(&parsed.base_offset))
-                    && !target.exists()
+                    && !source.exists(&target)
             };
             if accepted {
                 plan.install.push((path.clone(), target));
@@ -313,7 +331,7 @@ impl Plan {
                 of(Some(TempSuffix::Deleted)).filter(|(_, p)| p.base_offset == *base)
             {
                 let target = file_path(dir, *base, parsed.kind.with_suffix(None));
-                if restore && !target.exists() {
+                if restore && !source.exists(&target) {
                     plan.restore.push((path.clone(), target));
                 } else if !plan.expire.contains(path) {
                     plan.expire.push(path.clone());
@@ -328,7 +346,7 @@ impl Plan {
             }
         }
         plan.segments = segments;
-        Ok(plan)
+        plan
     }
 
     /// Whether the plan changes nothing.
@@ -417,6 +435,7 @@ fn rejected_name(path: &Path) -> PathBuf {
 /// split replaces, does not open as one).
 struct Reader<'a> {
     dir: &'a Path,
+    files: &'a dyn Files,
     /// The load's clock: delete horizons at or below it have passed.
     now_ms: i64,
 }
@@ -431,7 +450,7 @@ impl Reader<'_> {
         base: i64,
         suffix: Option<TempSuffix>,
     ) -> std::result::Result<i64, SwapProblem> {
-        Ok(FileBatches::open(self.path(base, suffix))?.next_offset(base))
+        Ok(FileBatches::open(self.files, self.path(base, suffix))?.next_offset(base))
     }
 
     /// The checks of a `.swap` set (module docs, step 2). `Ok` with the replaced range; `Err`
@@ -501,9 +520,9 @@ impl Reader<'_> {
         }
         let replaced: Vec<PathBuf> = sources.iter().map(|(b, s)| self.path(*b, *s)).collect();
         let later: Vec<PathBuf> = live.range(hi..).map(|b| self.path(*b, None)).collect();
-        let latest = latest_offsets(&replaced, lo, &later).map_err(fail)?;
-        let mut old = Records::new(replaced, lo);
-        let mut new = Records::new(swaps, i64::MIN);
+        let latest = latest_offsets(self.files, &replaced, lo, &later).map_err(fail)?;
+        let mut old = Records::new(self.files, replaced, lo);
+        let mut new = Records::new(self.files, swaps, i64::MIN);
         let mut next_new = new.next().map_err(fail)?;
         // Refusing an empty swap loses no record; installing one that replaces nothing (no
         // cleaner writes one) would move offsets, e.g. the log end past a swap beyond it.
@@ -579,10 +598,11 @@ impl Reader<'_> {
             .range(base..)
             .map(|(b, s)| self.path(*b, *s))
             .collect();
-        let Ok(latest) = latest_offsets(std::slice::from_ref(&segment), base, &later) else {
+        let Ok(latest) = latest_offsets(self.files, std::slice::from_ref(&segment), base, &later)
+        else {
             return true;
         };
-        let mut records = Records::new(vec![segment], base);
+        let mut records = Records::new(self.files, vec![segment], base);
         let mut required = false;
         loop {
             match records.next() {
@@ -598,18 +618,19 @@ impl Reader<'_> {
 
 /// For every key of `replaced` (from `from` on), its latest offset there and in `later`.
 fn latest_offsets(
+    files: &dyn Files,
     replaced: &[PathBuf],
     from: i64,
     later: &[PathBuf],
 ) -> std::result::Result<HashMap<[u64; 2], i64>, SwapProblem> {
     let mut latest = HashMap::new();
-    let mut records = Records::new(replaced.to_vec(), from);
+    let mut records = Records::new(files, replaced.to_vec(), from);
     while let Some(rec) = records.next()? {
         if let Some(key) = rec.key {
             latest.insert(key, rec.offset);
         }
     }
-    let mut records = Records::new(later.to_vec(), i64::MIN);
+    let mut records = Records::new(files, later.to_vec(), i64::MIN);
     while let Some(rec) = records.next()? {
         if let Some(key) = rec.key
             && let Some(offset) = latest.get_mut(&key)

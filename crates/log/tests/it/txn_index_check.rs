@@ -220,3 +220,35 @@ fn read_uncommitted_never_opens_the_txn_index() {
         "{err}"
     );
 }
+
+/// `Log::txn_index_entries` answers what `read_committed` uses: a wrong file on disk is checked
+/// first (read-only: rebuilt in memory, the file unchanged), never passed on as it is.
+#[test]
+fn txn_index_entries_are_the_checked_entries_not_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t-0");
+    write(&dir);
+    let want = open_as(&dir, true).txn_index_entries().unwrap();
+    assert!(!want.is_empty());
+    // An entry for producer 9's committed transaction of segment 1, and nothing else.
+    let path = txn_index(&dir, 1);
+    let forged = entry(9, 3, 4, 3);
+    std::fs::write(&path, &forged).unwrap();
+    for read_only in [true, false] {
+        let log = open_as(&dir, read_only);
+        assert_eq!(
+            log.txn_index_entries().unwrap(),
+            want,
+            "read-only {read_only}"
+        );
+        assert_eq!(committed(&log), WANT);
+        drop(log);
+        if read_only {
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                forged,
+                "a read-only open wrote it"
+            );
+        }
+    }
+}
