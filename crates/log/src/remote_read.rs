@@ -139,17 +139,29 @@ impl Log {
         };
         let relative = offset.saturating_sub(segment.base_offset);
         let mut position = 0;
-        for chunk in index.chunks_exact(OffsetEntry::SIZE) {
+        for (i, chunk) in index.chunks_exact(OffsetEntry::SIZE).enumerate() {
             let mut bytes = [0; OffsetEntry::SIZE];
             bytes.copy_from_slice(chunk);
             let entry = OffsetEntry::decode(&bytes);
-            // A preallocated index's zero tail (never uploaded trimmed by Kafka, but harmless).
+            // An all-zero entry after the first starts a preallocated tail (an index uploaded
+            // untrimmed): the entries end there.
             if i64::from(entry.relative_offset) > relative
-                || (entry.relative_offset == 0 && entry.position == 0 && position > 0)
+                || (i > 0 && entry.relative_offset == 0 && entry.position == 0)
             {
                 break;
             }
-            position = u64::from(entry.position as u32);
+            // A position outside the `.log` would make the read skip the segment silently.
+            let Ok(found) = u64::try_from(entry.position) else {
+                return Err(corrupt_index(segment, i, "a negative position"));
+            };
+            if found >= segment.size_in_bytes.max(1) {
+                return Err(corrupt_index(
+                    segment,
+                    i,
+                    "a position past the segment's end",
+                ));
+            }
+            position = found;
         }
         Ok(position)
     }
@@ -203,6 +215,8 @@ impl Log {
             };
             let mut next = first.position + first_size;
             if !incomplete {
+                // One ranged fetch for the whole read, not one per window chunk.
+                window.fill(first.position, limit)?;
                 while let Some(header) = window.header_at(next)? {
                     if taken + u64::from(header.total_size) > limit {
                         break;
@@ -393,6 +407,17 @@ impl Log {
             offset = segment.base_offset + i64::from(entry.relative_offset);
         }
         Ok(offset)
+    }
+}
+
+/// [`Error::CorruptRemote`] for entry `entry` of a remote offset index.
+fn corrupt_index(segment: &RemoteSegment, entry: usize, reason: &str) -> Error {
+    Error::CorruptRemote {
+        what: "offset index",
+        base_offset: segment.base_offset,
+        id: segment.id,
+        position: (entry * OffsetEntry::SIZE) as u64,
+        reason: format!("entry {entry} holds {reason}"),
     }
 }
 

@@ -2,7 +2,7 @@
 //! docs of `leftovers`), over files held in memory: what a load would do, without a
 //! directory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use seglog_segment::{FileKind, FileType, file_name, parse_file_name};
@@ -63,7 +63,7 @@ pub fn decide_leftovers<'a>(
     now_ms: i64,
 ) -> LeftoverDecision {
     let mut listing = Vec::new();
-    let mut memory = BTreeMap::new();
+    let mut memory = HashMap::new();
     for (name, bytes) in files {
         let path = PathBuf::from(name);
         let Some(parsed) = parse_file_name(&path) else {

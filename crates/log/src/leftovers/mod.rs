@@ -42,7 +42,7 @@ mod decision;
 mod records;
 mod reload;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -321,28 +321,41 @@ impl Plan {
                 }
             }
         }
+        // Each file once (a displaced live file's `.deleted` name may exist already), in
+        // time linear in the files: a directory may hold many `.deleted` segments.
+        let mut expiring: HashSet<PathBuf> = plan.expire.iter().cloned().collect();
+        let mut deleted_files: BTreeMap<i64, Vec<(&PathBuf, ParsedFileName)>> = BTreeMap::new();
+        for (path, parsed) in of(Some(TempSuffix::Deleted)) {
+            deleted_files
+                .entry(parsed.base_offset)
+                .or_default()
+                .push((path, parsed));
+        }
         // `.deleted` segments, oldest first, against the segments that stay.
         for base in &deleted {
             let restore = reader.restore_deleted(*base, &segments, installed, refused_range);
             if restore {
                 segments.insert(*base, Some(TempSuffix::Deleted));
             }
-            for (path, parsed) in
-                of(Some(TempSuffix::Deleted)).filter(|(_, p)| p.base_offset == *base)
-            {
+            for (path, parsed) in deleted_files.get(base).into_iter().flatten() {
                 let target = file_path(dir, *base, parsed.kind.with_suffix(None));
                 if restore && !source.exists(&target) {
-                    plan.restore.push((path.clone(), target));
-                } else if !plan.expire.contains(path) {
-                    plan.expire.push(path.clone());
+                    plan.restore.push(((*path).clone(), target));
+                } else if expiring.insert((*path).clone()) {
+                    plan.expire.push((*path).clone());
                 }
             }
         }
         // Index `.deleted` files without a `.log.deleted` (a crash in the middle of renaming a
         // segment to `.deleted`): derived data, removed as Kafka does.
-        for (path, parsed) in of(Some(TempSuffix::Deleted)) {
-            if !deleted.contains(&parsed.base_offset) && !plan.expire.contains(path) {
-                plan.expire.push(path.clone());
+        for (base, files) in &deleted_files {
+            if deleted.contains(base) {
+                continue;
+            }
+            for (path, _) in files {
+                if expiring.insert((*path).clone()) {
+                    plan.expire.push((*path).clone());
+                }
             }
         }
         plan.segments = segments;

@@ -4,7 +4,7 @@
 //! The files come from a [`Files`] source: the directory ([`Disk`]) or bytes held in memory
 //! ([`Memory`], for [`crate::decide_leftovers`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hasher};
 use std::io;
 use std::path::{Path, PathBuf};
@@ -96,7 +96,7 @@ impl Files for Disk {
 }
 
 /// Files held in memory, by path.
-pub(super) struct Memory<'a>(pub(super) BTreeMap<PathBuf, &'a [u8]>);
+pub(super) struct Memory<'a>(pub(super) HashMap<PathBuf, &'a [u8]>);
 
 impl ReadAt for &[u8] {
     fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {

@@ -78,8 +78,8 @@ impl IndexCache {
         self.entries.push_back(((id, kind), bytes));
     }
 
-    /// Bytes cached.
-    #[cfg(test)]
+    /// Bytes cached (for the unit test).
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn bytes(&self) -> usize {
         self.bytes
     }

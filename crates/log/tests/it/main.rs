@@ -18,6 +18,7 @@ mod durability;
 mod high_watermark;
 mod kafka_bugs;
 mod leader_epochs;
+mod legacy_cleaning;
 mod lock;
 mod log_dir;
 mod many_segments;

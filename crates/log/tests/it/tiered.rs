@@ -829,3 +829,31 @@ mod model {
         }
     }
 }
+
+#[test]
+fn a_remote_offset_index_pointing_outside_its_log_is_a_typed_error_not_a_silent_skip() {
+    let (_dir, log, tier, _) = tiered_log_with_transactions();
+    let last = {
+        let mut segments = tier.segments.lock().unwrap();
+        let (segment, _, indexes) = &mut segments[0];
+        let index = indexes.get_mut(&RemoteIndexKind::Offset).unwrap();
+        assert!(
+            index.len() >= 8,
+            "the first remote segment has index entries"
+        );
+        // Entry 0's position: far past the segment's end.
+        index[4..8].copy_from_slice(&i32::MAX.to_be_bytes());
+        assert_eq!(segment.base_offset, 0);
+        segment.end_offset
+    };
+    let mut buf = Vec::new();
+    match log.read_into(last, 1 << 20, Isolation::ReadUncommitted, true, &mut buf) {
+        Err(seglog::Error::CorruptRemote {
+            what,
+            base_offset,
+            position,
+            ..
+        }) => assert_eq!((what, base_offset, position), ("offset index", 0, 0)),
+        other => panic!("{other:?}"),
+    }
+}
