@@ -35,6 +35,7 @@ mod read_into;
 mod recovery_reads;
 mod reopen;
 mod retention;
+mod syscalls;
 mod truncation;
 mod txn_atomic;
 mod txn_compaction;
