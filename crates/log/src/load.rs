@@ -790,10 +790,10 @@ impl Loader<'_> {
                 .map_err(|e| Error::io("stat segment", &path, e))?
                 .len();
             // Its first use keeps nothing for the epoch and producer loads, long done then.
-            // Nor the listing: the files may change before that first use.
+            // The listing is kept for it too: the directory lock keeps other writers out,
+            // and a rename of the files (a temporary suffix) makes the open look again.
             let options = SegmentOpenOptions {
                 digest_entries: 0,
-                listed: None,
                 ..options
             };
             let segment = Segment::deferred(self.dir, base, self.config, options, size);
