@@ -1,196 +1,236 @@
-//! Fuzzes the record readers over hostile batches: arbitrary bytes as one segment's `.log` in
-//! a small closed log (plain, idempotent and transactional batches, an aborted transaction),
-//! reopened after a clean or an unclean shutdown and read by the borrowed reader
-//! (`RecordReader::poll`) and the owned one (`OwnedRecordReader`) in every isolation.
+//! Fuzzes the record readers over hostile batches, in memory: arbitrary bytes as one fetch's
+//! batches (`FetchedBytes`, with the aborted transactions their own ABORT markers imply, as a
+//! `.txnindex` would list them), read by the borrowed reader (`RecordReader::poll`) and the
+//! owned one (`OwnedRecordReader`) with the same options.
 //!
 //! Properties, besides "never panics":
-//! - the log opens or fails with an error (never a panic or a signal);
-//! - both readers return the same records (offset, key, value) and both stop with an error
-//!   or both do not;
-//! - offsets strictly increase;
-//! - every record below the replaced segment is served as it was written.
+//! - both readers return the same records (offset, key, value, and the batch they came from)
+//!   and both stop with an error or both do not; when neither fails they end at the same
+//!   position;
+//! - offsets strictly increase and none is below the start;
+//! - the borrowed reader stopped after every record and polled again passes exactly what one
+//!   poll passes (the stop/resume path);
+//! - with `read_committed`, no record of a transaction the bytes abort is passed.
 //!
-//! Input: byte 0 picks the segment (bits 0-1: first, second, middle or last), whether the
-//! CRCs of the v2 batches in the bytes are recomputed (bit 2, so the fuzzer reaches the
-//! records), an unclean shutdown (bit 3) and the isolation (bits 4-5); the rest is the `.log`.
+//! The log-level property (the bytes as one segment's `.log` of a small log, reopened after a
+//! clean or an unclean shutdown, every record below that segment served as written) stays in
+//! the stable harness (`reliability/tests/it/fuzz.rs`, `log_level::record_readers`): it needs
+//! a log.
+//!
+//! Input: byte 0 picks the start offset (bits 0-1), whether the CRCs of the v2 batches in the
+//! bytes are recomputed (bit 2, so the fuzzer reaches the records), whether control records
+//! are passed (bit 3), the isolation (bits 4-5), CRC checks off (bit 6) and a small
+//! decompression bound (bit 7); the rest is the bytes.
 
 #![no_main]
 
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 use libfuzzer_sys::fuzz_target;
 use seglog::{
-    BatchBuilder, CLEAN_SHUTDOWN_FILE, Compression, Durability, Isolation, Log, LogConfig,
-    TxnResult,
+    AbortedTransaction, Batches, ControlRecordType, FetchedBytes, Isolation, NextRecord,
+    ReaderOptions,
 };
+use seglog_reliability::fuzz_support::fix_v2_crcs;
 
-const T0: i64 = 1_700_000_000_000;
+/// offset, key, value, and the batch's base offset.
+type Seen = (i64, Option<Vec<u8>>, Option<Vec<u8>>, i64);
 
-type Seen = (i64, Option<Vec<u8>>, Option<Vec<u8>>);
-
-fn config() -> LogConfig {
-    LogConfig {
-        segment_bytes: 500,
-        segment_index_bytes: 4096,
-        message_timestamp_after_max_ms: i64::MAX,
-        message_timestamp_before_max_ms: i64::MAX,
-        ..LogConfig::default()
-    }
-}
-
-struct Template {
-    dir: std::path::PathBuf,
-    bases: Vec<i64>,
-    records: Vec<Seen>,
-    _tmp: tempfile::TempDir,
-}
-
-/// Recomputes the CRC-32C of every whole v2 batch in `log`, walking the length fields.
-fn fix_crcs(log: &mut [u8]) {
-    let mut position = 0usize;
-    while position + 61 <= log.len() {
-        let length = i32::from_be_bytes(log[position + 8..position + 12].try_into().unwrap());
-        let Ok(length) = usize::try_from(length) else {
-            return;
-        };
-        let end = position + 12 + length;
-        if length < 49 || end > log.len() {
-            return;
-        }
-        if log[position + 16] == 2 {
-            let crc = seglog_records::crc32c(&log[position + 21..end]);
-            log[position + 17..position + 21].copy_from_slice(&crc.to_be_bytes());
-        }
-        position = end;
-    }
-}
-
-/// The owned reader's records until it ends or fails.
-fn owned(log: &Log, isolation: Isolation) -> (Vec<Seen>, bool) {
+/// The aborted transactions the bytes' ABORT markers imply (what a `.txnindex` rebuilt from
+/// them lists): each producer's first transactional offset since its last marker.
+fn aborted(bytes: &[u8]) -> Vec<AbortedTransaction> {
+    let mut open: BTreeMap<i64, i64> = BTreeMap::new();
     let mut out = Vec::new();
-    for record in log.owned_reader(0, isolation).until_caught_up() {
-        match record {
-            Ok(r) => out.push((
+    for batch in Batches::new(bytes, 0) {
+        let Ok(batch) = batch else { break };
+        let h = *batch.header();
+        if h.producer_id < 0 || !h.is_transactional {
+            continue;
+        }
+        if h.is_control {
+            let abort = matches!(
+                batch.control_record(),
+                Ok(Some(c)) if c.control_type == ControlRecordType::Abort
+            );
+            if let Some(first_offset) = open.remove(&h.producer_id)
+                && abort
+            {
+                out.push(AbortedTransaction {
+                    producer_id: h.producer_id,
+                    first_offset,
+                });
+            }
+        } else {
+            let first = h.base_offset.unwrap_or(h.last_offset);
+            open.entry(h.producer_id).or_insert(first);
+        }
+    }
+    out
+}
+
+fn options(flags: u8) -> ReaderOptions {
+    let start = [0, 1, 7, 40][usize::from(flags & 0b11)];
+    let isolation = [
+        Isolation::LogEnd,
+        Isolation::ReadUncommitted,
+        Isolation::ReadCommitted,
+        Isolation::ReadCommitted,
+    ][usize::from(flags >> 4 & 0b11)];
+    ReaderOptions::new(start, isolation)
+        .include_control(flags & 0b1000 != 0)
+        .check_crcs(flags & 0b100_0000 == 0)
+        .max_decompressed_bytes(if flags & 0x80 != 0 { 256 } else { 1 << 20 })
+}
+
+/// The owned reader's records until it ends or fails, and its position.
+fn owned(options: ReaderOptions, fetched: FetchedBytes<'_>) -> (Vec<Seen>, bool, i64) {
+    let mut out = Vec::new();
+    let mut reader = options.owned_reader_over(fetched);
+    loop {
+        match reader.next_available() {
+            Ok(NextRecord::CaughtUp) => break,
+            Ok(NextRecord::Record(r)) => out.push((
                 r.record.offset,
                 r.record.key.map(|k| k.to_vec()),
                 r.record.value.map(|v| v.to_vec()),
+                r.batch.base_offset.unwrap_or(r.batch.last_offset),
             )),
-            Err(_) => return (out, true),
+            Err(_) => return (out, true, reader.position()),
         }
     }
-    (out, false)
+    (out, false, reader.position())
 }
 
-/// The borrowed reader's records until it catches up or fails.
-fn borrowed(log: &Log, isolation: Isolation) -> (Vec<Seen>, bool) {
+/// The borrowed reader's records until it catches up or fails (stopping after every record
+/// and polling again when `stop_each` is set), and its position.
+fn borrowed(
+    options: ReaderOptions,
+    fetched: FetchedBytes<'_>,
+    stop_each: bool,
+) -> (Vec<Seen>, bool, i64) {
     let mut out = Vec::new();
-    let mut reader = log.reader(0, isolation);
-    let result = reader.poll::<seglog::Error>(|_, record| {
-        out.push((
-            record.offset(),
-            record.key().map(<[u8]>::to_vec),
-            record.value().map(<[u8]>::to_vec),
-        ));
-        Ok(ControlFlow::Continue(()))
-    });
-    let failed = result.is_err();
-    (out, failed)
-}
-
-fn template() -> &'static Template {
-    static TEMPLATE: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
-    TEMPLATE.get_or_init(|| {
-        let tmp = tempfile::tempdir().expect("a temp dir");
-        let dir = tmp.path().join("t-0");
-        let log = Log::open(&dir, config()).expect("open a fresh log");
-        let codecs = [Compression::None, Compression::Gzip, Compression::Lz4];
-        for i in 0..12i64 {
-            let mut builder = BatchBuilder::new(0).compression(codecs[i as usize % 3]);
-            if i % 4 == 1 {
-                builder = builder.producer(3, 0, (i / 4) as i32 * 3);
-            } else if i % 4 == 3 {
-                builder = builder.producer(4, 0, (i / 4) as i32 * 3).transactional(true);
-            }
-            for j in 0..3 {
-                let key = [i as u8, j];
-                builder.append(T0 + i, Some(&key), Some(&[j; 20]), &[]);
-            }
-            log.append(&builder.build().expect("build")).expect("append");
-            if i % 4 == 3 {
-                let result = if i % 8 == 3 {
-                    TxnResult::Abort
-                } else {
-                    TxnResult::Commit
-                };
-                log.write_txn_marker(4, 0, 0, result, None, Durability::PageCache)
-                    .expect("marker");
-            }
+    let mut reader = options.reader_over(fetched);
+    loop {
+        let result = reader.poll::<seglog::Error>(|header, record| {
+            out.push((
+                record.offset(),
+                record.key().map(<[u8]>::to_vec),
+                record.value().map(<[u8]>::to_vec),
+                header.base_offset.unwrap_or(header.last_offset),
+            ));
+            Ok(if stop_each {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        });
+        match result {
+            Ok(seglog::PollEnd::Stopped) => continue,
+            Ok(_) => return (out, false, reader.position()),
+            Err(_) => return (out, true, reader.position()),
         }
-        let (records, failed) = owned(&log, Isolation::LogEnd);
-        assert!(!failed);
-        let bases: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
-        assert!(bases.len() >= 4, "the template has too few segments");
-        log.close().expect("close");
-        Template {
-            dir,
-            bases,
-            records,
-            _tmp: tmp,
-        }
-    })
+    }
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&pick, file)) = data.split_first() else {
+    let Some((&flags, bytes)) = data.split_first() else {
         return;
     };
-    let mut file = file.to_vec();
-    if pick & 0b100 != 0 {
-        fix_crcs(&mut file);
+    let mut bytes = bytes.to_vec();
+    if flags & 0b100 != 0 {
+        fix_v2_crcs(&mut bytes);
     }
-    let template = template();
-    let tmp = tempfile::tempdir().expect("a temp dir");
-    let dir = tmp.path().join("t-0");
-    std::fs::create_dir(&dir).expect("mkdir");
-    for entry in std::fs::read_dir(&template.dir).expect("list the template") {
-        let entry = entry.expect("list the template");
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
-    }
-    let n = template.bases.len();
-    let slot = [0, 1, n / 2, n - 1][usize::from(pick & 0b11)];
-    let base = template.bases[slot];
-    std::fs::write(dir.join(format!("{base:020}.log")), &file).expect("write the .log");
-    if pick & 0b1000 != 0 {
-        std::fs::remove_file(dir.join(CLEAN_SHUTDOWN_FILE)).expect("remove the marker");
-    }
-    let isolation = [
-        Isolation::LogEnd,
-        Isolation::LogEnd,
-        Isolation::ReadCommitted,
-        Isolation::ReadCommitted,
-    ][usize::from(pick >> 4 & 0b11)];
+    let aborted = aborted(&bytes);
+    let fetched = || {
+        FetchedBytes::new(&bytes, "t-0/00000000000000000000.log", 0)
+            .aborted_transactions(aborted.clone())
+    };
+    let options = options(flags);
 
-    let Ok(log) = Log::open(&dir, config()) else {
-        return;
-    };
-    if log.set_high_watermark(log.log_end_offset()).is_err() {
-        return;
-    }
-    let (owned_records, owned_failed) = owned(&log, isolation);
-    let (borrowed_records, borrowed_failed) = borrowed(&log, isolation);
+    let (owned_records, owned_failed, owned_position) = owned(options, fetched());
+    let (borrowed_records, borrowed_failed, borrowed_position) =
+        borrowed(options, fetched(), false);
     assert_eq!(owned_records, borrowed_records, "the two readers disagree");
-    assert_eq!(owned_failed, borrowed_failed, "one reader failed, the other did not");
+    assert_eq!(
+        owned_failed, borrowed_failed,
+        "one reader failed, the other did not"
+    );
+    if !owned_failed {
+        assert_eq!(
+            owned_position, borrowed_position,
+            "the readers end at other positions"
+        );
+    }
+    let start = [0, 1, 7, 40][usize::from(flags & 0b11)];
     for pair in owned_records.windows(2) {
         assert!(pair[0].0 < pair[1].0, "offsets do not increase: {pair:?}");
     }
-    if isolation == Isolation::LogEnd {
-        let below = |records: &[Seen]| -> Vec<Seen> {
-            records.iter().filter(|r| r.0 < base).cloned().collect()
-        };
-        assert_eq!(
-            below(&owned_records),
-            below(&template.records),
-            "records below the replaced segment {base} changed"
+    if let Some(first) = owned_records.first() {
+        assert!(
+            first.0 >= start,
+            "a record below the start {start}: {first:?}"
         );
     }
+    let (stepped, stepped_failed, _) = borrowed(options, fetched(), true);
+    assert_eq!(
+        stepped, borrowed_records,
+        "stopping after every record changed what is read"
+    );
+    assert_eq!(stepped_failed, borrowed_failed);
+
+    if flags >> 4 & 0b10 != 0 {
+        let dropped = aborted_batches(&bytes, &aborted);
+        for record in &owned_records {
+            assert!(
+                !dropped.contains(&record.3),
+                "read_committed passed a record of an aborted transaction: {record:?}"
+            );
+        }
+    }
 });
+
+/// The base offsets of the data batches `aborted` covers, when the batches' offsets increase
+/// (else none: the order of a hostile file decides, and the readers must only agree): for
+/// each transaction, its producer's transactional batches from the first batch reaching its
+/// first offset up to that producer's next ABORT marker.
+fn aborted_batches(bytes: &[u8], aborted: &[AbortedTransaction]) -> Vec<i64> {
+    let batches: Vec<(seglog::BatchHeader, bool)> = Batches::new(bytes, 0)
+        .map_while(Result::ok)
+        .map(|b| {
+            let abort = matches!(
+                b.control_record(),
+                Ok(Some(c)) if c.control_type == ControlRecordType::Abort
+            );
+            (*b.header(), b.header().is_control && abort)
+        })
+        .collect();
+    let base = |h: &seglog::BatchHeader| h.base_offset.unwrap_or(h.last_offset);
+    let increasing = batches
+        .windows(2)
+        .all(|w| base(&w[0].0) <= w[0].0.last_offset && w[0].0.last_offset < base(&w[1].0));
+    let mut out = Vec::new();
+    if !increasing {
+        return out;
+    }
+    for txn in aborted {
+        let Some(from) = batches
+            .iter()
+            .position(|(h, _)| h.last_offset >= txn.first_offset)
+        else {
+            continue;
+        };
+        for (h, abort) in &batches[from..] {
+            if h.producer_id != txn.producer_id {
+                continue;
+            }
+            if *abort {
+                break;
+            }
+            if h.is_transactional && !h.is_control {
+                out.push(base(h));
+            }
+        }
+    }
+    out
+}

@@ -1,183 +1,168 @@
-//! Fuzzes `.txnindex` files (Kafka's `TransactionIndex`: 34-byte aborted-transaction entries):
-//! arbitrary bytes decoded directly, then installed as (or in place of) one segment's
-//! `.txnindex` in a small closed log with committed and aborted transactions of two
-//! producers, which is reopened after its clean shutdown and read `read_committed`.
+//! Fuzzes the `.txnindex` reader (Kafka's `TransactionIndex`: 34-byte aborted-transaction
+//! entries) and its first-use validation: the entry codec and `decode_txn_index` on the input
+//! bytes in memory, and `read_txn_index` (the structural checks a segment's first use runs,
+//! streaming the file) on the same bytes as one small file rewritten per input.
 //!
 //! Properties, besides "never panics":
-//! - every entry that decodes at version 0 encodes back to its 34 bytes;
-//! - the log opens whatever the file holds and serves every record it had;
-//! - `read_committed` always answers exactly what the segments' markers give (the answer of
-//!   the undamaged log: aborted records hidden, committed ones shown), never an error, from a
-//!   read-only open (which changes no file) and from a read-write one: the first
-//!   `read_committed` use of a segment checks its `.txnindex` against the segment's ABORT
-//!   markers and rebuilds it from them when it differs (docs/durability.md, the `.txnindex`
-//!   rows), whether it fails the structural checks, was removed, or passes them and is wrong
-//!   (another producer, a missing entry, an entry where no ABORT marker is);
-//! - after the read-write open rebuilt it, a reopen answers the same.
+//! - every entry of version 0 or below decodes, and one of version 0 encodes back to its 34
+//!   bytes; one above 0 is refused with its position and version;
+//! - `read_txn_index` accepts exactly what an oracle written from its documented checks
+//!   accepts (at most `txn_index_limit(segment_bytes)` bytes, whole entries, versions Kafka
+//!   reads, no negative field, first offset at or below its marker, markers from the base
+//!   offset to `i32::MAX` above it, increasing), returns the decoded entries when it accepts,
+//!   and names the first failing entry's position when it refuses.
 //!
-//! Input: byte 0 picks the segment (its low 4 bits, modulo the segment count) and whether the
-//! file is removed instead (bit 7); the rest is the file.
+//! The log-level property (a log opens whatever a segment's `.txnindex` holds and
+//! `read_committed` never trusts a file that fails the checks) stays in the stable harness
+//! (`reliability/tests/it/fuzz.rs`, `log_level::txn_index`): it needs a log.
+//!
+//! Input: byte 0 picks the segment's base offset (bits 0-1) and its `.log` size (bits 2-3);
+//! the rest is the file (the format of the log-level half too, whose byte 0 picks a segment).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use seglog::{
-    AbortedTxn, BatchBuilder, Durability, HighWatermarkPolicy, Isolation, Log, LogConfig,
-    LogOpenOptions, TxnResult,
+use seglog_segment::{
+    AbortedTxn, CorruptKind, Error, TxnIndexProblem, decode_txn_index, read_txn_index,
+    txn_index_limit,
 };
 
-const T0: i64 = 1_700_000_000_000;
+const BASES: [i64; 4] = [0, 7, 1_000, i64::MAX - 40];
+const SEGMENT_BYTES: [u64; 4] = [0, 61 * 3, 4096, 1 << 30];
 
-fn config() -> LogConfig {
-    LogConfig {
-        segment_bytes: 300,
-        segment_index_bytes: 4096,
-        message_timestamp_after_max_ms: i64::MAX,
-        message_timestamp_before_max_ms: i64::MAX,
-        ..LogConfig::default()
+/// One file per process (the input is rewritten into it), in the temp directory.
+fn path() -> &'static std::path::Path {
+    static FILE: std::sync::OnceLock<(tempfile::TempDir, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    &FILE
+        .get_or_init(|| {
+            let tmp = tempfile::tempdir().expect("a temp dir");
+            let path = tmp.path().join("00000000000000000000.txnindex");
+            (tmp, path)
+        })
+        .1
+}
+
+/// The checks `read_txn_index` documents, written from the layout: `Ok(entries)` or the
+/// position of the first failure.
+fn oracle(file: &[u8], base: i64, segment_bytes: u64) -> Result<Vec<AbortedTxn>, u64> {
+    if file.len() as u64 > segment_bytes / 61 * 34 {
+        return Err(0);
     }
-}
-
-fn txn_batch(producer_id: i64, sequence: i32, i: i64) -> seglog::Bytes {
-    let mut builder = BatchBuilder::new(0)
-        .producer(producer_id, 0, sequence)
-        .transactional(true);
-    builder.append(T0 + i, Some(&[i as u8]), Some(&[i as u8; 30]), &[]);
-    builder.build().expect("build")
-}
-
-struct Template {
-    dir: std::path::PathBuf,
-    bases: Vec<i64>,
-    all: Vec<i64>,
-    committed: Vec<i64>,
-    _tmp: tempfile::TempDir,
-}
-
-fn offsets(log: &Log, isolation: Isolation) -> Vec<i64> {
-    log.owned_reader(0, isolation)
-        .until_caught_up()
-        .map(|r| r.expect("every record reads back").record.offset)
-        .collect()
-}
-
-/// Producers 5 and 6 interleave transactions over several segments; every second one of
-/// each is aborted, so several segments hold ABORT markers and `.txnindex` entries.
-fn template() -> &'static Template {
-    static TEMPLATE: std::sync::OnceLock<Template> = std::sync::OnceLock::new();
-    TEMPLATE.get_or_init(|| {
-        let tmp = tempfile::tempdir().expect("a temp dir");
-        let dir = tmp.path().join("t-0");
-        let log = Log::open(&dir, config()).expect("open a fresh log");
-        let mut sequences = [0i32; 2];
-        for round in 0..6i64 {
-            for (slot, producer_id) in [5i64, 6].into_iter().enumerate() {
-                for _ in 0..2 {
-                    let batch = txn_batch(producer_id, sequences[slot], round);
-                    log.append(&batch).expect("append");
-                    sequences[slot] += 1;
-                }
-            }
-            for producer_id in [5i64, 6] {
-                let result = if (round + producer_id) % 2 == 0 {
-                    TxnResult::Abort
-                } else {
-                    TxnResult::Commit
-                };
-                log.write_txn_marker(producer_id, 0, 0, result, None, Durability::PageCache)
-                    .expect("marker");
-            }
+    if !file.len().is_multiple_of(34) {
+        return Err((file.len() - file.len() % 34) as u64);
+    }
+    let mut previous: Option<i64> = None;
+    let mut out = Vec::new();
+    for (i, e) in file.chunks_exact(34).enumerate() {
+        let at = |i: usize| i64::from_be_bytes(e[i..i + 8].try_into().expect("8 bytes"));
+        let (version, producer_id, first, last, lso) = (
+            i16::from_be_bytes([e[0], e[1]]),
+            at(2),
+            at(10),
+            at(18),
+            at(26),
+        );
+        let ok = version <= 0
+            && producer_id >= 0
+            && first >= 0
+            && last >= 0
+            && lso >= 0
+            && first <= last
+            && last >= base
+            && (last as i128 - base as i128) <= i128::from(i32::MAX)
+            && previous.is_none_or(|p| last > p);
+        if !ok {
+            return Err((i * 34) as u64);
         }
-        log.set_high_watermark(log.log_end_offset())
-            .expect("high watermark");
-        let all = offsets(&log, Isolation::LogEnd);
-        let committed = offsets(&log, Isolation::ReadCommitted);
-        assert!(committed.len() < all.len(), "the template aborts nothing");
-        let bases = log.segments().iter().map(|s| s.base_offset).collect();
-        log.close().expect("close");
-        Template {
-            dir,
-            bases,
-            all,
-            committed,
-            _tmp: tmp,
-        }
-    })
+        previous = Some(last);
+        out.push(AbortedTxn {
+            producer_id,
+            first_offset: first,
+            last_offset: last,
+            last_stable_offset: lso,
+        });
+    }
+    Ok(out)
 }
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, file)) = data.split_first() else {
         return;
     };
+    let base = BASES[usize::from(pick & 0b11)];
+    let segment_bytes = SEGMENT_BYTES[usize::from(pick >> 2 & 0b11)];
+
+    let decoded = decode_txn_index(file);
     for (i, chunk) in file.chunks_exact(AbortedTxn::SIZE).enumerate() {
-        let decoded = seglog::decode_txn_index(chunk);
-        if i16::from_be_bytes([chunk[0], chunk[1]]) == AbortedTxn::CURRENT_VERSION {
-            let entry = decoded.expect("a version 0 entry decodes")[0];
-            assert_eq!(&entry.encode()[..], chunk, "entry {i} does not round trip");
+        let entry: &[u8; AbortedTxn::SIZE] = chunk.try_into().expect("34 bytes");
+        let version = i16::from_be_bytes([chunk[0], chunk[1]]);
+        match AbortedTxn::decode(entry) {
+            Ok(txn) => {
+                assert!(
+                    version <= AbortedTxn::CURRENT_VERSION,
+                    "entry {i}: version {version}"
+                );
+                if version == AbortedTxn::CURRENT_VERSION {
+                    assert_eq!(&txn.encode(), entry, "entry {i} does not round trip");
+                }
+                if let Ok(all) = &decoded {
+                    assert_eq!(all[i], txn, "decode_txn_index differs at entry {i}");
+                }
+            }
+            Err(v) => {
+                assert_eq!(v, version);
+                assert!(version > AbortedTxn::CURRENT_VERSION);
+            }
         }
     }
-
-    let template = template();
-    let tmp = tempfile::tempdir().expect("a temp dir");
-    let dir = tmp.path().join("t-0");
-    std::fs::create_dir(&dir).expect("mkdir");
-    for entry in std::fs::read_dir(&template.dir).expect("list the template") {
-        let entry = entry.expect("list the template");
-        std::fs::copy(entry.path(), dir.join(entry.file_name())).expect("copy");
+    if let Err((position, version)) = decoded {
+        assert_eq!(position % AbortedTxn::SIZE as u64, 0);
+        let at = position as usize;
+        assert_eq!(version, i16::from_be_bytes([file[at], file[at + 1]]));
     }
-    let base = template.bases[usize::from(pick & 0x0f) % template.bases.len()];
-    let path = dir.join(format!("{base:020}.txnindex"));
-    if pick & 0x80 != 0 {
-        let _ = std::fs::remove_file(&path);
-    } else {
-        std::fs::write(&path, file).expect("write the .txnindex");
-    }
+    assert_eq!(txn_index_limit(segment_bytes), segment_bytes / 61 * 34);
 
-    let before = std::fs::read(&path).ok();
-    let read_only = Log::open_with(
-        &dir,
-        config(),
-        LogOpenOptions {
-            read_only: true,
-            high_watermark: HighWatermarkPolicy::LogEnd,
-            ..LogOpenOptions::default()
-        },
-    )
-    .expect("a read-only open takes whatever its .txnindex holds");
-    assert_eq!(
-        committed(&read_only),
-        template.committed,
-        "read-only, segment {base}"
-    );
-    drop(read_only);
-    assert_eq!(
-        std::fs::read(&path).ok(),
-        before,
-        "a read-only open wrote the .txnindex"
-    );
-    for reopen in [false, true] {
-        let log = Log::open(&dir, config()).expect("the log opens whatever its .txnindex holds");
-        log.set_high_watermark(log.log_end_offset())
-            .expect("high watermark");
-        assert_eq!(
-            offsets(&log, Isolation::LogEnd),
-            template.all,
-            "records lost"
-        );
-        assert_eq!(
-            committed(&log),
-            template.committed,
-            "read_committed of segment {base}'s .txnindex, reopened {reopen}"
-        );
-        log.close().expect("close");
+    let path = path();
+    std::fs::write(path, file).expect("write the .txnindex");
+    let read = read_txn_index(path, base, segment_bytes);
+    match (read, oracle(file, base, segment_bytes)) {
+        (Ok(entries), Ok(expected)) => assert_eq!(entries, expected, "other entries read"),
+        (
+            Err(Error::Corrupt {
+                path: p,
+                position,
+                kind,
+            }),
+            Err(expected),
+        ) => {
+            assert_eq!(p, path, "the error names another file");
+            assert_eq!(
+                position, expected,
+                "the error names another entry ({kind:?})"
+            );
+            let at = position as usize;
+            match kind {
+                CorruptKind::TxnIndexVersion { version } => {
+                    assert!(version > 0);
+                    assert_eq!(version, i16::from_be_bytes([file[at], file[at + 1]]));
+                }
+                CorruptKind::TxnIndex(TxnIndexProblem::TooLarge { len, limit }) => {
+                    assert_eq!(
+                        (len, limit),
+                        (file.len() as u64, txn_index_limit(segment_bytes))
+                    );
+                    assert!(len > limit);
+                }
+                CorruptKind::TxnIndex(TxnIndexProblem::PartialEntry { len }) => {
+                    assert_eq!(len, file.len() as u64);
+                }
+                CorruptKind::TxnIndex(_) => {}
+                other => panic!("a .txnindex refused as {other:?}"),
+            }
+        }
+        (got, expected) => {
+            panic!("read_txn_index gave {got:?}, the documented checks {expected:?}")
+        }
     }
 });
-
-/// The `read_committed` answer: every record's offset, failing on any error (a typed error
-/// is no answer: the index is rebuilt instead).
-fn committed(log: &Log) -> Vec<i64> {
-    log.owned_reader(0, Isolation::ReadCommitted)
-        .until_caught_up()
-        .map(|r| r.expect("read_committed answers").record.offset)
-        .collect()
-}

@@ -15,6 +15,8 @@
 //!   that the I/O seam's test backend (`seglog-faults`) keeps (with torn pages, lost directory entries and
 //!   index files in any state the crash could leave).
 //! - [`child`]: the kill -9 protocol between the test and the `crash-child` process.
+//! - [`fuzz_support`]: what the cargo-fuzz targets and their stable harness share (CRC
+//!   fix-ups, the copy of a template log).
 //!
 //! What it deliberately does not do: it is test support, not a library for users; its checks
 //! return a human-readable [`Violation`] rather than a matchable error.
@@ -36,6 +38,7 @@
 
 pub mod child;
 mod crash_image;
+pub mod fuzz_support;
 mod payload;
 mod verify;
 mod workload;

@@ -6,7 +6,8 @@
 //!   tests, then the loom models.
 //! - `loom`: the loom models alone (`--cfg loom`, release, bounded preemptions).
 //! - `tidy` (tests only): repository rules no lint checks, run by `cargo test --workspace`.
-//! - `fuzz`: every cargo-fuzz target in `fuzz/` for a bounded time each.
+//! - `fuzz`: a named cargo-fuzz target of `fuzz/` for N executions, or every target for a
+//!   bounded time each.
 //! - `bench`: the macro benchmark suite in release mode, or the criterion benches.
 //! - `crash`: the long reliability runs (kill -9 harness; `--all` scales every suite).
 //! - `kafka`: Apache Kafka 4.4 (a real broker and its storage code) as the oracle, from `interop/kafka/`.
@@ -31,8 +32,11 @@ usage: cargo xtask <task> [options]
 tasks:
   ci                     fmt --check, clippy -D warnings, cargo test --workspace, loom models
   loom                   the loom models only (RUSTFLAGS=--cfg loom, release, LOOM_MAX_PREEMPTIONS=2)
-  fuzz [--seconds S]     run each cargo-fuzz target in fuzz/ for S seconds (default 60; needs
-                         a nightly toolchain with cargo-fuzz, see fuzz/README.md)
+  fuzz [TARGET...] [--runs N | --seconds S] [--max-len L]
+                         run the named cargo-fuzz targets of fuzz/ (default: every one) for N
+                         executions or S seconds each (default 60 s), optimised with overflow
+                         checks, no sanitizer, TMPDIR on /dev/shm (needs nightly and cargo-fuzz;
+                         see fuzz/README.md; not in CI)
   bench [--quick] [--rounds N] [--only GROUP,...] [--drop-caches]
                          the macro suite (release): table on stdout, JSON in target/bench/
   bench --criterion [ARGS] | bench -- [ARGS]

@@ -16,6 +16,13 @@
 //! read up to the last stable offset and drop the records of aborted transactions, as a
 //! `read_committed` Kafka consumer does (the aborted transactions of each fetch come from the
 //! `.txnindex` files, [`Log::aborted_transactions`]).
+//!
+//! The same readers also read [`FetchedBytes`]: the whole batches of one fetch held in memory
+//! (a buffer [`Log::read_into`] filled, a fetch response received from another process, a
+//! segment's bytes) with the fetch's aborted transactions, as a Kafka consumer's
+//! `CompletedFetch` does ([`ReaderOptions::reader_over`], [`ReaderOptions::owned_reader_over`]).
+//! They skip, check, decompress and filter exactly as over a log; the bytes are read once
+//! (nothing more arrives), and a seek reads them again from the new position.
 
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -26,6 +33,7 @@ use seglog_records::{BatchHeader, Batches, Header, OwnedBatches, Record, RecordR
 use seglog_segment::{FileKind, file_path};
 
 use crate::log::Log;
+use crate::log_producers::AbortedTransaction;
 use crate::view::{Isolation, WaitEnd};
 use crate::{Error, Result};
 
@@ -96,20 +104,111 @@ impl ReaderOptions {
 
     /// A borrowed reader over `log` with these options.
     pub fn reader(self, log: &Log) -> RecordReader<'_> {
-        RecordReader {
-            state: ReadState::new(log, self),
-            buf: Vec::new(),
-            fetched: None,
-            cursor: 0,
-        }
+        RecordReader::new(ReadState::new(Source::Log(log), self))
     }
 
     /// An owned reader over `log` with these options.
     pub fn owned_reader(self, log: &Log) -> OwnedRecordReader<'_> {
-        OwnedRecordReader {
-            state: ReadState::new(log, self),
-            batches: None,
-            current: None,
+        OwnedRecordReader::new(ReadState::new(Source::Log(log), self))
+    }
+
+    /// A borrowed reader over the batches of one fetch held in memory, with these options
+    /// (the fetch size does not apply: the bytes are read once, whole). With
+    /// [`Isolation::ReadCommitted`] it drops the records of `fetched`'s aborted transactions;
+    /// the other isolations read every batch.
+    ///
+    /// ```
+    /// use std::ops::ControlFlow;
+    /// use seglog::{BatchBuilder, FetchedBytes, Isolation, ReaderOptions};
+    ///
+    /// let mut batch = BatchBuilder::new(40);
+    /// batch.append(1_700_000_000_000, Some(b"k"), Some(b"v1"), &[]);
+    /// batch.append(1_700_000_000_001, Some(b"k"), Some(b"v2"), &[]);
+    /// let bytes = batch.build()?;
+    /// let fetched = FetchedBytes::new(&bytes, "fetch", 0);
+    /// let mut values = Vec::new();
+    /// ReaderOptions::new(41, Isolation::LogEnd)
+    ///     .reader_over(fetched)
+    ///     .poll::<seglog::Error>(|_, record| {
+    ///         values.push(record.value().map(<[u8]>::to_vec));
+    ///         Ok(ControlFlow::Continue(()))
+    ///     })?;
+    /// assert_eq!(values, [Some(b"v2".to_vec())]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reader_over(self, fetched: FetchedBytes<'_>) -> RecordReader<'_> {
+        RecordReader::new(ReadState::new(Source::fetched(fetched), self))
+    }
+
+    /// An owned reader over the batches of one fetch held in memory, with these options (see
+    /// [`Self::reader_over`]).
+    pub fn owned_reader_over(self, fetched: FetchedBytes<'_>) -> OwnedRecordReader<'_> {
+        OwnedRecordReader::new(ReadState::new(Source::fetched(fetched), self))
+    }
+}
+
+/// The whole batches of one fetch, held in memory, for [`ReaderOptions::reader_over`] and
+/// [`ReaderOptions::owned_reader_over`]: the bytes (as a fetch returns them: whole batches,
+/// the last one possibly cut, which is not read), where they came from (named by the errors:
+/// the segment file and the byte position of the first byte) and, for `read_committed`, the
+/// fetch's aborted transactions (Kafka's `FetchResponse.abortedTransactions`, as
+/// [`crate::FetchData::aborted_transactions`] holds them).
+#[derive(Clone)]
+pub struct FetchedBytes<'a> {
+    bytes: &'a [u8],
+    path: PathBuf,
+    position: u64,
+    aborted: Vec<AbortedTransaction>,
+}
+
+impl<'a> FetchedBytes<'a> {
+    /// `bytes` read from `path` at byte `position`, with no aborted transaction.
+    pub fn new(bytes: &'a [u8], path: impl Into<PathBuf>, position: u64) -> Self {
+        Self {
+            bytes,
+            path: path.into(),
+            position,
+            aborted: Vec::new(),
+        }
+    }
+
+    /// The fetch's aborted transactions, which a [`Isolation::ReadCommitted`] reader drops
+    /// (any order).
+    #[must_use]
+    pub fn aborted_transactions(mut self, aborted: Vec<AbortedTransaction>) -> Self {
+        self.aborted = aborted;
+        self
+    }
+}
+
+impl std::fmt::Debug for FetchedBytes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FetchedBytes")
+            .field("bytes", &self.bytes.len())
+            .field("path", &self.path)
+            .field("position", &self.position)
+            .field("aborted", &self.aborted)
+            .finish()
+    }
+}
+
+/// Where a reader's batches come from.
+#[derive(Debug)]
+enum Source<'a> {
+    /// Fetches from a log, again and again.
+    Log(&'a Log),
+    /// One fetch's bytes; `read` once they were handed out (until a seek).
+    Fetched {
+        fetched: FetchedBytes<'a>,
+        read: bool,
+    },
+}
+
+impl<'a> Source<'a> {
+    fn fetched(fetched: FetchedBytes<'a>) -> Self {
+        Self::Fetched {
+            fetched,
+            read: false,
         }
     }
 }
@@ -300,7 +399,7 @@ fn header_pair(header: &Header) -> (&str, Option<&[u8]>) {
 #[derive(Debug, Default)]
 struct AbortFilter {
     /// Not yet reached, by first offset (descending: the next is last).
-    pending: Vec<crate::AbortedTransaction>,
+    pending: Vec<AbortedTransaction>,
     /// Producers inside an aborted transaction.
     aborted: std::collections::BTreeSet<i64>,
 }
@@ -311,12 +410,17 @@ impl AbortFilter {
         if isolation != Isolation::ReadCommitted {
             return Ok(Self::default());
         }
-        let mut pending = log.aborted_transactions(from, upper.max(from.saturating_add(1)))?;
+        let pending = log.aborted_transactions(from, upper.max(from.saturating_add(1)))?;
+        Ok(Self::new(pending))
+    }
+
+    /// The filter of a fetch with these aborted transactions (any order).
+    fn new(mut pending: Vec<AbortedTransaction>) -> Self {
         pending.sort_by_key(|t| std::cmp::Reverse(t.first_offset));
-        Ok(Self {
+        Self {
             pending,
             aborted: Default::default(),
-        })
+        }
     }
 
     /// Whether the batch's records are dropped (Kafka's `isBatchAborted`, after
@@ -358,12 +462,12 @@ struct Fetched {
     position: u64,
 }
 
-/// What both readers keep and how both fetch and skip: the log, the options, the position,
-/// the visible end where the last fetch found nothing, and the current fetch's
+/// What both readers keep and how both fetch and skip: the source, the options, the
+/// position, the visible end where the last fetch found nothing, and the current fetch's
 /// `read_committed` filter.
 #[derive(Debug)]
 struct ReadState<'log> {
-    log: &'log Log,
+    source: Source<'log>,
     options: ReaderOptions,
     next_offset: i64,
     /// The visible end when the last fetch found nothing (`wait`).
@@ -373,9 +477,9 @@ struct ReadState<'log> {
 }
 
 impl<'log> ReadState<'log> {
-    fn new(log: &'log Log, options: ReaderOptions) -> Self {
+    fn new(source: Source<'log>, options: ReaderOptions) -> Self {
         Self {
-            log,
+            source,
             options,
             next_offset: options.start_offset,
             caught_up_at: None,
@@ -389,18 +493,51 @@ impl<'log> ReadState<'log> {
         let offset = self
             .caught_up_at
             .map_or(self.next_offset, |seen| seen.max(self.next_offset));
-        self.log.wait_for(offset, self.options.isolation, timeout)
+        match self.source {
+            Source::Log(log) => log.wait_for(offset, self.options.isolation, timeout),
+            // Nothing more arrives in a fetch held in memory: no wait.
+            Source::Fetched { .. } => Ok(false),
+        }
     }
 
     fn seek(&mut self, offset: i64) {
         self.next_offset = offset;
         self.caught_up_at = None;
+        if let Source::Fetched { read, .. } = &mut self.source {
+            *read = false;
+        }
+    }
+
+    /// Counts records passed, for the log's records-read metric.
+    fn records_read(&self, records: u64) {
+        if let Source::Log(log) = self.source {
+            log.metrics.records_read(records);
+        }
     }
 
     /// Fetches from the position into `buf` (at least one whole batch, or nothing when
     /// nothing is visible there: `None`), with the fetch's `read_committed` filter.
     fn fetch(&mut self, buf: &mut Vec<u8>) -> Result<Option<Fetched>> {
-        let fetch = self.log.read_into(
+        let log = match &mut self.source {
+            Source::Log(log) => *log,
+            Source::Fetched { fetched, read } => {
+                buf.clear();
+                if std::mem::replace(read, true) || fetched.bytes.is_empty() {
+                    return Ok(None);
+                }
+                buf.extend_from_slice(fetched.bytes);
+                self.filter = match self.options.isolation {
+                    Isolation::ReadCommitted => AbortFilter::new(fetched.aborted.clone()),
+                    _ => AbortFilter::default(),
+                };
+                let (path, position) = (fetched.path.clone(), fetched.position);
+                if let Err(source) = seglog_records::BatchRef::parse(buf, position) {
+                    return Err(Error::DamagedBatch { path, source });
+                }
+                return Ok(Some(Fetched { path, position }));
+            }
+        };
+        let fetch = log.read_into(
             self.next_offset,
             self.options.fetch_bytes,
             self.options.isolation,
@@ -413,13 +550,13 @@ impl<'log> ReadState<'log> {
         }
         self.caught_up_at = None;
         self.filter = AbortFilter::for_fetch(
-            self.log,
+            log,
             self.options.isolation,
             self.next_offset,
             fetch.last_stable_offset,
         )?;
         let path = file_path(
-            self.log.dir(),
+            log.dir(),
             fetch.fetch_offset.segment_base_offset,
             FileKind::LOG,
         );
@@ -454,7 +591,8 @@ impl<'log> ReadState<'log> {
 /// The borrowed record reader: fetches into one reused buffer with [`Log::read_into`] and
 /// passes each record to a callback as a [`RecordView`] borrowing that buffer (the fast
 /// path: no allocation per record or batch for uncompressed v2 batches). From
-/// [`Log::reader`] or [`ReaderOptions::reader`].
+/// [`Log::reader`], [`ReaderOptions::reader`] or [`ReaderOptions::reader_over`] (one fetch's
+/// bytes held in memory).
 ///
 /// Both readers (this one and [`OwnedRecordReader`]) start at an offset and read up to the
 /// visible end per [`Isolation`] (the log end, the high watermark or the last stable offset),
@@ -475,9 +613,22 @@ pub struct RecordReader<'log> {
     fetched: Option<Fetched>,
     /// Bytes of `buf` already passed (a batch boundary).
     cursor: usize,
+    /// The batch at the cursor was partly passed (the last poll stopped inside it): the
+    /// next poll reads the rest of it, whatever its header says of the position.
+    partial: bool,
 }
 
-impl RecordReader<'_> {
+impl<'log> RecordReader<'log> {
+    fn new(state: ReadState<'log>) -> Self {
+        Self {
+            state,
+            buf: Vec::new(),
+            fetched: None,
+            cursor: 0,
+            partial: false,
+        }
+    }
+
     /// The offset the next record passed will be at or after.
     pub fn position(&self) -> i64 {
         self.state.next_offset
@@ -488,6 +639,8 @@ impl RecordReader<'_> {
     /// timeout. Waiting on the reader rather than on its position never spins when the high
     /// watermark lies inside a batch (whose records are visible only once it passes the
     /// batch's end): each move of the visible end wakes it once.
+    ///
+    /// A reader over [`FetchedBytes`] returns `false` at once: nothing more arrives.
     ///
     /// # Errors
     /// [`Error::Closed`] when the log is closed and nothing more is visible (as
@@ -501,6 +654,7 @@ impl RecordReader<'_> {
         self.state.seek(offset);
         self.fetched = None;
         self.cursor = 0;
+        self.partial = false;
         self.buf.clear();
     }
 
@@ -536,7 +690,8 @@ impl RecordReader<'_> {
                 let batch = batch.map_err(damaged)?;
                 let header = *batch.header();
                 let len = batch.as_bytes().len();
-                if self.state.wants(&batch) {
+                // A batch stopped inside was wanted (and passed the abort filter) already.
+                if std::mem::take(&mut self.partial) || self.state.wants(&batch) {
                     if options.check_crcs {
                         batch.ensure_valid().map_err(damaged)?;
                     }
@@ -548,8 +703,10 @@ impl RecordReader<'_> {
                     // legacy wrapper's may not) is skipped, as the owned reader and Kafka's
                     // consumer skip it.
                     let mut next = self.state.next_offset;
-                    if let Some(records) = batch.records_borrowed() {
-                        for record in records {
+                    // Whether records of the batch remain after the one `f` stopped at.
+                    let more;
+                    if let Some(mut records) = batch.records_borrowed() {
+                        for record in records.by_ref() {
                             let record = record.map_err(damaged)?;
                             if record.offset < next {
                                 continue;
@@ -564,8 +721,10 @@ impl RecordReader<'_> {
                                 break;
                             }
                         }
+                        more = stopped.is_some() && records.next().is_some();
                     } else {
-                        for record in batch.records(options.max_decompressed_bytes) {
+                        let mut records = batch.records(options.max_decompressed_bytes);
+                        for record in records.by_ref() {
                             let record = record.map_err(damaged)?;
                             if record.offset < next {
                                 continue;
@@ -580,15 +739,21 @@ impl RecordReader<'_> {
                                 break;
                             }
                         }
+                        more = stopped.is_some() && records.next().is_some();
                     }
-                    self.state.log.metrics.records_read(delivered);
+                    self.state.records_read(delivered);
                     // Past every record passed, as Kafka's consumer (`nextFetchOffset`) and the
                     // owned reader: a record beyond its batch's last offset moves it further.
                     self.state.next_offset = self.state.next_offset.max(next);
                     if let Some(offset) = stopped {
                         self.state.next_offset = offset + 1;
-                        if offset >= header.last_offset {
+                        // Past the batch only when nothing of it remains: a record beyond
+                        // the batch's last offset (a damaged or hostile batch) may be followed
+                        // by more, which the next poll reads (or fails on) as one poll would.
+                        if offset >= header.last_offset && !more {
                             self.cursor += len;
+                        } else {
+                            self.partial = true;
                         }
                         return Ok(PollEnd::Stopped);
                     }
@@ -605,6 +770,7 @@ impl RecordReader<'_> {
     fn fetch(&mut self) -> Result<bool> {
         let fetched = self.state.fetch(&mut self.buf)?;
         self.cursor = 0;
+        self.partial = false;
         self.fetched = fetched;
         Ok(self.fetched.is_some())
     }
@@ -621,7 +787,8 @@ pub struct FetchedRecord {
 }
 
 /// The owned record reader: yields [`FetchedRecord`]s that outlive it. From
-/// [`Log::owned_reader`] or [`ReaderOptions::owned_reader`]; it reads as [`RecordReader`]
+/// [`Log::owned_reader`], [`ReaderOptions::owned_reader`] or
+/// [`ReaderOptions::owned_reader_over`]; it reads as [`RecordReader`]
 /// does (isolation, position, compacted gaps, CRCs, control batches, aborted transactions).
 ///
 /// A log has no end, only a visible end that moves: [`Self::next_available`] returns
@@ -682,6 +849,14 @@ impl NextRecord {
 }
 
 impl<'log> OwnedRecordReader<'log> {
+    fn new(state: ReadState<'log>) -> Self {
+        Self {
+            state,
+            batches: None,
+            current: None,
+        }
+    }
+
     /// The offset the next record yielded will be at or after.
     pub fn position(&self) -> i64 {
         self.state.next_offset
@@ -720,7 +895,8 @@ impl<'log> OwnedRecordReader<'log> {
     }
 
     /// [`RecordReader::wait`]: after [`NextRecord::CaughtUp`], blocks until the visible end
-    /// moves past where that fetch found it, or `timeout` passed; `false` on timeout.
+    /// moves past where that fetch found it, or `timeout` passed; `false` on timeout (at once
+    /// over [`FetchedBytes`]).
     ///
     /// # Errors
     /// [`Error::Closed`] when the log is closed and nothing more is visible.
@@ -742,7 +918,7 @@ impl<'log> OwnedRecordReader<'log> {
                     Some(Ok(record)) if record.offset < self.state.next_offset => continue,
                     Some(Ok(record)) => {
                         self.state.next_offset = record.offset + 1;
-                        self.state.log.metrics.records_read(1);
+                        self.state.records_read(1);
                         return Ok(Some(FetchedRecord {
                             batch: *header,
                             record,
@@ -836,5 +1012,223 @@ fn visible_end(isolation: Isolation, fetch: &crate::CopiedFetch) -> i64 {
         Isolation::LogEnd => fetch.log_end_offset,
         Isolation::ReadUncommitted => fetch.high_watermark,
         Isolation::ReadCommitted => fetch.last_stable_offset,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ops::ControlFlow;
+
+    use seglog_records::{BatchBuilder, Compression, ControlRecordType, EndTransactionMarker};
+
+    use super::*;
+
+    type Seen = Vec<(i64, Option<Vec<u8>>)>;
+
+    /// A plain batch at 0 (3 records), a transaction of producer 7 at 3-4 aborted by the
+    /// marker at 5, a gzip batch at 6-7: one fetch's bytes.
+    fn fetch_bytes() -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut plain = BatchBuilder::new(0);
+        for i in 0..3u8 {
+            plain.append(1_000 + i64::from(i), Some(&[i]), Some(&[b'p', i]), &[]);
+        }
+        out.extend_from_slice(&plain.build().unwrap());
+        let mut txn = BatchBuilder::new(3).producer(7, 0, 0).transactional(true);
+        txn.append(1_003, Some(b"t"), Some(b"t0"), &[]);
+        txn.append(1_004, Some(b"t"), Some(b"t1"), &[]);
+        out.extend_from_slice(&txn.build().unwrap());
+        let abort = BatchBuilder::end_transaction_marker(
+            5,
+            1_005,
+            -1,
+            7,
+            0,
+            ControlRecordType::Abort,
+            EndTransactionMarker::new(0),
+        )
+        .unwrap();
+        out.extend_from_slice(&abort);
+        let mut gzip = BatchBuilder::new(6).compression(Compression::Gzip);
+        gzip.append(1_006, Some(b"g"), Some(b"g0"), &[]);
+        gzip.append(1_007, Some(b"g"), Some(b"g1"), &[]);
+        out.extend_from_slice(&gzip.build().unwrap());
+        out
+    }
+
+    fn borrowed(mut reader: RecordReader<'_>) -> (Seen, bool) {
+        let mut out = Vec::new();
+        let result = reader.poll::<Error>(|_, r| {
+            out.push((r.offset(), r.value().map(<[u8]>::to_vec)));
+            Ok(ControlFlow::Continue(()))
+        });
+        assert!(!reader.wait(Duration::from_secs(60)).unwrap(), "it waited");
+        (out, result.is_err())
+    }
+
+    fn owned(mut reader: OwnedRecordReader<'_>) -> (Seen, bool) {
+        let mut out = Vec::new();
+        for r in reader.until_caught_up() {
+            match r {
+                Ok(r) => out.push((r.record.offset, r.record.value.map(|v| v.to_vec()))),
+                Err(_) => return (out, true),
+            }
+        }
+        (out, false)
+    }
+
+    fn values(seen: &Seen) -> Vec<i64> {
+        seen.iter().map(|r| r.0).collect()
+    }
+
+    #[test]
+    fn readers_over_fetched_bytes_skip_filter_and_agree() {
+        let bytes = fetch_bytes();
+        let aborted = vec![AbortedTransaction {
+            producer_id: 7,
+            first_offset: 3,
+        }];
+        let fetched =
+            || FetchedBytes::new(&bytes, "t-0/00.log", 0).aborted_transactions(aborted.clone());
+        for (start, isolation, expected) in [
+            (0, Isolation::LogEnd, vec![0, 1, 2, 3, 4, 6, 7]),
+            (1, Isolation::ReadUncommitted, vec![1, 2, 3, 4, 6, 7]),
+            (0, Isolation::ReadCommitted, vec![0, 1, 2, 6, 7]),
+            (7, Isolation::ReadCommitted, vec![7]),
+            (8, Isolation::LogEnd, vec![]),
+        ] {
+            let options = ReaderOptions::new(start, isolation);
+            let (b, b_failed) = borrowed(options.reader_over(fetched()));
+            let (o, o_failed) = owned(options.owned_reader_over(fetched()));
+            assert_eq!(values(&b), expected, "from {start}, {isolation:?}");
+            assert_eq!(b, o, "the readers disagree from {start}, {isolation:?}");
+            assert!(!b_failed && !o_failed);
+        }
+        let (with_control, _) = owned(
+            ReaderOptions::new(0, Isolation::ReadCommitted)
+                .include_control(true)
+                .owned_reader_over(fetched()),
+        );
+        assert_eq!(values(&with_control), [0, 1, 2, 5, 6, 7]);
+    }
+
+    #[test]
+    fn a_reader_over_fetched_bytes_reads_them_once_and_again_after_a_seek() {
+        let bytes = fetch_bytes();
+        let mut reader = ReaderOptions::new(0, Isolation::LogEnd)
+            .owned_reader_over(FetchedBytes::new(&bytes, "f", 0));
+        assert_eq!(reader.until_caught_up().count(), 7);
+        assert_eq!(
+            reader.next_available().unwrap(),
+            NextRecord::CaughtUp,
+            "nothing more arrives"
+        );
+        reader.seek(6);
+        let again: Vec<i64> = reader
+            .until_caught_up()
+            .map(|r| r.unwrap().record.offset)
+            .collect();
+        assert_eq!(again, [6, 7]);
+
+        let mut reader =
+            ReaderOptions::new(0, Isolation::LogEnd).reader_over(FetchedBytes::new(&bytes, "f", 0));
+        let mut first = Vec::new();
+        let end = reader
+            .poll::<Error>(|_, r| {
+                first.push(r.offset());
+                Ok(if r.offset() == 3 {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                })
+            })
+            .unwrap();
+        assert_eq!((end, first), (PollEnd::Stopped, vec![0, 1, 2, 3]));
+        let (rest, _) = borrowed(reader);
+        assert_eq!(
+            values(&rest),
+            [4, 6, 7],
+            "it resumes after the record it stopped at"
+        );
+    }
+
+    /// Found by the `record_readers` fuzz target (its input is a regression seed): a batch
+    /// whose second record lies beyond the batch's last offset, followed by more records. A
+    /// poll stopped at that record skipped the rest of the batch (the records after it, and
+    /// the damage one poll and the owned reader fail on), as the batch looked passed.
+    #[test]
+    fn a_poll_stopped_at_a_record_beyond_its_batch_reads_the_rest_of_the_batch() {
+        let mut builder = BatchBuilder::new(0);
+        for key in [b"a", b"b", b"c"] {
+            builder.append(1_000, Some(key), Some(b"v"), &[]);
+        }
+        let mut bytes = builder.build().unwrap().to_vec();
+        // Each record: length, attributes, timestamp delta (0), offset delta, key length
+        // (1), key, value length (1), value, header count: 9 bytes, from byte 61.
+        let record = |i: usize| 61 + i * 9;
+        bytes[record(1) + 3] = 2 * 40; // offset delta 40 (zigzag): offsets 0, 40, 2
+        let damaged = bytes.clone();
+        bytes[record(2) + 3] = 2 * 50; // offsets 0, 40, 50
+        let mut damaged = damaged;
+        damaged[record(2) + 4] = 2 * 60; // key length 60: past the record's end
+        for bytes in [&mut bytes, &mut damaged] {
+            let crc = seglog_records::crc32c(&bytes[21..]);
+            bytes[17..21].copy_from_slice(&crc.to_be_bytes());
+        }
+        for (bytes, expected, fails) in [
+            (&bytes, vec![0, 40, 50], false),
+            (&damaged, vec![0, 40], true),
+        ] {
+            let options = ReaderOptions::new(0, Isolation::LogEnd);
+            let fetched = || FetchedBytes::new(bytes, "f", 0);
+            let (all, all_failed) = borrowed(options.reader_over(fetched()));
+            let (each, each_failed) = owned(options.owned_reader_over(fetched()));
+            assert_eq!((values(&all), all_failed), (expected.clone(), fails));
+            assert_eq!((values(&each), each_failed), (expected.clone(), fails));
+            // Stopped after every record, polled again.
+            let mut reader = options.reader_over(fetched());
+            let mut stepped = Vec::new();
+            let failed = loop {
+                match reader.poll::<Error>(|_, r| {
+                    stepped.push(r.offset());
+                    Ok(ControlFlow::Break(()))
+                }) {
+                    Ok(PollEnd::Stopped) => continue,
+                    Ok(_) => break false,
+                    Err(_) => break true,
+                }
+            };
+            assert_eq!(
+                (stepped, failed),
+                (expected, fails),
+                "stopping after every record"
+            );
+        }
+    }
+
+    #[test]
+    fn a_damaged_batch_in_fetched_bytes_is_an_error_naming_its_file_and_position() {
+        let mut bytes = fetch_bytes();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x55;
+        let fetched = || FetchedBytes::new(&bytes, "t-0/00000000000000000000.log", 4096);
+        let options = ReaderOptions::new(0, Isolation::LogEnd);
+        let (b, b_failed) = borrowed(options.reader_over(fetched()));
+        let (o, o_failed) = owned(options.owned_reader_over(fetched()));
+        assert_eq!(values(&b), [0, 1, 2, 3, 4]);
+        assert_eq!((b, b_failed), (o, o_failed));
+        assert!(b_failed);
+        let err = options
+            .owned_reader_over(fetched())
+            .until_caught_up()
+            .find_map(Result::err)
+            .unwrap();
+        match err {
+            Error::DamagedBatch { path, source } => {
+                assert_eq!(path, PathBuf::from("t-0/00000000000000000000.log"));
+                assert!(source.to_string().contains("4"), "{source}");
+            }
+            other => panic!("not a damaged batch: {other}"),
+        }
     }
 }

@@ -273,6 +273,8 @@ struct Loader<'a> {
     dir: &'a Path,
     config: &'a SegmentConfig,
     read_only: bool,
+    /// The clock at load (the leftovers rule compares delete horizons with it).
+    now_ms: i64,
     report: LoadReport,
     /// Next offsets already known (a recovery or an overflow check computed them), so the
     /// last segment's is read at most once.
@@ -341,6 +343,7 @@ fn load_once(
         dir,
         config,
         read_only,
+        now_ms,
         report: LoadReport {
             had_clean_shutdown: state.had_clean_shutdown,
             recovery_point_checkpoint: state.recovery_point,
@@ -603,7 +606,7 @@ impl Loader<'_> {
     /// disk by a read-write load, kept as the view of a read-only one.
     fn clean_temporary_files(&mut self) -> Result<()> {
         let files = self.segment_files()?;
-        let plan = Plan::new(self.dir, &files)?;
+        let plan = Plan::new(self.dir, &files, self.now_ms)?;
         if self.read_only {
             self.report.rejected_swaps = plan
                 .rejected

@@ -334,16 +334,18 @@ impl Log {
         lock(&self.producers).snapshot_offsets()
     }
 
-    /// The `.txnindex` entries of every segment as the log holds them (after a recovery: as
-    /// rebuilt from the markers; a read-only log keeps a rebuilt index in memory), oldest
-    /// segment first; segments without entries are left out.
+    /// The `.txnindex` entries of every segment as `read_committed` uses them: each segment's
+    /// file checked against its markers first, as at a segment's first `read_committed` use
+    /// (rebuilt from them when it differs; a read-only log keeps a rebuilt index in memory),
+    /// oldest segment first; segments without entries are left out.
     ///
     /// # Errors
-    /// `.txnindex` read errors.
+    /// `.txnindex` read errors; the errors of reading a segment's batches for the check.
     pub fn txn_index_entries(&self) -> Result<Vec<(i64, Vec<AbortedTxn>)>> {
         let view = self.published.load();
         let mut out = Vec::new();
         for (base, segment) in view.segments.iter() {
+            self.check_txn_index(&view, segment)?;
             let entries = segment.aborted_txns()?;
             if !entries.is_empty() {
                 out.push((base, entries));
@@ -364,6 +366,16 @@ impl Log {
         upper_bound_offset: i64,
     ) -> Result<Vec<AbortedTransaction>> {
         let view = self.published.load();
+        // Below the local log start, the remote `.txnindex`es first (`remote_read.rs`).
+        if let Some(tier) = self.remote_for(start_offset) {
+            let (mut out, complete) =
+                self.remote_aborted(&*tier, start_offset, upper_bound_offset)?;
+            if !complete {
+                let local = view.log_start_offset;
+                out.extend(self.collect_aborted(&view, local, upper_bound_offset)?);
+            }
+            return Ok(out);
+        }
         self.collect_aborted(&view, start_offset, upper_bound_offset)
     }
 

@@ -574,6 +574,9 @@ pub(crate) struct SegmentReplay {
     pub(crate) controls: Vec<ControlAt>,
     /// The offsets replayed: `[start, end)`.
     pub(crate) start: i64,
+    /// The log start offset: the replay saw no batch of an earlier segment below it, so it
+    /// cannot judge an entry whose transaction began there.
+    pub(crate) log_start_offset: i64,
 }
 
 impl Producers {
@@ -624,13 +627,23 @@ impl Producers {
             expected: Vec::new(),
             controls: Vec::new(),
             start: target,
+            log_start_offset,
         };
         for (i, (base, segment)) in bases.iter().enumerate() {
             let next_base = bases.get(i + 1).map_or(i64::MAX, |(b, _)| *b);
             if *base > target || next_base <= self.state.map_end_offset {
                 continue;
             }
-            let start = (*base).max(self.state.map_end_offset).max(log_start_offset);
+            // The target segment is replayed from its base, as `recover` replays a recovered
+            // segment whole (Kafka's `LogSegment.recover` puts every batch of it into the
+            // producer state, also those below the log start): a transaction whose data lies
+            // below a log start inside the segment and whose ABORT marker lies above it has
+            // its entry, from its first offset, as Kafka's index has it.
+            let start = if *base == target {
+                *base
+            } else {
+                (*base).max(self.state.map_end_offset).max(log_start_offset)
+            };
             let stop = if *base == target {
                 end
             } else {

@@ -176,7 +176,9 @@ fn mismatch(on_disk: &[AbortedTxn], replay: &SegmentReplay) -> Option<String> {
             ));
         };
         if have.first_offset > want.first_offset
-            || (have.first_offset < want.first_offset && have.first_offset < replay.start)
+            || (have.first_offset < want.first_offset
+                && have.first_offset < replay.start
+                && !begins_below_log_start(have, replay))
         {
             return Some(format!(
                 "the entry of the ABORT marker at offset {marker} starts at offset {}, not \
@@ -198,7 +200,7 @@ fn mismatch(on_disk: &[AbortedTxn], replay: &SegmentReplay) -> Option<String> {
             .expected
             .iter()
             .any(|t| t.producer_id == producer && t.last_offset == marker);
-        if !replayed && have.first_offset < replay.start {
+        if !replayed && have.first_offset < replay.start && !begins_below_log_start(have, replay) {
             return Some(format!(
                 "the entry at offset {marker} starts at offset {}, before the segment, for a \
                  transaction the segment's markers do not abort",
@@ -230,6 +232,15 @@ fn mismatch(on_disk: &[AbortedTxn], replay: &SegmentReplay) -> Option<String> {
     None
 }
 
+/// Whether `entry`'s transaction began below the log start: no replay sees those batches
+/// (an earlier segment is replayed from the log start), so such an entry, which Kafka's index
+/// keeps and its `collectAbortedTxns` serves (`lastOffset >= fetchOffset`), is taken as it is
+/// when its marker checks out (issue #25, divergences 271, 296, 318 and 368 of the first
+/// 1000-history run: the check rebuilt it away).
+fn begins_below_log_start(entry: &AbortedTxn, replay: &SegmentReplay) -> bool {
+    entry.first_offset < replay.log_start_offset
+}
+
 #[cfg(test)]
 #[cfg(not(loom))]
 mod tests {
@@ -249,6 +260,7 @@ mod tests {
             expected: expected.to_vec(),
             controls: controls.to_vec(),
             start: 0,
+            log_start_offset: 0,
         }
     }
 

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 mod batches;
+mod clean_rules;
 mod compare;
 mod history;
 mod kafka;

@@ -100,7 +100,15 @@ pub struct Fetch {
     /// The error's text, never compared.
     #[serde(default, skip_serializing)]
     pub message: Option<String>,
+    /// seglog only, one per batch: what a read_committed consumer reads of it (for the rule
+    /// on a cleaned segment's aborted-transaction entries; never compared).
+    #[serde(default, skip_serializing)]
+    pub batch_txns: Option<Vec<BatchTxn>>,
 }
+
+/// Of a fetched batch: its producer id, whether it is transactional, and for a control batch
+/// whether its marker is an ABORT (`None` for a data batch).
+pub type BatchTxn = (i64, bool, Option<bool>);
 
 /// Everything compared after a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -137,7 +145,7 @@ pub struct Observation {
 }
 
 /// A batch as a segment's `.log` holds it: `[base offset, last offset, codec id, records, key
-/// and value bytes]`; a file that does not parse shows as one all `-1` entry where it stops.
-/// (Not the magic: Kafka 4.4's cleaner writes every batch it keeps of a legacy set as v2 and
-/// seglog keeps a wholly kept one as it is; the sizes then differ, see the recompression rule.)
-pub type FileBatch = [i64; 5];
+/// and value bytes, magic, delete horizon (1 when the batch carries a KIP-534 horizon, else
+/// 0)]`; a file that does not parse shows as one all `-1` entry where it stops. (The horizon
+/// flag shows what a segment's size alone hid: which kept markers a round stamped.)
+pub type FileBatch = [i64; 7];

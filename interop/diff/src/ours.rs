@@ -299,11 +299,13 @@ impl Ours {
             }
         };
         let mut batches = Vec::new();
+        let mut batch_txns = Vec::new();
         for batch in Batches::new(&bytes[..], 0) {
             match batch {
                 Ok(b) => {
                     let h = b.header();
                     batches.push((base_offset(&b), h.last_offset, h.is_control));
+                    batch_txns.push(batch_txn(&b));
                 }
                 Err(e) => {
                     return Fetch {
@@ -321,6 +323,7 @@ impl Ours {
                 .aborted_transactions
                 .map(|a| a.iter().map(|t| (t.producer_id, t.first_offset)).collect()),
             message: None,
+            batch_txns: Some(batch_txns),
         }
     }
 }
@@ -561,4 +564,18 @@ impl Ours {
             _ => unreachable!("the other operations are applied by Ours::apply"),
         }
     }
+}
+
+/// What a read_committed consumer reads of `batch` (`observe::BatchTxn`): its producer id,
+/// whether it is transactional, and for a control batch whether it holds an ABORT marker.
+fn batch_txn(batch: &seglog::BatchRef<'_>) -> crate::observe::BatchTxn {
+    let h = batch.header();
+    let abort = h.is_control.then(|| {
+        batch
+            .control_record()
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.control_type == seglog::ControlRecordType::Abort)
+    });
+    (h.producer_id, h.is_transactional, abort)
 }

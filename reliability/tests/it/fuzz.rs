@@ -10,8 +10,15 @@
 //! `SEGLOG_FUZZ_CORPUS_OUT=<dir>` also writes each target's seeds to `<dir>/<target>/`, which
 //! is how the cargo-fuzz corpora in `fuzz/corpus/` are seeded from the Kafka corpus.
 //!
+//! The targets that fuzz a parser, the readers or the swap decision in memory
+//! (`producer_snapshot`, `txn_index`, `leader_epoch_checkpoint`, `record_readers`,
+//! `swap_recovery`) have a log-level half here ([`log_level`]): the same input
+//! installed in a small log that is reopened. It runs on every seed and on the first random
+//! inputs.
+//!
 //! `SEGLOG_FUZZ_ITERATIONS` sets the random inputs per target (defaults: 2000 for the pure
-//! parser, 300-400 for the targets that touch files).
+//! parsers, 300-400 for the targets that touch files); `SEGLOG_FUZZ_LOG_ITERATIONS` how many
+//! of them the log-level halves run (default 100).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
@@ -28,6 +35,8 @@ macro_rules! fuzz_target {
         pub fn run($data: &[u8]) $body
     };
 }
+
+mod log_level;
 
 #[allow(dead_code)]
 mod targets {
@@ -284,19 +293,23 @@ fn exercise(target: &str, default_iterations: u64) {
             std::fs::write(dir.join(format!("seed-{i:04}")), data).unwrap();
         }
     }
+    let log_level = log_level::body(target);
+    let log_iterations = iterations("SEGLOG_FUZZ_LOG_ITERATIONS", 100);
     for (i, data) in seeds.iter().enumerate() {
         run_one(target, *run, data, &format!("seed {i}"));
+        if let Some(body) = log_level {
+            run_one(target, body, data, &format!("seed {i}, log level"));
+        }
     }
     for i in 0..iterations("SEGLOG_FUZZ_ITERATIONS", default_iterations) {
         let a = &seeds[rng.random_range(0..seeds.len())];
         let b = &seeds[rng.random_range(0..seeds.len())];
         let data = mutate(a, b, &mut rng);
-        run_one(
-            target,
-            *run,
-            &data,
-            &format!("random input {i} of seed {seed}"),
-        );
+        let what = format!("random input {i} of seed {seed}");
+        run_one(target, *run, &data, &what);
+        if let Some(body) = log_level.filter(|_| i < log_iterations) {
+            run_one(target, body, &data, &format!("{what}, log level"));
+        }
     }
 }
 
@@ -342,25 +355,25 @@ fn fuzz_checkpoint_parse() {
 
 #[test]
 fn fuzz_producer_snapshot() {
-    exercise("producer_snapshot", 100);
+    exercise("producer_snapshot", 2000);
 }
 
 #[test]
 fn fuzz_txn_index() {
-    exercise("txn_index", 100);
+    exercise("txn_index", 2000);
 }
 
 #[test]
 fn fuzz_leader_epoch_checkpoint() {
-    exercise("leader_epoch_checkpoint", 100);
+    exercise("leader_epoch_checkpoint", 2000);
 }
 
 #[test]
 fn fuzz_record_readers() {
-    exercise("record_readers", 100);
+    exercise("record_readers", 2000);
 }
 
 #[test]
 fn fuzz_swap_recovery() {
-    exercise("swap_recovery", 100);
+    exercise("swap_recovery", 2000);
 }

@@ -57,15 +57,9 @@ pub fn fill(
     out
 }
 
-/// Copies the regular files of `from` into `to` (created).
+/// Copies the regular files of `from` into `to` (created), but the lock file.
 pub fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_file() && entry.file_name() != seglog::LOCK_FILE {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-        }
-    }
+    seglog_reliability::fuzz_support::copy_files(from, to).unwrap();
 }
 
 /// Whether the corruption suite is strict about offset gaps. The loader keeps segments across

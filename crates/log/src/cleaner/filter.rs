@@ -6,11 +6,14 @@
 //! its producer's last, or the last batch below the high watermark (Kafka 4.4 passes
 //! `log.highWatermark()` where 4.0 passed the round's upper bound). Per record: kept if newer than the offset map
 //! covers, or if it is its key's latest and either has a value or is a tombstone whose delete
-//! horizon has not passed; keyless records go. A batch whose records all stay and that needs no
-//! new horizon is copied byte for byte; otherwise it is rebuilt with the same base and last
+//! horizon has not passed; keyless records go. A v2 batch whose records all stay and that needs
+//! no new horizon is copied byte for byte; otherwise it is rebuilt with the same base and last
 //! offsets, producer fields, codec, timestamp type and leader epoch, stamped with
 //! `deleteHorizonMs = now + delete.retention.ms` the first time it holds a tombstone or a
-//! discardable marker (KIP-534).
+//! discardable marker (KIP-534). A legacy (v0/v1) set is never copied: whatever is kept of it
+//! becomes one v2 batch from its first to its last kept record, in its codec, CreateTime for
+//! v0 (LogAppendTime keeps the set's time), no producer, leader epoch -1, and a horizon when it
+//! keeps a tombstone (Kafka 4.4's `MemoryRecords.filterTo` / `buildRetainedRecordsInto`).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -143,9 +146,13 @@ pub(crate) fn filter_batch(
     }
     out.records_kept = retained.len() as u64;
     if !retained.is_empty() {
+        // Kafka's `filterTo`: a legacy set has no horizon field (`deleteHorizonMs()` is empty),
+        // so kept tombstones of one stamp the v2 batch it becomes; and only a v2 batch is ever
+        // copied as it is (`writeOriginalBatch = batch.magic() >= 2`): every legacy set it
+        // keeps anything of is written again as v2.
         let needs_horizon =
-            v2 && (tombstones || marker_for_empty_txn) && header.delete_horizon_ms().is_none();
-        out.kept = if all_retained && !needs_horizon {
+            (tombstones || marker_for_empty_txn) && header.delete_horizon_ms().is_none();
+        out.kept = if v2 && all_retained && !needs_horizon {
             Kept::Original
         } else {
             let horizon = if needs_horizon {

@@ -26,25 +26,30 @@
 //!    its final name when the `.log` is live and that index is missing, else it is set aside.
 //! 3. **`.deleted`** segments are removed (Kafka's rule) when a remaining segment has their base,
 //!    or the one before them covers it, or nothing lies after them (a truncated tail), or nothing
-//!    before (retention), or every record they hold is superseded (a group's old segment past
-//!    its cleaned segment's next offset). Otherwise — a segment between two others whose
+//!    before (retention), or every record they hold is superseded or purged (a group's old segment
+//!    past its cleaned segment's next offset: its records have later ones, or are tombstones and
+//!    markers whose batch's delete horizon passed by the load's clock, which a purge round drops). Otherwise — a segment between two others whose
 //!    offsets no other segment serves, holding a record the log would lose — they are renamed
 //!    back (`LoadReport::restored_files`): the log would have a hole there.
+//!
+//! [`decide_leftovers`] makes the same decision over files held in memory.
 //!
 //! Applying: rejected files are set aside, replaced live files renamed `.deleted` (so a crash
 //! now leaves a state this rule resolves the same way), the directory fsynced, the swaps renamed
 //! to their final names, fsynced, then the `.deleted` files restored or removed, fsynced.
 
+mod decision;
 mod records;
 mod reload;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use seglog_segment::{FileKind, FileType, ParsedFileName, SegmentConfig, TempSuffix, file_path};
 
-use records::{FileBatches, Rec, Records};
+pub use decision::{LeftoverDecision, decide_leftovers};
+use records::{Disk, FileBatches, Files, Rec, Records};
 pub(crate) use reload::consistent_read_only;
 
 use crate::fsutil::{remove_if_exists, sync_dir};
@@ -187,14 +192,33 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// Decides what to do with the temporary files among `files` (the parsed segment files of
-    /// `dir`, as the loader lists them). Reads files, changes nothing.
+    /// `dir`, as the loader lists them) at `now_ms` (for the delete horizons of tombstones and
+    /// markers). Reads files, changes nothing.
     ///
     /// # Errors
     /// None so far for unreadable candidates (a swap that cannot be read is refused); I/O
     /// errors of the segments that must stay are left to their own open.
-    pub(crate) fn new(dir: &Path, files: &[(PathBuf, ParsedFileName)]) -> Result<Plan> {
+    pub(crate) fn new(
+        dir: &Path,
+        files: &[(PathBuf, ParsedFileName)],
+        now_ms: i64,
+    ) -> Result<Plan> {
+        Ok(Self::decide(dir, files, now_ms, &Disk))
+    }
+
+    /// [`Plan::new`] over the files of `source` (the directory, or bytes in memory).
+    fn decide(
+        dir: &Path,
+        files: &[(PathBuf, ParsedFileName)],
+        now_ms: i64,
+        source: &dyn Files,
+    ) -> Plan {
         let mut plan = Plan::default();
-        let reader = Reader { dir };
+        let reader = Reader {
+            dir,
+            files: source,
+            now_ms,
+        };
         let of = |suffix: Option<TempSuffix>| {
             files
                 .iter()
@@ -269,7 +293,7 @@ impl Plan {
                 // when the live `.log` has no such index yet.
                 live.contains(&parsed.base_offset)
                     && installed.is_none_or(|(lo, hi)| !(lo..hi).contains(&parsed.base_offset))
-                    && !target.exists()
+                    && !source.exists(&target)
             };
             if accepted {
                 plan.install.push((path.clone(), target));
@@ -297,32 +321,45 @@ impl Plan {
                 }
             }
         }
+        // Each file once (a displaced live file's `.deleted` name may exist already), in
+        // time linear in the files: a directory may hold many `.deleted` segments.
+        let mut expiring: HashSet<PathBuf> = plan.expire.iter().cloned().collect();
+        let mut deleted_files: BTreeMap<i64, Vec<(&PathBuf, ParsedFileName)>> = BTreeMap::new();
+        for (path, parsed) in of(Some(TempSuffix::Deleted)) {
+            deleted_files
+                .entry(parsed.base_offset)
+                .or_default()
+                .push((path, parsed));
+        }
         // `.deleted` segments, oldest first, against the segments that stay.
         for base in &deleted {
             let restore = reader.restore_deleted(*base, &segments, installed, refused_range);
             if restore {
                 segments.insert(*base, Some(TempSuffix::Deleted));
             }
-            for (path, parsed) in
-                of(Some(TempSuffix::Deleted)).filter(|(_, p)| p.base_offset == *base)
-            {
+            for (path, parsed) in deleted_files.get(base).into_iter().flatten() {
                 let target = file_path(dir, *base, parsed.kind.with_suffix(None));
-                if restore && !target.exists() {
-                    plan.restore.push((path.clone(), target));
-                } else if !plan.expire.contains(path) {
-                    plan.expire.push(path.clone());
+                if restore && !source.exists(&target) {
+                    plan.restore.push(((*path).clone(), target));
+                } else if expiring.insert((*path).clone()) {
+                    plan.expire.push((*path).clone());
                 }
             }
         }
         // Index `.deleted` files without a `.log.deleted` (a crash in the middle of renaming a
         // segment to `.deleted`): derived data, removed as Kafka does.
-        for (path, parsed) in of(Some(TempSuffix::Deleted)) {
-            if !deleted.contains(&parsed.base_offset) && !plan.expire.contains(path) {
-                plan.expire.push(path.clone());
+        for (base, files) in &deleted_files {
+            if deleted.contains(base) {
+                continue;
+            }
+            for (path, _) in files {
+                if expiring.insert((*path).clone()) {
+                    plan.expire.push((*path).clone());
+                }
             }
         }
         plan.segments = segments;
-        Ok(plan)
+        plan
     }
 
     /// Whether the plan changes nothing.
@@ -411,6 +448,9 @@ fn rejected_name(path: &Path) -> PathBuf {
 /// split replaces, does not open as one).
 struct Reader<'a> {
     dir: &'a Path,
+    files: &'a dyn Files,
+    /// The load's clock: delete horizons at or below it have passed.
+    now_ms: i64,
 }
 
 impl Reader<'_> {
@@ -423,7 +463,7 @@ impl Reader<'_> {
         base: i64,
         suffix: Option<TempSuffix>,
     ) -> std::result::Result<i64, SwapProblem> {
-        Ok(FileBatches::open(self.path(base, suffix))?.next_offset(base))
+        Ok(FileBatches::open(self.files, self.path(base, suffix))?.next_offset(base))
     }
 
     /// The checks of a `.swap` set (module docs, step 2). `Ok` with the replaced range; `Err`
@@ -493,9 +533,9 @@ impl Reader<'_> {
         }
         let replaced: Vec<PathBuf> = sources.iter().map(|(b, s)| self.path(*b, *s)).collect();
         let later: Vec<PathBuf> = live.range(hi..).map(|b| self.path(*b, None)).collect();
-        let latest = latest_offsets(&replaced, lo, &later).map_err(fail)?;
-        let mut old = Records::new(replaced, lo);
-        let mut new = Records::new(swaps, i64::MIN);
+        let latest = latest_offsets(self.files, &replaced, lo, &later).map_err(fail)?;
+        let mut old = Records::new(self.files, replaced, lo);
+        let mut new = Records::new(self.files, swaps, i64::MIN);
         let mut next_new = new.next().map_err(fail)?;
         // Refusing an empty swap loses no record; installing one that replaces nothing (no
         // cleaner writes one) would move offsets, e.g. the log end past a swap beyond it.
@@ -508,13 +548,13 @@ impl Reader<'_> {
             }
             match next_new {
                 Some(n) if n.offset == rec.offset => {
-                    if n != rec {
+                    if !n.same_as(&rec) {
                         return Err(fail(SwapProblem::UnknownRecord { offset: n.offset }));
                     }
                     next_new = new.next().map_err(fail)?;
                 }
                 _ => {
-                    if is_required(&rec, &latest) {
+                    if is_required(&rec, &latest, self.now_ms) {
                         return Err(fail(SwapProblem::MissingRecord { offset: rec.offset }));
                     }
                 }
@@ -571,15 +611,16 @@ impl Reader<'_> {
             .range(base..)
             .map(|(b, s)| self.path(*b, *s))
             .collect();
-        let Ok(latest) = latest_offsets(std::slice::from_ref(&segment), base, &later) else {
+        let Ok(latest) = latest_offsets(self.files, std::slice::from_ref(&segment), base, &later)
+        else {
             return true;
         };
-        let mut records = Records::new(vec![segment], base);
+        let mut records = Records::new(self.files, vec![segment], base);
         let mut required = false;
         loop {
             match records.next() {
                 Ok(Some(rec)) if rec.offset >= next_base => return false,
-                Ok(Some(rec)) => required |= is_required(&rec, &latest),
+                Ok(Some(rec)) => required |= is_required(&rec, &latest, self.now_ms),
                 Ok(None) => return required,
                 // Damaged: kept rather than lost (its own open reports the damage).
                 Err(_) => return true,
@@ -590,18 +631,19 @@ impl Reader<'_> {
 
 /// For every key of `replaced` (from `from` on), its latest offset there and in `later`.
 fn latest_offsets(
+    files: &dyn Files,
     replaced: &[PathBuf],
     from: i64,
     later: &[PathBuf],
 ) -> std::result::Result<HashMap<[u64; 2], i64>, SwapProblem> {
     let mut latest = HashMap::new();
-    let mut records = Records::new(replaced.to_vec(), from);
+    let mut records = Records::new(files, replaced.to_vec(), from);
     while let Some(rec) = records.next()? {
         if let Some(key) = rec.key {
             latest.insert(key, rec.offset);
         }
     }
-    let mut records = Records::new(later.to_vec(), i64::MIN);
+    let mut records = Records::new(files, later.to_vec(), i64::MIN);
     while let Some(rec) = records.next()? {
         if let Some(key) = rec.key
             && let Some(offset) = latest.get_mut(&key)
@@ -613,13 +655,21 @@ fn latest_offsets(
 }
 
 /// Whether a record of the replaced data must survive: a control record, a record without a
-/// key, or its key's latest.
-fn is_required(rec: &Rec, latest: &HashMap<[u64; 2], i64>) -> bool {
-    rec.control
-        || match rec.key {
-            None => true,
-            Some(key) => latest.get(&key) == Some(&rec.offset),
-        }
+/// key, or its key's latest; but not a tombstone or marker whose batch's delete horizon passed
+/// by `now_ms` (a cleaner round purges those: the `.deleted` old segments of a finished purge
+/// round hold them, and renaming those back would serve purged tombstones and the records a
+/// later round superseded next to them).
+fn is_required(rec: &Rec, latest: &HashMap<[u64; 2], i64>, now_ms: i64) -> bool {
+    let purged = (rec.control || rec.tombstone)
+        && rec
+            .delete_horizon_ms
+            .is_some_and(|horizon| horizon <= now_ms);
+    !purged
+        && (rec.control
+            || match rec.key {
+                None => true,
+                Some(key) => latest.get(&key) == Some(&rec.offset),
+            })
 }
 
 #[cfg(test)]

@@ -1,17 +1,20 @@
 //! Reading `.log` files for the leftovers rule: batches by path (never through a `Segment`:
 //! an overflowed segment, which a split replaces, does not open as one), each whole and
 //! CRC-checked, and their records as the checks compare them (offset, hashed key and content).
+//! The files come from a [`Files`] source: the directory ([`Disk`]) or bytes held in memory
+//! ([`Memory`], for [`crate::decide_leftovers`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::hash::{DefaultHasher, Hasher};
-use std::path::PathBuf;
+use std::io;
+use std::path::{Path, PathBuf};
 
 use seglog_records::{BatchHeader, HeaderRead, OwnedBatch};
 
 use super::SwapProblem;
 
 /// One record as the checks compare it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Rec {
     pub(super) offset: i64,
     /// `None` for a record without a key.
@@ -19,6 +22,19 @@ pub(super) struct Rec {
     /// The value (with whether it is null), and the key, hashed together.
     pub(super) content: [u64; 2],
     pub(super) control: bool,
+    /// A data record without a value.
+    pub(super) tombstone: bool,
+    /// The delete horizon its batch carries (KIP-534): a cleaner round stamps it, and once it
+    /// passed, the tombstones and markers of the batch may go.
+    pub(super) delete_horizon_ms: Option<i64>,
+}
+
+impl Rec {
+    /// The same record at the same offset (a rewritten batch may carry another horizon).
+    pub(super) fn same_as(&self, other: &Rec) -> bool {
+        (self.offset, self.key, self.content, self.control)
+            == (other.offset, other.key, other.content, other.control)
+    }
 }
 
 fn hash128(parts: &[Option<&[u8]>]) -> [u64; 2] {
@@ -40,11 +56,78 @@ fn hash128(parts: &[Option<&[u8]>]) -> [u64; 2] {
     [word(0x3c), word(0xd1)]
 }
 
+/// Where the rule reads the files it names.
+pub(super) trait Files {
+    /// The file at `path` for positional reads, and its length.
+    fn open(&self, path: &Path) -> io::Result<(Box<dyn ReadAt + '_>, u64)>;
+    /// Whether a file exists at `path`.
+    fn exists(&self, path: &Path) -> bool;
+}
+
+/// Positional reads of one file.
+pub(super) trait ReadAt {
+    /// Fills `buf` from byte `position` (`UnexpectedEof` past the end).
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()>;
+}
+
+/// The directory's files (a regular file only: a FIFO or a directory under a segment name is
+/// unreadable).
+pub(super) struct Disk;
+
+impl ReadAt for std::fs::File {
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
+        std::os::unix::fs::FileExt::read_exact_at(self, buf, position)
+    }
+}
+
+impl Files for Disk {
+    fn open(&self, path: &Path) -> io::Result<(Box<dyn ReadAt + '_>, u64)> {
+        let file = std::fs::File::open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
+        Ok((Box::new(file), meta.len()))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+}
+
+/// Files held in memory, by path.
+pub(super) struct Memory<'a>(pub(super) HashMap<PathBuf, &'a [u8]>);
+
+impl ReadAt for &[u8] {
+    fn read_exact_at(&self, buf: &mut [u8], position: u64) -> io::Result<()> {
+        let bytes = usize::try_from(position)
+            .ok()
+            .and_then(|at| self.get(at..at.checked_add(buf.len())?))
+            .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+        buf.copy_from_slice(bytes);
+        Ok(())
+    }
+}
+
+impl Files for Memory<'_> {
+    fn open(&self, path: &Path) -> io::Result<(Box<dyn ReadAt + '_>, u64)> {
+        let bytes = *self
+            .0
+            .get(path)
+            .ok_or_else(|| io::Error::from(io::ErrorKind::NotFound))?;
+        Ok((Box::new(bytes), bytes.len() as u64))
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.0.contains_key(path)
+    }
+}
+
 /// The batches of one `.log` file, from its start: each whole and CRC-checked, and the walk
 /// must end exactly at the end of the file.
-pub(super) struct FileBatches {
+pub(super) struct FileBatches<'f> {
     path: PathBuf,
-    file: std::fs::File,
+    file: Box<dyn ReadAt + 'f>,
     size: u64,
     position: u64,
 }
@@ -52,24 +135,19 @@ pub(super) struct FileBatches {
 /// The most bytes a batch header needs (a v2 header; older ones are shorter).
 const HEADER_PREFIX: u64 = seglog_records::RECORD_BATCH_OVERHEAD as u64;
 
-impl FileBatches {
-    pub(super) fn open(path: PathBuf) -> std::result::Result<FileBatches, SwapProblem> {
-        let unreadable = |e: std::io::Error| SwapProblem::Unreadable {
+impl<'f> FileBatches<'f> {
+    pub(super) fn open(
+        files: &'f dyn Files,
+        path: PathBuf,
+    ) -> std::result::Result<FileBatches<'f>, SwapProblem> {
+        let (file, size) = files.open(&path).map_err(|e| SwapProblem::Unreadable {
             path: path.clone(),
             detail: e.to_string(),
-        };
-        let file = std::fs::File::open(&path).map_err(unreadable)?;
-        let meta = file.metadata().map_err(unreadable)?;
-        if !meta.is_file() {
-            return Err(SwapProblem::Unreadable {
-                path,
-                detail: "not a regular file".into(),
-            });
-        }
+        })?;
         Ok(FileBatches {
             path,
             file,
-            size: meta.len(),
+            size,
             position: 0,
         })
     }
@@ -84,7 +162,6 @@ impl FileBatches {
 
     /// The next batch, `None` at the end of the file.
     pub(super) fn next(&mut self) -> std::result::Result<Option<OwnedBatch>, SwapProblem> {
-        use std::os::unix::fs::FileExt;
         if self.position >= self.size {
             return Ok(None);
         }
@@ -112,7 +189,6 @@ impl FileBatches {
 
     /// The offset after the last whole batch (headers only; a damaged tail ends the walk).
     pub(super) fn next_offset(mut self, base_offset: i64) -> i64 {
-        use std::os::unix::fs::FileExt;
         let mut next = base_offset;
         while self.position < self.size {
             let remaining = self.size - self.position;
@@ -134,17 +210,19 @@ impl FileBatches {
 
 /// The records of a series of `.log` files, in offset order, batch by batch (every batch's
 /// CRC checked, each walk ending exactly at its file's end).
-pub(super) struct Records {
+pub(super) struct Records<'f> {
+    source: &'f dyn Files,
     files: VecDeque<PathBuf>,
-    current: Option<FileBatches>,
+    current: Option<FileBatches<'f>>,
     pending: VecDeque<Rec>,
     /// Offsets below this are skipped (before the range, or served by an earlier file).
     from: i64,
 }
 
-impl Records {
-    pub(super) fn new(files: Vec<PathBuf>, from: i64) -> Records {
+impl<'f> Records<'f> {
+    pub(super) fn new(source: &'f dyn Files, files: Vec<PathBuf>, from: i64) -> Records<'f> {
         Records {
+            source,
             files: files.into(),
             current: None,
             pending: VecDeque::new(),
@@ -166,7 +244,7 @@ impl Records {
                 let Some(path) = self.files.pop_front() else {
                     return Ok(None);
                 };
-                self.current = Some(FileBatches::open(path)?);
+                self.current = Some(FileBatches::open(self.source, path)?);
             }
             let Some(file) = self.current.as_mut() else {
                 continue;
@@ -180,6 +258,7 @@ impl Records {
                 .ensure_valid()
                 .map_err(|e| file.damaged(position, e.to_string()))?;
             let control = batch.header().is_control;
+            let delete_horizon_ms = batch.header().delete_horizon_ms();
             for record in batch.records(crate::DEFAULT_MAX_DECOMPRESSED_BYTES) {
                 let record = record.map_err(|e| file.damaged(position, e.to_string()))?;
                 self.pending.push_back(Rec {
@@ -187,6 +266,8 @@ impl Records {
                     key: record.key.as_deref().map(|k| hash128(&[Some(k)])),
                     content: hash128(&[record.key.as_deref(), record.value.as_deref()]),
                     control,
+                    tombstone: !control && record.value.is_none(),
+                    delete_horizon_ms,
                 });
             }
         }

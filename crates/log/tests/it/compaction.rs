@@ -286,3 +286,76 @@ fn tombstones_past_their_horizon_go_without_new_dirty_data() {
     expected.remove(b"k0".as_slice());
     assert_eq!(latest(&served(&log)), expected);
 }
+
+/// A crash while a purge round's old segments still wait for deletion as `.deleted` (Kafka's
+/// `file.delete.delay.ms`, a minute by default) must not bring them back: one of them lies in
+/// the hole the round left (its tombstone purged past its delete horizon, its other record
+/// superseded), and renaming it back served the purged tombstone and a superseded record
+/// again (the proptest above found it; its input is in proptest-regressions/compaction.txt).
+#[test]
+fn a_crash_after_a_purge_round_keeps_what_the_round_removed_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let mut log = open_log(tmp.path(), &clock);
+    let put = |log: &Log, keys: &[&str], tombstone: bool| {
+        let mut builder = BatchBuilder::new(0);
+        for key in keys {
+            let value = (!tombstone).then(|| format!("{key}-{}", "p".repeat(20)));
+            builder.append(
+                clock.now_ms(),
+                Some(key.as_bytes()),
+                value.as_deref().map(str::as_bytes),
+                &[],
+            );
+        }
+        log.append(&builder.build().unwrap()).unwrap();
+    };
+    for keys in [
+        &["key-0"][..],
+        &["key-4"],
+        &["key-0"],
+        &["key-0", "key-1", "key-2"],
+        &["key-0"],
+        &["key-3"],
+    ] {
+        put(&log, keys, false);
+    }
+    put(&log, &["key-8"], true);
+    put(&log, &["key-3"], false);
+    log.roll().unwrap();
+    put(&log, &["key-9", "key-10"], false);
+    clock.advance(812);
+    log.clean_at(clock.now_ms())
+        .unwrap()
+        .expect("a first round");
+    for keys in [
+        &["key-6"][..],
+        &["key-5", "key-6", "key-7"],
+        &["key-3", "key-4", "key-5"],
+        &["key-2", "key-3"],
+    ] {
+        put(&log, keys, false);
+    }
+    // Past the tombstone's horizon: this round purges it and supersedes key-3 at 9.
+    clock.advance(1516);
+    log.clean_at(clock.now_ms())
+        .unwrap()
+        .expect("a purge round");
+    let before = served(&log);
+    assert!(
+        std::fs::read_dir(tmp.path()).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".log.deleted")),
+        "the round's old segments wait for deletion"
+    );
+    drop(log);
+    log = open_log(tmp.path(), &clock);
+    assert_eq!(served(&log), before);
+    assert!(
+        log.load_report().restored_files.is_empty(),
+        "{:?}",
+        log.load_report()
+    );
+}

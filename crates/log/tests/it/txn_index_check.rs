@@ -220,3 +220,95 @@ fn read_uncommitted_never_opens_the_txn_index() {
         "{err}"
     );
 }
+
+fn committed_from_log_start(log: &Log) -> Vec<String> {
+    log.owned_reader(log.log_start_offset(), Isolation::ReadCommitted)
+        .until_caught_up()
+        .map(|f| String::from_utf8(f.unwrap().record.value.unwrap().to_vec()).unwrap())
+        .collect()
+}
+
+/// The aborted transactions a `read_committed` fetch from `from` to the log end is given.
+fn aborted_from(log: &Log, from: i64) -> Vec<(i64, i64)> {
+    log.aborted_transactions(from, log.log_end_offset())
+        .unwrap()
+        .iter()
+        .map(|t| (t.producer_id, t.first_offset))
+        .collect()
+}
+
+/// An aborted transaction whose data lies below a raised log start (DeleteRecords) and whose
+/// ABORT marker lies above it keeps its entry, from its first offset, as Kafka's index does
+/// and its `collectAbortedTxns` serves it (`lastOffset >= fetchOffset`): whether the data lies
+/// in the marker's segment below the log start (issue #25, divergence 271 of the first
+/// 1000-history run) or in an earlier segment (divergence 318). Before the fix the first-use
+/// check, whose replay starts at the log start, found no transaction for the marker and
+/// rebuilt the entry away (`[]`).
+#[test]
+fn an_entry_whose_transaction_began_below_the_log_start_is_kept() {
+    // In the marker's segment: producer 8's data 1..=2, plain 3..=4, its ABORT at 5.
+    let tmp = tempfile::tempdir().unwrap();
+    let log = open(tmp.path());
+    data(&log, None, &["plain-0"]);
+    data(&log, Some((8, 0)), &["aborted-8a", "aborted-8b"]);
+    data(&log, None, &["plain-3", "plain-4"]);
+    marker(&log, 8, TxnResult::Abort);
+    log.delete_records_before(4).unwrap();
+    assert_eq!(aborted_from(&log, 4), [(8, 1)]);
+    log.close().unwrap();
+    drop(log);
+    let log = open(tmp.path());
+    assert_eq!(log.log_start_offset(), 4);
+    assert_eq!(aborted_from(&log, 4), [(8, 1)]);
+    assert_eq!(committed_from_log_start(&log), ["plain-4"]);
+    log.close().unwrap();
+
+    // In an earlier segment: producer 8's data 1..=2 in segment 0, its ABORT at 4 in segment
+    // 3, the log start 3 (segment 0 still on disk).
+    let tmp = tempfile::tempdir().unwrap();
+    let log = open(tmp.path());
+    data(&log, None, &["plain-0"]);
+    data(&log, Some((8, 0)), &["aborted-8a", "aborted-8b"]);
+    log.roll().unwrap();
+    data(&log, None, &["plain-3"]);
+    marker(&log, 8, TxnResult::Abort);
+    log.delete_records_before(3).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let log = open(tmp.path());
+    assert_eq!(log.segments().len(), 2);
+    assert_eq!(aborted_from(&log, 3), [(8, 1)]);
+    assert_eq!(committed_from_log_start(&log), ["plain-3"]);
+}
+
+/// `Log::txn_index_entries` answers what `read_committed` uses: a wrong file on disk is checked
+/// first (read-only: rebuilt in memory, the file unchanged), never passed on as it is.
+#[test]
+fn txn_index_entries_are_the_checked_entries_not_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("t-0");
+    write(&dir);
+    let want = open_as(&dir, true).txn_index_entries().unwrap();
+    assert!(!want.is_empty());
+    // An entry for producer 9's committed transaction of segment 1, and nothing else.
+    let path = txn_index(&dir, 1);
+    let forged = entry(9, 3, 4, 3);
+    std::fs::write(&path, &forged).unwrap();
+    for read_only in [true, false] {
+        let log = open_as(&dir, read_only);
+        assert_eq!(
+            log.txn_index_entries().unwrap(),
+            want,
+            "read-only {read_only}"
+        );
+        assert_eq!(committed(&log), WANT);
+        drop(log);
+        if read_only {
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                forged,
+                "a read-only open wrote it"
+            );
+        }
+    }
+}

@@ -31,12 +31,12 @@ impl Ours {
             .iter()
             .map(|s| {
                 let Ok(bytes) = std::fs::read(&s.path) else {
-                    return vec![[-1; 5]];
+                    return vec![[-1; 7]];
                 };
                 let mut out = Vec::new();
                 for batch in Batches::new(&bytes[..], 0) {
                     let Ok(batch) = batch else {
-                        out.push([-1; 5]);
+                        out.push([-1; 7]);
                         break;
                     };
                     let h = batch.header();
@@ -61,6 +61,8 @@ impl Ours {
                         i64::from(h.compression.id()),
                         records,
                         payload,
+                        i64::from(h.magic),
+                        i64::from(h.delete_horizon_ms().is_some()),
                     ]);
                 }
                 out
@@ -131,6 +133,23 @@ impl Ours {
             Ok(()) => outcome,
             Err(e) => refused(&e),
         }
+    }
+
+    /// The log's last stable offset.
+    pub fn last_stable_offset(&self) -> i64 {
+        self.log().last_stable_offset()
+    }
+
+    /// Before a cleaning round: raises a high watermark in a gap to `kafka_hw`, Kafka's after
+    /// its round of the same step, when that is the form of finding K1 (rule
+    /// `high-watermark-in-a-gap-rises-to-the-next-batch`): no batch holds seglog's high
+    /// watermark and the first batch above it starts at `kafka_hw` (or none does and
+    /// `kafka_hw` is the log end). True when it raised it.
+    pub fn raise_high_watermark_in_a_gap_to(&self, kafka_hw: i64) -> bool {
+        let hw = self.log().high_watermark();
+        kafka_hw > hw
+            && self.batch_base_at_high_watermark() == Some(kafka_hw)
+            && self.raise_high_watermark(kafka_hw).is_ok()
     }
 
     /// Whether Kafka's `LogCleaner` would start a round on this log (computed on seglog's

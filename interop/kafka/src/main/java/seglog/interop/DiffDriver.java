@@ -340,7 +340,8 @@ public final class DiffDriver {
 
     /**
      * Each segment's batches as its {@code .log} holds them: base offset, last offset, codec
-     * id, records, key and value bytes (the records, whatever bytes a compressor made of them).
+     * id, records, key and value bytes (the records, whatever bytes a compressor made of them),
+     * magic, and 1 when it carries a KIP-534 delete horizon (else 0).
      */
     private ArrayNode fileBatches() {
         ArrayNode out = KafkaBench.JSON.createArrayNode();
@@ -360,10 +361,12 @@ public final class DiffDriver {
                     a.add(b.compressionType().id);
                     a.add(records);
                     a.add(payload);
+                    a.add(b.magic());
+                    a.add(b.deleteHorizonMs().isPresent() ? 1 : 0);
                 }
             } catch (Exception e) {
                 ArrayNode a = batches.addArray();
-                for (int i = 0; i < 5; i++) a.add(-1);
+                for (int i = 0; i < 7; i++) a.add(-1);
             }
         }
         return out;
