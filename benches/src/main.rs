@@ -61,7 +61,8 @@ usage: seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] 
   --quick          short sizes (under ~2 minutes on 2 cores); default is the full suite
   --rounds N       measured rounds per workload (default 3 quick, 5 full)
   --only GROUPS    comma-separated subset of: append, produce, bulk, mixed, durable, raft,
-                   scan, point, timestamp, floor, recovery, open, rss, compaction
+                   scan, point, timestamp, floor, recovery, open, rss, compaction,
+                   scale
   --out-dir DIR    where the JSON goes (default <workspace>/target/bench); logs go to DIR/tmp
   --drop-caches    drop the page cache before every timed read (needs root; off by default)
   --kafka-classpath FILE

@@ -348,6 +348,42 @@ const CHECKS: &[(&str, Check, &[Bound])] = &[
         &[],
     ),
     (
+        "scale: recover one-batch segments: µs per segment / 100 µs budget",
+        Check::MetricWithinBudget {
+            workload: names::SCALE_RECOVER_SMALL,
+            metric: "us_per_segment",
+            budget: "budget_us_per_segment",
+        },
+        &[],
+    ),
+    (
+        "scale: recover 1 MiB segments: seglog / open + read + CRC per .log",
+        Check::RateAtLeast {
+            workload: names::SCALE_RECOVER_LARGE,
+            against: Role::Ceiling,
+            bound: 0.8,
+        },
+        &[],
+    ),
+    (
+        "scale: clean open: ms / budget (1 s per 100,000 segments)",
+        Check::MetricWithinBudget {
+            workload: names::SCALE_OPEN,
+            metric: "open_ms",
+            budget: "budget_ms",
+        },
+        &[],
+    ),
+    (
+        "scale: clean open: resident bytes per unopened segment / 256 B",
+        Check::MetricWithinBudget {
+            workload: names::SCALE_OPEN,
+            metric: "rss_bytes_per_segment",
+            budget: "budget_bytes_per_segment",
+        },
+        &[],
+    ),
+    (
         "peak RSS: seglog large log / small log",
         Check::MetricGrowthAtMost {
             numerator: names::RSS_LARGE,

@@ -8,13 +8,15 @@ pub const PUBLISHED: &[&str] = &[
     "seglog-records",
     "seglog-segment",
     "seglog",
+    "seglog-tiered",
     "seglog-cli",
     "seglog-raft",
 ];
 
 /// fmt check, clippy (`-D warnings`, all targets so benches cannot rot; again for `seglog`
-/// with its `metrics` feature), the docs (`-D warnings`), `cargo package` of every published
-/// crate, the workspace tests, the metrics test (`--features metrics`), the Kafka oracle
+/// with its `metrics` feature and for `seglog-tiered` with `aws`), the docs (`-D warnings`), `cargo package` of every published
+/// crate, the workspace tests, the metrics test (`--features metrics`), the S3 test against
+/// moto (`seglog-tiered --features aws`), the Kafka oracle
 /// (`cargo xtask kafka`), then the loom models.
 pub fn run_all() -> Result<(), String> {
     let mut fmt = cargo();
@@ -46,6 +48,21 @@ pub fn run_all() -> Result<(), String> {
         "warnings",
     ]);
     run_command(clippy_metrics)?;
+    // seglog-tiered's `aws` feature (S3 over HTTP; off in the workspace build, and never in any
+    // other crate's default build) lints too, its moto test included.
+    let mut clippy_aws = cargo();
+    clippy_aws.args([
+        "clippy",
+        "-p",
+        "seglog-tiered",
+        "--features",
+        "aws",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    run_command(clippy_aws)?;
 
     // The API docs build without a warning (broken intra-doc links, bad code blocks).
     let mut doc = cargo();
@@ -80,6 +97,20 @@ pub fn run_all() -> Result<(), String> {
         "prometheus",
     ]);
     run_command(metrics)?;
+    // The remote tier against a real S3 server (moto, installed by .ci/run; under CI=true a
+    // missing moto_server fails the test).
+    let mut s3 = cargo();
+    s3.args([
+        "test",
+        "-p",
+        "seglog-tiered",
+        "--features",
+        "aws",
+        "--test",
+        "it",
+        "s3",
+    ]);
+    run_command(s3)?;
 
     // Kafka 4.4 itself judges what we write and read (interop/kafka): a real broker and
     // Kafka's storage code. Under CI=true a missing `java` or `mvn` fails the run.

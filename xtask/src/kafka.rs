@@ -1,4 +1,4 @@
-//! `cargo xtask kafka [broker|txn-compacted|adopt|storage|all|fixtures]`: Apache Kafka 4.4 as
+//! `cargo xtask kafka [broker|txn-compacted|adopt|storage|tiered|all|fixtures]`: Apache Kafka 4.4 as
 //! the oracle (`txn-compacted`: scenario 1's compacted, transactional topic alone).
 //! `cargo xtask kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE]`: the
 //! differential histories (`interop/diff`, package `seglog-diff`, against Kafka's `UnifiedLog`
@@ -25,6 +25,7 @@ const SCENARIOS: &[&str] = &[
     "txn-compacted",
     "adopt",
     "storage",
+    "tiered",
     "all",
     "fixtures",
 ];

@@ -34,6 +34,7 @@ mod tests {
             &["seglog_segment", "seglog_records", "seglog_index_core"],
         ),
         ("crates/log", &["seglog"]),
+        ("crates/tiered", &["seglog_tiered", "seglog"]),
         ("crates/cli", &["seglog_cli", "seglog"]),
         ("crates/raft", &["seglog_raft", "seglog"]),
     ];
@@ -45,6 +46,7 @@ mod tests {
         "seglog_segment",
         "seglog_faults",
         "seglog_cli",
+        "seglog_tiered",
         "seglog_raft",
         "seglog_test_corpus",
         "seglog",

@@ -10,6 +10,7 @@ mod produce;
 mod raft;
 mod read;
 mod rss;
+mod scale;
 
 use std::path::{Path, PathBuf};
 
@@ -62,6 +63,12 @@ pub mod names {
     pub const COMPACTION: &str = "compaction";
     /// `seglog produce --count N --record-bytes 100`, the whole process, against the library.
     pub const PRODUCE: &str = "produce 100B";
+    /// Full recovery of many one-batch segments (issue 28).
+    pub const SCALE_RECOVER_SMALL: &str = "scale: recover one-batch segments";
+    /// Full recovery of 1 MiB segments (issue 28).
+    pub const SCALE_RECOVER_LARGE: &str = "scale: recover 1MiB segments";
+    /// Clean open of 100,000 segments (issue 28).
+    pub const SCALE_OPEN: &str = "scale: clean open";
 }
 
 /// Labels of the reference rows the targets name as their bounds (`targets.rs`): the least
@@ -86,6 +93,8 @@ pub mod labels {
     /// seglog-raft, one request per entry: openraft's core waits for each entry's flush, so
     /// entries are at most one writer's durable appends.
     pub const RAFT_ONE_WRITER: &str = "seglog append_durable, 1 writer";
+    /// Scale recovery: open, read whole and CRC each `.log` of the directory.
+    pub const SCALE_READ_CRC: &str = "reference: open + read + CRC per .log";
 }
 
 /// Reader threads in the mixed workload (one appender runs beside them).
@@ -107,6 +116,7 @@ pub const GROUPS: &[&str] = &[
     "open",
     "rss",
     "compaction",
+    "scale",
 ];
 
 /// Sizes for one mode.
@@ -141,6 +151,12 @@ pub struct Plan {
     pub rss_small_copies: usize,
     /// Copies in the large RSS log.
     pub rss_large_copies: usize,
+    /// One-batch segments in the scale recovery row.
+    pub scale_small_segments: usize,
+    /// 1 MiB segments in the scale recovery row.
+    pub scale_large_segments: usize,
+    /// Segments in the scale clean-open row.
+    pub scale_open_segments: usize,
 }
 
 impl Plan {
@@ -173,6 +189,9 @@ impl Plan {
             },
             rss_small_copies: 4,
             rss_large_copies: 16,
+            scale_small_segments: 10_000,
+            scale_large_segments: 2_000,
+            scale_open_segments: 100_000,
         }
     }
 
@@ -205,6 +224,9 @@ impl Plan {
             },
             rss_small_copies: 2,
             rss_large_copies: 8,
+            scale_small_segments: 2_000,
+            scale_large_segments: 200,
+            scale_open_segments: 20_000,
         }
     }
 }
@@ -332,6 +354,10 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     }
     if context.wants("compaction") {
         results.extend(compaction::run(context)?);
+    }
+    if context.wants("scale") {
+        results.extend(scale::run_recovery(context)?);
+        results.extend(scale::run_open(context)?);
     }
     Ok(results)
 }

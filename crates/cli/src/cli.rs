@@ -50,6 +50,9 @@ pub enum Command {
     Marker(MarkerArgs),
     /// Run one log-cleaner round now: keep the latest record of every key (cleanup.policy=compact).
     Compact(CompactArgs),
+    /// Copy the sealed segments to a remote tier in Kafka's tiered-storage layout
+    /// (`seglog tier DIR --store URL`), or show what is there (`seglog tier status`).
+    Tier(TierArgs),
     /// Show the engine at work: produce, roll, read, retain, crash, recover, verify, then an
     /// idempotent retry, an aborted and a committed transaction, a read_committed scan and a
     /// compaction round.
@@ -336,9 +339,81 @@ impl Command {
     pub fn is_read_only(&self) -> bool {
         matches!(
             self,
-            Command::Read(_) | Command::Info(_) | Command::Dump(_) | Command::Verify(_)
+            Command::Read(_)
+                | Command::Info(_)
+                | Command::Dump(_)
+                | Command::Verify(_)
+                | Command::Tier(TierArgs {
+                    action: Some(TierAction::Status(_)),
+                    ..
+                })
         )
     }
+}
+
+/// `seglog tier`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
+pub struct TierArgs {
+    /// `status`: show the remote tier instead of copying.
+    #[command(subcommand)]
+    pub action: Option<TierAction>,
+    /// What to copy and where.
+    #[command(flatten)]
+    pub copy: TierCopyArgs,
+}
+
+/// `seglog tier status`.
+#[derive(Debug, Subcommand)]
+pub enum TierAction {
+    /// The remote segments of a partition and their states, and what is still only local.
+    /// Read-only.
+    Status(TierTarget),
+}
+
+/// The partition and the store of a `seglog tier` command.
+#[derive(Debug, Args)]
+pub struct TierTarget {
+    /// Partition directory (`<topic>-<partition>`: its name gives the remote layout's topic
+    /// and partition).
+    #[arg(required = true)]
+    pub dir: Option<PathBuf>,
+    /// The store: `file:///abs/dir` (Kafka's `LocalTieredStorage` reads it with `dir=` that
+    /// directory), or `s3://bucket/prefix` in a build with the `s3` feature.
+    #[arg(long, value_name = "URL", required = true)]
+    pub store: Option<String>,
+    /// The topic id (Kafka's Uuid text); default: the `topic_id` of the directory's
+    /// `partition.metadata`.
+    #[arg(long, value_name = "UUID")]
+    pub topic_id: Option<String>,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `seglog tier DIR --store URL`.
+#[derive(Debug, Args)]
+pub struct TierCopyArgs {
+    /// The partition and the store.
+    #[command(flatten)]
+    pub target: TierTarget,
+    /// After copying, delete local segments wholly in the remote tier while the local part is
+    /// larger than B bytes (`local.retention.bytes`; default: keep them all).
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    pub local_retention_bytes: Option<i64>,
+    /// ... or older than MS (`local.retention.ms`).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub local_retention_ms: Option<i64>,
+    /// Remote retention over the whole log: delete the oldest remote segments while it is
+    /// larger than B bytes (`retention.bytes`; default: unlimited).
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    pub retention_bytes: Option<i64>,
+    /// ... or whose records are older than MS (`retention.ms`; default: unlimited).
+    #[arg(long, value_name = "MS", allow_negative_numbers = true)]
+    pub retention_ms: Option<i64>,
+    /// The current time for time retention, in ms since the epoch (default: the clock).
+    #[arg(long, value_name = "MS")]
+    pub now: Option<i64>,
 }
 
 /// `seglog demo`.

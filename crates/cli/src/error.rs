@@ -117,6 +117,9 @@ pub enum Error {
     /// A log operation failed.
     #[error(transparent)]
     Log(#[from] seglog::Error),
+    /// The remote tier failed (`seglog tier`).
+    #[error(transparent)]
+    Tier(#[from] seglog_tiered::Error),
     /// `recover` found, before changing anything, that the recovery cannot succeed: the
     /// directory was left exactly as it was (exit 2).
     #[error("{}: recovery cannot run; nothing was changed", dir.display())]

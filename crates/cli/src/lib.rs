@@ -37,7 +37,7 @@ mod view;
 
 pub use cli::{
     Cli, Command, CompressionArg, DemoArgs, DumpArgs, Encoding, InfoArgs, ProduceArgs, ReadArgs,
-    RecoverArgs, RetainArgs, VerifyArgs,
+    RecoverArgs, RetainArgs, TierAction, TierArgs, TierCopyArgs, TierTarget, VerifyArgs,
 };
 pub use cmd::info::{LogInfo, SegmentLine, Totals, log_info};
 pub use cmd::produce::{ProduceSummary, config_from_args, fill_value, now_ms};
@@ -46,6 +46,7 @@ pub use cmd::recover::{
     recover_dir_with,
 };
 pub use cmd::retain::{DeletedLine, RetainReport};
+pub use cmd::tier::{RemoteLine, TierReport, TierStatus};
 pub use cmd::verify::{Note, Problem, ProblemKind, VerifyReport, verify_dir, verify_dir_with};
 pub use dir::{DirListing, SegmentFiles};
 pub use error::{Error, InputErrorKind, OneLine};
@@ -84,6 +85,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Marker(args) => cmd::marker::run(args),
         Command::Compact(args) => cmd::compact::run(args),
         Command::Demo(args) => cmd::demo::run(args, cli.quiet),
+        Command::Tier(args) => cmd::tier::run(args),
     }
 }
 

@@ -468,6 +468,11 @@ impl Log {
         } else {
             active.seal().map_err(|e| self.poisoned_by("seal", e))?;
         }
+        // The seal hook for a copier (`remote/sealed.rs`): sent after the publish below.
+        let sealed = (new_base != active_base).then_some(crate::remote::SegmentSealed {
+            base_offset: active_base,
+            next_base_offset: new_base,
+        });
         if new_base > log_end_offset {
             // A roll across a gap (a follower's compacted data): the gap is made durable
             // before the new segment exists, so that after a crash the loader never takes it
@@ -491,6 +496,9 @@ impl Log {
             "rolled new segment"
         );
         self.observe_shape(writer);
+        if let Some(event) = sealed {
+            self.remote.sealed.notify(event);
+        }
         Ok(self.published.load())
     }
 

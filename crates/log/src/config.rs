@@ -141,6 +141,27 @@ pub struct LogConfig {
     /// removed by `Log::tick` and ignored when a snapshot is loaded. Default: 86400000
     /// (1 day). Valid: >= 1.
     pub producer_id_expiration_ms: i64,
+    /// Tier this topic's sealed segments to the attached remote tier (`remote.storage.enable`,
+    /// KIP-405): local retention then follows `local.retention.*` and deletes only segments
+    /// whose copy finished. Requires `cleanup.policy=delete` (a tiered log is never compacted).
+    /// Default: false.
+    pub remote_storage_enable: bool,
+    /// How long local segments are kept once copied (`local.retention.ms`); -2 means
+    /// `retention.ms`, -1 unlimited. Default: -2. Valid: >= -2; with `retention.ms` set
+    /// (not -1), not -1 and not above it.
+    pub local_retention_ms: i64,
+    /// How many local bytes are kept once copied (`local.retention.bytes`); -2 means
+    /// `retention.bytes`, -1 unlimited. Default: -2. Valid: >= -2; with `retention.bytes` set
+    /// (not negative), not -1 and not above it.
+    pub local_retention_bytes: i64,
+    /// Stop copying to the remote tier, keeping what is there readable
+    /// (`remote.log.copy.disable`, KIP-950). Local retention then uses `retention.*`, which
+    /// `local.retention.*` must equal (or be -2). Default: false.
+    pub remote_log_copy_disable: bool,
+    /// When `remote.storage.enable` goes from true to false, delete the remote data
+    /// (`remote.log.delete.on.disable`, KIP-950); turning tiering off without it is refused.
+    /// Default: false.
+    pub remote_log_delete_on_disable: bool,
 }
 
 impl Default for LogConfig {
@@ -169,6 +190,11 @@ impl Default for LogConfig {
             delete_retention_ms: 86_400_000,
             cleaner_dedupe_buffer_size: 128 * 1024 * 1024,
             producer_id_expiration_ms: 86_400_000,
+            remote_storage_enable: false,
+            local_retention_ms: -2,
+            local_retention_bytes: -2,
+            remote_log_copy_disable: false,
+            remote_log_delete_on_disable: false,
         }
     }
 }
@@ -232,6 +258,13 @@ const KEYS: &[(&str, Scope)] = &[
     ("log.cleaner.max.compaction.lag.ms", DirOnly),
     ("log.cleaner.delete.retention.ms", DirOnly),
     ("log.cleaner.dedupe.buffer.size", DirOnly),
+    ("remote.storage.enable", Topic),
+    ("local.retention.ms", Topic),
+    ("local.retention.bytes", Topic),
+    ("remote.log.copy.disable", Topic),
+    ("remote.log.delete.on.disable", Topic),
+    ("log.local.retention.ms", DirOnly),
+    ("log.local.retention.bytes", DirOnly),
 ];
 
 /// Every key [`LogConfig::set`] accepts: Kafka's topic-level names, then the broker-level
@@ -378,6 +411,21 @@ impl LogConfig {
                 self.cleaner_dedupe_buffer_size =
                     long("log.cleaner.dedupe.buffer.size", value, 48)?;
             }
+            "remote.storage.enable" => {
+                self.remote_storage_enable = boolean("remote.storage.enable", value)?;
+            }
+            "local.retention.ms" | "log.local.retention.ms" => {
+                self.local_retention_ms = long("local.retention.ms", value, -2)?;
+            }
+            "local.retention.bytes" | "log.local.retention.bytes" => {
+                self.local_retention_bytes = long("local.retention.bytes", value, -2)?;
+            }
+            "remote.log.copy.disable" => {
+                self.remote_log_copy_disable = boolean("remote.log.copy.disable", value)?;
+            }
+            "remote.log.delete.on.disable" => {
+                self.remote_log_delete_on_disable = boolean("remote.log.delete.on.disable", value)?;
+            }
             other => {
                 return Err(Error::UnknownConfig {
                     key: other.to_owned(),
@@ -462,7 +510,39 @@ impl LogConfig {
             self.producer_id_expiration_ms,
             1,
         )?;
+        check("local.retention.ms", self.local_retention_ms, -2)?;
+        check("local.retention.bytes", self.local_retention_bytes, -2)?;
+        if self.remote_storage_enable {
+            crate::remote_config::validate_remote_config(self)?;
+        }
         Ok(())
+    }
+
+    /// The retention time of the local segments (Kafka's `UnifiedLog.localRetentionMs`):
+    /// `local.retention.ms` (`retention.ms` for -2) while segments are copied to a remote tier
+    /// (`remote.storage.enable` and not `remote.log.copy.disable`), else `retention.ms`.
+    pub fn local_retention_ms_effective(&self) -> i64 {
+        if self.remote_copy_enabled() && self.local_retention_ms != -2 {
+            self.local_retention_ms
+        } else {
+            self.retention_ms
+        }
+    }
+
+    /// The retention size of the local segments (Kafka's `UnifiedLog.localRetentionSize`), as
+    /// [`LogConfig::local_retention_ms_effective`] for `local.retention.bytes`.
+    pub fn local_retention_bytes_effective(&self) -> i64 {
+        if self.remote_copy_enabled() && self.local_retention_bytes != -2 {
+            self.local_retention_bytes
+        } else {
+            self.retention_bytes
+        }
+    }
+
+    /// Whether segments are copied to a remote tier: `remote.storage.enable` and not
+    /// `remote.log.copy.disable` (Kafka's `remoteLogEnabledAndRemoteCopyEnabled`).
+    pub fn remote_copy_enabled(&self) -> bool {
+        self.remote_storage_enable && !self.remote_log_copy_disable
     }
 
     /// Whether time-based retention is on (`retention.ms >= 0`).
@@ -715,7 +795,11 @@ mod tests {
         for key in CONFIG_KEYS {
             let mut c = LogConfig::default();
             let value = match *key {
-                "preallocate" | "log.preallocate" => "true",
+                "preallocate"
+                | "log.preallocate"
+                | "remote.storage.enable"
+                | "remote.log.copy.disable"
+                | "remote.log.delete.on.disable" => "true",
                 "message.timestamp.type" | "log.message.timestamp.type" => "CreateTime",
                 "cleanup.policy" | "log.cleanup.policy" => "compact,delete",
                 "min.cleanable.dirty.ratio" | "log.cleaner.min.cleanable.ratio" => "0.25",

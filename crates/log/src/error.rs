@@ -211,6 +211,31 @@ pub enum Error {
         /// Why.
         reason: &'static str,
     },
+    /// A call to the log's remote tier failed ([`crate::remote::RemoteTier`]).
+    #[error("remote tier of {}: {source}", dir.display())]
+    Remote {
+        /// The partition directory.
+        dir: PathBuf,
+        /// What the tier reported.
+        #[source]
+        source: crate::remote::RemoteError,
+    },
+    /// Bytes fetched from the remote tier do not decode: a remote `.log` range, or one of a
+    /// remote segment's indexes.
+    #[error("corrupt remote {what} of segment {base_offset} ({id}) at byte {position}: {reason}")]
+    CorruptRemote {
+        /// Which part: `log`, `offset index`, `time index`, `txn index`, `producer snapshot`,
+        /// `leader epoch checkpoint`.
+        what: &'static str,
+        /// The remote segment's base offset.
+        base_offset: i64,
+        /// The remote segment's id.
+        id: crate::remote::RemoteSegmentId,
+        /// The byte position in that part.
+        position: u64,
+        /// What is wrong.
+        reason: String,
+    },
     /// The log was closed.
     #[error("log {dir} is closed")]
     Closed {

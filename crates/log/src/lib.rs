@@ -50,7 +50,11 @@
 //! What it deliberately does not do: replication, a transaction coordinator with its
 //! transaction log (a commit across partitions logs its decision in a small seglog-only
 //! file of the root instead, [`TxnDecision`], which makes it atomic across a crash), Kafka's
-//! transaction verification guard, which needs a coordinator, and tiered storage. Background work
+//! transaction verification guard, which needs a coordinator, and the remote half of tiered
+//! storage: [`remote`] is the contract with a remote tier (KIP-405), which a copier such as
+//! `seglog-tiered` implements; the log offers it sealed segments ([`Log::tier_candidates`],
+//! [`Log::subscribe_sealed`]), keeps local retention to what the tier holds, and reads below its
+//! local log start from the tier ([`Log::set_remote_tier`]). Background work
 //! runs only when the user calls [`Log::tick`] (or [`LogDir::tick`]), or on the thread the
 //! user opts into with [`Log::spawn_ticker`] (or [`LogDir::spawn_ticker`]). The one other
 //! thread is a log's sync thread, which runs only while async durability waits
@@ -167,6 +171,12 @@ mod producer_state;
 mod purge_horizon;
 mod read;
 mod read_request;
+pub mod remote;
+mod remote_config;
+mod remote_log;
+mod remote_read;
+mod remote_rebuild;
+mod remote_retention;
 mod retention;
 mod segment_map;
 mod settings;

@@ -32,9 +32,9 @@ use std::sync::Arc;
 
 use seglog_index_core::relative_offset;
 use seglog_segment::{
-    ActiveSegment, FileKind, FileType, OpenMode, ParsedFileName, RebuildReason, RecoveryDigest,
-    RecoveryReport, Segment, SegmentConfig, SegmentOpenOptions, TempSuffix, file_name, file_path,
-    parse_file_name,
+    ActiveSegment, FileKind, FileType, ListedFiles, OpenMode, ParsedFileName, RebuildReason,
+    RecoveryDigest, RecoveryReport, Segment, SegmentConfig, SegmentOpenOptions, TempSuffix,
+    file_name, file_path, parse_file_name,
 };
 
 use crate::checkpoint::CheckpointProblem;
@@ -307,6 +307,9 @@ struct Loader<'a> {
     /// base offset, with the suffix their `.log` carries (`None` until it is resolved, and
     /// always in a read-write load, which renames the files instead).
     view: Option<BTreeMap<i64, Option<TempSuffix>>>,
+    /// What the last listing ([`Loader::segment_files`]) showed of each segment's files
+    /// (names without a suffix), handed to the open so that it stats none of them.
+    listed: BTreeMap<i64, ListedFiles>,
 }
 
 /// Loads `dir`; see the module docs.
@@ -367,6 +370,7 @@ fn load_once(
         digest_budget: mode.digest_limits.per_load,
         digests: BTreeMap::new(),
         view: None,
+        listed: BTreeMap::new(),
     };
     if mode.recover_all {
         // Unclean, with the recovery point below every segment (the report keeps the truth).
@@ -511,15 +515,32 @@ impl Loader<'_> {
         let entries =
             fs::read_dir(self.dir).map_err(|e| Error::io("list directory", self.dir, e))?;
         let mut out = Vec::new();
+        self.listed.clear();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", self.dir, e))?;
             let path = entry.path();
-            if !path.is_file() {
-                continue;
-            }
             let Some(parsed) = parse_file_name(&path) else {
                 continue;
             };
+            // The type the listing gave (no call per entry); a symlink is followed, as
+            // `Path::is_file` does (issue 28: no `statx` per file of the listing).
+            let (regular, symlink) = match entry.file_type() {
+                Ok(t) if t.is_symlink() => (path.is_file(), true),
+                Ok(t) => (t.is_file(), false),
+                Err(_) => (path.is_file(), true),
+            };
+            if parsed.kind.suffix.is_none() {
+                let listed = self.listed.entry(parsed.base_offset).or_default();
+                listed.symlink |= symlink;
+                match parsed.kind.file_type {
+                    FileType::Index => listed.index |= regular,
+                    FileType::TimeIndex => listed.time_index |= regular,
+                    _ => {}
+                }
+            }
+            if !regular {
+                continue;
+            }
             // Only the names Kafka writes (20-digit base offsets): `123.log`, a stray copy,
             // is not a segment (Kafka would load it, and its offsets would overlap others).
             // Base offset i64::MAX holds no record (the offset after it overflows).
@@ -760,6 +781,7 @@ impl Loader<'_> {
             trust_clean_shutdown: self.trust_clean_shutdown && !recover && next_base.is_some(),
             protect_below: self.protect_below,
             digest_entries,
+            listed: self.listed.get(&base).copied(),
             ..SegmentOpenOptions::default()
         };
         // A sealed segment whose offsets provably fit (the next base is in range) is opened on
@@ -771,6 +793,8 @@ impl Loader<'_> {
                 .map_err(|e| Error::io("stat segment", &path, e))?
                 .len();
             // Its first use keeps nothing for the epoch and producer loads, long done then.
+            // The listing is kept for it too: the directory lock keeps other writers out,
+            // and a rename of the files (a temporary suffix) makes the open look again.
             let options = SegmentOpenOptions {
                 digest_entries: 0,
                 ..options

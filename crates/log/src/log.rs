@@ -212,6 +212,9 @@ pub struct Log {
     pub(crate) metrics: crate::observe::LogMetrics,
     /// Where the `.txnindex` first-use check's replay stopped (`txn_check.rs`).
     pub(crate) txn_check: crate::producer_files::TxnCheckCursor,
+    /// The remote tier, the highest offset in it and the whole log's start offset
+    /// (`remote/`, `remote_log.rs`).
+    pub(crate) remote: crate::remote::RemoteState,
 }
 
 /// State only the writer touches.
@@ -476,6 +479,7 @@ impl Log {
             purge_horizon: crate::purge_horizon::PurgeHorizon::new(),
             async_commit: crate::async_commit::AsyncCommit::default(),
             txn_check: crate::producer_files::TxnCheckCursor::default(),
+            remote: crate::remote::RemoteState::default(),
             metrics,
         };
         let due = now.saturating_add(log.settings().config.file_delete_delay_ms);
@@ -522,9 +526,14 @@ impl Log {
         &self.load_report
     }
 
-    /// The first offset readers may fetch.
+    /// The first offset readers may fetch. With a remote tier holding older data (KIP-405)
+    /// this is the whole log's start, at or below [`Log::local_log_start_offset`], and reads
+    /// between the two go to the tier.
     pub fn log_start_offset(&self) -> i64 {
-        self.published.load().log_start_offset
+        let local = self.published.load().log_start_offset;
+        self.remote
+            .log_start_offset()
+            .map_or(local, |start| start.min(local))
     }
 
     /// The offset the next appended record gets.
@@ -724,6 +733,9 @@ impl Log {
             .first()
             .map_or(view.log_start_offset, |(b, _)| b);
         let log_start = (view.log_start_offset > first_base).then_some(view.log_start_offset);
+        // A tiered log's whole start (below its first local segment), as Kafka checkpoints
+        // `logStartOffset`; `Log::set_remote_tier` takes it back after a reopen.
+        let log_start = self.remote.log_start_offset().or(log_start);
         (self.recovery_point(), log_start, view.high_watermark.offset)
     }
 

@@ -366,6 +366,16 @@ impl Log {
         upper_bound_offset: i64,
     ) -> Result<Vec<AbortedTransaction>> {
         let view = self.published.load();
+        // Below the local log start, the remote `.txnindex`es first (`remote_read.rs`).
+        if let Some(tier) = self.remote_for(start_offset) {
+            let (mut out, complete) =
+                self.remote_aborted(&*tier, start_offset, upper_bound_offset)?;
+            if !complete {
+                let local = view.log_start_offset;
+                out.extend(self.collect_aborted(&view, local, upper_bound_offset)?);
+            }
+            return Ok(out);
+        }
         self.collect_aborted(&view, start_offset, upper_bound_offset)
     }
 

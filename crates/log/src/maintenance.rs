@@ -52,13 +52,21 @@ impl Log {
             &mut report,
             false,
             |_, stats| {
-                let limit = if delete { config.retention_bytes } else { -1 };
+                let limit = if delete {
+                    config.local_retention_bytes_effective()
+                } else {
+                    -1
+                };
                 retention::size_breached(retention::total_bytes(stats), limit)
             },
         )?;
         // 3. Time: the only rule that reads the segments' timestamps (a deferred segment is
         // opened for it), and only when it applies.
-        let time_limit = if delete { config.retention_ms } else { -1 };
+        let time_limit = if delete {
+            config.local_retention_ms_effective()
+        } else {
+            -1
+        };
         self.apply_rule(
             &mut writer,
             RetentionReason::Time,
@@ -107,12 +115,26 @@ impl Log {
         let Some(predicate) = predicate(&view, &stats) else {
             return Ok(());
         };
+        // Tiered storage (`remote_retention.rs`): only what the remote tier holds, never a
+        // pinned segment; a selected non-empty active segment is rolled, so it can be copied
+        // (Kafka's `deletableSegments`).
+        let gate = self.deletion_gate(&self.settings().config);
+        let mut mut_predicate = predicate;
+        let mut roll = false;
         let count = deletable_prefix(
             &stats,
             view.high_watermark.offset,
             view.end.offset,
-            predicate,
+            |segment, next| {
+                let selected = mut_predicate(segment, next);
+                roll |= selected && gate.remote_enabled && next.is_none() && segment.size_bytes > 0;
+                selected && gate.eligible(segment, next)
+            },
         );
+        if roll && count < stats.len() {
+            self.roll_locked(writer, &view, None, now_ms)?;
+            report.rolled = true;
+        }
         self.delete_segments(writer, count, reason, now_ms, report)
     }
 
@@ -148,6 +170,10 @@ impl Log {
         }
         let next_base = segments.first().map_or(view.end.offset, |(b, _)| b);
         let log_start_offset = view.log_start_offset.max(next_base);
+        // With a remote tier only the local log start moves (KIP-1005); the epochs and the
+        // producer state keep what the remote segments need.
+        let whole_start =
+            self.whole_log_start_after_deletion(&self.settings().config, log_start_offset);
         self.durability
             .raise_recovery_point_to_log_start(log_start_offset);
         let high_watermark = if view.high_watermark.offset < log_start_offset {
@@ -157,9 +183,9 @@ impl Log {
         };
         self.published
             .publish(view.trimmed(Arc::new(segments), log_start_offset, high_watermark));
-        self.epochs_truncate_from_start(log_start_offset)?;
+        self.epochs_truncate_from_start(whole_start)?;
         let bases: Vec<i64> = doomed.iter().map(|(b, _)| *b).collect();
-        self.producers_segments_deleted(&bases, log_start_offset)?;
+        self.producers_segments_deleted(&bases, whole_start)?;
         let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         for (base, segment) in doomed {
             report.deleted.push(DeletedSegment {
@@ -195,6 +221,10 @@ impl Log {
                 log_end_offset: view.end.offset,
             });
         }
+        // A tiered log's whole start moves too (the local one only when passed).
+        if let Some(start) = self.remote.log_start_offset() {
+            self.remote.set_log_start_offset(Some(start.max(offset)));
+        }
         if offset > view.log_start_offset {
             self.durability.raise_recovery_point_to_log_start(offset);
             self.published.publish(LogView {
@@ -209,7 +239,7 @@ impl Log {
             );
             self.observe_shape(&writer);
         }
-        Ok(self.published.load().log_start_offset)
+        Ok(self.log_start_offset())
     }
 
     /// Kafka's `truncateTo`: removes every offset at and above `offset` (at batch
@@ -355,6 +385,8 @@ impl Log {
 
     fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {
         self.truncation_starts(offset)?;
+        // Kafka's `truncateFullyAndStartAt`: the whole log starts at `offset` too.
+        self.remote.set_log_start_offset(None);
         let due = self
             .clock
             .now_ms()
@@ -404,6 +436,8 @@ impl Log {
     /// `offset` if it is above it (Kafka's `maybeTruncateCheckpoint`).
     fn truncation_starts(&self, offset: i64) -> Result<()> {
         self.truncations.fetch_add(1, crate::sync::Ordering::AcqRel);
+        // What the remote tier holds at or above `offset` is no longer what the log holds.
+        self.remote.lower_highest_offset(offset - 1);
         self.home.write_cleaner_checkpoint(offset, true)
     }
 

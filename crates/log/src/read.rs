@@ -99,15 +99,28 @@ impl Log {
         isolation: Isolation,
         min_one_message: bool,
     ) -> Result<FetchData> {
+        // Below the local log start, from the remote tier (`remote_read.rs`); an offset no
+        // remote segment reaches reads on from the local log start.
+        let mut start_offset = start_offset;
+        if let Some(tier) = self.remote_for(start_offset) {
+            if let Some(fetch) =
+                self.remote_read(&*tier, start_offset, max_bytes, isolation, min_one_message)?
+            {
+                return Ok(fetch);
+            }
+            start_offset = self.local_log_start_offset();
+        }
         let view = self.published.load();
         let committed = self.committed_bound(&view, isolation)?;
-        let plan = view.plan_read(start_offset, isolation, committed)?;
+        let plan = view
+            .plan_read(start_offset, isolation, committed)
+            .map_err(|e| self.with_whole_log_start(e))?;
         let last_stable_offset = view.last_stable_offset();
         let data = |slice: FileSlice, fetch_offset, aborted_transactions| FetchData {
             slice,
             fetch_offset,
             high_watermark: view.high_watermark.offset,
-            log_start_offset: view.log_start_offset,
+            log_start_offset: self.whole_log_start(view.log_start_offset),
             log_end_offset: view.end.offset,
             last_stable_offset,
             aborted_transactions,
@@ -163,10 +176,22 @@ impl Log {
         min_one_message: bool,
         buf: &mut Vec<u8>,
     ) -> Result<CopiedFetch> {
+        // Below the local log start, from the remote tier (`remote_read.rs`); an offset no
+        // remote segment reaches reads on from the local log start.
+        let mut start_offset = start_offset;
+        if let Some(tier) = self.remote_for(start_offset) {
+            if let Some(fetch) =
+                self.remote_read_into(&*tier, start_offset, max_bytes, min_one_message, buf)?
+            {
+                return Ok(fetch);
+            }
+            start_offset = self.local_log_start_offset();
+        }
         let view = self.published.load();
         let plan = match self
             .committed_bound(&view, isolation)
             .and_then(|committed| view.plan_read(start_offset, isolation, committed))
+            .map_err(|e| self.with_whole_log_start(e))
         {
             Ok(plan) => plan,
             Err(e) => {
@@ -179,7 +204,7 @@ impl Log {
             offsets,
             fetch_offset,
             high_watermark: view.high_watermark.offset,
-            log_start_offset: view.log_start_offset,
+            log_start_offset: self.whole_log_start(view.log_start_offset),
             log_end_offset: view.end.offset,
             last_stable_offset: view.last_stable_offset(),
         };
@@ -293,12 +318,14 @@ impl Log {
             // Kafka 4.4's `fetchOffsetByTimestamp`: the earliest epoch entry's epoch when it
             // starts at or below the log start, the latest epoch for LATEST.
             ListOffsets::Earliest => {
+                // With a remote tier, the whole log's start (KIP-1005).
+                let log_start_offset = self.log_start_offset().min(view.log_start_offset);
                 let epoch = self
                     .leader_epoch_cache()
                     .earliest_entry()
-                    .filter(|e| e.start_offset <= view.log_start_offset)
+                    .filter(|e| e.start_offset <= log_start_offset)
                     .map(|e| e.epoch);
-                Ok(found(view.log_start_offset, epoch))
+                Ok(found(log_start_offset, epoch))
             }
             ListOffsets::Latest => Ok(found(view.end.offset, self.latest_epoch())),
             ListOffsets::MaxTimestamp => {
@@ -318,6 +345,12 @@ impl Log {
                 }
             }
             ListOffsets::Timestamp(target) => {
+                // The remote tier first, for what lies below the local log start.
+                if let Some(tier) = self.remote_for(self.log_start_offset())
+                    && let Some(found) = self.remote_offset_for_timestamp(&*tier, target)?
+                {
+                    return Ok(Some(found));
+                }
                 // Kafka searches only the first segment whose largest timestamp qualifies; when
                 // its qualifying records all lie below the log start offset that answers
                 // nothing. seglog starts at the segment holding the log start and moves on.
@@ -353,6 +386,22 @@ impl Log {
     ) -> Result<Option<TimestampFetch>> {
         let view = self.published.load();
         let bound = view.visible_end(isolation);
+        // The remote tier first, for what lies below the local log start (`remote_read.rs`):
+        // the found record's batch then comes through `read_into`, from the tier.
+        if let Some(tier) = self.remote_for(self.whole_log_start(view.log_start_offset))
+            && let Some(found) = self.remote_offset_for_timestamp(&*tier, timestamp_ms)?
+        {
+            if found.offset >= bound {
+                return Ok(None);
+            }
+            let fetch = self.read_into(found.offset, 1, isolation, true, buf)?;
+            return Ok(Some(TimestampFetch {
+                found,
+                segment_base_offset: fetch.fetch_offset.segment_base_offset,
+                position: fetch.position,
+                batch: 0..buf.len(),
+            }));
+        }
         for (base, segment) in view.segments.starting_at_floor(view.log_start_offset) {
             if segment.largest_timestamp()? < timestamp_ms {
                 continue;

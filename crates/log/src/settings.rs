@@ -29,12 +29,17 @@ impl Log {
     /// Kafka's `LogSegment` does).
     ///
     /// # Errors
-    /// [`Error::InvalidConfig`] from [`LogConfig::validate`]; [`Error::ConfigNotDynamic`] for
+    /// [`Error::InvalidConfig`] from [`LogConfig::validate`], and for turning
+    /// `remote.storage.enable` off without `remote.log.delete.on.disable` (Kafka's rule);
+    /// [`Error::ConfigNotDynamic`] for
     /// `seglog.segment.cache.capacity`, which sizes a cache made at open (a `LogDir`'s is shared
     /// by all its logs). Nothing changes on error.
     pub fn set_config(&self, config: LogConfig) -> Result<()> {
         config.validate()?;
         let mut settings = write(&self.settings);
+        // Kafka's `validateTurningOffRemoteStorageWithDelete` (`remote_config.rs`).
+        let remote_turned_off =
+            crate::remote_config::validate_remote_change(&settings.config, &config)?;
         if config.segment_cache_capacity != settings.config.segment_cache_capacity {
             return Err(Error::ConfigNotDynamic {
                 key: "seglog.segment.cache.capacity",
@@ -48,6 +53,10 @@ impl Log {
             ..segment_config(&config)
         };
         *settings = Arc::new(Settings { config, segment });
+        if remote_turned_off {
+            // The remote data goes (`remote.log.delete.on.disable`): the log starts locally.
+            self.remote.set_log_start_offset(None);
+        }
         Ok(())
     }
 

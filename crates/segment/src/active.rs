@@ -8,7 +8,7 @@ use seglog_index_core::{OffsetIndex, TimeIndex, TimestampOffset, relative_offset
 use crate::error::{Error, IoOp};
 use crate::file_name::{FileKind, FileType, file_path};
 use crate::io::LogFile;
-use crate::recover::{RecoveryReport, recover_in_place};
+use crate::recover::{RecoveryReport, Trim, recover_in_place};
 use crate::segment::{Files, Indexes, OpenMode, Segment, finish_inactive};
 use crate::sync::Ordering;
 use crate::{Result, RollParams, SegmentConfig};
@@ -323,7 +323,7 @@ impl ActiveSegment {
     /// As [`Segment::recover`].
     pub fn recover(&mut self) -> Result<RecoveryReport> {
         self.segment.ensure_writable()?;
-        let report = recover_in_place(&self.segment, i64::MIN, 0)?;
+        let report = recover_in_place(&self.segment, i64::MIN, 0, Trim::Always)?;
         self.resize_indexes()?;
         self.bytes_since_last_index_entry = 0;
         self.rolling_based_timestamp = None;

@@ -78,7 +78,7 @@ pub use crate::error::{CorruptKind, Error, IoOp, TxnIndexProblem};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
 };
-pub use crate::open::{OpenReport, RebuildReason, SegmentOpenOptions};
+pub use crate::open::{ListedFiles, OpenReport, RebuildReason, SegmentOpenOptions};
 pub use crate::producer_batches::ProducerBatches;
 pub use crate::read::{BatchHeaders, LogOffsetPosition, TimestampAndOffset, TimestampBatch};
 pub use crate::recover::RecoveryReport;

@@ -47,6 +47,25 @@ pub struct SegmentOpenOptions {
     /// The most entries the recovery this open runs (if any) collects into
     /// [`RecoveryReport::digest`] (see [`Segment::recover_with_digest`]). Default: 0 (none).
     pub digest_entries: usize,
+    /// What the caller's directory listing showed of this segment's files, taken just
+    /// before the open (the log's loader, holding the directory lock). Given, the open asks
+    /// the file system nothing the listing answered: no `statx` per file for the symlink
+    /// refusal and the missing-index check (issue 28). The writable opens still pass
+    /// `O_NOFOLLOW`, so a link made after the listing fails them too. Default: `None` (the
+    /// open looks at each file itself).
+    pub listed: Option<ListedFiles>,
+}
+
+/// What a directory listing showed of one segment's files (names without a temporary
+/// suffix), for [`SegmentOpenOptions::listed`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ListedFiles {
+    /// The `.index` is listed.
+    pub index: bool,
+    /// The `.timeindex` is listed.
+    pub time_index: bool,
+    /// One of the segment's files is listed as a symlink.
+    pub symlink: bool,
 }
 
 impl Default for SegmentOpenOptions {
@@ -59,6 +78,7 @@ impl Default for SegmentOpenOptions {
             trust_clean_shutdown: false,
             protect_below: i64::MIN,
             digest_entries: 0,
+            listed: None,
         }
     }
 }
@@ -153,7 +173,8 @@ impl Segment {
         let path_of = |t| file_path(dir, base_offset, FileKind::new(t).with_suffix(suffix));
         let log_path = path_of(FileType::Log);
         let writable = options.mode == OpenMode::ReadWrite;
-        if writable {
+        let listed = options.listed.filter(|_| suffix.is_none());
+        if writable && listed.is_none_or(|l| l.symlink) {
             refuse_symlinks(&path_of)?;
         }
         let log = LogFile::open(&config.io, &log_path, writable).map_err(|e| {
@@ -167,13 +188,18 @@ impl Segment {
         })?;
         let size = log.len().map_err(Error::io(IoOp::Metadata, &log_path))?;
         let (index_path, time_path) = (path_of(FileType::Index), path_of(FileType::TimeIndex));
-        let missing = [
-            (FileType::Index, &index_path),
-            (FileType::TimeIndex, &time_path),
-        ]
-        .into_iter()
-        .find(|(_, p)| !p.exists())
-        .map(|(file_type, _)| file_type);
+        let missing = match listed {
+            Some(l) if !l.index => Some(FileType::Index),
+            Some(l) if !l.time_index => Some(FileType::TimeIndex),
+            Some(_) => None,
+            None => [
+                (FileType::Index, &index_path),
+                (FileType::TimeIndex, &time_path),
+            ]
+            .into_iter()
+            .find(|(_, p)| !p.exists())
+            .map(|(file_type, _)| file_type),
+        };
         let max = config.max_index_bytes;
         let mut oversized_index = None;
         let indexes = if writable {

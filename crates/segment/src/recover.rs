@@ -100,7 +100,7 @@ impl Segment {
         match self.mode {
             OpenMode::ReadWrite => {
                 let _guard = self.writer_guard()?;
-                recover_in_place(self, protect_below, digest_entries)
+                recover_in_place(self, protect_below, digest_entries, Trim::WhenCut)
             }
             OpenMode::ReadOnly => recover_in_memory(self, digest_entries),
         }
@@ -128,16 +128,22 @@ fn any_nonzero(segment: &Segment, from: u64, to: u64) -> Result<bool> {
 }
 
 /// Rebuilds the indexes in place and truncates the `.log` (the caller holds the writer slot).
+///
+/// The indexes are rebuilt in memory first (sized for this `.log`, so a small segment maps
+/// nothing), then written to the mapped files only when they differ from what the files hold:
+/// the recovery of a segment whose indexes were intact resizes, remaps and writes no index
+/// (issue 28). Otherwise the files are reset and take the rebuilt entries, as Kafka's
+/// `reset` then `append` leaves them; the bytes are the same either way.
 pub(crate) fn recover_in_place(
     segment: &Segment,
     protect_below: i64,
     digest_entries: usize,
+    trim: Trim,
 ) -> Result<RecoveryReport> {
     let indexes = segment.indexes()?;
-    indexes.offset.reset()?;
-    indexes.time.reset()?;
     let end = segment.size();
-    let mut report = rebuild(segment, &indexes.offset, &indexes.time, end, digest_entries)?;
+    let (offset, time) = rebuilt_indexes(segment, end, Capacity::AtMostMax);
+    let mut report = rebuild(segment, &offset, &time, end, digest_entries)?;
     report.damaged_tail_kept = report.truncated_bytes > 0
         && report.next_offset < protect_below
         && any_nonzero(segment, report.valid_bytes, end)?;
@@ -146,13 +152,31 @@ pub(crate) fn recover_in_place(
     }
     // Kafka's `log.truncateTo(validBytes)` also drops a preallocated tail; a kept damaged
     // tail stays on disk (the published size bounds every read).
-    if !report.damaged_tail_kept
+    if (report.truncated_bytes > 0 || trim == Trim::Always)
+        && !report.damaged_tail_kept
         && let Err(e) = segment.trim_log()
     {
         segment.poisoned.store(true, Ordering::Release);
         return Err(e);
     }
-    finish_indexes(&indexes.offset, &indexes.time, report.max_timestamp)?;
+    finish_indexes(&offset, &time, report.max_timestamp)?;
+    if !holds_exactly(&indexes.offset, &indexes.time, &offset, &time) {
+        indexes.offset.reset()?;
+        indexes.time.reset()?;
+        for n in 0..offset.entries() {
+            if let Some(entry) = offset.entry(n) {
+                indexes.offset.append(entry.offset, entry.position)?;
+            }
+        }
+        for n in 0..time.entries() {
+            if let Some(entry) = time.entry(n) {
+                indexes
+                    .time
+                    .maybe_append(entry.timestamp_ms, entry.offset, true)?;
+            }
+        }
+        finish_indexes(&indexes.offset, &indexes.time, report.max_timestamp)?;
+    }
     segment.set_max_timestamp(report.max_timestamp);
     report.index_entries = indexes.offset.entries();
     report.time_index_entries = indexes.time.entries();
@@ -160,19 +184,57 @@ pub(crate) fn recover_in_place(
     Ok(report)
 }
 
-/// Rebuilds the indexes in memory and lowers the published size (writes nothing).
-pub(crate) fn recover_in_memory(
-    segment: &Segment,
-    digest_entries: usize,
-) -> Result<RecoveryReport> {
-    let end = segment.size();
+/// When [`recover_in_place`] sets the `.log`'s length to the valid bytes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Trim {
+    /// Only when it cut bytes: the file is as long as the published size (a segment opened
+    /// from disk, whose size is its file length, or a sealed one, trimmed at its roll), so a
+    /// recovery that cut nothing has nothing to trim (no `fstat` per segment, issue 28).
+    WhenCut,
+    /// Always (an active segment: its file may be preallocated past the published size).
+    Always,
+}
+
+/// Whether the files' indexes (`offset_file`, `time_file`) hold exactly the rebuilt entries
+/// and nothing after them (trimmed: an untrimmed file counts its zero tail as entries).
+fn holds_exactly(
+    offset_file: &OffsetIndex,
+    time_file: &TimeIndex,
+    offset: &OffsetIndex,
+    time: &TimeIndex,
+) -> bool {
+    offset_file.entries() == offset.entries()
+        && offset_file.max_entries() == offset.entries()
+        && time_file.entries() == time.entries()
+        && time_file.max_entries() == time.entries()
+        && (0..offset.entries()).all(|n| offset_file.entry(n) == offset.entry(n))
+        && (0..time.entries()).all(|n| time_file.entry(n) == time.entry(n))
+}
+
+/// How much room [`rebuilt_indexes`] gives the in-memory indexes.
+#[derive(Clone, Copy)]
+enum Capacity {
+    /// Room for every entry Kafka's rule can produce from the `.log`, and at least
+    /// `max_index_bytes` (a read-only recovery: the indexes stay in memory and serve reads).
+    AtLeastMax,
+    /// The same room, but at most `max_index_bytes` (what the mapped files could hold: an
+    /// index that fills fails as the file would).
+    AtMostMax,
+}
+
+/// Empty in-memory indexes for rebuilding a `.log` of `end` bytes.
+fn rebuilt_indexes(segment: &Segment, end: u64, capacity: Capacity) -> (OffsetIndex, TimeIndex) {
     let interval = u64::from(segment.config.index_interval_bytes);
-    // Room for every entry the rule can produce: one per `interval + 1` bytes, plus one.
-    let needed_entries = end / (interval + 1) + 2;
+    // Room for every entry the rule can produce: one per `interval + 1` bytes, plus the
+    // final time-index entry and its spare slot.
+    let needed_entries = end / (interval + 1) + 3;
+    let max = segment.config.max_index_bytes;
     let bytes_for = |entry_size: u64| {
-        u32::try_from(needed_entries.saturating_mul(entry_size))
-            .unwrap_or(u32::MAX)
-            .max(segment.config.max_index_bytes)
+        let needed = u32::try_from(needed_entries.saturating_mul(entry_size)).unwrap_or(u32::MAX);
+        match capacity {
+            Capacity::AtLeastMax => needed.max(max),
+            Capacity::AtMostMax => needed.min(max),
+        }
     };
     let offset = OffsetIndex::in_memory(
         segment.path(FileType::Index),
@@ -184,6 +246,16 @@ pub(crate) fn recover_in_memory(
         segment.base_offset,
         bytes_for(12),
     );
+    (offset, time)
+}
+
+/// Rebuilds the indexes in memory and lowers the published size (writes nothing).
+pub(crate) fn recover_in_memory(
+    segment: &Segment,
+    digest_entries: usize,
+) -> Result<RecoveryReport> {
+    let end = segment.size();
+    let (offset, time) = rebuilt_indexes(segment, end, Capacity::AtLeastMax);
     let mut report = rebuild(segment, &offset, &time, end, digest_entries)?;
     finish_indexes(&offset, &time, report.max_timestamp)?;
     report.index_entries = offset.entries();

@@ -64,6 +64,21 @@ impl FileSlice {
         }
     }
 
+    /// A slice of `file` whose bytes another source wrote there at the positions they have in
+    /// their segment's `.log`: `[position, position + len)` of the file is that range of the
+    /// segment (e.g. a remote segment's range fetched into a sparse temporary file, so that
+    /// [`FileSlice::position`] is the segment's position). `path` names the file in errors;
+    /// `offsets` describe the slice's start as [`crate::Segment::read`]'s do.
+    pub fn over_file(
+        file: Arc<File>,
+        path: impl Into<Arc<Path>>,
+        position: u64,
+        len: u64,
+        offsets: SliceOffsets,
+    ) -> FileSlice {
+        FileSlice::new(file, path.into(), position, len, offsets)
+    }
+
     /// An empty slice (no bytes, position 0) that claims no segment's file: what a reader
     /// returns when there is nothing to read and no segment to cut a slice from (a read-only
     /// log of an empty directory). `file` is any open handle — the slice never reads from or

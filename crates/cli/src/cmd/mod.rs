@@ -9,6 +9,7 @@ pub mod produce;
 pub mod read;
 pub mod recover;
 pub mod retain;
+pub mod tier;
 pub mod truncate;
 pub mod verify;
 

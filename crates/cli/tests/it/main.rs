@@ -22,6 +22,7 @@ mod repair;
 mod repair_policy;
 mod state_files;
 mod support;
+mod tier;
 mod transactions;
 mod txn_index_damage;
 mod usage;

@@ -36,6 +36,8 @@ mod read_into;
 mod recovery_reads;
 mod reopen;
 mod retention;
+mod syscalls;
+mod tiered;
 mod truncation;
 mod txn_atomic;
 mod txn_compaction;

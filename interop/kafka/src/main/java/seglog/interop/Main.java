@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * Kafka 4.4 as the oracle for seglog. Usage:
- * {@code Main broker|txn-compacted|adopt|storage|all|fixtures --seglog BIN --work DIR [--fixtures DIR]}, or
+ * {@code Main broker|txn-compacted|adopt|storage|tiered|all|fixtures --seglog BIN --work DIR [--fixtures DIR]}, or
  * {@code Main diff}: the differential histories' driver ({@link DiffDriver}, JSON lines on stdin/stdout).
  * Exit 0 when every check passed, 1 when any failed (each failure printed), 2 on bad usage.
  */
@@ -34,7 +34,7 @@ public final class Main {
             }
         }
         if (bin == null || work == null) usage("--seglog and --work are required");
-        if (!List.of("broker", "txn-compacted", "adopt", "storage", "all", "fixtures").contains(scenario)) usage("unknown scenario " + scenario);
+        if (!List.of("broker", "txn-compacted", "adopt", "storage", "tiered", "all", "fixtures").contains(scenario)) usage("unknown scenario " + scenario);
         if (scenario.equals("fixtures") && fixtures == null) usage("fixtures needs --fixtures DIR");
         Fs.deleteTree(work);
         Files.createDirectories(work);
@@ -54,6 +54,9 @@ public final class Main {
             if (scenario.equals("storage") || scenario.equals("all")) {
                 new StorageScenario(report, seglog, work).run();
             }
+            if (scenario.equals("tiered") || scenario.equals("all")) {
+                new TieredScenario(report, seglog, work).run();
+            }
         } catch (Exception e) {
             report.fail("the harness stopped on " + e);
             e.printStackTrace();
@@ -69,7 +72,7 @@ public final class Main {
 
     private static void usage(String why) {
         System.err.println("kafka interop: " + why
-                + "\nusage: Main broker|txn-compacted|adopt|storage|all|fixtures --seglog BIN --work DIR [--fixtures DIR]");
+                + "\nusage: Main broker|txn-compacted|adopt|storage|tiered|all|fixtures --seglog BIN --work DIR [--fixtures DIR]");
         System.exit(2);
     }
 }

@@ -1,0 +1,100 @@
+//! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
+
+use super::{IndexCache, Pins, RemoteSegment, RemoteTier, SealSubscribers};
+use crate::sync::{AtomicI64, Mutex, Ordering, RwLock, read, write};
+use std::sync::Arc;
+
+/// Kafka's "no offset in remote storage yet" (`highestOffsetInRemoteStorage` starts at -1).
+pub(crate) const NO_REMOTE_OFFSET: i64 = -1;
+
+/// A log's remote-tier state: the attached tier, the highest offset copied, the log start
+/// offset of the whole log (KIP-1005: the local log start is the published view's), and the
+/// segments pinned by copies.
+#[derive(Debug)]
+pub(crate) struct RemoteState {
+    tier: RwLock<Option<Arc<dyn RemoteTier>>>,
+    /// Kafka's `highestOffsetInRemoteStorage`: -1 until a copy finished.
+    highest_offset: AtomicI64,
+    /// The log start offset of the whole log while a tier is attached (at or below the local
+    /// log start offset); `i64::MIN` when the log has no remote part.
+    log_start_offset: AtomicI64,
+    pub(crate) pins: Pins,
+    /// The remote segments' indexes, bounded (`cache.rs`).
+    pub(crate) indexes: Mutex<IndexCache>,
+    /// The tier's segment list as last fetched (refreshed when a read finds no segment).
+    pub(crate) segments: Mutex<Option<Arc<Vec<RemoteSegment>>>>,
+    /// Who hears of sealed segments (`sealed.rs`).
+    pub(crate) sealed: SealSubscribers,
+}
+
+impl Default for RemoteState {
+    fn default() -> Self {
+        Self {
+            tier: RwLock::new(None),
+            highest_offset: AtomicI64::new(NO_REMOTE_OFFSET),
+            log_start_offset: AtomicI64::new(i64::MIN),
+            pins: Pins::default(),
+            indexes: Mutex::new(IndexCache::new(super::DEFAULT_INDEX_CACHE_BYTES)),
+            segments: Mutex::new(None),
+            sealed: SealSubscribers::default(),
+        }
+    }
+}
+
+impl RemoteState {
+    /// The attached tier.
+    pub(crate) fn tier(&self) -> Option<Arc<dyn RemoteTier>> {
+        read(&self.tier).clone()
+    }
+
+    /// Attaches (or with `None` detaches) the tier.
+    pub(crate) fn set_tier(&self, tier: Option<Arc<dyn RemoteTier>>) {
+        *write(&self.tier) = tier;
+        self.forget_segments();
+    }
+
+    /// Kafka's `highestOffsetInRemoteStorage`.
+    pub(crate) fn highest_offset(&self) -> i64 {
+        self.highest_offset.load(Ordering::Acquire)
+    }
+
+    /// Raises the highest remote offset to `offset` (never lowers it: a copier reporting an
+    /// older copy late changes nothing). Returns the value now held.
+    pub(crate) fn raise_highest_offset(&self, offset: i64) -> i64 {
+        self.forget_segments();
+        self.highest_offset
+            .fetch_max(offset, Ordering::AcqRel)
+            .max(offset)
+    }
+
+    /// Lowers the highest remote offset to `offset` when it is above (a truncation: the log
+    /// no longer holds what the tier holds there, and local retention must not take the
+    /// offsets appended again for copied ones). The segment list is listed again next time.
+    pub(crate) fn lower_highest_offset(&self, offset: i64) {
+        self.highest_offset
+            .fetch_min(offset.max(NO_REMOTE_OFFSET), Ordering::AcqRel);
+        self.forget_segments();
+    }
+
+    /// Drops the cached segment list (a copy finished, remote expiry ran, a truncation).
+    pub(crate) fn forget_segments(&self) {
+        *crate::sync::lock(&self.segments) = None;
+    }
+
+    /// Sets the highest remote offset (a follower rebuild).
+    pub(crate) fn set_highest_offset(&self, offset: i64) {
+        self.highest_offset.store(offset, Ordering::Release);
+    }
+
+    /// The whole log's start offset when it has a remote part, else `None`.
+    pub(crate) fn log_start_offset(&self) -> Option<i64> {
+        let value = self.log_start_offset.load(Ordering::Acquire);
+        (value != i64::MIN).then_some(value)
+    }
+
+    /// Sets (`None`: clears) the whole log's start offset.
+    pub(crate) fn set_log_start_offset(&self, offset: Option<i64>) {
+        self.log_start_offset
+            .store(offset.unwrap_or(i64::MIN), Ordering::Release);
+    }
+}

@@ -1,0 +1,148 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+use crate::state::RemoteLogSegmentState;
+
+/// What went wrong in the remote tier. Every variant names the object key or local path it is
+/// about; store errors keep `object_store`'s error as their source.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An object store call failed.
+    #[error("object store {op} of {key}: {source}")]
+    Store {
+        /// The operation (`put`, `get`, `delete`, `list`, ...).
+        op: &'static str,
+        /// The object key (or listing prefix).
+        key: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// Reading a local file to upload failed.
+    #[error("{op} {}: {source}", path.display())]
+    Io {
+        /// The operation (`open`, `read`).
+        op: &'static str,
+        /// The local file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A name does not follow Kafka's remote layout.
+    #[error("{name:?} is not a remote {what}: {reason}")]
+    BadName {
+        /// The name (an object key, a file name or a directory name).
+        name: String,
+        /// What it was expected to be (`segment file`, `partition directory`, `uuid`).
+        what: &'static str,
+        /// Why it does not parse.
+        reason: &'static str,
+    },
+    /// A metadata record does not decode.
+    #[error("corrupt metadata record {key} at byte {position}: {kind}")]
+    Corrupt {
+        /// The metadata object's key.
+        key: String,
+        /// The byte position inside the object where decoding failed.
+        position: u64,
+        /// What is wrong.
+        kind: CorruptKind,
+    },
+    /// A state change the protocol does not allow (from the segment's current state).
+    #[error("segment {key}: the metadata state {from:?} cannot move to {to:?}")]
+    InvalidTransition {
+        /// The segment's metadata prefix.
+        key: String,
+        /// Its current state (`None`: no metadata at all).
+        from: Option<RemoteLogSegmentState>,
+        /// The state asked for.
+        to: RemoteLogSegmentState,
+    },
+    /// Another writer moved the segment's metadata first (a lost compare-and-swap): the copy
+    /// it was part of must not be counted finished.
+    #[error(
+        "segment {key}: another writer set slot {slot} to {winner:?} first (wanted {wanted:?})"
+    )]
+    Conflict {
+        /// The metadata slot's key prefix.
+        key: String,
+        /// The slot both writers tried to create.
+        slot: u8,
+        /// What this writer wanted to write.
+        wanted: RemoteLogSegmentState,
+        /// What the slot holds.
+        winner: RemoteLogSegmentState,
+    },
+    /// A range or argument outside what the segment holds.
+    #[error("segment {key}: {reason}")]
+    InvalidArgument {
+        /// The segment's object key.
+        key: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The log refused a call of the tier driver (listing candidates, raising an offset).
+    #[error(transparent)]
+    Log(#[from] seglog::Error),
+    /// The blocking facade could not start its runtime.
+    #[error("cannot start the tier's runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// What is wrong with a metadata record (matchable).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorruptKind {
+    /// Not a metadata record's JSON document (the decoder's message).
+    #[error("not a metadata record: {0}")]
+    Json(String),
+    /// A record of a newer format version than this code reads.
+    #[error("format version {0} (this build reads 0)")]
+    Version(u16),
+    /// The record is for another segment or slot than its key says.
+    #[error("the record names segment {found} but its key says {expected}")]
+    WrongSegment {
+        /// What the key says.
+        expected: String,
+        /// What the record says.
+        found: String,
+    },
+    /// A state chain with a hole or a transition the protocol never writes.
+    #[error("slot {slot} holds {state:?}, which cannot follow {previous:?}")]
+    BadChain {
+        /// The slot.
+        slot: u8,
+        /// Its state.
+        state: String,
+        /// The state of the slot before it.
+        previous: String,
+    },
+}
+
+impl Error {
+    /// Whether the error says the object does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Error::Store {
+                source: object_store::Error::NotFound { .. },
+                ..
+            }
+        )
+    }
+
+    pub(crate) fn store(
+        op: &'static str,
+        key: &object_store::path::Path,
+        source: object_store::Error,
+    ) -> Self {
+        Error::Store {
+            op,
+            key: key.to_string(),
+            source,
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! seglog's side meets the store here: [`ObjectTier`] implements `seglog::remote::RemoteTier`
+//! (synchronous, over its own runtime) and [`Tier`] drives one log's copies and remote expiry
+//! (Kafka's `RemoteLogManager` copy task and `RLMExpirationTask`).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use object_store::ObjectStore;
+use seglog::Log;
+use seglog::remote::{
+    RemoteError, RemoteErrorKind, RemoteIndexKind, RemoteSegment, RemoteSegmentId, RemoteTier,
+};
+
+use crate::{
+    Error, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
+    RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, Uuid,
+};
+
+/// A partition's remote tier over an object store, usable from synchronous code: every call
+/// blocks on the tier's own current-thread runtime (so it must not be called from inside
+/// another async runtime's task).
+#[derive(Debug)]
+pub struct ObjectTier {
+    tier: PartitionTier,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl ObjectTier {
+    /// The tier of `layout`'s partition in `store`.
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the runtime cannot start.
+    pub fn new(store: Arc<dyn ObjectStore>, layout: Layout, broker_id: i32) -> Result<ObjectTier> {
+        Self::from_partition_tier(PartitionTier::new(store, layout, broker_id))
+    }
+
+    /// Wraps a configured [`PartitionTier`].
+    ///
+    /// # Errors
+    /// [`Error::Runtime`] when the runtime cannot start.
+    pub fn from_partition_tier(tier: PartitionTier) -> Result<ObjectTier> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Error::Runtime)?;
+        Ok(ObjectTier { tier, runtime })
+    }
+
+    /// The protocols underneath.
+    pub fn partition_tier(&self) -> &PartitionTier {
+        &self.tier
+    }
+
+    /// Runs one of the tier's futures to completion.
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
+
+    /// The finished segments, as [`PartitionTier::segments`].
+    ///
+    /// # Errors
+    /// As [`PartitionTier::segments`].
+    pub fn finished_segments(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        self.block_on(self.tier.segments())
+    }
+}
+
+/// The metadata a fetch needs, from seglog's view of a remote segment.
+fn metadata_of(segment: &RemoteSegment) -> RemoteLogSegmentMetadata {
+    RemoteLogSegmentMetadata {
+        segment_id: Uuid(*segment.id.as_bytes()),
+        start_offset: segment.base_offset,
+        end_offset: segment.end_offset,
+        max_timestamp_ms: segment.max_timestamp_ms,
+        segment_size_in_bytes: segment.size_in_bytes,
+        segment_leader_epochs: segment.leader_epochs.clone(),
+        txn_index_empty: false,
+        broker_id: -1,
+        event_timestamp_ms: -1,
+        state: RemoteLogSegmentState::CopySegmentFinished,
+    }
+}
+
+/// seglog's view of a finished remote segment.
+pub fn remote_segment(metadata: &RemoteLogSegmentMetadata) -> RemoteSegment {
+    RemoteSegment {
+        base_offset: metadata.start_offset,
+        end_offset: metadata.end_offset,
+        max_timestamp_ms: metadata.max_timestamp_ms,
+        size_in_bytes: metadata.segment_size_in_bytes,
+        leader_epochs: metadata.segment_leader_epochs.clone(),
+        id: RemoteSegmentId::from_bytes(metadata.segment_id.0),
+    }
+}
+
+/// The contract's error kinds: NotFound as it is; a store's generic failure (HTTP 5xx,
+/// throttling, timeouts, a dropped connection) is retriable; everything else is not.
+pub fn remote_error(error: Error) -> RemoteError {
+    let kind = match &error {
+        e if e.is_not_found() => RemoteErrorKind::NotFound,
+        Error::Store {
+            source: object_store::Error::Generic { .. },
+            ..
+        } => RemoteErrorKind::Retriable,
+        _ => RemoteErrorKind::Other,
+    };
+    RemoteError::with_source(kind, error.to_string(), error)
+}
+
+impl RemoteTier for ObjectTier {
+    fn segments(&self) -> Result<Vec<RemoteSegment>, RemoteError> {
+        let segments = self.finished_segments().map_err(remote_error)?;
+        Ok(segments.iter().map(remote_segment).collect())
+    }
+
+    fn fetch_log(
+        &self,
+        segment: &RemoteSegment,
+        start_position: u64,
+        end_position: Option<u64>,
+    ) -> Result<Vec<u8>, RemoteError> {
+        // The contract's end is exclusive and may pass the segment's end; Kafka's RSM end is
+        // inclusive and must not.
+        let end = end_position.map_or(segment.size_in_bytes, |end| end.min(segment.size_in_bytes));
+        if start_position >= end {
+            return Ok(Vec::new());
+        }
+        let metadata = metadata_of(segment);
+        let bytes = self
+            .block_on(
+                self.tier
+                    .rsm()
+                    .fetch_log_segment(&metadata, start_position, Some(end - 1)),
+            )
+            .map_err(remote_error)?;
+        Ok(bytes.to_vec())
+    }
+
+    fn fetch_index(
+        &self,
+        segment: &RemoteSegment,
+        kind: RemoteIndexKind,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let index = match kind {
+            RemoteIndexKind::Offset => IndexType::Offset,
+            RemoteIndexKind::Time => IndexType::Timestamp,
+            RemoteIndexKind::Transaction => IndexType::Transaction,
+            RemoteIndexKind::ProducerSnapshot => IndexType::ProducerSnapshot,
+            RemoteIndexKind::LeaderEpoch => IndexType::LeaderEpoch,
+        };
+        let metadata = metadata_of(segment);
+        let bytes = self
+            .block_on(self.tier.rsm().fetch_index(&metadata, index))
+            .map_err(remote_error)?;
+        Ok(bytes.to_vec())
+    }
+}
+
+/// One segment a copy pass uploaded.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CopiedSegment {
+    /// The segment's base offset.
+    pub base_offset: i64,
+    /// Its last offset.
+    pub end_offset: i64,
+    /// Bytes of its `.log`.
+    pub size_in_bytes: u64,
+    /// The remote segment id (Kafka's Uuid text).
+    pub segment_id: String,
+}
+
+/// What [`Tier::copy`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CopyReport {
+    /// The segments copied, in order.
+    pub copied: Vec<CopiedSegment>,
+    /// The log's highest offset in remote storage afterwards (-1: none).
+    pub highest_remote_offset: i64,
+}
+
+/// What [`Tier::expire`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ExpireReport {
+    /// Remote segments deleted (base offsets), by retention or because they were redundant.
+    pub deleted: Vec<i64>,
+    /// The log start offset afterwards.
+    pub log_start_offset: i64,
+}
+
+/// The copier and expirer of one log.
+#[derive(Debug, Clone)]
+pub struct Tier {
+    remote: Arc<ObjectTier>,
+}
+
+impl Tier {
+    /// A driver over `remote`.
+    pub fn new(remote: Arc<ObjectTier>) -> Tier {
+        Tier { remote }
+    }
+
+    /// The remote tier.
+    pub fn remote(&self) -> &Arc<ObjectTier> {
+        &self.remote
+    }
+
+    /// Recovers the store (abandoned copies, interrupted deletions, orphans) and attaches the
+    /// tier to `log` (`Log::set_remote_tier`: the highest remote offset and the whole log's
+    /// start come from the finished segments, so nothing already copied is copied again).
+    ///
+    /// # Errors
+    /// The recovery's error, or the log's.
+    pub fn attach(&self, log: &Log) -> Result<RecoveryReport> {
+        let report = self.remote.block_on(self.remote.tier.recover())?;
+        log.set_remote_tier(self.remote.clone())?;
+        Ok(report)
+    }
+
+    /// Copies every segment `log.tier_candidates()` offers, in order, raising the log's highest
+    /// remote offset after each COPY_SEGMENT_FINISHED (only then may local retention delete
+    /// it). Stops at the first failure: what was copied before it stays counted.
+    ///
+    /// # Errors
+    /// The failing copy's error (nothing is counted for it; the next run cleans it up).
+    pub fn copy(&self, log: &Log) -> Result<CopyReport> {
+        let mut report = CopyReport::default();
+        for files in log.tier_candidates()? {
+            let segment = SegmentToCopy {
+                base_offset: files.base_offset,
+                next_base_offset: files.next_base_offset,
+                max_timestamp_ms: files.max_timestamp_ms,
+                size_in_bytes: files.size,
+                segment_leader_epochs: files.segment_leader_epochs.clone(),
+                data: LogSegmentData {
+                    log: Part::File(files.log.clone()),
+                    offset_index: Part::File(files.offset_index.clone()),
+                    time_index: Part::File(files.time_index.clone()),
+                    txn_index: files.txn_index.clone().map(Part::File),
+                    producer_snapshot: Part::Bytes(bytes::Bytes::from(
+                        files.producer_snapshot.clone(),
+                    )),
+                    leader_epochs: files.leader_epochs.clone(),
+                },
+            };
+            let finished = self
+                .remote
+                .block_on(self.remote.tier.copy_segment(&segment))?;
+            log.set_highest_remote_offset(finished.end_offset);
+            // `files` (and its pin) lives until here: retention could not delete the segment
+            // while it was uploaded.
+            drop(files);
+            report.copied.push(CopiedSegment {
+                base_offset: finished.start_offset,
+                end_offset: finished.end_offset,
+                size_in_bytes: finished.segment_size_in_bytes,
+                segment_id: finished.segment_id.to_string(),
+            });
+        }
+        report.highest_remote_offset = log.highest_remote_offset();
+        Ok(report)
+    }
+
+    /// Remote retention (Kafka's `RLMExpirationTask`): over the whole log, `retention.ms`
+    /// deletes remote segments whose largest timestamp is below `now_ms - retention.ms`, and
+    /// `retention.bytes` deletes the oldest while the remote plus only-local size exceeds it
+    /// by at least the segment's size; segments wholly below the log start offset go too.
+    /// In order, stopping at the first segment kept. The log start offset is raised first
+    /// (`Log::update_log_start_offset_from_remote_tier`), then the segments go through the
+    /// delete states. Redundant copies (overlapping an earlier one) are deleted as well.
+    ///
+    /// # Errors
+    /// The log's or a deletion's error (an interrupted deletion is finished by the next
+    /// recovery; the log start offset is already past the segment).
+    pub fn expire(&self, log: &Log, now_ms: i64) -> Result<ExpireReport> {
+        let tier = &self.remote.tier;
+        let segments = self.remote.block_on(tier.segments())?;
+        let config = log.config();
+        let remote_size: u64 = segments.iter().map(|s| s.segment_size_in_bytes).sum();
+        let total = remote_size + log.only_local_segments_size();
+        let mut breached_bytes = if config.retention_bytes >= 0 {
+            total.saturating_sub(config.retention_bytes as u64)
+        } else {
+            0
+        };
+        let cleanup_until_ms = (config.retention_ms > -1 && now_ms - config.retention_ms >= 0)
+            .then(|| now_ms - config.retention_ms);
+        let log_start = log.log_start_offset();
+        let mut new_start = None;
+        let mut doomed = Vec::new();
+        for segment in &segments {
+            let by_start = segment.end_offset < log_start;
+            let by_time = cleanup_until_ms.is_some_and(|until| segment.max_timestamp_ms < until);
+            let by_size =
+                !by_time && breached_bytes > 0 && breached_bytes >= segment.segment_size_in_bytes;
+            if !(by_start || by_time || by_size) {
+                break;
+            }
+            breached_bytes = breached_bytes.saturating_sub(segment.segment_size_in_bytes);
+            if by_time || by_size {
+                new_start = Some(segment.end_offset + 1);
+            }
+            doomed.push(segment.clone());
+        }
+        if let Some(start) = new_start {
+            log.update_log_start_offset_from_remote_tier(start)?;
+        }
+        doomed.extend(self.remote.block_on(tier.redundant_segments())?);
+        let mut report = ExpireReport::default();
+        for segment in &doomed {
+            self.remote.block_on(tier.delete_segment(segment))?;
+            report.deleted.push(segment.start_offset);
+        }
+        report.log_start_offset = log.log_start_offset();
+        Ok(report)
+    }
+}
