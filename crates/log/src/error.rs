@@ -503,7 +503,7 @@ pub enum AppendErrorKind {
     /// a legacy compressed wrapper's is its last). Kafka 4.4 accepts it when its last offset
     /// increases, but seglog's load takes such a batch for damage
     /// (`CorruptKind::OffsetsNotIncreasing` of `seglog-segment`), so the append refuses what the
-    /// next open would not serve (docs/format.md, "Overlapping follower batches").
+    /// next open would not serve (a deliberate difference from Kafka).
     #[error(
         "batch at position {position} starts at offset {first_offset}, not above the previous batch's last offset {previous_last_offset}"
     )]
