@@ -250,3 +250,33 @@ pub fn events_during(f: impl FnOnce()) -> Vec<CapturedEvent> {
     f();
     CAPTURED.with(|c| c.borrow_mut().take().unwrap_or_default())
 }
+
+/// A `log.dirs` root for the transaction tests: 1 MiB segments, the test clock, the high
+/// watermark at the log end, the given I/O backend.
+pub fn open_txn_dir_with(root: &Path, io: seglog_segment::Io) -> seglog::LogDir {
+    seglog::LogDir::open_with(
+        root,
+        small_config(1 << 20),
+        LogOpenOptions {
+            clock: clock(),
+            high_watermark: seglog::HighWatermarkPolicy::LogEnd,
+            io,
+            ..LogOpenOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// [`open_txn_dir_with`] with the direct I/O backend.
+pub fn open_txn_dir(root: &Path) -> seglog::LogDir {
+    open_txn_dir_with(root, seglog_segment::Io::direct())
+}
+
+/// One batch of `values`, timestamps `T0, T0+1, ...`, no keys.
+pub fn txn_records(values: &[&str]) -> BatchBuilder {
+    let mut b = BatchBuilder::new(0);
+    for (i, v) in values.iter().enumerate() {
+        b.append(T0 + i as i64, None, Some(v.as_bytes()), &[]);
+    }
+    b
+}

@@ -10,38 +10,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use seglog::{
-    BatchBuilder, Durability, Error, HighWatermarkPolicy, Io, Isolation, LogDir, LogOpenOptions,
-    ReaderOptions, TopicPartition, TransactionalProducer, TxnDecision, TxnDecisionProblem,
+    Durability, Error, Isolation, LogDir, ReaderOptions, TopicPartition, TransactionalProducer,
+    TxnDecision, TxnDecisionProblem,
 };
 use seglog_faults::{FaultInjector, FaultKind};
 
-use crate::support::{T0, clock, small_config};
-
-fn open_dir_with(root: &Path, io: Io) -> LogDir {
-    LogDir::open_with(
-        root,
-        small_config(1 << 20),
-        LogOpenOptions {
-            clock: clock(),
-            high_watermark: HighWatermarkPolicy::LogEnd,
-            io,
-            ..LogOpenOptions::default()
-        },
-    )
-    .unwrap()
-}
-
-fn open_dir(root: &Path) -> LogDir {
-    open_dir_with(root, Io::direct())
-}
-
-fn records(values: &[&str]) -> BatchBuilder {
-    let mut b = BatchBuilder::new(0);
-    for (i, v) in values.iter().enumerate() {
-        b.append(T0 + i as i64, None, Some(v.as_bytes()), &[]);
-    }
-    b
-}
+use crate::support::{
+    open_txn_dir as open_dir, open_txn_dir_with as open_dir_with, txn_records as records,
+};
 
 fn committed(log_dir: &LogDir, tp: &TopicPartition) -> Vec<String> {
     let log = log_dir.log(tp).unwrap();

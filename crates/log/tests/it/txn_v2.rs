@@ -6,43 +6,16 @@
 //! deduplicated, read_committed never shows aborted records, and a crash mid-commit is
 //! completed at the decided (bumped) epoch.
 
-use std::path::Path;
-
 use seglog::{
-    AppendErrorKind, BatchBuilder, BatchHeader, BatchRef, Durability, Error, HighWatermarkPolicy,
-    IdempotentProducer, Io, Isolation, Log, LogDir, LogOpenOptions, ProducerErrorKind,
-    ReaderOptions, TopicPartition, TransactionVersion, TransactionalProducer, TxnDecision,
-    TxnMarker, TxnResult,
+    AppendErrorKind, BatchHeader, BatchRef, Durability, Error, IdempotentProducer, Isolation, Log,
+    LogDir, ProducerErrorKind, ReaderOptions, TopicPartition, TransactionVersion,
+    TransactionalProducer, TxnDecision, TxnMarker, TxnResult,
 };
 use seglog_faults::{FaultInjector, FaultKind};
 
-use crate::support::{T0, clock, small_config};
-
-fn open_dir_with(root: &Path, io: Io) -> LogDir {
-    LogDir::open_with(
-        root,
-        small_config(1 << 20),
-        LogOpenOptions {
-            clock: clock(),
-            high_watermark: HighWatermarkPolicy::LogEnd,
-            io,
-            ..LogOpenOptions::default()
-        },
-    )
-    .unwrap()
-}
-
-fn open_dir(root: &Path) -> LogDir {
-    open_dir_with(root, Io::direct())
-}
-
-fn records(values: &[&str]) -> BatchBuilder {
-    let mut b = BatchBuilder::new(0);
-    for (i, v) in values.iter().enumerate() {
-        b.append(T0 + i as i64, None, Some(v.as_bytes()), &[]);
-    }
-    b
-}
+use crate::support::{
+    open_txn_dir as open_dir, open_txn_dir_with as open_dir_with, txn_records as records,
+};
 
 fn read(log_dir: &LogDir, tp: &TopicPartition, isolation: Isolation) -> Vec<String> {
     let log = log_dir.log(tp).unwrap();
