@@ -359,9 +359,19 @@ fn rebuild(
         }
         let valid_bytes = header.position;
         if valid_bytes - last_index_entry > interval {
-            let position = u32::try_from(valid_bytes).unwrap_or(u32::MAX);
-            offset.append(header.last_offset, position)?;
-            time.maybe_append(max.timestamp_ms, max.offset, false)?;
+            // A segment written over several opens can need more entries than its index file
+            // holds: every open restarts the bytes-since-the-last-entry count at 0, and this
+            // rule counts from the last entry. The indexes are sparse, so the rebuild stops
+            // adding to a full one (reads walk further; nothing is lost) where Kafka's
+            // `recover` throws "Attempt to append to a full index" and the load fails.
+            if !offset.is_full() {
+                let position = u32::try_from(valid_bytes).unwrap_or(u32::MAX);
+                offset.append(header.last_offset, position)?;
+            }
+            // The time index's spare slot stays free for the final entry (`finish_indexes`).
+            if !time.is_full() {
+                time.maybe_append(max.timestamp_ms, max.offset, false)?;
+            }
             last_index_entry = valid_bytes;
         }
         batches += 1;

@@ -241,6 +241,53 @@ fn offset_overflow_in_the_log_is_raised_and_the_log_kept() {
 /// can be (a 2 GiB sparse file) is rebuilt in memory instead, never read, and the file is
 /// left alone.
 #[test]
+fn recovery_that_needs_more_index_entries_than_the_file_holds_keeps_every_batch() {
+    // Written with room for every entry, then recovered under a `segment.index.bytes` too
+    // small for what the rule produces (as a segment written over several opens can need).
+    let (dir, sizes) = closed_segment(&small_config());
+    let config = SegmentConfig {
+        max_index_bytes: 24,
+        ..small_config()
+    };
+    let before = read(&path(dir.path(), 0, FileKind::LOG));
+    let oracle = scan(&before, 0);
+    let options = SegmentOpenOptions {
+        recover: true,
+        ..SegmentOpenOptions::default()
+    };
+    let (segment, report) = Segment::open(dir.path(), 0, &config, options).unwrap();
+    let recovery = report.recovery.unwrap();
+    assert_eq!(recovery.batches as usize, sizes.len());
+    assert_eq!(recovery.truncated_bytes, 0);
+    assert_eq!(
+        recovery.index_entries, 3,
+        "the offset index is full, not overfull"
+    );
+    assert_eq!(
+        recovery.time_index_entries, 2,
+        "one entry and the final one"
+    );
+    assert_eq!(segment.read_next_offset().unwrap(), 36);
+    for offset in 0..36 {
+        let found = segment.translate_offset(offset, 0).unwrap().unwrap();
+        let expected = oracle.translate(offset).unwrap();
+        assert_eq!(
+            (found.position, found.offset),
+            (expected.position, expected.last_offset)
+        );
+    }
+    segment.close().unwrap();
+    drop(segment);
+    assert_eq!(read(&path(dir.path(), 0, FileKind::LOG)), before);
+    assert_eq!(
+        std::fs::metadata(path(dir.path(), 0, FileKind::INDEX))
+            .unwrap()
+            .len(),
+        24
+    );
+}
+
+#[test]
 fn read_only_open_rebuilds_an_index_larger_than_its_log_can_need() {
     let config = small_config();
     let (dir, _) = closed_segment(&config);
