@@ -207,6 +207,49 @@ pub fn high_watermark_in_a_gap(
     }
 }
 
+/// The name of the rule for a read_committed fetch from a gap below a high watermark in it.
+pub const ABORTED_LIST_BELOW_A_HIGH_WATERMARK_IN_A_GAP: &str =
+    "aborted-list-of-a-fetch-in-the-gap-of-a-high-watermark";
+
+/// K1's form seen by a read_committed fetch (`open-k1-aborted-list-after-reopen-seed3171`, now
+/// `k1-aborted-list-of-a-fetch-in-the-gap-seed3171.jsonl`). Kafka 4.4's `UnifiedLog.read` takes
+/// the LSO from `fetchLastStableOffsetMetadata`, whose HIGH_WATERMARK read converts a high
+/// watermark in a gap to the next batch's base first (`high_watermark_in_a_gap`); a fetch from
+/// inside the gap then reads up to that base, finds no batch, and `LocalLog.addAbortedTransactions`
+/// still lists the aborted transactions of the segment from the fetch offset to its upper bound.
+/// seglog's LSO is the high watermark as set, the fetch starts at or above it, and it answers no
+/// batch and no aborted transaction. A consumer applies a fetch's aborted list to that fetch's
+/// batches only, so both answers read alike. Exactly: both sides return no batches, seglog
+/// lists none and Kafka some; both high watermarks (read before the fetch) and LSOs are the
+/// same, the LSO is the high watermark (no first unstable offset below the next batch), and the
+/// fetch offset lies in the gap: at or above the high watermark, below the base of the first
+/// batch at or above it. Kafka's converted high watermark shows in the next step's state,
+/// where `high_watermark_in_a_gap` accepts it and the runner raises seglog's.
+pub fn aborted_list_below_a_high_watermark_in_a_gap(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let (a, b) = (&ours.read_committed, &kafka.read_committed);
+    let hw = ours.state.high_watermark;
+    let Some(next) = ours.batch_base_at_hw.filter(|next| *next > hw) else {
+        return false;
+    };
+    path.starts_with("read_committed.aborted")
+        && a.refused.is_none()
+        && b.refused.is_none()
+        && a.batches.as_deref() == Some(&[])
+        && b.batches.as_deref() == Some(&[])
+        && a.aborted.as_deref() == Some(&[])
+        && b.aborted.as_ref().is_some_and(|list| !list.is_empty())
+        && kafka.state.high_watermark == hw
+        && ours.state.last_stable == hw
+        && kafka.state.last_stable == hw
+        && ours.state.first_unstable.is_none_or(|f| f >= next)
+        && (hw..next).contains(&step.fetch_offset)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +281,50 @@ mod tests {
             }),
             fetch_offset: 0,
         }
+    }
+
+    #[test]
+    fn an_aborted_list_of_a_fetch_in_the_gap_is_explained_only_in_its_form() {
+        use crate::observe::Fetch;
+        // Seed 3171: a gap 0..6, the aborted transaction 6..=8 with its marker at 9, the
+        // high watermark 0 after a reopen, read_committed from 1.
+        let empty = |aborted: Vec<(i64, i64)>| Fetch {
+            batches: Some(vec![]),
+            aborted: Some(aborted),
+            ..Fetch::default()
+        };
+        let mut ours = observation(10, vec![0], vec![(0, 6)]);
+        ours.batch_base_at_hw = Some(6);
+        ours.read_committed = empty(vec![]);
+        let mut kafka = ours.clone();
+        kafka.read_committed = empty(vec![(1001, 6)]);
+        let step = |fetch_offset| Step {
+            op: Op::Reopen,
+            fetch_offset,
+        };
+        let path = "read_committed.aborted";
+        let rule = aborted_list_below_a_high_watermark_in_a_gap;
+        assert!(rule(&step(1), path, &ours, &kafka));
+        assert!(rule(&step(0), path, &ours, &kafka));
+        // Not from the next batch on (Kafka would read it), nor on another field.
+        assert!(!rule(&step(6), path, &ours, &kafka));
+        assert!(!rule(&step(1), "read_committed.batches", &ours, &kafka));
+        // Not when a batch was returned, seglog listed anything, or no gap lies above the
+        // high watermark.
+        let mut with_batch = kafka.clone();
+        with_batch.read_committed.batches = Some(vec![(6, 8, false)]);
+        assert!(!rule(&step(1), path, &ours, &with_batch));
+        let mut listed = ours.clone();
+        listed.read_committed = empty(vec![(1002, 3)]);
+        assert!(!rule(&step(1), path, &listed, &kafka));
+        let mut no_gap = ours.clone();
+        no_gap.batch_base_at_hw = Some(0);
+        assert!(!rule(&step(0), path, &no_gap, &kafka));
+        // Not with an open transaction below the next batch (the LSO is not the high
+        // watermark's conversion then).
+        let mut open = ours.clone();
+        open.state.first_unstable = Some(0);
+        assert!(!rule(&step(1), path, &open, &kafka));
     }
 
     #[test]
