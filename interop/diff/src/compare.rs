@@ -124,9 +124,9 @@ pub const RULES: &[Rule] = &[
         explains: crate::rules::high_watermark_in_a_gap,
     },
     Rule {
-        name: crate::rules::ABORTED_LIST_BELOW_A_HIGH_WATERMARK_IN_A_GAP,
-        documented: "docs/format.md, Deliberate differences: \"read_committed from the gap of a high watermark in a gap\"",
-        explains: crate::rules::aborted_list_below_a_high_watermark_in_a_gap,
+        name: crate::rules::ABORTED_LIST_BELOW_A_RAISED_LSO,
+        documented: "docs/format.md, Deliberate differences: \"read_committed from a gap below Kafka's raised LSO\"",
+        explains: crate::rules::aborted_list_below_a_raised_lso,
     },
     Rule {
         name: crate::clean_rules::CLEANED_ABORTED_ENTRIES,
