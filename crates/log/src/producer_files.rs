@@ -366,6 +366,15 @@ impl Producers {
                 if recovered && self.state.map_end_offset <= log_start_offset {
                     self.state.clear();
                     self.state.map_end_offset = log_start_offset;
+                } else if recovered {
+                    // Kafka 4.4's `LogLoader.recoverSegment` ends each segment's recovery with
+                    // a snapshot, and the next segment's recovery (or the load's final
+                    // rebuild) starts from it on a state of its own: `loadFromSnapshot` drops
+                    // the producers expired by now, also one a batch or marker of the next
+                    // segment refreshes (that one then starts a new entry). seglog keeps the
+                    // other producers' last 5 batches (docs/format.md, "Producers after a
+                    // crash").
+                    self.state.remove_expired(now_ms, self.expiration_ms);
                 }
             }
         }

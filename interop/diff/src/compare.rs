@@ -124,6 +124,11 @@ pub const RULES: &[Rule] = &[
         explains: crate::rules::high_watermark_in_a_gap,
     },
     Rule {
+        name: crate::rules::ABORTED_LIST_BELOW_A_RAISED_LSO,
+        documented: "docs/format.md, Deliberate differences: \"read_committed from a gap below Kafka's raised LSO\"",
+        explains: crate::rules::aborted_list_below_a_raised_lso,
+    },
+    Rule {
         name: crate::clean_rules::CLEANED_ABORTED_ENTRIES,
         documented: "docs/format.md, Deliberate differences: \"Aborted-transaction entries of a cleaned segment\"",
         explains: crate::clean_rules::cleaned_aborted_entries,

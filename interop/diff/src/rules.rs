@@ -207,6 +207,57 @@ pub fn high_watermark_in_a_gap(
     }
 }
 
+/// The name of the rule for a read_committed fetch from a gap below Kafka's raised LSO.
+pub const ABORTED_LIST_BELOW_A_RAISED_LSO: &str =
+    "aborted-list-of-a-fetch-in-a-gap-below-kafkas-raised-lso";
+
+/// K1's and D1's raised offsets seen by a read_committed fetch
+/// (`k1-aborted-list-of-a-fetch-in-the-gap-seed3171.jsonl`; seed 100429 of the long run, D1's
+/// form). Kafka 4.4's `UnifiedLog.read` reads up to `fetchLastStableOffsetMetadata`, an LSO
+/// that lies at the next batch's base where seglog's lies in the gap before it: its high
+/// watermark read first converts a high watermark in a gap to that base (K1,
+/// `high_watermark_in_a_gap`; the state, read before the fetch, shows it only at the next
+/// step), or its first unstable offset was clamped to a log start in a gap and converted to it
+/// (D1, `first_unstable_at_next_batch`). A fetch from inside the gap then reads up to that base,
+/// finds no batch, and `LocalLog.addAbortedTransactions` still lists the aborted transactions of
+/// the segment from the fetch offset to its upper bound. seglog's fetch starts at or above its
+/// LSO and answers no batch and no aborted transaction. A consumer applies a fetch's aborted
+/// list to that fetch's batches only, so both answers read alike. Exactly: both sides return no
+/// batches, seglog lists none and Kafka some, and the fetch offset lies at or above seglog's LSO
+/// and below the LSO Kafka read with, which is the base of the next batch in one of the two
+/// forms: K1 (the same high watermarks and LSOs, the LSO the high watermark, no first unstable
+/// offset below the next batch, seglog's high watermark below the next batch's base) or D1 (the
+/// state in exactly the form `first_unstable_at_next_batch` accepts).
+pub fn aborted_list_below_a_raised_lso(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let (a, b) = (&ours.read_committed, &kafka.read_committed);
+    let hw = ours.state.high_watermark;
+    let k1 = ours.batch_base_at_hw.filter(|next| {
+        *next > hw
+            && kafka.state.high_watermark == hw
+            && ours.state.last_stable == hw
+            && kafka.state.last_stable == hw
+            && ours.state.first_unstable.is_none_or(|f| f >= *next)
+    });
+    let d1 = crate::rules_log::first_unstable_at_next_batch(step, "state.last_stable", ours, kafka)
+        .then_some(kafka.state.last_stable);
+    let Some(kafka_lso) = k1.or(d1) else {
+        return false;
+    };
+    path.starts_with("read_committed.aborted")
+        && a.refused.is_none()
+        && b.refused.is_none()
+        && a.batches.as_deref() == Some(&[])
+        && b.batches.as_deref() == Some(&[])
+        && a.aborted.as_deref() == Some(&[])
+        && b.aborted.as_ref().is_some_and(|list| !list.is_empty())
+        && (ours.state.last_stable..kafka_lso).contains(&step.fetch_offset)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,6 +289,72 @@ mod tests {
             }),
             fetch_offset: 0,
         }
+    }
+
+    #[test]
+    fn an_aborted_list_of_a_fetch_below_kafkas_raised_lso_is_explained_only_in_its_forms() {
+        use crate::observe::Fetch;
+        // Seed 3171: a gap 0..6, the aborted transaction 6..=8 with its marker at 9, the
+        // high watermark 0 after a reopen, read_committed from 1.
+        let empty = |aborted: Vec<(i64, i64)>| Fetch {
+            batches: Some(vec![]),
+            aborted: Some(aborted),
+            ..Fetch::default()
+        };
+        let mut ours = observation(10, vec![0], vec![(0, 6)]);
+        ours.batch_base_at_hw = Some(6);
+        ours.read_committed = empty(vec![]);
+        let mut kafka = ours.clone();
+        kafka.read_committed = empty(vec![(1001, 6)]);
+        let step = |fetch_offset| Step {
+            op: Op::Reopen,
+            fetch_offset,
+        };
+        let path = "read_committed.aborted";
+        let rule = aborted_list_below_a_raised_lso;
+        assert!(rule(&step(1), path, &ours, &kafka));
+        assert!(rule(&step(0), path, &ours, &kafka));
+        // Not from the next batch on (Kafka would read it), nor on another field.
+        assert!(!rule(&step(6), path, &ours, &kafka));
+        assert!(!rule(&step(1), "read_committed.batches", &ours, &kafka));
+        // Not when a batch was returned, seglog listed anything, or no gap lies above the
+        // high watermark.
+        let mut with_batch = kafka.clone();
+        with_batch.read_committed.batches = Some(vec![(6, 8, false)]);
+        assert!(!rule(&step(1), path, &ours, &with_batch));
+        let mut listed = ours.clone();
+        listed.read_committed = empty(vec![(1002, 3)]);
+        assert!(!rule(&step(1), path, &listed, &kafka));
+        let mut no_gap = ours.clone();
+        no_gap.batch_base_at_hw = Some(0);
+        assert!(!rule(&step(0), path, &no_gap, &kafka));
+        // Not with an open transaction below the next batch (the LSO is not the high
+        // watermark's conversion then).
+        let mut open = ours.clone();
+        open.state.first_unstable = Some(0);
+        assert!(!rule(&step(1), path, &open, &kafka));
+        // D1's form (seed 100429): log start 19 in a gap before the batch at 26, an open
+        // transaction below it; seglog's first unstable offset and LSO 19, Kafka's 26.
+        let mut ours = observation(39, vec![0, 31], vec![(0, 19)]);
+        ours.state.log_start = 19;
+        ours.state.high_watermark = 31;
+        ours.state.first_unstable = Some(19);
+        ours.state.last_stable = 19;
+        ours.batch_base_at_log_start = Some(26);
+        ours.read_committed = empty(vec![]);
+        let mut kafka = ours.clone();
+        kafka.state.first_unstable = Some(26);
+        kafka.state.last_stable = 26;
+        kafka.fresh_first_unstable = Some(0);
+        kafka.read_committed = empty(vec![(1002, 0)]);
+        assert!(rule(&step(20), path, &ours, &kafka));
+        assert!(rule(&step(19), path, &ours, &kafka));
+        assert!(!rule(&step(26), path, &ours, &kafka));
+        // Not when Kafka's state is not D1's (its producer state's first unstable offset at or
+        // above the log start).
+        let mut not_d1 = kafka.clone();
+        not_d1.fresh_first_unstable = Some(19);
+        assert!(!rule(&step(20), path, &ours, &not_d1));
     }
 
     #[test]

@@ -666,3 +666,78 @@ fn a_crash_keeps_producers_whose_batches_lie_below_the_log_start_in_a_recovered_
         "the open transaction too"
     );
 }
+
+/// Kafka 4.4's `LogLoader.recoverSegment` recovers each unflushed segment on a producer state
+/// of its own, rebuilt from the snapshot the previous segment's recovery took
+/// (`loadFromSnapshot`, which drops the producers expired by now), so a producer idle past
+/// `producer.id.expiration.ms` at a segment's end is forgotten there even when a later batch
+/// of it refreshed it. Here producer 7's batch (offset 0) is two days old at the roll's
+/// snapshot; its COMMIT marker (no transaction open) at 1 refreshes it. A clean reopen keeps
+/// its last sequence (the close's snapshot holds the refreshed entry); after a crash with the
+/// recovery point at 0, Kafka's state is the marker's bare entry: the epoch, no sequence, no
+/// batch (`interop/diff/histories/crash-recovered-segment-drops-expired-producer-seed3046.jsonl`;
+/// seglog replayed both segments in one pass and kept sequence 0 at offset 0).
+#[test]
+fn a_crash_recovers_each_segment_from_a_snapshot_that_drops_the_producers_expired_there() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("t-0");
+    let clock = clock();
+    let config = small_config(1 << 20);
+    let log = open(&dir, config.clone(), &clock);
+    log.append(&idempotent(7, 0, 0, 1, false)).unwrap();
+    log.roll().unwrap();
+    clock.advance(2 * 24 * 3_600_000);
+    let marker = log
+        .write_txn_marker(7, 0, 0, TxnResult::Commit, None, Durability::PageCache)
+        .unwrap();
+    assert_eq!(marker.first_offset, 1);
+    let live = log.producer_state(7).unwrap();
+    assert_eq!((live.last_sequence(), live.last_data_offset()), (0, 0));
+    drop(log); // a crash: no clean-shutdown marker, no snapshot at the log end
+    std::fs::write(
+        dir.join("recovery-point-offset-checkpoint"),
+        "0\n1\nt 0 0\n",
+    )
+    .unwrap();
+    let log = open(&dir, config.clone(), &clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    let recovered = log.producer_state(7).expect("the marker's entry");
+    assert_eq!(recovered.producer_epoch, 0);
+    assert_eq!(
+        (
+            recovered.last_sequence(),
+            recovered.last_data_offset(),
+            recovered.batches().len()
+        ),
+        (-1, -1, 0),
+        "segment 1 was recovered on the snapshot at 1, which no longer holds producer 7"
+    );
+    // What the recovery left is what the next open serves: the close's snapshot holds it.
+    log.close().unwrap();
+    drop(log);
+    let log = open(&dir, config, &clock);
+    assert!(log.load_report().had_clean_shutdown);
+    assert_eq!(log.producer_state(7).unwrap().last_sequence(), -1);
+}
+
+/// The same history without the crash: the clean close's snapshot holds the refreshed
+/// producer, so a reopen keeps its last sequence (the crash test above differs only in the
+/// recovery).
+#[test]
+fn a_clean_reopen_keeps_a_producer_a_later_marker_refreshed() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("t-0");
+    let clock = clock();
+    let config = small_config(1 << 20);
+    let log = open(&dir, config.clone(), &clock);
+    log.append(&idempotent(7, 0, 0, 1, false)).unwrap();
+    log.roll().unwrap();
+    clock.advance(2 * 24 * 3_600_000);
+    log.write_txn_marker(7, 0, 0, TxnResult::Commit, None, Durability::PageCache)
+        .unwrap();
+    log.close().unwrap();
+    drop(log);
+    let log = open(&dir, config, &clock);
+    let entry = log.producer_state(7).unwrap();
+    assert_eq!((entry.last_sequence(), entry.last_data_offset()), (0, 0));
+}
