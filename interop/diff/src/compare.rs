@@ -299,17 +299,36 @@ fn first_unstable_at_batch_base(
 /// it and refreshes the cache on high-watermark moves and appends only, so after a truncation
 /// that left the high watermark below the new log end it can name a transaction the truncation
 /// removed, or miss one the rebuilt producer state holds. Exactly this form: seglog's value is
-/// Kafka's own `ProducerStateManager`'s, Kafka's cached value is not, each side's LSO is
-/// `min(its first unstable, HW)`, and read_committed returns the same batches up to the lower
-/// of the two LSOs (from at or above it: nothing, and no aborted transactions, on that side).
+/// Kafka's own `ProducerStateManager`'s, raised to the log start as Kafka's refresh
+/// (`maybeIncrementFirstUnstableOffset`) raises it, Kafka's cached value is not, each side's
+/// LSO is `min(its first unstable, HW)`, and read_committed returns the same batches up to the
+/// lower of the two LSOs (from at or above it: nothing, and no aborted transactions, on that
+/// side). The raise: a transaction the rebuild replayed that begins below a log start raised by
+/// DeleteRecords (long-run seeds 100429, 100480 and 100621: seglog the log start, Kafka's
+/// producer state below it, Kafka's cache an older value). Where Kafka's refresh would then
+/// convert the log start to a batch's base or the next batch (inside a batch, in a gap), that is
+/// the two log-start rules' difference, not checked again here.
 pub(crate) fn first_unstable_not_cached(
     step: &Step,
     path: &str,
     ours: &Observation,
     kafka: &Observation,
 ) -> bool {
-    let fresh = kafka.fresh_first_unstable;
-    let stale = kafka.state.first_unstable != fresh && ours.state.first_unstable == fresh;
+    let fresh = kafka
+        .fresh_first_unstable
+        .map(|f| f.max(ours.state.log_start));
+    let raised = fresh != kafka.fresh_first_unstable;
+    let stale = ours.state.log_start == kafka.state.log_start
+        && kafka.state.first_unstable != fresh
+        && kafka.state.first_unstable != kafka.fresh_first_unstable
+        && ours.state.first_unstable == fresh
+        // A cached value below the log start is what Kafka's refresh makes of a log start inside
+        // a batch: `first-unstable-offset-at-batch-base-below-log-start`'s form, not a stale one.
+        && !(raised
+            && kafka
+                .state
+                .first_unstable
+                .is_some_and(|k| k < ours.state.log_start));
     let lso = |first: Option<i64>, hw: i64| first.map_or(hw, |f| f.min(hw));
     match path {
         "state.first_unstable" => stale,
@@ -560,6 +579,41 @@ mod tests {
         kafka.settled_first_unstable = Some(3);
         let d = compare(&step(), &ours, &kafka, &mut Vec::new()).expect("a divergence");
         assert_eq!(d.path, "state.first_unstable");
+    }
+
+    #[test]
+    fn a_stale_kafka_first_unstable_offset_is_explained_with_the_raise_to_the_log_start() {
+        // Long-run seed 100621's form: the log start raised to 7, Kafka's producer state's
+        // first unstable offset 5 (a replayed transaction below it), seglog's 7, Kafka's cache
+        // none (LSO the high watermark).
+        let mut ours = observation(Some(7), 7);
+        ours.state.log_start = 7;
+        ours.read_committed.batches = Some(vec![]);
+        let mut kafka = observation(None, 8);
+        kafka.state.log_start = 7;
+        kafka.fresh_first_unstable = Some(5);
+        kafka.read_committed.batches = Some(vec![]);
+        let from_above = Step {
+            op: Op::Roll,
+            fetch_offset: 7,
+        };
+        let mut applied = Vec::new();
+        assert_eq!(compare(&from_above, &ours, &kafka, &mut applied), None);
+        assert!(
+            applied
+                .iter()
+                .all(|(name, _)| *name == "first-unstable-offset-not-cached")
+        );
+        // seglog at any other offset than the raised one (here Kafka's raw 5): a divergence.
+        let mut below = ours.clone();
+        below.state.first_unstable = Some(6);
+        below.state.last_stable = 6;
+        let d = compare(&from_above, &below, &kafka, &mut Vec::new()).expect("a divergence");
+        assert_eq!(d.path, "state.first_unstable");
+        // A raise to a log start Kafka does not have: a divergence (of the log start).
+        let mut other_start = ours.clone();
+        other_start.state.log_start = 6;
+        assert!(compare(&from_above, &other_start, &kafka, &mut Vec::new()).is_some());
     }
 
     #[test]

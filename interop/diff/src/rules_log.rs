@@ -120,6 +120,19 @@ pub fn overlapping_follower_batch(step: &Step, ours: &Observation, kafka: &Obser
         && kafka.state.log_end > ours.state.log_end
 }
 
+/// The epoch entries of `before` (the cache before an overlapping follower append Kafka took
+/// back by a truncation) that are missing from `after` (its cache after the truncation), when
+/// `after` is a prefix of `before`: the entries the append's v0/v1 batch (`clearAndFlush`) or
+/// lower epoch (`assign` dropping higher entries) removed, to be assigned again in order. Empty
+/// when nothing is missing or `after` is no prefix (then the step compares as it is).
+pub fn epoch_entries_to_restore(before: &[(i32, i64)], after: &[(i32, i64)]) -> Vec<(i32, i64)> {
+    if after.len() < before.len() && before.starts_with(after) {
+        before[after.len()..].to_vec()
+    } else {
+        Vec::new()
+    }
+}
+
 /// The name of the rule for several v2 batches in one leader append.
 pub const SEVERAL_LEADER_BATCHES: &str = "several-batches-in-one-leader-append";
 
@@ -473,6 +486,21 @@ mod tests {
         let mut other = ours.clone();
         other.outcome.refused = Some("OffsetsOutOfOrderException".into());
         assert!(!overlapping_follower_batch(&overlapping, &other, &kafka));
+    }
+
+    #[test]
+    fn only_the_entries_an_overlapping_append_removed_are_restored() {
+        let before = [(0, 0), (1, 47)];
+        // Cleared by a v0 batch, then truncated: both come back, in order.
+        assert_eq!(
+            epoch_entries_to_restore(&before, &[]),
+            vec![(0, 0), (1, 47)]
+        );
+        // A lower epoch dropped the higher entry.
+        assert_eq!(epoch_entries_to_restore(&before, &[(0, 0)]), vec![(1, 47)]);
+        // Nothing missing, or not a prefix: nothing is assigned.
+        assert!(epoch_entries_to_restore(&before, &before).is_empty());
+        assert!(epoch_entries_to_restore(&before, &[(2, 50)]).is_empty());
     }
 
     #[test]
