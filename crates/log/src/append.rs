@@ -302,6 +302,21 @@ impl Log {
                         },
                     });
                 }
+                // A legacy compressed wrapper passes the check above by its last offset (as in
+                // Kafka 4.4, which knows no other for it); one whose inner offsets begin below
+                // the log end would hold offsets the log already has (docs/format.md,
+                // "Overlapping follower batches are refused").
+                if let Some((first_offset, position)) = analysis.first_record()
+                    && first_offset < log_end_offset
+                {
+                    return Err(Error::InvalidAppend {
+                        kind: AppendErrorKind::OverlappingBatch {
+                            position,
+                            previous_last_offset: log_end_offset - 1,
+                            first_offset,
+                        },
+                    });
+                }
                 Vec::new()
             }
         };

@@ -500,17 +500,22 @@ pub enum AppendErrorKind {
         last_offset: i64,
     },
     /// A follower batch starts at or below the previous batch's last offset (its first offset;
-    /// a legacy compressed wrapper's is its last). Kafka 4.4 accepts it when its last offset
-    /// increases, but seglog's load takes such a batch for damage
+    /// a legacy compressed wrapper's is its first inner message's). Kafka 4.4 accepts it when
+    /// its last offset increases, but seglog's load takes such a batch for damage
     /// (`CorruptKind::OffsetsNotIncreasing` of `seglog-segment`), so the append refuses what the
-    /// next open would not serve (a deliberate difference from Kafka).
+    /// next open would not serve (a deliberate difference from Kafka). A legacy compressed
+    /// wrapper, which the load knows only by its last offset, is refused too when its inner
+    /// offsets begin inside the previous batch or below the log end (`previous_last_offset` is
+    /// then the log end minus one): it would put an offset in the log twice, and Kafka 4.4
+    /// then answers a fetch from that offset from the wrapper, skipping the other batch.
     #[error(
         "batch at position {position} starts at offset {first_offset}, not above the previous batch's last offset {previous_last_offset}"
     )]
     OverlappingBatch {
         /// The batch's position in the append.
         position: u64,
-        /// The previous batch's last offset.
+        /// The previous batch's last offset (for the first batch of the append: the log end
+        /// minus one).
         previous_last_offset: i64,
         /// This batch's first offset.
         first_offset: i64,

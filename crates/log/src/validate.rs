@@ -29,6 +29,10 @@ pub(crate) struct BatchSpan {
     /// first buffer, as if the buffers were one).
     pub(crate) at: usize,
     pub(crate) header: BatchHeader,
+    /// The batch's first offset: its base offset; for a follower's legacy compressed wrapper
+    /// the first inner message's offset, decompressed (the last offset when the inner set does
+    /// not decode: then it is written as Kafka writes it and its reader finds the damage).
+    pub(crate) first_record_offset: i64,
     /// Leader on a CreateTime log: the max timestamp the header must carry (the largest
     /// record timestamp, -1 when none) when it differs from the header's or the producer
     /// flagged the batch LogAppendTime (Kafka's `setMaxTimestamp(CREATE_TIME, max)`); the
@@ -65,6 +69,15 @@ impl Analysis {
         self.batches
             .first()
             .map_or(-1, |b| b.header.base_offset.unwrap_or(b.header.last_offset))
+    }
+
+    /// The first batch's first record offset ([`BatchSpan::first_record_offset`]) and
+    /// position: for a legacy compressed wrapper its first inner offset, which
+    /// [`first_offset`](Self::first_offset) does not know.
+    pub(crate) fn first_record(&self) -> Option<(i64, u64)> {
+        self.batches
+            .first()
+            .map(|b| (b.first_record_offset, b.header.position))
     }
 
     /// The offset to roll at when a roll is needed (the new segment's base is the larger of it
@@ -158,8 +171,15 @@ pub(crate) fn analyze(
             // writes what its next open would not serve (Kafka 4.4 accepts it: docs/format.md,
             // "Overlapping follower batches").
             // Reported after the whole append is checked: a later batch out of order (or
-            // otherwise invalid) is the error Kafka gives for the append.
-            let first_offset = header.base_offset.unwrap_or(header.last_offset);
+            // otherwise invalid) is the error Kafka gives for the append. A legacy compressed
+            // wrapper's first offset is its first inner message's: one whose inner offsets
+            // begin inside the previous batch would put an offset in the log twice (long-run
+            // seeds 100360 and 100097; `Log::append_as_follower` checks the first batch against
+            // the log end the same way).
+            let first_offset = match header.base_offset {
+                Some(base) => base,
+                None => wrapper_first_offset(&batch).unwrap_or(header.last_offset),
+            };
             if origin == Origin::Follower
                 && overlap.is_none()
                 && let Some(previous) = batches.last().map(|b: &BatchSpan| b.header.last_offset)
@@ -175,6 +195,7 @@ pub(crate) fn analyze(
                 chunk,
                 at: header.position as usize - start,
                 header,
+                first_record_offset: first_offset,
                 restamp,
             });
         }
@@ -199,6 +220,23 @@ pub(crate) fn analyze(
         valid_bytes,
         chunk_valid,
     })
+}
+
+/// The first inner message's offset of a legacy compressed wrapper, or `None` when the batch
+/// is none (v2, uncompressed) or its inner set does not decode. Only a follower appends legacy
+/// messages, and only the overlap check needs this, so only it decompresses.
+fn wrapper_first_offset(batch: &seglog_records::BatchRef<'_>) -> Option<i64> {
+    let header = batch.header();
+    if !header.is_legacy() || header.compression == seglog_records::Compression::None {
+        return None;
+    }
+    match batch
+        .records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .next()
+    {
+        Some(Ok(record)) => Some(record.offset),
+        _ => None,
+    }
 }
 
 /// Kafka's `validateBatch` for a leader batch (the header's rules; `max.message.bytes` is

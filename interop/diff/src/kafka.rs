@@ -173,6 +173,20 @@ impl Kafka {
         })
     }
 
+    /// Assigns `entries` (epoch, start offset) in order in Kafka's leader-epoch cache
+    /// (`assignEpochStartOffset` each); returns the observation after that.
+    ///
+    /// # Errors
+    /// Harness errors (a refused `assign` is an outcome).
+    pub fn assign_epochs(
+        &mut self,
+        entries: &[(i32, i64)],
+        fetch_offset: i64,
+    ) -> Result<Observation, String> {
+        let reply = self.request(&json!({ "cmd": "assign_epochs", "entries": entries }))?;
+        self.observe(&reply, fetch_offset)
+    }
+
     /// Closes (and deletes) the log of the history.
     ///
     /// # Errors

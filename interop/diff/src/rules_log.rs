@@ -98,26 +98,50 @@ pub const OVERLAPPING_FOLLOWER_BATCH: &str = "overlapping-follower-batch-refused
 /// A follower batch that starts at or below the previous batch's last offset and ends above it
 /// (interop/kafka/README.md, Findings, S2): Kafka 4.4's `analyzeAndValidateRecords` checks only
 /// that last offsets increase and writes it; seglog refuses it (`OverlappingBatch`), as its
-/// load would take it for damage. Exactly: a follower append, seglog refused with
-/// `OverlappingBatch` and its log end unchanged, Kafka accepted, and the append holds a v2 or
-/// uncompressed batch whose base offset is at or below the previous batch's last offset while it
-/// ends above it. The runner then truncates Kafka's log back to seglog's log end and compares
-/// every field of the step against Kafka's state after that.
+/// load would take it for damage. A legacy compressed wrapper (whose first offset is its first
+/// inner message's) is refused by seglog also when its inner offsets begin below the log end:
+/// Kafka checks the first batch against the log end by its last offset only, for a wrapper the
+/// only one its header has (long-run seeds 100360, 100097: an offset twice in Kafka's log).
+/// Exactly: a follower append, seglog refused with `OverlappingBatch` and its log end
+/// unchanged, Kafka accepted, and the append holds a v2 batch or legacy wrapper whose base
+/// offset is at or below the previous batch's last offset while it ends above it, or its first
+/// batch is a legacy compressed wrapper that begins below the log end and ends above it. The
+/// runner then truncates Kafka's log back to seglog's log end and compares every field of the
+/// step against Kafka's state after that.
 pub fn overlapping_follower_batch(step: &Step, ours: &Observation, kafka: &Observation) -> bool {
     let Op::Follower { batches, .. } = &step.op else {
         return false;
     };
-    let overlaps = batches.windows(2).any(|pair| {
+    let compressed_legacy =
+        |b: &crate::history::FollowerBatch| b.magic < 2 && b.codec != crate::history::Codec::None;
+    let within = batches.windows(2).any(|pair| {
         let (previous, batch) = (&pair[0], &pair[1]);
-        let compressed_legacy = batch.magic < 2 && batch.codec != crate::history::Codec::None;
-        !compressed_legacy
+        let uncompressed_legacy = batch.magic < 2 && !compressed_legacy(batch);
+        !uncompressed_legacy
             && batch.base_offset < previous.next_offset()
             && batch.next_offset() > previous.next_offset()
     });
-    overlaps
+    let log_end = ours.state.log_end;
+    let over_the_log = batches.first().is_some_and(|first| {
+        compressed_legacy(first) && first.base_offset < log_end && first.next_offset() > log_end
+    });
+    (within || over_the_log)
         && ours.outcome.refused.as_deref() == Some("seglog:OverlappingBatch")
         && kafka.outcome.refused.is_none()
         && kafka.state.log_end > ours.state.log_end
+}
+
+/// The epoch entries of `before` (the cache before an overlapping follower append Kafka took
+/// back by a truncation) that are missing from `after` (its cache after the truncation), when
+/// `after` is a prefix of `before`: the entries the append's v0/v1 batch (`clearAndFlush`) or
+/// lower epoch (`assign` dropping higher entries) removed, to be assigned again in order. Empty
+/// when nothing is missing or `after` is no prefix (then the step compares as it is).
+pub fn epoch_entries_to_restore(before: &[(i32, i64)], after: &[(i32, i64)]) -> Vec<(i32, i64)> {
+    if after.len() < before.len() && before.starts_with(after) {
+        before[after.len()..].to_vec()
+    } else {
+        Vec::new()
+    }
 }
 
 /// The name of the rule for several v2 batches in one leader append.
@@ -473,6 +497,45 @@ mod tests {
         let mut other = ours.clone();
         other.outcome.refused = Some("OffsetsOutOfOrderException".into());
         assert!(!overlapping_follower_batch(&overlapping, &other, &kafka));
+        // A gzip wrapper whose inner offsets 5..=7 begin below the log end 6 (long-run seed
+        // 100360's form), alone or after a batch it overlaps.
+        let wrapper = |base_offset: i64| crate::history::FollowerBatch {
+            magic: 1,
+            codec: crate::history::Codec::Gzip,
+            leader_epoch: -1,
+            ..batch(base_offset, 3)
+        };
+        assert!(overlapping_follower_batch(
+            &follower(vec![wrapper(5)]),
+            &ours,
+            &kafka
+        ));
+        assert!(overlapping_follower_batch(
+            &follower(vec![batch(6, 2), wrapper(7)]),
+            &ours,
+            &kafka
+        ));
+        // From the log end on, it overlaps nothing.
+        assert!(!overlapping_follower_batch(
+            &follower(vec![wrapper(6)]),
+            &ours,
+            &kafka
+        ));
+    }
+
+    #[test]
+    fn only_the_entries_an_overlapping_append_removed_are_restored() {
+        let before = [(0, 0), (1, 47)];
+        // Cleared by a v0 batch, then truncated: both come back, in order.
+        assert_eq!(
+            epoch_entries_to_restore(&before, &[]),
+            vec![(0, 0), (1, 47)]
+        );
+        // A lower epoch dropped the higher entry.
+        assert_eq!(epoch_entries_to_restore(&before, &[(0, 0)]), vec![(1, 47)]);
+        // Nothing missing, or not a prefix: nothing is assigned.
+        assert!(epoch_entries_to_restore(&before, &before).is_empty());
+        assert!(epoch_entries_to_restore(&before, &[(2, 50)]).is_empty());
     }
 
     #[test]

@@ -97,6 +97,8 @@ impl Runner {
             .kafka
             .open(&base.join("kafka").join("diff-0"), self.segment_bytes)?;
         let mut last = ours.initial();
+        // Kafka's observation after the previous step (what an undo of Kafka's append restores).
+        let mut kafka_last = theirs.clone();
         let mut applied = Vec::new();
         let mut done = Vec::new();
         if let Some(difference) = compare_initial(&last, &theirs, &mut applied) {
@@ -174,7 +176,8 @@ impl Runner {
             );
             let theirs =
                 self.follow_forgotten_max_timestamp(&step, &observed, theirs, &mut applied)?;
-            let theirs = self.follow_overlapping_batch(&step, &observed, theirs, &mut applied)?;
+            let theirs =
+                self.follow_overlapping_batch(&step, &kafka_last, &observed, theirs, &mut applied)?;
             let theirs =
                 self.follow_several_leader_batches(&step, &bytes, &observed, theirs, &mut applied)?;
             *coverage.ops.entry(step.op.name()).or_default() += 1;
@@ -212,6 +215,7 @@ impl Runner {
                 break;
             }
             last = observed;
+            kafka_last = theirs;
         }
         for rule in applied {
             *coverage.rules.entry(rule).or_default() += 1;
@@ -350,10 +354,17 @@ impl Runner {
 impl Runner {
     /// Kafka wrote a follower batch overlapping the previous one that seglog refused
     /// (`rules_log::overlapping_follower_batch`): Kafka's log is truncated back to seglog's log
-    /// end, and its state after that is what the step compares.
+    /// end, and its state after that is what the step compares. The truncation takes back the
+    /// epoch entries the append added (all at or above the log end) but not the ones it removed:
+    /// a v0/v1 batch in it cleared Kafka's cache (`clearAndFlush`), a batch of a lower epoch
+    /// dropped the higher entries (`assign`). Those, the entries of Kafka's observation `before` the
+    /// step that it no longer has, are assigned again in order (long-run seeds 100297 and
+    /// 100584: `leader_epochs` seglog `[[1,47]]`, Kafka `[]` after a refused `[v0 at 51, v2 at
+    /// 51]`), so the state compared is Kafka's had it refused the append as seglog did.
     fn follow_overlapping_batch(
         &mut self,
         step: &Step,
+        before: &Observation,
         ours: &Observation,
         theirs: Observation,
         applied: &mut Vec<(&'static str, &'static str)>,
@@ -374,6 +385,13 @@ impl Runner {
             },
             &[],
         )?;
+        let lost = crate::rules_log::epoch_entries_to_restore(
+            &before.state.leader_epochs,
+            &truncated.state.leader_epochs,
+        );
+        if !lost.is_empty() {
+            truncated = self.kafka.assign_epochs(&lost, step.fetch_offset)?;
+        }
         // The outcome compared is the append's: refused by seglog, written and taken back by
         // Kafka; the rest is Kafka's state after the truncation.
         truncated.outcome = ours.outcome.clone();

@@ -301,6 +301,70 @@ fn a_follower_batch_overlapping_the_previous_one_is_refused() {
     assert_eq!(after, before);
 }
 
+/// A follower's legacy compressed wrapper whose inner offsets begin inside the previous batch
+/// (or below the log end) is refused too, nothing written, though it passes the log-end check
+/// by its last offset (the only one its header has, and Kafka 4.4's check): it would put an
+/// offset in the log twice, and Kafka 4.4 then serves a fetch from that offset from the wrapper
+/// and skips the other batch holding it (long-run seeds 100360 and 100097 of the differential
+/// histories: `read_uncommitted.batches` seglog `[[44,46],[46,48]]`, Kafka `[[46,48]]`; the high
+/// watermark at the old log end inside the wrapper, Kafka's lowered to its base). Before the fix
+/// both appends below were accepted.
+#[test]
+fn a_legacy_wrapper_overlapping_the_log_or_the_previous_batch_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let v2 = |base: i64, count: usize| {
+        let mut b = seglog::BatchBuilder::new(base);
+        for _ in 0..count {
+            b.append(T0, None, Some(b"x"), &[]);
+        }
+        b.build().unwrap()
+    };
+    log.append_as_follower(&v2(0, 7)).unwrap();
+    // Inner offsets 6..=8 after the log's 0..=6: the wrapper (offset 8) is above the log end.
+    let e = log
+        .append_as_follower(&crate::legacy_cleaning::gzip_v1_set(6, &["a", "b", "c"]))
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::OverlappingBatch {
+                    position: 0,
+                    previous_last_offset: 6,
+                    first_offset: 6,
+                }
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(log.log_end_offset(), 7);
+    // In one append: inner offsets 8..=10 after the batch 7..=8.
+    let mut append = v2(7, 2).to_vec();
+    let at = append.len() as u64;
+    append.extend(crate::legacy_cleaning::gzip_v1_set(8, &["a", "b", "c"]));
+    let e = log.append_as_follower(&append).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::OverlappingBatch {
+                    previous_last_offset: 8,
+                    first_offset: 8,
+                    position,
+                }
+            } if position == at
+        ),
+        "{e}"
+    );
+    assert_eq!(log.log_end_offset(), 7);
+    // Inner offsets from the log end on: written, every offset once.
+    log.append_as_follower(&crate::legacy_cleaning::gzip_v1_set(7, &["a", "b", "c"]))
+        .unwrap();
+    let offsets: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(offsets, (0..10).collect::<Vec<_>>());
+}
+
 /// Kafka 4.4's `appendAsFollower(records, leaderEpoch)` skips the batches from the first one
 /// whose partition leader epoch is above the replica's leader epoch (a newer leader it does not
 /// know yet); seglog's `append_as_follower_in_epoch` does the same, and writes nothing when

@@ -72,7 +72,7 @@ fn gzip_stored(data: &[u8]) -> Vec<u8> {
 
 /// A v1 gzip wrapper of keyed v1 messages at `first..`: inner offsets relative, the wrapper
 /// at the last offset.
-fn gzip_v1_set(first: i64, keys: &[&str]) -> Vec<u8> {
+pub(crate) fn gzip_v1_set(first: i64, keys: &[&str]) -> Vec<u8> {
     let inner: Vec<u8> = keys
         .iter()
         .enumerate()

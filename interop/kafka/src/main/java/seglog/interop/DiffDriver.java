@@ -175,6 +175,15 @@ public final class DiffDriver {
             case "offset_for_timestamp" -> offsetForTimestamp(r, reply);
             case "become_leader" -> refusable(reply, () -> log.assignEpochStartOffset(
                     log.latestEpoch().map(e -> e + 1).orElse(0), log.logEndOffset()));
+            // The runner's undo of an overlapping follower append (rule
+            // `overlapping-follower-batch-refused`): the truncation takes back the entries the
+            // append added, this puts back the ones it removed (a v0/v1 batch clears the cache, a
+            // lower epoch drops the higher entries), each as `assign` would have kept it.
+            case "assign_epochs" -> refusable(reply, () -> {
+                for (var entry : r.path("entries")) {
+                    log.assignEpochStartOffset(entry.get(0).asInt(), entry.get(1).asLong());
+                }
+            });
             // seglog's `tick` (its side of this step) also runs retention, as a broker's
             // LogManager retention task does beside the producer-expiration task: with the
             // histories' config that is the log-start rule (segments below a DeleteRecords).
