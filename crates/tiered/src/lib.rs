@@ -37,9 +37,16 @@ mod layout;
 mod metadata;
 #[cfg(test)]
 mod model_tests;
+mod partition_metadata;
 mod protocol;
+mod quota;
 mod rsm;
+mod service;
+mod service_config;
+#[cfg(test)]
+mod service_tests;
 mod state;
+mod stats;
 mod store;
 mod tier;
 mod uuid;
@@ -50,12 +57,18 @@ pub use layout::{
     segment_stem,
 };
 pub use metadata::{Chain, MetadataStore, RemoteLogSegmentMetadata};
+pub use partition_metadata::{PARTITION_METADATA_FILE, read_topic_id};
 pub use protocol::{PartitionTier, RecoveryReport, SegmentToCopy};
 pub use rsm::{
     DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
     leader_epoch_checkpoint,
 };
+pub use service::{
+    PartitionRun, ServiceRunReport, TaskFailure, TierFactory, TieringHandle, TieringService,
+};
+pub use service_config::TieringConfig;
 pub use state::RemoteLogSegmentState;
+pub use stats::{TierStats, TierStatsSnapshot, names as metric_names};
 #[cfg(feature = "aws")]
 pub use store::s3_store;
 pub use store::{StoreRoot, open_store};

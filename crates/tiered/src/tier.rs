@@ -9,11 +9,12 @@ use object_store::ObjectStore;
 use seglog::Log;
 use seglog::remote::{
     RemoteError, RemoteErrorKind, RemoteIndexKind, RemoteSegment, RemoteSegmentId, RemoteTier,
+    SealedSegmentFiles,
 };
 
 use crate::{
     Error, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
-    RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, Uuid,
+    RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, TierStats, Uuid,
 };
 
 /// A partition's remote tier over an object store, usable from synchronous code: every call
@@ -23,6 +24,7 @@ use crate::{
 pub struct ObjectTier {
     tier: PartitionTier,
     runtime: tokio::runtime::Runtime,
+    stats: Arc<TierStats>,
 }
 
 impl ObjectTier {
@@ -43,7 +45,19 @@ impl ObjectTier {
             .enable_all()
             .build()
             .map_err(Error::Runtime)?;
-        Ok(ObjectTier { tier, runtime })
+        let partition = tier.layout().partition();
+        let stats = Arc::new(TierStats::new(&partition.topic, partition.partition));
+        Ok(ObjectTier {
+            tier,
+            runtime,
+            stats,
+        })
+    }
+
+    /// The partition's remote-tier counters (bytes fetched by reads here; copies, deletes and
+    /// lags by [`crate::TieringService`]).
+    pub fn stats(&self) -> &Arc<TierStats> {
+        &self.stats
     }
 
     /// The protocols underneath.
@@ -133,6 +147,7 @@ impl RemoteTier for ObjectTier {
                     .fetch_log_segment(&metadata, start_position, Some(end - 1)),
             )
             .map_err(remote_error)?;
+        self.stats.fetched(bytes.len() as u64);
         Ok(bytes.to_vec())
     }
 
@@ -225,39 +240,55 @@ impl Tier {
     pub fn copy(&self, log: &Log) -> Result<CopyReport> {
         let mut report = CopyReport::default();
         for files in log.tier_candidates()? {
-            let segment = SegmentToCopy {
-                base_offset: files.base_offset,
-                next_base_offset: files.next_base_offset,
-                max_timestamp_ms: files.max_timestamp_ms,
-                size_in_bytes: files.size,
-                segment_leader_epochs: files.segment_leader_epochs.clone(),
-                data: LogSegmentData {
-                    log: Part::File(files.log.clone()),
-                    offset_index: Part::File(files.offset_index.clone()),
-                    time_index: Part::File(files.time_index.clone()),
-                    txn_index: files.txn_index.clone().map(Part::File),
-                    producer_snapshot: Part::Bytes(bytes::Bytes::from(
-                        files.producer_snapshot.clone(),
-                    )),
-                    leader_epochs: files.leader_epochs.clone(),
-                },
-            };
-            let finished = self
-                .remote
-                .block_on(self.remote.tier.copy_segment(&segment))?;
-            log.set_highest_remote_offset(finished.end_offset);
-            // `files` (and its pin) lives until here: retention could not delete the segment
-            // while it was uploaded.
-            drop(files);
-            report.copied.push(CopiedSegment {
-                base_offset: finished.start_offset,
-                end_offset: finished.end_offset,
-                size_in_bytes: finished.segment_size_in_bytes,
-                segment_id: finished.segment_id.to_string(),
-            });
+            report.copied.push(self.copy_one(log, files)?);
         }
         report.highest_remote_offset = log.highest_remote_offset();
         Ok(report)
+    }
+
+    /// Copies one segment of `log.tier_candidates()` and raises the log's highest remote offset
+    /// to its end once its copy is COPY_SEGMENT_FINISHED (the step [`Tier::copy`] repeats, for a
+    /// copier that checks a quota before each segment).
+    ///
+    /// # Errors
+    /// The copy's error (nothing is counted for it; the next recovery cleans it up).
+    pub fn copy_one(&self, log: &Log, files: SealedSegmentFiles) -> Result<CopiedSegment> {
+        let segment = SegmentToCopy {
+            base_offset: files.base_offset,
+            next_base_offset: files.next_base_offset,
+            max_timestamp_ms: files.max_timestamp_ms,
+            size_in_bytes: files.size,
+            segment_leader_epochs: files.segment_leader_epochs.clone(),
+            data: LogSegmentData {
+                log: Part::File(files.log.clone()),
+                offset_index: Part::File(files.offset_index.clone()),
+                time_index: Part::File(files.time_index.clone()),
+                txn_index: files.txn_index.clone().map(Part::File),
+                producer_snapshot: Part::Bytes(bytes::Bytes::from(files.producer_snapshot.clone())),
+                leader_epochs: files.leader_epochs.clone(),
+            },
+        };
+        let finished = match self
+            .remote
+            .block_on(self.remote.tier.copy_segment(&segment))
+        {
+            Ok(finished) => finished,
+            Err(e) => {
+                self.remote.stats.copy_failed();
+                return Err(e);
+            }
+        };
+        self.remote.stats.copied(finished.segment_size_in_bytes);
+        log.set_highest_remote_offset(finished.end_offset);
+        // `files` (and its pin) lives until here: retention could not delete the segment
+        // while it was uploaded.
+        drop(files);
+        Ok(CopiedSegment {
+            base_offset: finished.start_offset,
+            end_offset: finished.end_offset,
+            size_in_bytes: finished.segment_size_in_bytes,
+            segment_id: finished.segment_id.to_string(),
+        })
     }
 
     /// Remote retention (Kafka's `RLMExpirationTask`): over the whole log, `retention.ms`
@@ -306,8 +337,19 @@ impl Tier {
         }
         doomed.extend(self.remote.block_on(tier.redundant_segments())?);
         let mut report = ExpireReport::default();
+        let stats = &self.remote.stats;
+        let mut lag_bytes: u64 = doomed.iter().map(|s| s.segment_size_in_bytes).sum();
+        let mut lag_segments = doomed.len() as u64;
+        stats.delete_lag(lag_bytes, lag_segments);
         for segment in &doomed {
-            self.remote.block_on(tier.delete_segment(segment))?;
+            if let Err(e) = self.remote.block_on(tier.delete_segment(segment)) {
+                stats.delete_failed();
+                return Err(e);
+            }
+            stats.deleted();
+            lag_bytes -= segment.segment_size_in_bytes;
+            lag_segments -= 1;
+            stats.delete_lag(lag_bytes, lag_segments);
             report.deleted.push(segment.start_offset);
         }
         report.log_start_offset = log.log_start_offset();
