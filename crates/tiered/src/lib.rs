@@ -34,6 +34,7 @@ mod error;
 #[cfg(test)]
 mod faulty;
 mod layout;
+mod lineage;
 mod metadata;
 #[cfg(test)]
 mod model_tests;
