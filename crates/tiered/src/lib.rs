@@ -4,11 +4,16 @@
 //! What it does: Kafka's object names ([`Layout`], [`parse_file_name`]); the shape of Kafka's
 //! `RemoteStorageManager` ([`RemoteStorageManager`]: copy a segment's six parts, fetch a range
 //! of its `.log`, fetch an index, delete); a durable metadata store with Kafka's four states
-//! ([`MetadataStore`], [`RemoteLogSegmentState`]); and the crash-safe copy and delete protocols
-//! over both ([`PartitionTier`]).
+//! ([`MetadataStore`], [`RemoteLogSegmentState`]); the crash-safe copy and delete protocols
+//! over both ([`PartitionTier`]); the driver of one log ([`Tier`]: copies, remote retention
+//! checked against the leader-epoch lineage as Kafka 4.4 does); and the background service of a
+//! whole `seglog::LogDir` ([`TieringService`], Kafka's `RemoteLogManager` tasks: bounded pools,
+//! the KIP-956 copy quota, retries with backoff, [`TierStats`] and, with the `metrics`
+//! feature, Kafka's remote-storage metrics).
 //!
 //! What it does not do: it holds no local segment and decides nothing about local retention
-//! (that is `seglog`'s); it assumes one copier per partition (Kafka's leader).
+//! (that is `seglog`'s, run by the `LogDir` ticker beside the service); it assumes one copier
+//! per partition (Kafka's leader).
 //!
 //! ```
 //! use std::sync::Arc;

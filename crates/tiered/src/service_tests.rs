@@ -218,6 +218,14 @@ fn retriable_failures_back_off_exponentially_and_never_lose_local_data() {
         assert_eq!(failure.attempt, attempt);
         assert_eq!(failure.next_run_ms, clock.now_ms() + wait);
         assert_eq!(log.highest_remote_offset(), -1);
+        // Kafka's copy lag: every sealed segment, the active one left out.
+        let sizes: Vec<u64> = log.segments().iter().map(|s| s.size_bytes).collect();
+        let stats = service.tiers()[&orders].stats().snapshot();
+        assert_eq!(stats.copy_lag_segments, sizes.len() as u64 - 1);
+        assert_eq!(
+            stats.copy_lag_bytes,
+            sizes[..sizes.len() - 1].iter().sum::<u64>()
+        );
         // Local retention deletes nothing that is not remote.
         dir.tick(clock.now_ms()).unwrap();
         assert_eq!(log.segment_count(), segments);

@@ -248,3 +248,107 @@ impl Published {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snapshot_follows_every_update() {
+        let stats = TierStats::new("orders", 3);
+        stats.copied(100);
+        stats.copied(50);
+        stats.copy_failed();
+        stats.fetched(7);
+        stats.deleted();
+        stats.delete_failed();
+        stats.throttled(40);
+        stats.copy_lag(300, 2);
+        stats.delete_lag(150, 1);
+        assert_eq!(
+            stats.snapshot(),
+            TierStatsSnapshot {
+                copy_bytes: 150,
+                copy_requests: 2,
+                copy_errors: 1,
+                fetch_bytes: 7,
+                delete_requests: 1,
+                delete_errors: 1,
+                copy_lag_bytes: 300,
+                copy_lag_segments: 2,
+                delete_lag_bytes: 150,
+                delete_lag_segments: 1,
+                copy_throttle_time_ms: 40,
+            }
+        );
+        // Gauges are set, not added.
+        stats.copy_lag(0, 0);
+        assert_eq!(stats.snapshot().copy_lag_bytes, 0);
+    }
+
+    /// With the `metrics` feature the same values reach the installed recorder, labelled with
+    /// the partition.
+    #[cfg(feature = "metrics")]
+    #[test]
+    fn the_facade_gets_the_same_values_labelled_with_the_partition() {
+        use std::collections::HashMap;
+        use std::sync::{Arc, Mutex};
+
+        use metrics::{
+            Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit,
+        };
+
+        #[derive(Debug, Default)]
+        struct Values(Mutex<HashMap<String, Arc<AtomicU64>>>);
+
+        impl Values {
+            fn handle(&self, key: &Key) -> Arc<AtomicU64> {
+                let labels: Vec<String> = key
+                    .labels()
+                    .map(|l| format!("{}={}", l.key(), l.value()))
+                    .collect();
+                assert_eq!(labels, ["topic=orders", "partition=3"], "{key:?}");
+                let mut values = self.0.lock().unwrap();
+                Arc::clone(values.entry(key.name().to_string()).or_default())
+            }
+
+            fn get(&self, name: &str) -> u64 {
+                self.0.lock().unwrap()[name].load(Ordering::Relaxed)
+            }
+        }
+
+        impl Recorder for Values {
+            fn describe_counter(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+            fn describe_gauge(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+            fn describe_histogram(&self, _: KeyName, _: Option<Unit>, _: SharedString) {}
+            fn register_counter(&self, key: &Key, _: &Metadata<'_>) -> Counter {
+                Counter::from_arc(self.handle(key))
+            }
+            fn register_gauge(&self, key: &Key, _: &Metadata<'_>) -> Gauge {
+                Gauge::from_arc(self.handle(key))
+            }
+            fn register_histogram(&self, _: &Key, _: &Metadata<'_>) -> Histogram {
+                Histogram::noop()
+            }
+        }
+
+        let values = Values::default();
+        let stats = metrics::with_local_recorder(&values, || TierStats::new("orders", 3));
+        stats.copied(100);
+        stats.fetched(9);
+        stats.copy_failed();
+        stats.copy_lag(300, 2);
+        assert_eq!(values.get(names::REMOTE_COPY_BYTES), 100);
+        assert_eq!(values.get(names::REMOTE_COPY_REQUESTS), 1);
+        assert_eq!(values.get(names::REMOTE_FETCH_BYTES), 9);
+        assert_eq!(values.get(names::REMOTE_COPY_ERRORS), 1);
+        assert_eq!(
+            f64::from_bits(values.get(names::REMOTE_COPY_LAG_BYTES)),
+            300.0
+        );
+        assert_eq!(
+            f64::from_bits(values.get(names::REMOTE_COPY_LAG_SEGMENTS)),
+            2.0
+        );
+    }
+}

@@ -316,8 +316,7 @@ impl Tier {
     ///
     /// A log without leader epochs (its batches carry none), and a segment without any,
     /// cannot be placed in a lineage: every segment then counts as inside it, and the walk is
-    /// over all of them in order (docs/format.md, deliberate differences: Kafka always has
-    /// epochs).
+    /// over all of them in order (a deliberate difference: Kafka's logs always have epochs).
     ///
     /// # Errors
     /// The log's or a deletion's error (an interrupted deletion is finished by the next
