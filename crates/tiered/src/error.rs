@@ -104,6 +104,17 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// A task of the tiering service panicked (a bug): counted as the partition's failure so
+    /// the other partitions and the service go on.
+    #[error("the {task} task of {partition} panicked: {message}")]
+    Panicked {
+        /// `copy` or `expiry`.
+        task: &'static str,
+        /// The partition (`<topic>-<partition>`).
+        partition: String,
+        /// The panic's message, when it was a string.
+        message: String,
+    },
     /// The service's thread could not start.
     #[error("cannot start the tiering service's thread: {0}")]
     Thread(#[source] std::io::Error),

@@ -42,6 +42,8 @@ pub struct TieringService {
     partitions: Mutex<BTreeMap<TopicPartition, PartitionTask>>,
     quota: Mutex<CopyQuota>,
     stopping: AtomicBool,
+    /// Held by a run: runs never overlap (one copier per partition).
+    running: Mutex<()>,
 }
 
 impl std::fmt::Debug for TieringService {
@@ -170,6 +172,7 @@ impl TieringService {
             partitions: Mutex::new(BTreeMap::new()),
             quota: Mutex::new(quota),
             stopping: AtomicBool::new(false),
+            running: Mutex::new(()),
         })
     }
 
@@ -189,8 +192,11 @@ impl TieringService {
     /// Runs every task due at the clock's time: finds the partitions with remote storage
     /// enabled (new ones are due at once), runs the due copies (at most
     /// `copier_thread_pool_size` at once), then the due expiries (at most
-    /// `expiration_thread_pool_size` at once), and reschedules each.
+    /// `expiration_thread_pool_size` at once), and reschedules each. A run started while
+    /// another is under way (the service's thread, or another caller) waits for it: a
+    /// partition never has two copiers.
     pub fn run_once(&self) -> ServiceRunReport {
+        let _running = lock(&self.running);
         let now_ms = self.clock.now_ms();
         self.sync_partitions(now_ms);
         let copies: Vec<_> = lock(&self.partitions)
@@ -200,7 +206,24 @@ impl TieringService {
             .collect();
         let mut report = ServiceRunReport::default();
         let copied = run_pool(self.config.copier_thread_pool_size, copies, |(tp, task)| {
-            let run = self.copy_task(&tp, task, now_ms);
+            let run = catch_panic(|| self.copy_task(&tp, task.clone(), now_ms)).unwrap_or_else(
+                |message| {
+                    let mut task = task;
+                    let error = Error::Panicked {
+                        task: "copy",
+                        partition: tp.to_string(),
+                        message,
+                    };
+                    let failure = self.failure(error, &mut task.copy_failures, now_ms);
+                    tracing::error!(partition = %tp, reason = %failure.error, "remote copy task panicked");
+                    task.next_copy_ms = failure.next_run_ms;
+                    let run = PartitionRun {
+                        copy_failure: Some(failure),
+                        ..PartitionRun::default()
+                    };
+                    (task, run)
+                },
+            );
             (tp, run)
         });
         for (tp, (task, run)) in copied {
@@ -219,7 +242,19 @@ impl TieringService {
             self.config.expiration_thread_pool_size,
             expiries,
             |(tp, task)| {
-                let outcome = self.expire_task(&tp, task, now_ms);
+                let outcome = catch_panic(|| self.expire_task(&tp, task.clone(), now_ms))
+                    .unwrap_or_else(|message| {
+                        let mut task = task;
+                        let error = Error::Panicked {
+                            task: "expiry",
+                            partition: tp.to_string(),
+                            message,
+                        };
+                        let failure = self.failure(error, &mut task.expire_failures, now_ms);
+                        tracing::error!(partition = %tp, reason = %failure.error, "remote expiry task panicked");
+                        task.next_expire_ms = failure.next_run_ms;
+                        (task, Err(failure))
+                    });
                 (tp, outcome)
             },
         );
@@ -439,6 +474,18 @@ fn record_copy_lag(log: &Log, tier: &Tier) {
     let bytes = log.only_local_segments_size().saturating_sub(active);
     let segments = log.only_local_segments_count().saturating_sub(1);
     tier.remote().stats().copy_lag(bytes, segments as u64);
+}
+
+/// Runs `f`, turning a panic into its message (a task's panic is its partition's failure, not
+/// the service's end).
+fn catch_panic<R>(f: impl FnOnce() -> R) -> std::result::Result<R, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default()
+    })
 }
 
 /// Runs `job` over `jobs` on at most `size` scoped threads (on this thread when none starts).

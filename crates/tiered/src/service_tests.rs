@@ -451,3 +451,31 @@ fn the_background_thread_tiers_and_stops_cleanly() {
     // Dropping a handle stops it too.
     drop(service.spawn().unwrap());
 }
+
+#[test]
+fn a_panicking_task_is_its_partitions_failure_not_the_services_end() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let dir = open_dir(root.path(), &clock);
+    let (bad, good) = (tp("orders", 0), tp("orders", 1));
+    for tp in [&bad, &good] {
+        fill(&dir.get_or_create(tp).unwrap(), 40);
+    }
+    let store = shared_store(Arc::new(InMemory::new()));
+    let bad_name = bad.clone();
+    let factory: Box<TierFactory> = Box::new(move |tp: &TopicPartition, log: &Log| {
+        assert!(*tp != bad_name, "a bug in the tier factory");
+        store(tp, log)
+    });
+    let service = service(&dir, &clock, no_jitter(), factory);
+    let report = service.run_once();
+    let failure = report.partitions[&bad].copy_failure.as_ref().unwrap();
+    assert!(
+        matches!(&failure.error, crate::Error::Panicked { task: "copy", message, .. } if message.contains("a bug")),
+        "{failure:?}"
+    );
+    assert!(!failure.retriable);
+    assert_eq!(failure.next_run_ms, T0 + 30_000);
+    assert!(!report.partitions[&good].copied.is_empty());
+    assert_eq!(dir.log(&bad).unwrap().highest_remote_offset(), -1);
+}
