@@ -118,6 +118,12 @@ impl FaultyStore {
         self.state().max_in_flight
     }
 
+    /// Starts counting [`FaultyStore::max_in_flight`] afresh.
+    pub fn reset_max_in_flight(&self) {
+        let mut state = self.state();
+        state.max_in_flight = state.in_flight;
+    }
+
     /// Waits the configured delay, counted as a request in flight.
     async fn pause(&self) {
         let delay = {

@@ -479,3 +479,37 @@ fn a_panicking_task_is_its_partitions_failure_not_the_services_end() {
     assert!(!report.partitions[&good].copied.is_empty());
     assert_eq!(dir.log(&bad).unwrap().highest_remote_offset(), -1);
 }
+
+#[test]
+fn expiries_run_on_at_most_the_expiration_pool_size_at_once() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let dir = open_dir(root.path(), &clock);
+    for partition in 0..4 {
+        fill(&dir.get_or_create(&tp("orders", partition)).unwrap(), 25);
+    }
+    let faulty = FaultyStore::new(Arc::new(InMemory::new()));
+    faulty.delay(Duration::from_millis(3));
+    let config = TieringConfig {
+        copier_thread_pool_size: 4,
+        expiration_thread_pool_size: 2,
+        ..no_jitter()
+    };
+    let service = service(&dir, &clock, config, shared_store(Arc::new(faulty.clone())));
+    let report = service.run_once();
+    assert_eq!(report.failures().count(), 0, "{report:?}");
+    assert_eq!(faulty.max_in_flight(), 4, "the copies use their own pool");
+    // Now remote retention has work in every partition; nothing is left to copy.
+    dir.alter_topic_config("orders", [("retention.bytes", "1")])
+        .unwrap();
+    faulty.reset_max_in_flight();
+    clock.advance(30_000);
+    let report = service.run_once();
+    assert_eq!(report.failures().count(), 0, "{report:?}");
+    assert_eq!(report.partitions.len(), 4);
+    for run in report.partitions.values() {
+        assert!(run.copied.is_empty());
+        assert!(!run.expired.as_ref().unwrap().deleted.is_empty(), "{run:?}");
+    }
+    assert_eq!(faulty.max_in_flight(), 2);
+}
