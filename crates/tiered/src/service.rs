@@ -206,24 +206,7 @@ impl TieringService {
             .collect();
         let mut report = ServiceRunReport::default();
         let copied = run_pool(self.config.copier_thread_pool_size, copies, |(tp, task)| {
-            let run = catch_panic(|| self.copy_task(&tp, task.clone(), now_ms)).unwrap_or_else(
-                |message| {
-                    let mut task = task;
-                    let error = Error::Panicked {
-                        task: "copy",
-                        partition: tp.to_string(),
-                        message,
-                    };
-                    let failure = self.failure(error, &mut task.copy_failures, now_ms);
-                    tracing::error!(partition = %tp, reason = %failure.error, "remote copy task panicked");
-                    task.next_copy_ms = failure.next_run_ms;
-                    let run = PartitionRun {
-                        copy_failure: Some(failure),
-                        ..PartitionRun::default()
-                    };
-                    (task, run)
-                },
-            );
+            let run = self.copy_job(&tp, task, now_ms);
             (tp, run)
         });
         for (tp, (task, run)) in copied {
@@ -242,19 +225,7 @@ impl TieringService {
             self.config.expiration_thread_pool_size,
             expiries,
             |(tp, task)| {
-                let outcome = catch_panic(|| self.expire_task(&tp, task.clone(), now_ms))
-                    .unwrap_or_else(|message| {
-                        let mut task = task;
-                        let error = Error::Panicked {
-                            task: "expiry",
-                            partition: tp.to_string(),
-                            message,
-                        };
-                        let failure = self.failure(error, &mut task.expire_failures, now_ms);
-                        tracing::error!(partition = %tp, reason = %failure.error, "remote expiry task panicked");
-                        task.next_expire_ms = failure.next_run_ms;
-                        (task, Err(failure))
-                    });
+                let outcome = self.expire_job(&tp, task, now_ms);
                 (tp, outcome)
             },
         );
@@ -339,6 +310,63 @@ impl TieringService {
                 expire_failures: 0,
             });
         }
+    }
+
+    /// [`TieringService::copy_task`], a panic in it made the partition's failure.
+    fn copy_job(
+        &self,
+        tp: &TopicPartition,
+        task: PartitionTask,
+        now_ms: i64,
+    ) -> (PartitionTask, PartitionRun) {
+        catch_panic(|| self.copy_task(tp, task.clone(), now_ms)).unwrap_or_else(|message| {
+            let mut task = task;
+            let failure = self.panicked("copy", tp, message, &mut task.copy_failures, now_ms);
+            task.next_copy_ms = failure.next_run_ms;
+            let run = PartitionRun {
+                copy_failure: Some(failure),
+                ..PartitionRun::default()
+            };
+            (task, run)
+        })
+    }
+
+    /// [`TieringService::expire_task`], a panic in it made the partition's failure.
+    fn expire_job(
+        &self,
+        tp: &TopicPartition,
+        task: PartitionTask,
+        now_ms: i64,
+    ) -> (
+        PartitionTask,
+        std::result::Result<ExpireReport, TaskFailure>,
+    ) {
+        catch_panic(|| self.expire_task(tp, task.clone(), now_ms)).unwrap_or_else(|message| {
+            let mut task = task;
+            let failure = self.panicked("expiry", tp, message, &mut task.expire_failures, now_ms);
+            task.next_expire_ms = failure.next_run_ms;
+            (task, Err(failure))
+        })
+    }
+
+    /// The failure of a task that panicked (not retriable: the next run is after the task
+    /// interval).
+    fn panicked(
+        &self,
+        task: &'static str,
+        tp: &TopicPartition,
+        message: String,
+        failures: &mut u32,
+        now_ms: i64,
+    ) -> TaskFailure {
+        let error = Error::Panicked {
+            task,
+            partition: tp.to_string(),
+            message,
+        };
+        let failure = self.failure(error, failures, now_ms);
+        tracing::error!(partition = %tp, reason = %failure.error, "tiering task panicked");
+        failure
     }
 
     /// Attaches the tier if needed, then copies segment after segment while the quota allows.
