@@ -251,6 +251,7 @@ impl TieringService {
     /// Starts the service's thread: [`TieringService::run_once`] now, then again whenever the
     /// next task is due (at most a task interval later). Dropping the handle (or
     /// [`TieringHandle::stop`]) stops it: a copy pass under way ends after its current segment.
+    /// Stop it before closing the `LogDir` (a closed log's tasks fail until then).
     ///
     /// # Errors
     /// [`Error::Thread`] when the thread cannot start.
