@@ -513,3 +513,38 @@ fn expiries_run_on_at_most_the_expiration_pool_size_at_once() {
     }
     assert_eq!(faulty.max_in_flight(), 2);
 }
+
+#[test]
+fn beside_the_log_dir_ticker_local_segments_leave_only_once_copied() {
+    let root = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let dir = open_dir(root.path(), &clock);
+    let orders = tp("orders", 0);
+    let log = dir.get_or_create(&orders).unwrap();
+    fill(&log, 40);
+    let before = values(&log);
+    // The root's ticker runs local retention (local.retention.bytes 0) from the start; nothing
+    // may leave before the service copied it.
+    let ticker = dir.spawn_ticker(Duration::from_millis(5));
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(log.local_log_start_offset(), 0);
+    let service = Arc::new(service(
+        &dir,
+        &clock,
+        TieringConfig::default(),
+        shared_store(Arc::new(InMemory::new())),
+    ));
+    let handle = service.spawn().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while log.local_log_start_offset() == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "local retention never followed the copies"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    handle.stop();
+    ticker.stop().unwrap();
+    assert!(log.local_log_start_offset() <= log.highest_remote_offset() + 1);
+    assert_eq!(values(&log), before);
+}
