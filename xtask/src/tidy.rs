@@ -210,6 +210,13 @@ mod tests {
             "aws",
             "aws = [\"object_store/aws-base\", \"object_store/reqwest\", \"object_store/ring\", \"dep:reqwest\", \"dep:rustls\"]",
         ),
+        // Kafka's remote-storage metrics (`RemoteCopyBytesPerSec`, ...): the facade only.
+        (
+            "crates/tiered",
+            "seglog-tiered",
+            "metrics",
+            "metrics = [\"dep:metrics\"]",
+        ),
         (
             "crates/cli",
             "seglog-cli",

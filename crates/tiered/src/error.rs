@@ -87,6 +87,37 @@ pub enum Error {
     /// The log refused a call of the tier driver (listing candidates, raising an offset).
     #[error(transparent)]
     Log(#[from] seglog::Error),
+    /// A setting of the tiering service is out of Kafka's range.
+    #[error("{name}: must be {reason}")]
+    InvalidConfig {
+        /// The Kafka setting (`remote.log.manager.copier.thread.pool.size`, ...).
+        name: &'static str,
+        /// The valid range.
+        reason: &'static str,
+    },
+    /// A partition directory cannot be tiered: no topic id (`partition.metadata`), or a name
+    /// Kafka's remote layout does not take.
+    #[error("{}: {reason}", dir.display())]
+    Partition {
+        /// The partition directory.
+        dir: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// A task of the tiering service panicked (a bug): counted as the partition's failure so
+    /// the other partitions and the service go on.
+    #[error("the {task} task of {partition} panicked: {message}")]
+    Panicked {
+        /// `copy` or `expiry`.
+        task: &'static str,
+        /// The partition (`<topic>-<partition>`).
+        partition: String,
+        /// The panic's message, when it was a string.
+        message: String,
+    },
+    /// The service's thread could not start.
+    #[error("cannot start the tiering service's thread: {0}")]
+    Thread(#[source] std::io::Error),
     /// The blocking facade could not start its runtime.
     #[error("cannot start the tier's runtime: {0}")]
     Runtime(#[source] std::io::Error),
@@ -132,6 +163,24 @@ impl Error {
                 ..
             }
         )
+    }
+
+    /// Whether trying again later may succeed: a store's generic failure (what object_store
+    /// reports for HTTP 5xx, throttling such as S3's 503 SlowDown, timeouts and dropped
+    /// connections once its own retries are spent), a task that did not join, or a log error
+    /// that says its remote tier was retriable. Not retriable: a missing object, a denied or
+    /// unauthenticated request, a lost compare-and-swap ([`Error::Conflict`]), corruption,
+    /// local I/O, a bad name or argument (Kafka's `RetriableRemoteStorageException` against
+    /// `RemoteStorageException`).
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            Error::Store { source, .. } => matches!(
+                source,
+                object_store::Error::Generic { .. } | object_store::Error::JoinError { .. }
+            ),
+            Error::Log(seglog::Error::Remote { source, .. }) => source.is_retriable(),
+            _ => false,
+        }
     }
 
     pub(crate) fn store(

@@ -36,6 +36,11 @@ pub enum Fault {
     Fail,
     /// That one request takes effect but answers with an error.
     LoseResponse,
+    /// That one request is refused as S3 throttles (503 SlowDown: object_store's `Generic`
+    /// once its own retries are spent), later ones succeed.
+    Throttle,
+    /// That one request is refused as not permitted (403: `PermissionDenied`, not retriable).
+    Deny,
 }
 
 #[derive(Debug, Default)]
@@ -45,6 +50,8 @@ struct State {
     crashed: bool,
     partial_listings: bool,
     delay: Duration,
+    in_flight: usize,
+    max_in_flight: usize,
 }
 
 /// The wrapper.
@@ -106,11 +113,29 @@ impl FaultyStore {
         self.state().crashed
     }
 
+    /// The most requests that were under way at once (each counted through its delay).
+    pub fn max_in_flight(&self) -> usize {
+        self.state().max_in_flight
+    }
+
+    /// Starts counting [`FaultyStore::max_in_flight`] afresh.
+    pub fn reset_max_in_flight(&self) {
+        let mut state = self.state();
+        state.max_in_flight = state.in_flight;
+    }
+
+    /// Waits the configured delay, counted as a request in flight.
     async fn pause(&self) {
-        let delay = self.state().delay;
+        let delay = {
+            let mut state = self.state();
+            state.in_flight += 1;
+            state.max_in_flight = state.max_in_flight.max(state.in_flight);
+            state.delay
+        };
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
+        self.state().in_flight -= 1;
     }
 
     fn check_read(&self) -> object_store::Result<()> {
@@ -138,6 +163,11 @@ impl FaultyStore {
         match fault {
             None => Ok(true),
             Some(Fault::Fail) => Err(injected("injected 503")),
+            Some(Fault::Throttle) => Err(injected("503 SlowDown: please reduce your request rate")),
+            Some(Fault::Deny) => Err(object_store::Error::PermissionDenied {
+                path: what,
+                source: "injected 403".into(),
+            }),
             Some(Fault::LoseResponse) => Ok(false),
             Some(Fault::Crash(CrashMode::Before)) => {
                 state.crashed = true;

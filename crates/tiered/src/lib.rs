@@ -4,11 +4,16 @@
 //! What it does: Kafka's object names ([`Layout`], [`parse_file_name`]); the shape of Kafka's
 //! `RemoteStorageManager` ([`RemoteStorageManager`]: copy a segment's six parts, fetch a range
 //! of its `.log`, fetch an index, delete); a durable metadata store with Kafka's four states
-//! ([`MetadataStore`], [`RemoteLogSegmentState`]); and the crash-safe copy and delete protocols
-//! over both ([`PartitionTier`]).
+//! ([`MetadataStore`], [`RemoteLogSegmentState`]); the crash-safe copy and delete protocols
+//! over both ([`PartitionTier`]); the driver of one log ([`Tier`]: copies, remote retention
+//! checked against the leader-epoch lineage as Kafka 4.4 does); and the background service of a
+//! whole `seglog::LogDir` ([`TieringService`], Kafka's `RemoteLogManager` tasks: bounded pools,
+//! the KIP-956 copy quota, retries with backoff, [`TierStats`] and, with the `metrics`
+//! feature, Kafka's remote-storage metrics).
 //!
 //! What it does not do: it holds no local segment and decides nothing about local retention
-//! (that is `seglog`'s); it assumes one copier per partition (Kafka's leader).
+//! (that is `seglog`'s, run by the `LogDir` ticker beside the service); it assumes one copier
+//! per partition (Kafka's leader).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -34,12 +39,20 @@ mod error;
 #[cfg(test)]
 mod faulty;
 mod layout;
+mod lineage;
 mod metadata;
 #[cfg(test)]
 mod model_tests;
+mod partition_metadata;
 mod protocol;
+mod quota;
 mod rsm;
+mod service;
+mod service_config;
+#[cfg(test)]
+mod service_tests;
 mod state;
+mod stats;
 mod store;
 mod tier;
 mod uuid;
@@ -50,12 +63,18 @@ pub use layout::{
     segment_stem,
 };
 pub use metadata::{Chain, MetadataStore, RemoteLogSegmentMetadata};
+pub use partition_metadata::{PARTITION_METADATA_FILE, read_topic_id};
 pub use protocol::{PartitionTier, RecoveryReport, SegmentToCopy};
 pub use rsm::{
     DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
     leader_epoch_checkpoint,
 };
+pub use service::{
+    PartitionRun, ServiceRunReport, TaskFailure, TierFactory, TieringHandle, TieringService,
+};
+pub use service_config::TieringConfig;
 pub use state::RemoteLogSegmentState;
+pub use stats::{TierStats, TierStatsSnapshot, names as metric_names};
 #[cfg(feature = "aws")]
 pub use store::s3_store;
 pub use store::{StoreRoot, open_store};

@@ -200,7 +200,7 @@ impl PartitionTier {
         Ok(self.split_finished().await?.1)
     }
 
-    async fn split_finished(
+    pub(crate) async fn split_finished(
         &self,
     ) -> Result<(Vec<RemoteLogSegmentMetadata>, Vec<RemoteLogSegmentMetadata>)> {
         let mut finished: Vec<_> = self

@@ -9,11 +9,13 @@ use object_store::ObjectStore;
 use seglog::Log;
 use seglog::remote::{
     RemoteError, RemoteErrorKind, RemoteIndexKind, RemoteSegment, RemoteSegmentId, RemoteTier,
+    SealedSegmentFiles,
 };
 
+use crate::lineage::{filtered_epochs, is_within_leader_epochs};
 use crate::{
     Error, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
-    RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, Uuid,
+    RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, TierStats, Uuid,
 };
 
 /// A partition's remote tier over an object store, usable from synchronous code: every call
@@ -23,6 +25,7 @@ use crate::{
 pub struct ObjectTier {
     tier: PartitionTier,
     runtime: tokio::runtime::Runtime,
+    stats: Arc<TierStats>,
 }
 
 impl ObjectTier {
@@ -43,7 +46,19 @@ impl ObjectTier {
             .enable_all()
             .build()
             .map_err(Error::Runtime)?;
-        Ok(ObjectTier { tier, runtime })
+        let partition = tier.layout().partition();
+        let stats = Arc::new(TierStats::new(&partition.topic, partition.partition));
+        Ok(ObjectTier {
+            tier,
+            runtime,
+            stats,
+        })
+    }
+
+    /// The partition's remote-tier counters (bytes fetched by reads here; copies, deletes and
+    /// lags by [`crate::TieringService`]).
+    pub fn stats(&self) -> &Arc<TierStats> {
+        &self.stats
     }
 
     /// The protocols underneath.
@@ -133,6 +148,7 @@ impl RemoteTier for ObjectTier {
                     .fetch_log_segment(&metadata, start_position, Some(end - 1)),
             )
             .map_err(remote_error)?;
+        self.stats.fetched(bytes.len() as u64);
         Ok(bytes.to_vec())
     }
 
@@ -183,6 +199,9 @@ pub struct CopyReport {
 pub struct ExpireReport {
     /// Remote segments deleted (base offsets), by retention or because they were redundant.
     pub deleted: Vec<i64>,
+    /// Remote segments outside the log's leader-epoch lineage (base offsets): not counted, not
+    /// deleted by retention, until the epoch cache no longer reaches their epochs.
+    pub outside_lineage: Vec<i64>,
     /// The log start offset afterwards.
     pub log_start_offset: i64,
 }
@@ -225,57 +244,114 @@ impl Tier {
     pub fn copy(&self, log: &Log) -> Result<CopyReport> {
         let mut report = CopyReport::default();
         for files in log.tier_candidates()? {
-            let segment = SegmentToCopy {
-                base_offset: files.base_offset,
-                next_base_offset: files.next_base_offset,
-                max_timestamp_ms: files.max_timestamp_ms,
-                size_in_bytes: files.size,
-                segment_leader_epochs: files.segment_leader_epochs.clone(),
-                data: LogSegmentData {
-                    log: Part::File(files.log.clone()),
-                    offset_index: Part::File(files.offset_index.clone()),
-                    time_index: Part::File(files.time_index.clone()),
-                    txn_index: files.txn_index.clone().map(Part::File),
-                    producer_snapshot: Part::Bytes(bytes::Bytes::from(
-                        files.producer_snapshot.clone(),
-                    )),
-                    leader_epochs: files.leader_epochs.clone(),
-                },
-            };
-            let finished = self
-                .remote
-                .block_on(self.remote.tier.copy_segment(&segment))?;
-            log.set_highest_remote_offset(finished.end_offset);
-            // `files` (and its pin) lives until here: retention could not delete the segment
-            // while it was uploaded.
-            drop(files);
-            report.copied.push(CopiedSegment {
-                base_offset: finished.start_offset,
-                end_offset: finished.end_offset,
-                size_in_bytes: finished.segment_size_in_bytes,
-                segment_id: finished.segment_id.to_string(),
-            });
+            report.copied.push(self.copy_one(log, files)?);
         }
         report.highest_remote_offset = log.highest_remote_offset();
         Ok(report)
     }
 
-    /// Remote retention (Kafka's `RLMExpirationTask`): over the whole log, `retention.ms`
-    /// deletes remote segments whose largest timestamp is below `now_ms - retention.ms`, and
-    /// `retention.bytes` deletes the oldest while the remote plus only-local size exceeds it
-    /// by at least the segment's size; segments wholly below the log start offset go too.
-    /// In order, stopping at the first segment kept. The log start offset is raised first
+    /// Copies one segment of `log.tier_candidates()` and raises the log's highest remote offset
+    /// to its end once its copy is COPY_SEGMENT_FINISHED (the step [`Tier::copy`] repeats, for a
+    /// copier that checks a quota before each segment).
+    ///
+    /// # Errors
+    /// The copy's error (nothing is counted for it; the next recovery cleans it up).
+    pub fn copy_one(&self, log: &Log, files: SealedSegmentFiles) -> Result<CopiedSegment> {
+        let segment = SegmentToCopy {
+            base_offset: files.base_offset,
+            next_base_offset: files.next_base_offset,
+            max_timestamp_ms: files.max_timestamp_ms,
+            size_in_bytes: files.size,
+            segment_leader_epochs: files.segment_leader_epochs.clone(),
+            data: LogSegmentData {
+                log: Part::File(files.log.clone()),
+                offset_index: Part::File(files.offset_index.clone()),
+                time_index: Part::File(files.time_index.clone()),
+                txn_index: files.txn_index.clone().map(Part::File),
+                producer_snapshot: Part::Bytes(bytes::Bytes::from(files.producer_snapshot.clone())),
+                leader_epochs: files.leader_epochs.clone(),
+            },
+        };
+        let finished = match self
+            .remote
+            .block_on(self.remote.tier.copy_segment(&segment))
+        {
+            Ok(finished) => finished,
+            Err(e) => {
+                self.remote.stats.copy_failed();
+                return Err(e);
+            }
+        };
+        self.remote.stats.copied(finished.segment_size_in_bytes);
+        log.set_highest_remote_offset(finished.end_offset);
+        // `files` (and its pin) lives until here: retention could not delete the segment
+        // while it was uploaded.
+        drop(files);
+        Ok(CopiedSegment {
+            base_offset: finished.start_offset,
+            end_offset: finished.end_offset,
+            size_in_bytes: finished.segment_size_in_bytes,
+            segment_id: finished.segment_id.to_string(),
+        })
+    }
+
+    /// Remote retention (Kafka 4.4's `RLMExpirationTask.cleanupExpiredRemoteLogSegments`).
+    ///
+    /// The log's leader-epoch lineage decides which remote segments count
+    /// (`isRemoteSegmentWithinLeaderEpochs`): after an unclean leader election a former
+    /// leader's copies of offsets the lineage gave to other records are outside it. Walking
+    /// the finished segments that hold an epoch of the lineage, in order: a segment wholly
+    /// below the log start offset whose epochs are all at or below the lineage's first is
+    /// deleted; one outside the lineage is skipped (not deleted, not counted, not stopping
+    /// the walk); one inside it is deleted when its largest timestamp is below
+    /// `now_ms - retention.ms` or while the size above `retention.bytes` (local segments not
+    /// yet copied plus the remote segments inside the lineage) is at least its size; the walk
+    /// stops at the first segment inside the lineage that is kept. The log start offset is
+    /// raised past what time and size deleted
     /// (`Log::update_log_start_offset_from_remote_tier`), then the segments go through the
-    /// delete states. Redundant copies (overlapping an earlier one) are deleted as well.
+    /// delete states; then the segments whose epochs are all below the epoch cache's earliest
+    /// entry (the cache was truncated at its start) go too. Redundant copies (overlapping an
+    /// earlier one) are deleted when both are inside the lineage (a copy repeated after a
+    /// lost answer), never in favour of one outside it.
+    ///
+    /// A log without leader epochs (its batches carry none), and a segment without any,
+    /// cannot be placed in a lineage: every segment then counts as inside it, and the walk is
+    /// over all of them in order (a deliberate difference: Kafka's logs always have epochs).
     ///
     /// # Errors
     /// The log's or a deletion's error (an interrupted deletion is finished by the next
     /// recovery; the log start offset is already past the segment).
     pub fn expire(&self, log: &Log, now_ms: i64) -> Result<ExpireReport> {
         let tier = &self.remote.tier;
-        let segments = self.remote.block_on(tier.segments())?;
+        let (segments, redundant) = self.remote.block_on(tier.split_finished())?;
         let config = log.config();
-        let remote_size: u64 = segments.iter().map(|s| s.segment_size_in_bytes).sum();
+        let epochs = log.leader_epochs();
+        let lineage = filtered_epochs(&epochs);
+        let log_end_offset = log.log_end_offset();
+        let valid = |s: &RemoteLogSegmentMetadata| {
+            lineage.is_empty()
+                || s.segment_leader_epochs.is_empty()
+                || is_within_leader_epochs(
+                    &s.segment_leader_epochs,
+                    s.end_offset,
+                    log_end_offset,
+                    &lineage,
+                )
+        };
+        // Kafka walks `listRemoteLogSegments(tp, epoch)` for each epoch of the lineage: a
+        // segment holding none of them is never visited.
+        let visited = |s: &RemoteLogSegmentMetadata| {
+            lineage.is_empty()
+                || s.segment_leader_epochs.is_empty()
+                || s.segment_leader_epochs
+                    .iter()
+                    .any(|(e, _)| lineage.contains_key(e))
+        };
+        let remote_size: u64 = segments
+            .iter()
+            .filter(|s| valid(s))
+            .map(|s| s.segment_size_in_bytes)
+            .sum();
         let total = remote_size + log.only_local_segments_size();
         let mut breached_bytes = if config.retention_bytes >= 0 {
             total.saturating_sub(config.retention_bytes as u64)
@@ -285,29 +361,89 @@ impl Tier {
         let cleanup_until_ms = (config.retention_ms > -1 && now_ms - config.retention_ms >= 0)
             .then(|| now_ms - config.retention_ms);
         let log_start = log.log_start_offset();
+        let first_epoch = lineage.keys().next().copied();
         let mut new_start = None;
-        let mut doomed = Vec::new();
-        for segment in &segments {
-            let by_start = segment.end_offset < log_start;
-            let by_time = cleanup_until_ms.is_some_and(|until| segment.max_timestamp_ms < until);
-            let by_size =
-                !by_time && breached_bytes > 0 && breached_bytes >= segment.segment_size_in_bytes;
-            if !(by_start || by_time || by_size) {
+        let mut doomed: Vec<RemoteLogSegmentMetadata> = Vec::new();
+        let mut report = ExpireReport::default();
+        // Kafka walks every copy, a repeated one too (seglog's redundant ones).
+        let mut all: Vec<&RemoteLogSegmentMetadata> = segments.iter().chain(&redundant).collect();
+        all.sort_by_key(|s| (s.start_offset, s.event_timestamp_ms, s.segment_id));
+        for &segment in all.iter().filter(|s| visited(s)) {
+            // `isSegmentBreachByLogStartOffset`.
+            let by_start = segment.end_offset < log_start
+                && first_epoch.is_none_or(|first| {
+                    segment
+                        .segment_leader_epochs
+                        .iter()
+                        .all(|(e, _)| *e <= first)
+                });
+            let is_valid = !by_start && valid(segment);
+            let mut delete = by_start;
+            if is_valid {
+                let by_time =
+                    cleanup_until_ms.is_some_and(|until| segment.max_timestamp_ms < until);
+                let by_size = !by_time
+                    && breached_bytes > 0
+                    && breached_bytes >= segment.segment_size_in_bytes;
+                if by_time || by_size {
+                    breached_bytes = breached_bytes.saturating_sub(segment.segment_size_in_bytes);
+                    new_start = Some(segment.end_offset + 1);
+                    delete = true;
+                }
+            }
+            if delete {
+                doomed.push(segment.clone());
+            } else if is_valid {
                 break;
             }
-            breached_bytes = breached_bytes.saturating_sub(segment.segment_size_in_bytes);
-            if by_time || by_size {
-                new_start = Some(segment.end_offset + 1);
-            }
-            doomed.push(segment.clone());
         }
         if let Some(start) = new_start {
             log.update_log_start_offset_from_remote_tier(start)?;
         }
-        doomed.extend(self.remote.block_on(tier.redundant_segments())?);
-        let mut report = ExpireReport::default();
+        // `deleteLogSegmentsDueToLeaderEpochCacheTruncation`: epochs the cache no longer has
+        // at its start.
+        if let Some(&(earliest, _)) = epochs.first() {
+            for &segment in &all {
+                let all_below = !segment.segment_leader_epochs.is_empty()
+                    && segment
+                        .segment_leader_epochs
+                        .iter()
+                        .all(|(e, _)| *e < earliest);
+                if all_below && !doomed.iter().any(|d| d.segment_id == segment.segment_id) {
+                    doomed.push(segment.clone());
+                }
+            }
+        }
+        // Redundant copies: the kept segment that covers each (the last one starting at or
+        // before it) and it must both be inside the lineage.
+        for copy in &redundant {
+            let cover = segments
+                .iter()
+                .rev()
+                .find(|s| s.start_offset <= copy.start_offset);
+            let duplicate = valid(copy) && cover.is_some_and(&valid);
+            if duplicate && !doomed.iter().any(|d| d.segment_id == copy.segment_id) {
+                doomed.push(copy.clone());
+            }
+        }
+        report.outside_lineage = all
+            .iter()
+            .filter(|s| !valid(s) && !doomed.iter().any(|d| d.segment_id == s.segment_id))
+            .map(|s| s.start_offset)
+            .collect();
+        let stats = &self.remote.stats;
+        let mut lag_bytes: u64 = doomed.iter().map(|s| s.segment_size_in_bytes).sum();
+        let mut lag_segments = doomed.len() as u64;
+        stats.delete_lag(lag_bytes, lag_segments);
         for segment in &doomed {
-            self.remote.block_on(tier.delete_segment(segment))?;
+            if let Err(e) = self.remote.block_on(tier.delete_segment(segment)) {
+                stats.delete_failed();
+                return Err(e);
+            }
+            stats.deleted();
+            lag_bytes -= segment.segment_size_in_bytes;
+            lag_segments -= 1;
+            stats.delete_lag(lag_bytes, lag_segments);
             report.deleted.push(segment.start_offset);
         }
         report.log_start_offset = log.log_start_offset();

@@ -1,0 +1,167 @@
+//! Remote retention against the leader-epoch lineage (Kafka 4.4's
+//! `isRemoteSegmentWithinLeaderEpochs`): after an unclean leader election, copies a former
+//! leader made of offsets the new lineage gave to other records are neither counted, nor
+//! deleted by retention, nor allowed to get the new lineage's copies deleted as redundant;
+//! they go once the epoch cache no longer reaches their epochs.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use seglog::{BatchBuilder, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions, ManualClock};
+use seglog_tiered::{Layout, ObjectTier, RemoteLogSegmentMetadata, Tier, TopicIdPartition, Uuid};
+
+const T0: i64 = 1_700_000_000_000;
+
+fn open(dir: &std::path::Path) -> Log {
+    let config = LogConfig {
+        segment_bytes: 1024,
+        index_interval_bytes: 128,
+        segment_index_bytes: 4096,
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        remote_storage_enable: true,
+        ..LogConfig::default()
+    };
+    let options = LogOpenOptions {
+        clock: Arc::new(ManualClock::new(T0)),
+        high_watermark: HighWatermarkPolicy::LogEnd,
+        ..LogOpenOptions::default()
+    };
+    Log::open_with(dir, config, options).unwrap()
+}
+
+fn append(log: &Log, epoch: i32, count: usize) {
+    for i in 0..count {
+        let mut b = BatchBuilder::new(0).partition_leader_epoch(epoch);
+        let value = format!("e{epoch}-{i}-{}", "x".repeat(60));
+        b.append(T0, None, Some(value.as_bytes()), &[]);
+        log.append(&b.build().unwrap()).unwrap();
+    }
+}
+
+fn tier() -> Tier {
+    let layout = Layout::new(
+        Path::default(),
+        TopicIdPartition::new("orders", 0, Uuid::from_halves(3, 4)).unwrap(),
+    );
+    Tier::new(Arc::new(
+        ObjectTier::new(Arc::new(InMemory::new()), layout, 1).unwrap(),
+    ))
+}
+
+/// Every finished copy in the store, kept and redundant alike, by segment id.
+fn finished(tier: &Tier) -> BTreeSet<(i64, i64, Uuid)> {
+    let remote = tier.remote();
+    let p = remote.partition_tier();
+    let mut all: Vec<RemoteLogSegmentMetadata> = remote.block_on(p.segments()).unwrap();
+    all.extend(remote.block_on(p.redundant_segments()).unwrap());
+    all.iter()
+        .map(|m| (m.start_offset, m.end_offset, m.segment_id))
+        .collect()
+}
+
+/// A log whose epoch-0 segments were copied up to beyond `truncation`, then truncated there
+/// (an unclean leader election: the new leader had less) and continued in epoch 1, whose
+/// segments were copied too. Returns the log, the tier, the truncation offset and the old
+/// copies that lie above it.
+fn diverged(dir: &std::path::Path) -> (Log, Tier, i64, Vec<(i64, i64, Uuid)>) {
+    let log = open(dir);
+    append(&log, 0, 60);
+    let tier = tier();
+    tier.attach(&log).unwrap();
+    let old = tier.copy(&log).unwrap().copied;
+    assert!(old.len() >= 4, "{old:?}");
+    let truncation = old[2].base_offset + 2;
+    log.truncate_to(truncation).unwrap();
+    assert_eq!(log.highest_remote_offset(), truncation - 1);
+    log.assign_epoch_start_offset(1, truncation).unwrap();
+    append(&log, 1, 60);
+    assert_eq!(log.leader_epochs(), [(0, 0), (1, truncation)]);
+    let new = tier.copy(&log).unwrap().copied;
+    assert!(
+        new.len() >= 3 && new[0].base_offset == old[2].base_offset,
+        "{new:?}"
+    );
+    let stale = finished(&tier)
+        .into_iter()
+        .filter(|(_, end, id)| {
+            *end >= truncation && old.iter().any(|o| o.segment_id == id.to_string())
+        })
+        .collect();
+    (log, tier, truncation, stale)
+}
+
+#[test]
+fn copies_outside_the_lineage_are_ignored_and_never_cost_the_new_lineage_its_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, tier, _, stale) = diverged(dir.path());
+    assert!(stale.len() >= 2, "{stale:?}");
+    let before = finished(&tier);
+    // No retention: nothing is deleted. Before the lineage check the new lineage's copy at the
+    // same base offset as a stale one was deleted as redundant (or the stale one, whichever
+    // sorted second).
+    let report = tier.expire(&log, T0).unwrap();
+    assert!(report.deleted.is_empty(), "{report:?}");
+    assert_eq!(finished(&tier), before);
+    // The stale copies are reported outside the lineage, and only they.
+    let mut want: Vec<i64> = stale.iter().map(|s| s.0).collect();
+    want.sort_unstable();
+    let mut got = report.outside_lineage.clone();
+    got.sort_unstable();
+    assert_eq!(got, want, "{report:?}");
+}
+
+#[test]
+fn retention_by_size_counts_only_the_copies_inside_the_lineage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, tier, _, stale) = diverged(dir.path());
+    let remote = tier.remote();
+    let kept = remote.block_on(remote.partition_tier().segments()).unwrap();
+    let stale_ids: BTreeSet<Uuid> = stale.iter().map(|s| s.2).collect();
+    let valid: Vec<_> = kept
+        .iter()
+        .filter(|s| !stale_ids.contains(&s.segment_id))
+        .collect();
+    let valid_size: u64 = valid.iter().map(|s| s.segment_size_in_bytes).sum();
+    let total = valid_size + log.only_local_segments_size();
+    // Exactly the first segment's bytes too many: only it goes. Counting the stale copies
+    // too (as before the lineage check) breaches by more and deletes more.
+    let first = valid[0];
+    let config = LogConfig {
+        retention_bytes: (total - first.segment_size_in_bytes) as i64,
+        ..log.config()
+    };
+    log.set_config(config).unwrap();
+    let report = tier.expire(&log, T0).unwrap();
+    assert_eq!(report.deleted, [first.start_offset], "{report:?}");
+    assert_eq!(report.log_start_offset, first.end_offset + 1);
+    assert_eq!(log.log_start_offset(), first.end_offset + 1);
+    // The stale copies are all still there.
+    let after = finished(&tier);
+    assert!(stale.iter().all(|s| after.contains(s)), "{after:?}");
+}
+
+#[test]
+fn stale_copies_go_once_the_epoch_cache_no_longer_reaches_their_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, tier, truncation, stale) = diverged(dir.path());
+    // DeleteRecords past the start of epoch 1: the cache's earliest entry is epoch 1.
+    log.delete_records_before(truncation + 5).unwrap();
+    assert_eq!(log.leader_epochs()[0].0, 1);
+    let report = tier.expire(&log, T0).unwrap();
+    let after = finished(&tier);
+    assert!(
+        stale.iter().all(|s| !after.contains(s)),
+        "{report:?} {after:?}"
+    );
+    // What remains is the new lineage's, from the copy holding the log start on.
+    assert!(
+        after
+            .iter()
+            .all(|(_, end, id)| !stale.iter().any(|s| s.2 == *id) && *end >= truncation + 5),
+        "{after:?}"
+    );
+    assert!(!after.is_empty());
+}
