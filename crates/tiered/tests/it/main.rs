@@ -6,3 +6,5 @@
 mod log_tier;
 #[cfg(feature = "aws")]
 mod s3;
+#[cfg(feature = "aws")]
+mod seaweedfs;
