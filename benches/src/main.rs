@@ -62,7 +62,7 @@ usage: seglog-benches [--quick] [--rounds N] [--only GROUP,...] [--out-dir DIR] 
   --rounds N       measured rounds per workload (default 3 quick, 5 full)
   --only GROUPS    comma-separated subset of: append, produce, bulk, mixed, durable, raft,
                    scan, point, timestamp, floor, recovery, open, rss, compaction,
-                   scale
+                   scale, tier
   --out-dir DIR    where the JSON goes (default <workspace>/target/bench); logs go to DIR/tmp
   --drop-caches    drop the page cache before every timed read (needs root; off by default)
   --kafka-classpath FILE

@@ -384,6 +384,15 @@ const CHECKS: &[(&str, Check, &[Bound])] = &[
         &[],
     ),
     (
+        "tier: copy of a segment / one PUT of its bytes (file://)",
+        Check::RateAtLeast {
+            workload: names::TIER_COPY,
+            against: Role::Ceiling,
+            bound: 0.8,
+        },
+        &[],
+    ),
+    (
         "peak RSS: seglog large log / small log",
         Check::MetricGrowthAtMost {
             numerator: names::RSS_LARGE,

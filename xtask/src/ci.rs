@@ -15,8 +15,8 @@ pub const PUBLISHED: &[&str] = &[
 
 /// fmt check, clippy (`-D warnings`, all targets so benches cannot rot; again for `seglog`
 /// with its `metrics` feature and for `seglog-tiered` with `aws`), the docs (`-D warnings`), `cargo package` of every published
-/// crate, the workspace tests, the metrics test (`--features metrics`), the S3 test against
-/// moto (`seglog-tiered --features aws`), the Kafka oracle
+/// crate, the workspace tests, the metrics test (`--features metrics`), the S3 tests against
+/// moto and SeaweedFS (`seglog-tiered --features aws`), the Kafka oracle
 /// (`cargo xtask kafka`), then the loom models.
 pub fn run_all() -> Result<(), String> {
     let mut fmt = cargo();
@@ -97,8 +97,8 @@ pub fn run_all() -> Result<(), String> {
         "prometheus",
     ]);
     run_command(metrics)?;
-    // The remote tier against a real S3 server (moto, installed by .ci/run; under CI=true a
-    // missing moto_server fails the test).
+    // The remote tier against real S3 servers (moto, and SeaweedFS's `weed mini` end to end,
+    // both installed by .ci/run; under CI=true a missing server fails its test).
     let mut s3 = cargo();
     s3.args([
         "test",
@@ -108,7 +108,9 @@ pub fn run_all() -> Result<(), String> {
         "aws",
         "--test",
         "it",
+        "--",
         "s3",
+        "seaweedfs",
     ]);
     run_command(s3)?;
 

@@ -11,6 +11,7 @@ mod raft;
 mod read;
 mod rss;
 mod scale;
+mod tier;
 
 use std::path::{Path, PathBuf};
 
@@ -69,6 +70,12 @@ pub mod names {
     pub const SCALE_RECOVER_LARGE: &str = "scale: recover 1MiB segments";
     /// Clean open of 100,000 segments (issue 28).
     pub const SCALE_OPEN: &str = "scale: clean open";
+    /// A sealed segment copied to a `file://` store (issue 29).
+    pub const TIER_COPY: &str = "tier: copy segment";
+    /// A read through the log of a remote segment whose indexes are not cached (issue 29).
+    pub const TIER_COLD_READ: &str = "tier: cold remote read";
+    /// The same read with the indexes cached (issue 29).
+    pub const TIER_WARM_READ: &str = "tier: warm remote read";
 }
 
 /// Labels of the reference rows the targets name as their bounds (`targets.rs`): the least
@@ -95,6 +102,12 @@ pub mod labels {
     pub const RAFT_ONE_WRITER: &str = "seglog append_durable, 1 writer";
     /// Scale recovery: open, read whole and CRC each `.log` of the directory.
     pub const SCALE_READ_CRC: &str = "reference: open + read + CRC per .log";
+    /// Tier copy: one plain PUT of the segment's `.log` bytes to the same store.
+    pub const TIER_PUT: &str = "reference: one PUT of the .log bytes";
+    /// Cold remote read: the ranged GET of the bytes the read returns.
+    pub const TIER_RANGED_GET: &str = "reference: the same ranged GET";
+    /// Warm remote read: the same read from a log holding the segment locally.
+    pub const TIER_LOCAL_READ: &str = "reference: the same read, local segment";
 }
 
 /// Reader threads in the mixed workload (one appender runs beside them).
@@ -117,6 +130,7 @@ pub const GROUPS: &[&str] = &[
     "rss",
     "compaction",
     "scale",
+    "tier",
 ];
 
 /// Sizes for one mode.
@@ -358,6 +372,9 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     if context.wants("scale") {
         results.extend(scale::run_recovery(context)?);
         results.extend(scale::run_open(context)?);
+    }
+    if context.wants("tier") {
+        results.extend(tier::run(context)?);
     }
     Ok(results)
 }

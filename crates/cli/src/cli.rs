@@ -213,6 +213,9 @@ pub struct ReadArgs {
     /// One JSON object per record.
     #[arg(long)]
     pub json: bool,
+    /// The remote tier of a tiered partition (read across both tiers).
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// `seglog info`.
@@ -223,6 +226,9 @@ pub struct InfoArgs {
     /// One JSON object per partition.
     #[arg(long)]
     pub json: bool,
+    /// The remote tier of a tiered partition (its remote segments are listed too).
+    #[command(flatten)]
+    pub remote: RemoteArgs,
 }
 
 /// `seglog dump`.
@@ -259,6 +265,23 @@ pub struct VerifyArgs {
     #[arg(long, value_name = "B", default_value_t = crate::log_stream::DEFAULT_MAX_BATCH_BYTES,
           value_parser = clap::value_parser!(u32).range(61..))]
     pub max_batch_bytes: u32,
+    /// The remote tier of a tiered partition (its finished segments are checked too).
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+}
+
+/// The remote tier of a tiered partition, for the read-only commands (`read`, `info`,
+/// `verify`): nothing in the store is written.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RemoteArgs {
+    /// The store of the partition's remote tier: `file:///abs/dir`, or `s3://bucket/prefix` in
+    /// a build with the `s3` feature (as `seglog tier --store`).
+    #[arg(long, value_name = "URL")]
+    pub store: Option<String>,
+    /// The topic id in the remote object names (Kafka's Uuid text); default: the `topic_id`
+    /// of the directory's `partition.metadata`. Only with `--store`.
+    #[arg(long, value_name = "UUID", requires = "store")]
+    pub topic_id: Option<String>,
 }
 
 /// `seglog recover`.

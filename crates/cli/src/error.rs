@@ -130,6 +130,23 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
+    /// An offset in the remote part of a tiered partition, asked for without `--store`: the
+    /// data is in the remote tier, not lost (exit 2).
+    #[error(
+        "{}: offset {offset} is in the partition's remote tier (offsets {log_start_offset}..{} are remote; the local log starts at {local_log_start_offset}): give --store URL to read it",
+        dir.display(),
+        local_log_start_offset - 1
+    )]
+    RemoteNotAttached {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The offset asked for.
+        offset: i64,
+        /// The whole log's start offset (from the log start checkpoint).
+        log_start_offset: i64,
+        /// The first offset on local disk.
+        local_log_start_offset: i64,
+    },
     /// A log operation failed with an error that does not name the log (e.g. an offset out
     /// of range): this adds the directory.
     #[error("{}", dir.display())]

@@ -32,14 +32,16 @@ mod log_stream;
 pub mod logging;
 mod output;
 mod progress;
+mod remote;
 mod scan;
 mod view;
 
 pub use cli::{
     Cli, Command, CompressionArg, DemoArgs, DumpArgs, Encoding, InfoArgs, ProduceArgs, ReadArgs,
-    RecoverArgs, RetainArgs, TierAction, TierArgs, TierCopyArgs, TierTarget, VerifyArgs,
+    RecoverArgs, RemoteArgs, RetainArgs, TierAction, TierArgs, TierCopyArgs, TierTarget,
+    VerifyArgs,
 };
-pub use cmd::info::{LogInfo, SegmentLine, Totals, log_info};
+pub use cmd::info::{LogInfo, RemoteInfo, RemoteSegmentLine, SegmentLine, Totals, log_info};
 pub use cmd::produce::{ProduceSummary, config_from_args, fill_value, now_ms};
 pub use cmd::recover::{
     CheckpointLine, GapLine, RecoverReport, SegmentRecovery, SplitLine, recover_dir,

@@ -45,6 +45,9 @@ pub(crate) struct InitialState {
     pub(crate) recovery_point_known: bool,
     /// From the log-start-offset checkpoint; 0 when missing or unreadable.
     pub(crate) log_start_offset: i64,
+    /// Whether the log-start-offset checkpoint had an entry for this log (Kafka writes one
+    /// only for a log start above the first segment's base, or for a tiered log).
+    pub(crate) log_start_offset_known: bool,
     /// From the replication-offset checkpoint (the high watermark); `None` when missing or
     /// unreadable. Restored at open, clamped to the log start and end.
     pub(crate) high_watermark: Option<i64>,
@@ -225,6 +228,7 @@ fn read_state(
         recovery_point: recovery_point.unwrap_or(0),
         recovery_point_known: recovery_point.is_some(),
         log_start_offset: log_start_offset.unwrap_or(0),
+        log_start_offset_known: log_start_offset.is_some(),
         high_watermark,
     };
     (state, problems)
@@ -460,6 +464,7 @@ mod tests {
                 recovery_point: 42,
                 recovery_point_known: true,
                 log_start_offset: 7,
+                log_start_offset_known: true,
                 high_watermark: Some(40),
             }
         );

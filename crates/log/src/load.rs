@@ -72,6 +72,11 @@ pub struct LoadReport {
     pub recovery_point_checkpoint: i64,
     /// The log start offset read from the checkpoint (0 when missing).
     pub log_start_offset_checkpoint: i64,
+    /// Whether the log-start-offset checkpoint had an entry for this log. Kafka writes one
+    /// only when the log start lies above the first segment's base or the log is tiered
+    /// (`LogManager.checkpointLogStartOffsetsInDir`), so an entry below the first segment's
+    /// base says that older offsets are in a remote tier ([`crate::Log::unattached_remote_start`]).
+    pub log_start_offset_in_checkpoint: bool,
     /// Files removed: leftover `*.deleted` (except those restored), `*.cleaned` and the
     /// `*.swap` files at or above them (an unfinished swap), orphan indexes, old segment files
     /// replaced by a completed swap, and the files of segments dropped after a truncating
@@ -348,6 +353,7 @@ fn load_once(
             had_clean_shutdown: state.had_clean_shutdown,
             recovery_point_checkpoint: state.recovery_point,
             log_start_offset_checkpoint: state.log_start_offset,
+            log_start_offset_in_checkpoint: state.log_start_offset_known,
             ..LoadReport::default()
         },
         next_offsets: std::collections::BTreeMap::new(),

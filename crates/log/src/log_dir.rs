@@ -198,6 +198,7 @@ impl LogDir {
                 recovery_point: recovery_points.get(&tp).copied().unwrap_or(0),
                 recovery_point_known: recovery_points.contains_key(&tp),
                 log_start_offset: log_starts.get(&tp).copied().unwrap_or(0),
+                log_start_offset_known: log_starts.contains_key(&tp),
                 high_watermark: high_watermarks.get(&tp).copied(),
             };
             let log = Log::open_in_log_dir(
@@ -299,6 +300,7 @@ impl LogDir {
             recovery_point: 0,
             recovery_point_known: false,
             log_start_offset: 0,
+            log_start_offset_known: false,
             high_watermark: None,
         };
         let log = Arc::new(Log::open_in_log_dir(

@@ -70,6 +70,23 @@ impl Log {
         self.remote.sealed.subscribe()
     }
 
+    /// Where a remote tier the log holds no handle to starts, by the log's own checkpoint:
+    /// the checkpointed log start offset when no tier is attached and it lies below the local
+    /// log start offset. Kafka checkpoints a log start below the first local segment only for
+    /// a tiered log (`LogManager.checkpointLogStartOffsetsInDir` writes an entry for a
+    /// `remote.storage.enable` log, or one whose start lies above its first segment's base),
+    /// so the offsets from there to the local log start are in a remote tier, not lost. `None`
+    /// with a tier attached ([`Log::log_start_offset`] then says it), without a checkpoint
+    /// entry, or when the entry is at or above the local start.
+    pub fn unattached_remote_start(&self) -> Option<i64> {
+        let report = &self.load_report;
+        let checkpointed = report.log_start_offset_checkpoint;
+        (self.remote.tier().is_none()
+            && report.log_start_offset_in_checkpoint
+            && checkpointed < self.local_log_start_offset())
+        .then_some(checkpointed)
+    }
+
     /// The attached remote tier, if any.
     pub fn remote_tier(&self) -> Option<Arc<dyn RemoteTier>> {
         self.remote.tier()

@@ -13,7 +13,13 @@
 //!    the first open one, a `.txnindex` entry for the abort), and a read_committed scan that
 //!    skips the aborted records; 9. compaction: a keyed log (another directory, removed at the
 //!    end) with many updates and tombstones per key, cleaned in one round (Kafka's log cleaner),
-//!    every key's latest value read back and compared. The summary table closes the run.
+//!    every key's latest value read back and compared; 10. tiered storage (KIP-405): a log of
+//!    its own with `remote.storage.enable`, its sealed segments copied to a `file://` store in
+//!    Kafka's layout, deleted from the disk by local retention, and every record read back from
+//!    offset 0 through the remote tier and checked (`tiering.rs`). The summary table closes
+//!    the run.
+
+mod tiering;
 
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
@@ -246,6 +252,7 @@ impl Demo {
         self.recover(out, &crash)?;
         self.transactions(out)?;
         self.compaction(out)?;
+        self.tiering(out)?;
         Ok(())
     }
 

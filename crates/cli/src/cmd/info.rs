@@ -2,6 +2,10 @@
 //!
 //! Given a `log.dirs` root (a directory of partition directories), it describes each
 //! partition.
+//!
+//! A tiered partition (KIP-405) has a log start offset below its local log start offset:
+//! with `--store URL` its remote segments are listed too; without, it says which offsets are
+//! remote.
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
@@ -12,7 +16,7 @@ use seglog_records::{BatchHeader, BatchRef, HeaderRead, RECORD_BATCH_OVERHEAD};
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::cli::InfoArgs;
+use crate::cli::{InfoArgs, RemoteArgs};
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::Out;
@@ -27,8 +31,13 @@ pub struct LogInfo {
     pub topic: Option<String>,
     /// Partition number, likewise.
     pub partition: Option<i32>,
-    /// First offset a reader may fetch.
+    /// First offset a reader may fetch (of the whole log: below the local log start offset
+    /// when older data is in the remote tier).
     pub log_start_offset: i64,
+    /// The first offset on local disk (KIP-1005's local log start offset).
+    pub local_log_start_offset: i64,
+    /// The remote tier, for a tiered partition (`null` for a partition with only local data).
+    pub remote: Option<RemoteInfo>,
     /// Offset the next record will get.
     pub log_end_offset: i64,
     /// Whether the directory was shut down cleanly (when unclean, the figures are after an
@@ -77,6 +86,38 @@ pub struct SegmentLine {
     pub active: bool,
 }
 
+/// The remote tier of [`LogInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteInfo {
+    /// The store URL (`--store`); `null` when none was given: the checkpoint says older
+    /// offsets are remote, and nothing more is known.
+    pub store: Option<String>,
+    /// The topic id in the object names, when attached.
+    pub topic_id: Option<String>,
+    /// The finished remote segments (`COPY_SEGMENT_FINISHED`), oldest first; empty when not
+    /// attached.
+    pub segments: Vec<RemoteSegmentLine>,
+    /// Bytes of their `.log`s.
+    pub bytes: u64,
+    /// The highest offset in remote storage (`null` when not attached, -1: no segment).
+    pub highest_remote_offset: Option<i64>,
+}
+
+/// One remote segment of [`RemoteInfo`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteSegmentLine {
+    /// Its base offset (Kafka's `startOffset`).
+    pub base_offset: i64,
+    /// Its last offset (Kafka's `endOffset`).
+    pub end_offset: i64,
+    /// Bytes of its `.log`.
+    pub bytes: u64,
+    /// Its largest record timestamp (`null` when no record has one).
+    pub largest_timestamp: Option<i64>,
+    /// The remote segment id (Kafka's Uuid text).
+    pub segment_id: String,
+}
+
 /// Totals of [`LogInfo`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Totals {
@@ -101,6 +142,12 @@ pub struct Totals {
 pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
     let listing = DirListing::read(&args.dir)?;
     let dirs = if listing.is_log_dirs_root() {
+        if args.remote.topic_id.is_some() {
+            return Err(Error::Usage {
+                arg: "--topic-id",
+                reason: "a log.dirs root holds partitions of many topics: each takes its topic id from its partition.metadata".into(),
+            });
+        }
         if let Some((path, what)) = listing.irregular.first() {
             return Err(Error::NotRegular {
                 path: path.clone(),
@@ -114,7 +161,7 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
     let mut out = Out::stdout();
     let mut damage = Vec::new();
     for (i, dir) in dirs.iter().enumerate() {
-        let (info, unreadable) = log_info_and_damage(dir)?;
+        let (info, unreadable) = log_info_and_damage(dir, &args.remote)?;
         damage.extend(unreadable);
         if args.json {
             out.json(&info)?;
@@ -144,14 +191,15 @@ pub fn run(args: &InfoArgs) -> Result<Outcome, Error> {
 /// # Errors
 /// A log that cannot be loaded; I/O errors reading segment headers.
 pub fn log_info(dir: &Path) -> Result<LogInfo, Error> {
-    log_info_and_damage(dir).map(|(info, _)| info)
+    log_info_and_damage(dir, &RemoteArgs::default()).map(|(info, _)| info)
 }
 
 /// [`log_info`], with the damage the open's in-memory recovery could not serve past
 /// ([`Error::Unreadable`] per damaged segment, oldest first).
-fn log_info_and_damage(dir: &Path) -> Result<(LogInfo, Vec<Error>), Error> {
+fn log_info_and_damage(dir: &Path, remote: &RemoteArgs) -> Result<(LogInfo, Vec<Error>), Error> {
     DirListing::partition(dir)?;
     let log = Log::open_read_only(dir, LogConfig::default())?;
+    let remote = remote_info(&log, dir, remote)?;
     let damage = crate::cmd::read::unreadable_tails(&log);
     let name = dir
         .file_name()
@@ -173,7 +221,11 @@ fn log_info_and_damage(dir: &Path) -> Result<(LogInfo, Vec<Error>), Error> {
         dir: dir.to_owned(),
         topic: name.as_ref().map(|n| n.topic_partition.topic.clone()),
         partition: name.as_ref().map(|n| n.topic_partition.partition),
-        log_start_offset: log.log_start_offset(),
+        log_start_offset: log
+            .unattached_remote_start()
+            .unwrap_or_else(|| log.log_start_offset()),
+        local_log_start_offset: log.local_log_start_offset(),
+        remote,
         log_end_offset: log.log_end_offset(),
         clean_shutdown: log.load_report().had_clean_shutdown,
         leader_epochs: log.leader_epochs(),
@@ -186,6 +238,39 @@ fn log_info_and_damage(dir: &Path) -> Result<(LogInfo, Vec<Error>), Error> {
         totals,
     };
     Ok((info, damage))
+}
+
+/// The remote tier of the partition: attached and listed with `--store`, else only what the
+/// checkpoint says (`None` for a partition with only local data).
+fn remote_info(log: &Log, dir: &Path, args: &RemoteArgs) -> Result<Option<RemoteInfo>, Error> {
+    let Some(remote) = crate::remote::attach(log, dir, args)? else {
+        return Ok(log.unattached_remote_start().map(|_| RemoteInfo {
+            store: None,
+            topic_id: None,
+            segments: Vec::new(),
+            bytes: 0,
+            highest_remote_offset: None,
+        }));
+    };
+    let segments: Vec<RemoteSegmentLine> = remote
+        .tier
+        .finished_segments()?
+        .iter()
+        .map(|s| RemoteSegmentLine {
+            base_offset: s.start_offset,
+            end_offset: s.end_offset,
+            bytes: s.segment_size_in_bytes,
+            largest_timestamp: (s.max_timestamp_ms >= 0).then_some(s.max_timestamp_ms),
+            segment_id: s.segment_id.to_string(),
+        })
+        .collect();
+    Ok(Some(RemoteInfo {
+        store: Some(remote.store),
+        topic_id: Some(remote.topic_id.to_string()),
+        bytes: segments.iter().map(|s| s.bytes).sum(),
+        highest_remote_offset: Some(segments.last().map_or(-1, |s| s.end_offset)),
+        segments,
+    }))
 }
 
 /// Walks the batch headers of a segment's published bytes (seeking over record data).
@@ -260,8 +345,13 @@ fn opt(value: Option<i64>) -> String {
 /// Stdout errors.
 pub fn print_info(out: &mut Out, info: &LogInfo) -> Result<(), Error> {
     out.line(format_args!("{}", info.dir.display()))?;
+    let local_start = if info.local_log_start_offset == info.log_start_offset {
+        String::new()
+    } else {
+        format!(", local log start offset {}", info.local_log_start_offset)
+    };
     out.line(format_args!(
-        "  log start offset {}, log end offset {}, {}",
+        "  log start offset {}{local_start}, log end offset {}, {}",
         info.log_start_offset,
         info.log_end_offset,
         if info.clean_shutdown {
@@ -318,5 +408,40 @@ pub fn print_info(out: &mut Out, info: &LogInfo) -> Result<(), Error> {
     out.line(format_args!(
         "  total: {} segments, {} bytes, {} index + {} time index entries, {} batches, {} records",
         t.segments, t.bytes, t.index_entries, t.time_index_entries, t.batches, t.records
-    ))
+    ))?;
+    if let Some(remote) = &info.remote {
+        print_remote(out, info, remote)?;
+    }
+    Ok(())
+}
+
+fn print_remote(out: &mut Out, info: &LogInfo, remote: &RemoteInfo) -> Result<(), Error> {
+    let Some(store) = &remote.store else {
+        return out.line(format_args!(
+            "  remote tier: offsets {}..{} are remote (not attached: give --store URL to list them)",
+            info.log_start_offset,
+            info.local_log_start_offset - 1
+        ));
+    };
+    out.line(format_args!(
+        "  remote tier {store}: {} segments, {} bytes, highest remote offset {}",
+        remote.segments.len(),
+        remote.bytes,
+        remote.highest_remote_offset.unwrap_or(-1)
+    ))?;
+    out.line(format_args!(
+        "  {:>20} {:>12} {:>12} {:>15}  segment id",
+        "base offset", "last", "bytes", "max timestamp"
+    ))?;
+    for s in &remote.segments {
+        out.line(format_args!(
+            "  {:>20} {:>12} {:>12} {:>15}  {}",
+            s.base_offset,
+            s.end_offset,
+            s.bytes,
+            opt(s.largest_timestamp),
+            s.segment_id
+        ))?;
+    }
+    Ok(())
 }

@@ -1,4 +1,9 @@
 //! `seglog read DIR`: records in offset order, as a Kafka consumer sees them. Read-only.
+//!
+//! With `--store URL` a tiered partition is read across both tiers: from its whole log start
+//! offset, the remote segments first (the store is only read). Without it, a partition whose
+//! older data is remote is read from its local log start with a note saying so, and an offset
+//! asked for in the remote part is an error naming the remote range (not "out of range").
 
 use std::ops::ControlFlow;
 
@@ -20,6 +25,32 @@ use crate::view;
 pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
     let listing = crate::dir::DirListing::partition(&args.dir)?;
     let log = Log::open_read_only(&args.dir, LogConfig::default())?;
+    let attached = crate::remote::attach(&log, &args.dir, &args.remote)?;
+    if attached.is_none()
+        && let Some(remote_start) = log.unattached_remote_start()
+    {
+        let local_start = log.local_log_start_offset();
+        match args.from {
+            Some(offset) if offset >= remote_start && offset < local_start => {
+                return Err(Error::RemoteNotAttached {
+                    dir: args.dir.clone(),
+                    offset,
+                    log_start_offset: remote_start,
+                    local_log_start_offset: local_start,
+                });
+            }
+            // Reading from the local part only: nothing remote is skipped.
+            Some(offset) if offset >= local_start => {}
+            _ => {
+                if let Some(note) = crate::remote::remote_part_note(&log) {
+                    eprintln!(
+                        "seglog: note: {}: {note}; reading from {local_start}",
+                        args.dir.display()
+                    );
+                }
+            }
+        }
+    }
     let isolation = match args.isolation {
         IsolationArg::ReadUncommitted => Isolation::LogEnd,
         IsolationArg::ReadCommitted => {

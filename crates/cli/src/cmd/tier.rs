@@ -8,11 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use seglog::{Log, LogConfig, LogOpenOptions, ManualClock, parse_partition_dir_name};
-use seglog_tiered::{
-    Layout, ObjectTier, RecoveryReport, RemoteLogSegmentState, Tier, TopicIdPartition, Uuid,
-    open_store,
-};
+use seglog::{Log, LogConfig, LogOpenOptions, ManualClock};
+use seglog_tiered::{ObjectTier, RecoveryReport, RemoteLogSegmentState, Tier, Uuid};
 use serde::Serialize;
 
 use crate::Outcome;
@@ -21,6 +18,7 @@ use crate::cmd::produce::now_ms;
 use crate::dir::DirListing;
 use crate::error::Error;
 use crate::output::{Out, emit_report};
+use crate::remote::open_remote;
 
 /// One remote segment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -124,49 +122,13 @@ fn target(t: &TierTarget) -> Result<Target<'_>, Error> {
         });
     };
     DirListing::existing_log(dir)?;
-    let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-    let parsed = parse_partition_dir_name(name).map_err(|_| Error::Usage {
-        arg: "DIR",
-        reason: format!("{name:?} is not a <topic>-<partition> directory name"),
-    })?;
-    let topic_id = match &t.topic_id {
-        Some(text) => Uuid::parse(text)?,
-        None => topic_id_of(dir)?,
-    };
-    let tp = TopicIdPartition::new(
-        &parsed.topic_partition.topic,
-        parsed.topic_partition.partition,
-        topic_id,
-    )?;
-    let opened = open_store(store)?;
-    let tier = ObjectTier::new(opened.store, Layout::new(opened.root, tp), 0)?;
+    let remote = open_remote(dir, store, t.topic_id.as_deref())?;
     Ok(Target {
         dir,
         store,
-        topic_id,
-        tier: Arc::new(tier),
+        topic_id: remote.topic_id,
+        tier: remote.tier,
     })
-}
-
-/// The `topic_id` line of Kafka's `partition.metadata` (`version: 0` / `topic_id: <Uuid>`).
-fn topic_id_of(dir: &Path) -> Result<Uuid, Error> {
-    let path = dir.join("partition.metadata");
-    let text = std::fs::read_to_string(&path).map_err(|_| Error::Usage {
-        arg: "--topic-id",
-        reason: format!(
-            "{} has no partition.metadata: give the topic id",
-            dir.display()
-        ),
-    })?;
-    let id = text
-        .lines()
-        .find_map(|l| l.strip_prefix("topic_id:"))
-        .map(str::trim)
-        .ok_or_else(|| Error::Usage {
-            arg: "--topic-id",
-            reason: format!("{} has no topic_id line: give the topic id", path.display()),
-        })?;
-    Ok(Uuid::parse(id)?)
 }
 
 fn copy(args: &TierCopyArgs) -> Result<Outcome, Error> {

@@ -6,6 +6,12 @@
 //! the first. Missing index files are notes, not problems: Kafka (and seglog) rebuild them
 //! when the segment is loaded. Producer `.snapshot` files must decode (version, length,
 //! CRC-32C) and `leader-epoch-checkpoint` must parse.
+//!
+//! With `--store URL` the finished segments of a tiered partition's remote tier are checked
+//! too, first (`remote.rs`); without it, a partition whose older data is remote says so in a
+//! note.
+
+mod remote;
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -14,7 +20,7 @@ use seglog_index_core::{OffsetEntry, OffsetPosition, TimeEntry, TimestampOffset}
 use serde::Serialize;
 
 use crate::Outcome;
-use crate::cli::VerifyArgs;
+use crate::cli::{RemoteArgs, VerifyArgs};
 use crate::dir::{DirListing, SegmentFiles};
 use crate::error::Error;
 use crate::log_stream::{
@@ -80,6 +86,13 @@ pub enum ProblemKind {
     /// A `<base>.log.damaged` that `recover` set aside (damaged from its first byte in
     /// flushed data): its bytes are kept, its records are not served.
     DamagedSetAside,
+    /// A part of a finished remote segment is missing from the store (`--store`).
+    RemotePartMissing,
+    /// A remote `.log`'s size differs from its metadata's `segment_size_in_bytes`.
+    RemoteSizeMismatch,
+    /// Offsets in neither tier: a remote segment does not follow the previous one, or the
+    /// last one ends before the local log starts.
+    RemoteGap,
 }
 
 /// One finding: the file, the byte position in it (when there is one) and what is wrong.
@@ -111,8 +124,10 @@ pub struct VerifyReport {
     pub dir: PathBuf,
     /// True when no problem was found.
     pub ok: bool,
-    /// Segments (`.log` files).
+    /// Segments (`.log` files), the remote ones included.
     pub segments: u64,
+    /// Of these, remote segments checked (`--store`).
+    pub remote_segments: u64,
     /// Batches read (legacy messages count one each).
     pub batches: u64,
     /// Records decoded, control records included.
@@ -132,7 +147,7 @@ pub struct VerifyReport {
 /// # Errors
 /// A missing or unreadable directory; stdout errors. Problems in the log are not errors.
 pub fn run(args: &VerifyArgs, quiet: bool) -> Result<Outcome, Error> {
-    let report = verify_dir_with(&args.dir, quiet, args.max_batch_bytes)?;
+    let report = verify_tiered(&args.dir, quiet, args.max_batch_bytes, &args.remote)?;
     emit_report(args.json, &report, print_report)?;
     Ok(if report.ok {
         Outcome::Ok
@@ -159,8 +174,13 @@ pub fn print_report(out: &mut Out, report: &VerifyReport) -> Result<(), Error> {
     for n in &report.notes {
         out.line(format_args!("note: {}: {}", n.file.display(), n.message))?;
     }
+    let remote = if report.remote_segments > 0 {
+        format!(" ({} remote)", report.remote_segments)
+    } else {
+        String::new()
+    };
     out.line(format_args!(
-        "{}: {} segments, {} batches, {} records, {} bytes, {} index entries: {}",
+        "{}: {} segments{remote}, {} batches, {} records, {} bytes, {} index entries: {}",
         report.dir.display(),
         report.segments,
         report.batches,
@@ -195,7 +215,22 @@ pub fn verify_dir_with(
     quiet: bool,
     max_batch_bytes: u32,
 ) -> Result<VerifyReport, Error> {
+    verify_tiered(dir, quiet, max_batch_bytes, &RemoteArgs::default())
+}
+
+/// [`verify_dir_with`], and with `--store` the remote tier's finished segments first.
+fn verify_tiered(
+    dir: &Path,
+    quiet: bool,
+    max_batch_bytes: u32,
+    remote_args: &RemoteArgs,
+) -> Result<VerifyReport, Error> {
     let listing = DirListing::partition_lenient(dir)?;
+    let remote = remote_args
+        .store
+        .as_deref()
+        .map(|store| crate::remote::open_remote(dir, store, remote_args.topic_id.as_deref()))
+        .transpose()?;
     let mut v = Verifier {
         report: VerifyReport {
             dir: dir.to_owned(),
@@ -285,6 +320,25 @@ pub fn verify_dir_with(
         .filter(|(_, f)| f.log.is_some())
         .map(|(b, _)| *b)
         .collect();
+    // Where the checkpoint says the remote part starts (a read-only load; a directory that
+    // does not load is reported by the checks below).
+    let remote_start = remote
+        .as_ref()
+        .filter(|_| listing.irregular.is_empty())
+        .and_then(|_| seglog::Log::open_read_only(dir, seglog::LogConfig::default()).ok())
+        .and_then(|log| log.unattached_remote_start());
+    if let Some(remote) = &remote
+        && let Some(remote_last) =
+            remote::check_remote(&mut v, remote, remote_start, bases.first().copied())?
+    {
+        // The local segments continue the offsets; those also in the remote tier (not yet
+        // deleted by local retention) overlap it, as they may.
+        v.last_offset = Some(
+            bases
+                .first()
+                .map_or(remote_last, |b| remote_last.min(b - 1)),
+        );
+    }
     for (&base, files) in &listing.segments {
         let next_base = bases.iter().copied().find(|b| *b > base);
         v.segment(base, next_base, files)?;
@@ -303,9 +357,16 @@ pub fn verify_dir_with(
     // written). A log that does not load is already reported by the checks above; nor is one
     // loaded whose batch exceeded the bound: the loader would read that batch whole (as
     // Kafka's recovery does), and the bound is what keeps `verify`'s memory small.
-    if listing.irregular.is_empty()
-        && !v.oversized_batch
-        && let Ok(log) = seglog::Log::open_read_only(dir, seglog::LogConfig::default())
+    let loaded = (listing.irregular.is_empty() && !v.oversized_batch)
+        .then(|| seglog::Log::open_read_only(dir, seglog::LogConfig::default()).ok())
+        .flatten();
+    if remote.is_none()
+        && let Some(log) = &loaded
+        && let Some(note) = crate::remote::remote_part_note(log)
+    {
+        v.note(dir, &format!("{note} (not checked)"));
+    }
+    if let Some(log) = &loaded
         && let Some(start) = log.load_report().log_start_beyond_end
     {
         let file = dir.join(seglog::LOG_START_OFFSET_CHECKPOINT);

@@ -23,6 +23,7 @@ mod repair_policy;
 mod state_files;
 mod support;
 mod tier;
+mod tier_reads;
 mod transactions;
 mod txn_index_damage;
 mod usage;

@@ -273,6 +273,7 @@ fn the_demo_runs_and_every_check_passes() {
         "retention",
         "recovery",
         "records",
+        "tiered storage",
     ] {
         assert!(
             run.stdout.contains(&format!("\n  {phase} ")),
@@ -280,6 +281,22 @@ fn the_demo_runs_and_every_check_passes() {
             run.stdout
         );
     }
+    // The tiering step: segments left the disk and every record came back from the store.
+    let tiered = run
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("tiered storage:"))
+        .unwrap_or_else(|| panic!("no tiering step: {}", run.stdout));
+    assert!(
+        tiered.contains("copied to file://") && tiered.contains("local segments "),
+        "{tiered}"
+    );
+    assert!(
+        run.stdout
+            .contains("20000 records from offset 0 read back through the log from the remote tier"),
+        "{}",
+        run.stdout
+    );
     assert!(verify_ok(&dir));
     // An existing, non-empty directory is refused.
     let again = seglog([

@@ -753,6 +753,51 @@ fn the_whole_log_start_survives_a_reopen_through_the_log_start_checkpoint() {
 }
 
 #[test]
+fn a_reopened_tiered_log_without_its_tier_says_where_the_remote_part_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let tier = Arc::new(MemTier::default());
+    let local_start = {
+        let log = open(dir.path(), tiered_config(), &clock);
+        append_numbered(&log, 40, "r", 4);
+        log.set_high_watermark(log.log_end_offset()).unwrap();
+        log.set_remote_tier(tier.clone()).unwrap();
+        copy_all(&log, &tier);
+        log.delete_old_segments().unwrap();
+        log.close().unwrap();
+        log.local_log_start_offset()
+    };
+    assert!(local_start > 0);
+    let log = open(dir.path(), tiered_config(), &clock);
+    assert_eq!(log.unattached_remote_start(), Some(0));
+    log.set_remote_tier(tier).unwrap();
+    // Attached, the log itself says it.
+    assert_eq!(log.unattached_remote_start(), None);
+    assert_eq!(log.log_start_offset(), 0);
+    drop(log);
+    // A log whose start moved by plain retention (no tier) checkpoints no start below its
+    // first segment: nothing claims remote data.
+    let plain = tempfile::tempdir().unwrap();
+    {
+        let log = open(
+            plain.path(),
+            LogConfig {
+                retention_bytes: 0,
+                ..small_config(1024)
+            },
+            &clock,
+        );
+        append_numbered(&log, 40, "r", 4);
+        log.set_high_watermark(log.log_end_offset()).unwrap();
+        assert!(!log.delete_old_segments().unwrap().deleted.is_empty());
+        log.close().unwrap();
+    }
+    let log = open(plain.path(), small_config(1024), &clock);
+    assert!(log.log_start_offset() > 0);
+    assert_eq!(log.unattached_remote_start(), None);
+}
+
+#[test]
 fn a_tail_follower_from_an_old_offset_reads_through_the_tier_and_then_follows_appends() {
     let (_dir, log, _tier, [uncommitted, _]) = tiered_log_with_transactions();
     let mut reader = log.reader(0, Isolation::ReadUncommitted);

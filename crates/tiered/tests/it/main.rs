@@ -7,3 +7,5 @@ mod epoch_lineage;
 mod log_tier;
 #[cfg(feature = "aws")]
 mod s3;
+#[cfg(feature = "aws")]
+mod seaweedfs;
