@@ -191,7 +191,11 @@ impl PartitionTier {
             // entry is at the segment's start (as `RemoteSegment::leader_epochs` documents).
             let epoch = header.partition_leader_epoch;
             if epoch >= 0 && epochs.last().is_none_or(|&(last, _)| epoch > last) {
-                let at = if epochs.is_empty() { start_offset } else { base };
+                let at = if epochs.is_empty() {
+                    start_offset
+                } else {
+                    base
+                };
                 epochs.push((epoch, at));
             }
             max_timestamp_ms = max_timestamp_ms.max(header.max_timestamp_ms);
@@ -228,4 +232,192 @@ fn now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+    use seglog::BatchBuilder;
+
+    use super::*;
+    use crate::{Layout, TopicIdPartition};
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    fn layout() -> Layout {
+        let tp = TopicIdPartition::new("adopt", 0, Uuid::from_halves(3, 4)).unwrap();
+        Layout::new(Path::from("root"), tp)
+    }
+
+    /// A `.log` of three batches from `base`: epochs 2, 2, 5; 3 records each.
+    fn log_bytes(base: i64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, epoch) in [2, 2, 5].into_iter().enumerate() {
+            let first = base + 3 * i as i64;
+            let mut b = BatchBuilder::new(first).partition_leader_epoch(epoch);
+            for r in 0..3 {
+                b.append(T0 + first + r * 10, None, Some(b"value"), &[]);
+            }
+            out.extend_from_slice(&b.build().unwrap());
+        }
+        out
+    }
+
+    /// Puts a LocalTieredStorage fileset (the `.log` given, the other parts as placeholders).
+    async fn put_fileset(store: &dyn ObjectStore, base: i64, id: Uuid, log: &[u8], txn: bool) {
+        for kind in FileKind::ALL {
+            if kind == FileKind::TransactionIndex && !txn {
+                continue;
+            }
+            let body = if kind == FileKind::Segment {
+                Bytes::copy_from_slice(log)
+            } else {
+                Bytes::from_static(b"part")
+            };
+            store
+                .put(&layout().data_key(base, id, kind), PutPayload::from(body))
+                .await
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn adopt_takes_offsets_timestamps_and_epochs_from_the_log_and_is_idempotent() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let tier = PartitionTier::new(store.clone(), layout(), 1);
+        let (a, b) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));
+        runtime().block_on(async {
+            put_fileset(store.as_ref(), 0, a, &log_bytes(0), false).await;
+            put_fileset(store.as_ref(), 9, b, &log_bytes(9), true).await;
+            let report = tier.adopt().await.unwrap();
+            assert_eq!(
+                report.adopted,
+                vec![
+                    AdoptedSegment {
+                        base_offset: 0,
+                        end_offset: 8,
+                        size_in_bytes: log_bytes(0).len() as u64,
+                        segment_id: a.to_string(),
+                    },
+                    AdoptedSegment {
+                        base_offset: 9,
+                        end_offset: 17,
+                        size_in_bytes: log_bytes(9).len() as u64,
+                        segment_id: b.to_string(),
+                    },
+                ]
+            );
+            let finished = tier.segments().await.unwrap();
+            assert_eq!(finished.len(), 2);
+            assert_eq!(finished[0].segment_leader_epochs, vec![(2, 0), (5, 6)]);
+            assert_eq!(finished[1].segment_leader_epochs, vec![(2, 9), (5, 15)]);
+            assert_eq!(finished[1].max_timestamp_ms, T0 + 15 + 20);
+            assert!(finished[0].txn_index_empty && !finished[1].txn_index_empty);
+            // The same data reads back through the storage manager.
+            let got = tier
+                .rsm()
+                .fetch_log_segment(&finished[1], 0, None)
+                .await
+                .unwrap();
+            assert_eq!(got.as_ref(), log_bytes(9).as_slice());
+            // Again: nothing new, nothing touched; recovery finds no orphan to delete.
+            let again = tier.adopt().await.unwrap();
+            assert!(again.adopted.is_empty());
+            assert_eq!(again.already_known, 2);
+            assert_eq!(tier.recover().await.unwrap(), Default::default());
+            assert_eq!(tier.segments().await.unwrap(), finished);
+        });
+    }
+
+    #[test]
+    fn a_damaged_or_incomplete_fileset_is_a_typed_error_and_nothing_is_adopted() {
+        let (good, bad) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));
+        let mut flipped = log_bytes(9);
+        let second_batch = log_bytes(9).len() / 3 + 70;
+        flipped[second_batch] ^= 0x40;
+        let mut torn = log_bytes(9);
+        torn.truncate(torn.len() - 5);
+        for (log, want) in [
+            (flipped, "batch"),
+            (torn, "torn"),
+            (Vec::new(), "empty"),
+            (log_bytes(0), "below"),
+        ] {
+            let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let tier = PartitionTier::new(store.clone(), layout(), 1);
+            runtime().block_on(async {
+                put_fileset(store.as_ref(), 0, good, &log_bytes(0), false).await;
+                put_fileset(store.as_ref(), 9, bad, &log, false).await;
+                let err = tier.adopt().await.unwrap_err();
+                let Error::Adopt {
+                    key,
+                    position,
+                    problem,
+                } = &err
+                else {
+                    panic!("{want}: {err}");
+                };
+                assert_eq!(
+                    *key,
+                    layout().data_key(9, bad, FileKind::Segment).to_string()
+                );
+                match (want, problem) {
+                    ("batch", AdoptProblem::Batch(_)) => {
+                        assert!(*position > 0 && *position <= second_batch as u64);
+                    }
+                    ("torn", AdoptProblem::TornTail(_)) => assert!(*position > 0),
+                    ("empty", AdoptProblem::Empty) => {}
+                    ("below", AdoptProblem::BelowStart { base_offset: 0 }) => {}
+                    _ => panic!("{want}: {err}"),
+                }
+                // Nothing adopted (not even the good one), nothing deleted.
+                assert!(tier.metadata().list().await.unwrap().is_empty());
+                let key = layout().data_key(9, bad, FileKind::Segment);
+                assert_eq!(store.get(&key).await.unwrap().bytes().await.unwrap(), log);
+            });
+        }
+    }
+
+    #[test]
+    fn a_missing_part_or_a_foreign_file_stops_the_adoption() {
+        let id = Uuid::from_halves(1, 1);
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let tier = PartitionTier::new(store.clone(), layout(), 1);
+        runtime().block_on(async {
+            put_fileset(store.as_ref(), 0, id, &log_bytes(0), false).await;
+            let snapshot = layout().data_key(0, id, FileKind::ProducerSnapshot);
+            store.delete(&snapshot).await.unwrap();
+            let err = tier.adopt().await.unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Adopt {
+                        problem: AdoptProblem::MissingPart(".snapshot"),
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            put_fileset(store.as_ref(), 0, id, &log_bytes(0), false).await;
+            let foreign = layout().data_prefix().join("notes.txt");
+            store
+                .put(&foreign, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+            let err = tier.adopt().await.unwrap_err();
+            assert!(matches!(err, Error::BadName { .. }), "{err}");
+            assert!(tier.metadata().list().await.unwrap().is_empty());
+        });
+    }
 }

@@ -3,6 +3,7 @@
 // Test helpers outside `#[test]` functions unwrap too: a failure is a test failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod kafka_tiered;
 mod log_tier;
 #[cfg(feature = "aws")]
 mod s3;
