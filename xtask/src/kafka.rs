@@ -1,5 +1,7 @@
-//! `cargo xtask kafka [broker|txn-compacted|adopt|storage|tiered|all|fixtures]`: Apache Kafka 4.4 as
-//! the oracle (`txn-compacted`: scenario 1's compacted, transactional topic alone).
+//! `cargo xtask kafka [broker|txn-compacted|adopt|storage|tiered|kafka-tiered|all|fixtures]`:
+//! Apache Kafka 4.4 as the oracle (`txn-compacted`: scenario 1's compacted, transactional topic
+//! alone; `kafka-tiered`: a broker's remote tier read by seglog, ending with seglog-tiered's
+//! `kafka_tiered` test on the broker's output, [`KAFKA_TIERED_TEST`]).
 //! `cargo xtask kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE]`: the
 //! differential histories (`interop/diff`, package `seglog-diff`, against Kafka's `UnifiedLog`
 //! in-process through `interop/kafka`'s `DiffDriver`); `all` (the default, and CI) ends with a
@@ -26,6 +28,7 @@ const SCENARIOS: &[&str] = &[
     "adopt",
     "storage",
     "tiered",
+    "kafka-tiered",
     "all",
     "fixtures",
 ];
@@ -33,6 +36,17 @@ const SCENARIOS: &[&str] = &[
 /// The differential histories CI runs (about 2 minutes on a loaded 2-core machine; see
 /// interop/kafka/README.md for the figures). The seed is fixed, so a CI failure replays.
 pub const DIFF_CI_BUDGET: &[&str] = &["--histories", "100", "--steps", "50", "--seed", "1"];
+
+/// The seglog-tiered test that reads what the `kafka-tiered` scenario's broker tiered (from the
+/// directory in `SEGLOG_KAFKA_TIERED_DIR`; without it, from `tests/fixtures/kafka-4.4-tiered/`).
+pub const KAFKA_TIERED_TEST: &[&str] = &[
+    "test",
+    "--package",
+    "seglog-tiered",
+    "--test",
+    "it",
+    "kafka_tiered",
+];
 
 /// The whole harness must finish in this time, or it is stopped (and its brokers with it).
 const TIME_LIMIT: Duration = Duration::from_secs(15 * 60);
@@ -101,6 +115,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if scenario == "fixtures" {
         java.arg("--fixtures").arg(fixtures_dir(&root));
     }
+    let tiered_out = root.join("target").join("kafka-tiered");
+    let kafka_tiered = scenario == "kafka-tiered" || scenario == "all";
+    if kafka_tiered {
+        java.arg("--tiered-out").arg(&tiered_out);
+    }
     eprintln!("\n$ java -cp <interop/kafka classpath> seglog.interop.Main {scenario} ...");
     let mut child = java
         .stdin(Stdio::null())
@@ -128,6 +147,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     };
     eprintln!("kafka interop: {:.0} s", started.elapsed().as_secs_f64());
     if status.success() {
+        if kafka_tiered {
+            // seglog's side of the kafka-tiered scenario: the partition read across both tiers
+            // must equal what Kafka's consumer read.
+            let mut test = cargo();
+            test.args(KAFKA_TIERED_TEST)
+                .env("SEGLOG_KAFKA_TIERED_DIR", &tiered_out);
+            run_command(test)?;
+        }
         if scenario == "all" {
             let budget: Vec<String> = DIFF_CI_BUDGET.iter().map(|s| (*s).to_owned()).collect();
             run_diff(&root, &budget)?;

@@ -437,6 +437,11 @@ pub struct TierCopyArgs {
     /// The current time for time retention, in ms since the epoch (default: the clock).
     #[arg(long, value_name = "MS")]
     pub now: Option<i64>,
+    /// Instead of copying: adopt the segments a Kafka broker tiered to the store with
+    /// `LocalTieredStorage` (`dir=` the store's directory) into seglog's remote metadata, so
+    /// seglog reads them. Copies and deletes nothing; the partition directory is only read.
+    #[arg(long, conflicts_with_all = ["local_retention_bytes", "local_retention_ms", "retention_bytes", "retention_ms", "now"])]
+    pub adopt: bool,
 }
 
 /// `seglog demo`.

@@ -48,6 +48,7 @@ impl Log {
             _ => None,
         };
         self.remote.set_log_start_offset(start);
+        self.open_disk_index_cache(crate::remote::DEFAULT_DISK_INDEX_CACHE_BYTES);
         self.remote.set_tier(Some(tier));
         tracing::info!(
             dir = %self.dir.display(),
@@ -58,6 +59,27 @@ impl Log {
             "remote tier attached"
         );
         Ok(())
+    }
+
+    /// Opens the on-disk cache of remote indexes (`remote-log-index-cache/` in the partition
+    /// directory, at most `capacity_bytes`), once; not for a read-only log (an inspection
+    /// writes nothing). A directory that cannot be opened leaves the memory cache alone.
+    pub(crate) fn open_disk_index_cache(&self, capacity_bytes: u64) {
+        if self.read_only {
+            return;
+        }
+        let mut disk = lock(&self.remote.disk_indexes);
+        if disk.is_some() {
+            return;
+        }
+        match crate::remote::DiskIndexCache::open(&self.dir, capacity_bytes) {
+            Ok(cache) => *disk = Some(cache),
+            Err((path, error)) => tracing::warn!(
+                path = %path.display(),
+                %error,
+                "cannot open the remote index cache: indexes are cached in memory only"
+            ),
+        }
     }
 
     /// Subscribes to the log's seal events: every roll that seals a segment sends a

@@ -107,23 +107,47 @@ impl Log {
         if let Some(bytes) = lock(&self.remote.indexes).get(segment.id, kind) {
             return Ok(Some(bytes));
         }
+        // The on-disk cache next (a reopened log): a file that fails its checks is deleted
+        // there and the index fetched again.
+        let on_disk = lock(&self.remote.disk_indexes)
+            .as_mut()
+            .and_then(|disk| disk.get(segment, kind));
+        if let Some(bytes) = on_disk {
+            let bytes = Arc::new(bytes);
+            lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&bytes));
+            return Ok(Some(bytes));
+        }
         match tier.fetch_index(segment, kind) {
             Ok(bytes) => {
                 let bytes = Arc::new(bytes);
-                lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&bytes));
+                self.cache_remote_index(segment, kind, &bytes);
                 Ok(Some(bytes))
             }
             // A segment without aborted transactions has no `.txnindex`: remembered as an
-            // empty one, so read_committed does not ask again for every fetch (Kafka skips
-            // such segments by their metadata's `txnIdxEmpty`).
+            // empty one (an empty file on disk, as Kafka's `RemoteIndexCache`), so
+            // read_committed does not ask again for every fetch (Kafka skips such segments by
+            // their metadata's `txnIdxEmpty`).
             Err(e) if e.is_not_found() && kind == RemoteIndexKind::Transaction => {
                 let empty = Arc::new(Vec::new());
-                lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(&empty));
+                self.cache_remote_index(segment, kind, &empty);
                 Ok(Some(empty))
             }
             Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(self.remote_error(e)),
         }
+    }
+
+    /// Keeps a fetched index in both caches.
+    fn cache_remote_index(
+        &self,
+        segment: &RemoteSegment,
+        kind: RemoteIndexKind,
+        bytes: &Arc<Vec<u8>>,
+    ) {
+        if let Some(disk) = lock(&self.remote.disk_indexes).as_mut() {
+            disk.put(segment, kind, bytes);
+        }
+        lock(&self.remote.indexes).insert(segment.id, kind, Arc::clone(bytes));
     }
 
     /// The byte position in the remote segment's `.log` to start looking for `offset` at:

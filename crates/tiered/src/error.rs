@@ -51,6 +51,17 @@ pub enum Error {
         /// What is wrong.
         kind: CorruptKind,
     },
+    /// A fileset found by listing (to adopt) is incomplete or its `.log` is damaged.
+    #[error("cannot adopt remote segment {key}: at byte {position}: {problem}")]
+    Adopt {
+        /// The fileset's `.log` object key.
+        key: String,
+        /// The byte position in the `.log` (0 when the problem is not inside it).
+        position: u64,
+        /// What is wrong.
+        #[source]
+        problem: crate::adopt::AdoptProblem,
+    },
     /// A state change the protocol does not allow (from the segment's current state).
     #[error("segment {key}: the metadata state {from:?} cannot move to {to:?}")]
     InvalidTransition {

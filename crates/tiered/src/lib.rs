@@ -33,6 +33,7 @@
 #[cfg(feature = "aws")]
 use reqwest as _;
 
+mod adopt;
 #[cfg(test)]
 mod crash_tests;
 mod error;
@@ -57,6 +58,7 @@ mod store;
 mod tier;
 mod uuid;
 
+pub use adopt::{AdoptProblem, AdoptReport, AdoptedSegment};
 pub use error::{CorruptKind, Error};
 pub use layout::{
     DATA_ROOT, FileKind, Layout, METADATA_ROOT, SegmentFileName, TopicIdPartition, parse_file_name,

@@ -92,6 +92,16 @@ impl PartitionTier {
         self.rsm.layout()
     }
 
+    /// The store underneath.
+    pub(crate) fn store(&self) -> &std::sync::Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The broker id written into every record.
+    pub(crate) fn broker_id(&self) -> i32 {
+        self.broker_id
+    }
+
     /// Copies one segment: COPY_SEGMENT_STARTED, the parts, COPY_SEGMENT_FINISHED. Returns the
     /// finished metadata; only then is the copy counted. A failed upload deletes what it
     /// uploaded through the delete states (as Kafka's `RemoteLogManager`); if that clean-up

@@ -1,6 +1,8 @@
 //! `seglog tier DIR --store URL`: copy the sealed segments of a partition to a remote tier in
 //! Kafka's tiered-storage layout (`seglog-tiered`), then apply the retention asked for;
-//! `seglog tier status DIR --store URL`: what the remote tier holds.
+//! `seglog tier status DIR --store URL`: what the remote tier holds;
+//! `seglog tier DIR --store URL --adopt`: adopt what a Kafka broker tiered there with
+//! `LocalTieredStorage` (`seglog_tiered::PartitionTier::adopt`).
 //!
 //! A standalone log has no replication: its high watermark is taken to be the log end offset
 //! (as `retain` does), so every sealed segment below the last stable offset is eligible.
@@ -70,6 +72,29 @@ pub struct TierReport {
     pub log_end_offset: i64,
 }
 
+/// The `tier --adopt --json` object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct AdoptLine {
+    /// The directory.
+    pub dir: PathBuf,
+    /// The store URL.
+    pub store: String,
+    /// The topic id used in the object names.
+    pub topic_id: String,
+    /// Segments adopted by this run, by base offset.
+    pub adopted: Vec<seglog_tiered::AdoptedSegment>,
+    /// Remote segments that already had seglog metadata.
+    pub already_known: usize,
+    /// The highest offset in remote storage afterwards (-1: none).
+    pub highest_remote_offset: i64,
+    /// The whole log's start offset, with the remote tier attached.
+    pub log_start_offset: i64,
+    /// The first offset on local disk (KIP-1005).
+    pub local_log_start_offset: i64,
+    /// The log end offset.
+    pub log_end_offset: i64,
+}
+
 /// The `tier status --json` object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct TierStatus {
@@ -132,6 +157,9 @@ fn target(t: &TierTarget) -> Result<Target<'_>, Error> {
 }
 
 fn copy(args: &TierCopyArgs) -> Result<Outcome, Error> {
+    if args.adopt {
+        return adopt(&args.target);
+    }
     let t = target(&args.target)?;
     let now = args.now.unwrap_or_else(now_ms);
     let config = LogConfig {
@@ -210,6 +238,51 @@ fn copy_into(
         local_log_start_offset: log.local_log_start_offset(),
         log_end_offset: log.log_end_offset(),
     })
+}
+
+fn adopt(target_args: &TierTarget) -> Result<Outcome, Error> {
+    let t = target(target_args)?;
+    let adopted = t.tier.block_on(t.tier.partition_tier().adopt())?;
+    let config = LogConfig {
+        remote_storage_enable: true,
+        ..LogConfig::default()
+    };
+    let log = Log::open_read_only(t.dir, config)?;
+    log.set_remote_tier(t.tier.clone())?;
+    let report = AdoptLine {
+        dir: t.dir.to_path_buf(),
+        store: t.store.to_owned(),
+        topic_id: t.topic_id.to_string(),
+        adopted: adopted.adopted,
+        already_known: adopted.already_known,
+        highest_remote_offset: log.highest_remote_offset(),
+        log_start_offset: log.log_start_offset(),
+        local_log_start_offset: log.local_log_start_offset(),
+        log_end_offset: log.log_end_offset(),
+    };
+    emit_report(target_args.json, &report, print_adopt)?;
+    Ok(Outcome::Ok)
+}
+
+fn print_adopt(out: &mut Out, r: &AdoptLine) -> Result<(), Error> {
+    out.line(format_args!(
+        "{}: adopted {} remote segments from {} ({} already known); highest remote offset {}, log start {}, local log start {}, log end {}",
+        r.dir.display(),
+        r.adopted.len(),
+        r.store,
+        r.already_known,
+        r.highest_remote_offset,
+        r.log_start_offset,
+        r.local_log_start_offset,
+        r.log_end_offset
+    ))?;
+    for a in &r.adopted {
+        out.line(format_args!(
+            "  adopted {}..={} ({} bytes) as {}",
+            a.base_offset, a.end_offset, a.size_in_bytes, a.segment_id
+        ))?;
+    }
+    Ok(())
 }
 
 fn status(target_args: &TierTarget) -> Result<Outcome, Error> {

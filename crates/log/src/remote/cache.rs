@@ -2,10 +2,9 @@
 //! segment list), so a read below the local log start costs one ranged `.log` fetch once the
 //! segment's offset index is cached.
 //!
-//! Kafka's `RemoteIndexCache` keeps the fetched indexes on disk
-//! (`<log dir>/remote-log-index-cache/`, with `.tmp` and `.deleted` stages) so they survive a
-//! restart; seglog keeps them in memory for now (a documented difference, docs/format.md), bounded
-//! in bytes and evicted least recently used first.
+//! Bounded in bytes and evicted least recently used first. Behind it, the on-disk cache
+//! (`disk_cache.rs`, Kafka's `RemoteIndexCache` in the partition directory) keeps the same
+//! indexes across a restart.
 
 use std::collections::VecDeque;
 use std::sync::Arc;

@@ -21,6 +21,7 @@
 //! `RemoteStorageManager.IndexType`.
 
 mod cache;
+mod disk_cache;
 mod error;
 mod pins;
 mod sealed;
@@ -29,6 +30,8 @@ mod state;
 
 pub use cache::DEFAULT_INDEX_CACHE_BYTES;
 pub(crate) use cache::IndexCache;
+pub(crate) use disk_cache::DiskIndexCache;
+pub use disk_cache::{DEFAULT_DISK_INDEX_CACHE_BYTES, REMOTE_INDEX_CACHE_DIR};
 pub use error::{RemoteError, RemoteErrorKind};
 pub(crate) use pins::Pins;
 pub use pins::SegmentPin;

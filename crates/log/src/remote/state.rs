@@ -1,6 +1,6 @@
 //! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
 
-use super::{IndexCache, Pins, RemoteSegment, RemoteTier, SealSubscribers};
+use super::{DiskIndexCache, IndexCache, Pins, RemoteSegment, RemoteTier, SealSubscribers};
 use crate::sync::{AtomicI64, Mutex, Ordering, RwLock, read, write};
 use std::sync::Arc;
 
@@ -21,6 +21,9 @@ pub(crate) struct RemoteState {
     pub(crate) pins: Pins,
     /// The remote segments' indexes, bounded (`cache.rs`).
     pub(crate) indexes: Mutex<IndexCache>,
+    /// The same indexes on disk (`disk_cache.rs`), behind `indexes`; `None` before a tier is
+    /// attached, for a read-only log, and when the cache directory cannot be opened.
+    pub(crate) disk_indexes: Mutex<Option<DiskIndexCache>>,
     /// The tier's segment list as last fetched (refreshed when a read finds no segment).
     pub(crate) segments: Mutex<Option<Arc<Vec<RemoteSegment>>>>,
     /// Who hears of sealed segments (`sealed.rs`).
@@ -35,6 +38,7 @@ impl Default for RemoteState {
             log_start_offset: AtomicI64::new(i64::MIN),
             pins: Pins::default(),
             indexes: Mutex::new(IndexCache::new(super::DEFAULT_INDEX_CACHE_BYTES)),
+            disk_indexes: Mutex::new(None),
             segments: Mutex::new(None),
             sealed: SealSubscribers::default(),
         }

@@ -902,3 +902,155 @@ fn a_remote_offset_index_pointing_outside_its_log_is_a_typed_error_not_a_silent_
         other => panic!("{other:?}"),
     }
 }
+
+/// The files of the log's on-disk remote index cache, by name.
+fn cached_index_files(dir: &std::path::Path) -> Vec<String> {
+    let cache = dir.join(seglog::remote::REMOTE_INDEX_CACHE_DIR);
+    let mut names: Vec<String> = std::fs::read_dir(cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn remote_indexes_are_kept_on_disk_under_kafkas_names_and_a_reopen_fetches_none_again() {
+    let (dir, log, tier, [uncommitted, committed]) = tiered_log_with_transactions();
+    assert_eq!(records(&log, 0, Isolation::ReadCommitted), committed);
+    let remote = tier.segments().unwrap();
+    // Kafka's RemoteIndexCache names: `<start offset>_<segment id>.index|.timeindex|.txnindex`,
+    // an empty `.txnindex` for a segment without one.
+    let mut want: Vec<String> = Vec::new();
+    for s in &remote {
+        for suffix in [".index", ".txnindex"] {
+            want.push(format!("{}_{}{suffix}", s.base_offset, s.id.to_base64()));
+        }
+    }
+    want.sort();
+    let names = cached_index_files(dir.path());
+    for name in &want {
+        assert!(names.contains(name), "{name} not in {names:?}");
+    }
+    let without_txn = remote.iter().find(|s| {
+        !tier
+            .segments
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|(u, _, idx)| u.id == s.id && idx.contains_key(&RemoteIndexKind::Transaction))
+    });
+    if let Some(s) = without_txn {
+        let path = dir
+            .path()
+            .join(seglog::remote::REMOTE_INDEX_CACHE_DIR)
+            .join(format!("{}_{}.txnindex", s.base_offset, s.id.to_base64()));
+        assert_eq!(std::fs::metadata(path).unwrap().len(), 0);
+    }
+    log.close().unwrap();
+    drop(log);
+
+    // Reopened (the cache directory in the partition directory is no segment file): the
+    // same records, and not one index fetched from the tier.
+    let log = open(dir.path(), tiered_config(), &clock());
+    assert!(
+        log.load_report().stray_files.is_empty(),
+        "{:?}",
+        log.load_report()
+    );
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    log.set_remote_tier(tier.clone()).unwrap();
+    let fetched = tier.index_fetches.load(Ordering::Relaxed);
+    assert_eq!(records(&log, 0, Isolation::ReadUncommitted), uncommitted);
+    assert_eq!(records(&log, 0, Isolation::ReadCommitted), committed);
+    assert_eq!(tier.index_fetches.load(Ordering::Relaxed), fetched);
+}
+
+#[test]
+fn a_crash_leftover_is_removed_and_a_damaged_cached_index_is_fetched_again_not_trusted() {
+    let (dir, log, tier, [uncommitted, committed]) = tiered_log_with_transactions();
+    assert_eq!(records(&log, 0, Isolation::ReadCommitted), committed);
+    log.close().unwrap();
+    drop(log);
+    let cache = dir.path().join(seglog::remote::REMOTE_INDEX_CACHE_DIR);
+    let remote = tier.segments().unwrap();
+    let name =
+        |s: &RemoteSegment, suffix: &str| format!("{}_{}{suffix}", s.base_offset, s.id.to_base64());
+    // A crash while writing (a `.tmp`, here of garbage under a name a read would want) and
+    // while evicting (a `.deleted`).
+    let (first, second) = (&remote[0], &remote[1]);
+    let index = cache.join(name(first, ".index"));
+    std::fs::rename(&index, cache.join(format!("{}.tmp", name(first, ".index")))).unwrap();
+    std::fs::write(
+        cache.join(format!("{}.deleted", name(second, ".timeindex"))),
+        b"x",
+    )
+    .unwrap();
+    // Damage: a torn `.index` (not whole entries) and one whose positions run backwards.
+    let torn = cache.join(name(second, ".index"));
+    let bytes = std::fs::read(&torn).unwrap();
+    assert!(bytes.len() >= 16, "the segment has two index entries");
+    std::fs::write(&torn, &bytes[..bytes.len() - 3]).unwrap();
+    let third = &remote[2];
+    let swapped = cache.join(name(third, ".index"));
+    let mut b = std::fs::read(&swapped).unwrap();
+    assert!(b.len() >= 16);
+    let (head, tail) = b.split_at_mut(8);
+    head[4..8].swap_with_slice(&mut tail[4..8]);
+    std::fs::write(&swapped, &b).unwrap();
+    // A transaction index of an unknown version.
+    let txn = cache.join(name(third, ".txnindex"));
+    std::fs::write(&txn, [0xff; 34]).unwrap();
+
+    let log = open(dir.path(), tiered_config(), &clock());
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    log.set_remote_tier(tier.clone()).unwrap();
+    let names = cached_index_files(dir.path());
+    assert!(
+        names
+            .iter()
+            .all(|n| !n.ends_with(".tmp") && !n.ends_with(".deleted")),
+        "{names:?}"
+    );
+    let fetched = tier.index_fetches.load(Ordering::Relaxed);
+    // The reads are right (no error reaches them) ...
+    assert_eq!(records(&log, 0, Isolation::ReadUncommitted), uncommitted);
+    assert_eq!(records(&log, 0, Isolation::ReadCommitted), committed);
+    // ... the missing and the three damaged files were fetched again, nothing else ...
+    assert_eq!(tier.index_fetches.load(Ordering::Relaxed), fetched + 4);
+    // ... and are on disk again with the tier's bytes.
+    let tier_index = |s: &RemoteSegment, kind| tier.fetch_index(s, kind).unwrap_or_default();
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        tier_index(first, RemoteIndexKind::Offset)
+    );
+    assert_eq!(
+        std::fs::read(&torn).unwrap(),
+        tier_index(second, RemoteIndexKind::Offset)
+    );
+    assert_eq!(
+        std::fs::read(&swapped).unwrap(),
+        tier_index(third, RemoteIndexKind::Offset)
+    );
+    assert_eq!(
+        std::fs::read(&txn).unwrap(),
+        tier_index(third, RemoteIndexKind::Transaction)
+    );
+}
+
+#[test]
+fn a_read_only_log_writes_no_remote_index_cache() {
+    let (dir, log, tier, [uncommitted, _]) = tiered_log_with_transactions();
+    log.close().unwrap();
+    drop(log);
+    std::fs::remove_dir_all(dir.path().join(seglog::remote::REMOTE_INDEX_CACHE_DIR)).ok();
+    let log = Log::open_read_only(dir.path(), tiered_config()).unwrap();
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    log.set_remote_tier(tier.clone()).unwrap();
+    assert_eq!(records(&log, 0, Isolation::ReadUncommitted), uncommitted);
+    assert!(
+        !dir.path()
+            .join(seglog::remote::REMOTE_INDEX_CACHE_DIR)
+            .exists()
+    );
+}

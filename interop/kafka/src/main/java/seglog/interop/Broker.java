@@ -49,6 +49,11 @@ final class Broker implements AutoCloseable {
 
     /** Writes server.properties and formats the storage with Kafka's StorageTool. */
     static Broker format(Path root) throws IOException, InterruptedException {
+        return format(root, Map.of());
+    }
+
+    /** As {@link #format(Path)}, with {@code extra} broker properties added (or overriding). */
+    static Broker format(Path root, Map<String, String> extra) throws IOException, InterruptedException {
         Files.createDirectories(root);
         Broker b = new Broker(root, freePort(), freePort());
         Properties p = new Properties();
@@ -84,6 +89,7 @@ final class Broker implements AutoCloseable {
                 Map.entry("background.threads", "2"),
                 Map.entry("num.recovery.threads.per.data.dir", "1"),
                 Map.entry("log.index.size.max.bytes", "65536")));
+        p.putAll(extra);
         try (var w = Files.newBufferedWriter(b.props, StandardCharsets.UTF_8)) {
             p.store(w, "seglog interop broker");
         }

@@ -6,7 +6,7 @@ import java.util.List;
 
 /**
  * Kafka 4.4 as the oracle for seglog. Usage:
- * {@code Main broker|txn-compacted|adopt|storage|tiered|all|fixtures --seglog BIN --work DIR [--fixtures DIR]}, or
+ * {@code Main broker|txn-compacted|adopt|storage|tiered|kafka-tiered|all|fixtures --seglog BIN --work DIR [--fixtures DIR] [--tiered-out DIR]}, or
  * {@code Main diff}: the differential histories' driver ({@link DiffDriver}, JSON lines on stdin/stdout).
  * Exit 0 when every check passed, 1 when any failed (each failure printed), 2 on bad usage.
  */
@@ -24,18 +24,23 @@ public final class Main {
         Path bin = null;
         Path work = null;
         Path fixtures = null;
+        Path tieredOut = null;
         for (int i = 1; i < args.length; i += 2) {
             if (i + 1 >= args.length) usage(args[i] + " needs a value");
             switch (args[i]) {
                 case "--seglog" -> bin = Path.of(args[i + 1]);
                 case "--work" -> work = Path.of(args[i + 1]);
                 case "--fixtures" -> fixtures = Path.of(args[i + 1]);
+                case "--tiered-out" -> tieredOut = Path.of(args[i + 1]);
                 default -> usage("unknown option " + args[i]);
             }
         }
         if (bin == null || work == null) usage("--seglog and --work are required");
-        if (!List.of("broker", "txn-compacted", "adopt", "storage", "tiered", "all", "fixtures").contains(scenario)) usage("unknown scenario " + scenario);
+        if (!List.of("broker", "txn-compacted", "adopt", "storage", "tiered", "kafka-tiered", "all", "fixtures").contains(scenario)) usage("unknown scenario " + scenario);
         if (scenario.equals("fixtures") && fixtures == null) usage("fixtures needs --fixtures DIR");
+        if ((scenario.equals("kafka-tiered") || scenario.equals("all")) && tieredOut == null) {
+            usage(scenario + " needs --tiered-out DIR (where seglog-tiered's kafka_tiered test reads the broker's tiers)");
+        }
         Fs.deleteTree(work);
         Files.createDirectories(work);
         Report report = new Report();
@@ -57,6 +62,9 @@ public final class Main {
             if (scenario.equals("tiered") || scenario.equals("all")) {
                 new TieredScenario(report, seglog, work).run();
             }
+            if (scenario.equals("kafka-tiered") || scenario.equals("all")) {
+                new KafkaTieredScenario(report, seglog, work, tieredOut).run();
+            }
         } catch (Exception e) {
             report.fail("the harness stopped on " + e);
             e.printStackTrace();
@@ -72,7 +80,7 @@ public final class Main {
 
     private static void usage(String why) {
         System.err.println("kafka interop: " + why
-                + "\nusage: Main broker|txn-compacted|adopt|storage|tiered|all|fixtures --seglog BIN --work DIR [--fixtures DIR]");
+                + "\nusage: Main broker|txn-compacted|adopt|storage|tiered|kafka-tiered|all|fixtures --seglog BIN --work DIR [--fixtures DIR] [--tiered-out DIR]");
         System.exit(2);
     }
 }

@@ -1,0 +1,423 @@
+//! Adopting segments another writer put in the store in Kafka's `LocalTieredStorage` layout (a
+//! Kafka broker with `remote.log.storage.manager.class.name=...LocalTieredStorage`): the files
+//! are listed, each fileset is read and checked, and seglog's metadata records are written for
+//! it (COPY_SEGMENT_STARTED, then COPY_SEGMENT_FINISHED), so seglog reads those segments as its
+//! own.
+//!
+//! Kafka keeps the metadata of its remote segments in the `__remote_log_metadata` topic, not in
+//! the store; what seglog needs of it is recovered from the files themselves: the start offset and
+//! the segment id from the name, the end offset, the largest timestamp and the leader epochs from
+//! the `.log`'s batches, the size from the `.log`. docs/format.md ("Adopting a Kafka broker's
+//! remote tier") says where that differs from the broker's record.
+//!
+//! Nothing is deleted or rewritten: a fileset that is incomplete or whose `.log` does not parse
+//! (checksums included) is an error naming the object and byte, and nothing is adopted then.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures_util::TryStreamExt;
+use object_store::ObjectStoreExt;
+use seglog::Batches;
+
+use crate::layout::parse_file_name;
+use crate::{
+    Error, FileKind, PartitionTier, RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, Uuid,
+};
+
+/// One segment [`PartitionTier::adopt`] adopted.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AdoptedSegment {
+    /// The segment's base offset (from its name).
+    pub base_offset: i64,
+    /// Its last offset (the last batch's last offset).
+    pub end_offset: i64,
+    /// Bytes of its `.log`.
+    pub size_in_bytes: u64,
+    /// The remote segment id (Kafka's Uuid text, from its name).
+    pub segment_id: String,
+}
+
+/// What [`PartitionTier::adopt`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct AdoptReport {
+    /// The segments adopted by this call, by base offset.
+    pub adopted: Vec<AdoptedSegment>,
+    /// Filesets that already had seglog metadata (adopted or copied before): left as they are.
+    pub already_known: usize,
+}
+
+/// What is wrong with a fileset found by listing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AdoptProblem {
+    /// A part every copy uploads is missing (only the `.txnindex` is optional).
+    #[error("the fileset has no {0} part")]
+    MissingPart(&'static str),
+    /// The `.log` holds no batch.
+    #[error("the .log holds no batch")]
+    Empty,
+    /// The `.log` ends inside a batch.
+    #[error("the .log ends inside a batch ({0} bytes after the last whole one)")]
+    TornTail(u64),
+    /// A batch does not parse or its checksum does not match.
+    #[error("a batch is damaged: {0}")]
+    Batch(#[source] seglog::RecordsError),
+    /// A batch's offsets lie before the segment's start offset (its name).
+    #[error("a batch's base offset {base_offset} is below the segment's start offset")]
+    BelowStart {
+        /// The batch's base offset.
+        base_offset: i64,
+    },
+}
+
+impl PartitionTier {
+    /// Adopts every fileset in this partition's data directory that has no seglog metadata yet:
+    /// reads its `.log` (whole, checking every batch's checksum), then writes COPY_SEGMENT_STARTED
+    /// and COPY_SEGMENT_FINISHED records for it, by ascending start offset. Idempotent: a fileset
+    /// that already has metadata (in any state) is counted in
+    /// [`AdoptReport::already_known`] and not touched. Every new fileset is checked before the
+    /// first record is written, so a damaged one adopts nothing.
+    ///
+    /// For a store a Kafka broker tiered to with `LocalTieredStorage` (`dir=` the store's root).
+    /// Run it before anything that recovers the store ([`PartitionTier::recover`] deletes data
+    /// without metadata as orphans).
+    ///
+    /// # Errors
+    /// [`Error::BadName`] for a file in the partition directory that is not a segment file (as
+    /// Kafka's `LocalTieredStorage.traverse`); [`Error::Adopt`] for an incomplete or damaged
+    /// fileset (its object key and the byte position); [`Error::Store`].
+    pub async fn adopt(&self) -> Result<AdoptReport> {
+        let store = self.store();
+        let prefix = self.layout().data_prefix();
+        let listed: Vec<_> = store
+            .list(Some(&prefix))
+            .try_collect()
+            .await
+            .map_err(|e| Error::store("list", &prefix, e))?;
+        let mut filesets: BTreeMap<(i64, Uuid), BTreeSet<FileKind>> = BTreeMap::new();
+        for object in listed {
+            let Some(name) = object.location.filename() else {
+                continue;
+            };
+            let name = parse_file_name(name)?;
+            filesets
+                .entry((name.start_offset, name.id))
+                .or_default()
+                .insert(name.kind);
+        }
+        let known: BTreeSet<(i64, Uuid)> = self
+            .metadata()
+            .list()
+            .await?
+            .into_iter()
+            .map(|c| (c.start_offset, c.segment_id))
+            .collect();
+        let mut report = AdoptReport::default();
+        let mut checked = Vec::new();
+        for ((start_offset, id), kinds) in filesets {
+            if known.contains(&(start_offset, id)) {
+                report.already_known += 1;
+                continue;
+            }
+            checked.push(self.check_fileset(start_offset, id, &kinds).await?);
+        }
+        for started in checked {
+            self.metadata().add(&started).await?;
+            let finished = RemoteLogSegmentMetadata {
+                state: RemoteLogSegmentState::CopySegmentFinished,
+                ..started.clone()
+            };
+            self.metadata()
+                .update(0, RemoteLogSegmentState::CopySegmentStarted, &finished)
+                .await?;
+            tracing::info!(
+                base_offset = started.start_offset,
+                end_offset = started.end_offset,
+                segment_id = %started.segment_id,
+                "adopted a remote segment"
+            );
+            report.adopted.push(AdoptedSegment {
+                base_offset: started.start_offset,
+                end_offset: started.end_offset,
+                size_in_bytes: started.segment_size_in_bytes,
+                segment_id: started.segment_id.to_string(),
+            });
+        }
+        Ok(report)
+    }
+
+    /// Reads and checks one fileset; returns its COPY_SEGMENT_STARTED record.
+    async fn check_fileset(
+        &self,
+        start_offset: i64,
+        id: Uuid,
+        kinds: &BTreeSet<FileKind>,
+    ) -> Result<RemoteLogSegmentMetadata> {
+        let layout = self.layout();
+        let log_key = layout.data_key(start_offset, id, FileKind::Segment);
+        let problem = |position: u64, problem: AdoptProblem| Error::Adopt {
+            key: log_key.to_string(),
+            position,
+            problem,
+        };
+        for kind in FileKind::ALL {
+            if !kind.is_optional() && !kinds.contains(&kind) {
+                return Err(problem(0, AdoptProblem::MissingPart(kind.suffix())));
+            }
+        }
+        let bytes = self
+            .store()
+            .get(&log_key)
+            .await
+            .map_err(|e| Error::store("get", &log_key, e))?
+            .bytes()
+            .await
+            .map_err(|e| Error::store("get", &log_key, e))?;
+        let mut batches = Batches::new(&bytes, 0).validated();
+        let mut end_offset = None;
+        let mut max_timestamp_ms = -1;
+        let mut epochs: Vec<(i32, i64)> = Vec::new();
+        for batch in batches.by_ref() {
+            let batch = batch.map_err(|e| problem(batches_position(&e), AdoptProblem::Batch(e)))?;
+            let header = batch.header();
+            let base = header.base_offset.unwrap_or(header.last_offset);
+            if base < start_offset {
+                return Err(problem(
+                    batch.position(),
+                    AdoptProblem::BelowStart { base_offset: base },
+                ));
+            }
+            // Kafka's cache records an epoch where its first batch starts; the segment's first
+            // entry is at the segment's start (as `RemoteSegment::leader_epochs` documents).
+            let epoch = header.partition_leader_epoch;
+            if epoch >= 0 && epochs.last().is_none_or(|&(last, _)| epoch > last) {
+                let at = if epochs.is_empty() {
+                    start_offset
+                } else {
+                    base
+                };
+                epochs.push((epoch, at));
+            }
+            max_timestamp_ms = max_timestamp_ms.max(header.max_timestamp_ms);
+            end_offset = Some(header.last_offset);
+        }
+        if batches.partial_tail_bytes() > 0 {
+            return Err(problem(
+                batches.position(),
+                AdoptProblem::TornTail(batches.partial_tail_bytes()),
+            ));
+        }
+        let end_offset = end_offset.ok_or_else(|| problem(0, AdoptProblem::Empty))?;
+        Ok(RemoteLogSegmentMetadata {
+            segment_id: id,
+            start_offset,
+            end_offset,
+            max_timestamp_ms,
+            segment_size_in_bytes: bytes.len() as u64,
+            segment_leader_epochs: epochs,
+            txn_index_empty: !kinds.contains(&FileKind::TransactionIndex),
+            broker_id: self.broker_id(),
+            event_timestamp_ms: now_ms(),
+            state: RemoteLogSegmentState::CopySegmentStarted,
+        })
+    }
+}
+
+/// The byte position a record-layer error names (0 when it names none).
+fn batches_position(error: &seglog::RecordsError) -> u64 {
+    error.position().unwrap_or(0)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use bytes::Bytes;
+    use object_store::memory::InMemory;
+    use object_store::path::Path;
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+    use seglog::BatchBuilder;
+
+    use super::*;
+    use crate::{Layout, TopicIdPartition};
+
+    const T0: i64 = 1_700_000_000_000;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+    }
+
+    fn layout() -> Layout {
+        let tp = TopicIdPartition::new("adopt", 0, Uuid::from_halves(3, 4)).unwrap();
+        Layout::new(Path::from("root"), tp)
+    }
+
+    /// A `.log` of three batches from `base`: epochs 2, 2, 5; 3 records each.
+    fn log_bytes(base: i64) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, epoch) in [2, 2, 5].into_iter().enumerate() {
+            let first = base + 3 * i as i64;
+            let mut b = BatchBuilder::new(first).partition_leader_epoch(epoch);
+            for r in 0..3 {
+                b.append(T0 + first + r * 10, None, Some(b"value"), &[]);
+            }
+            out.extend_from_slice(&b.build().unwrap());
+        }
+        out
+    }
+
+    /// Puts a LocalTieredStorage fileset (the `.log` given, the other parts as placeholders).
+    async fn put_fileset(store: &dyn ObjectStore, base: i64, id: Uuid, log: &[u8], txn: bool) {
+        for kind in FileKind::ALL {
+            if kind == FileKind::TransactionIndex && !txn {
+                continue;
+            }
+            let body = if kind == FileKind::Segment {
+                Bytes::copy_from_slice(log)
+            } else {
+                Bytes::from_static(b"part")
+            };
+            store
+                .put(&layout().data_key(base, id, kind), PutPayload::from(body))
+                .await
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn adopt_takes_offsets_timestamps_and_epochs_from_the_log_and_is_idempotent() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let tier = PartitionTier::new(store.clone(), layout(), 1);
+        let (a, b) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));
+        runtime().block_on(async {
+            put_fileset(store.as_ref(), 0, a, &log_bytes(0), false).await;
+            put_fileset(store.as_ref(), 9, b, &log_bytes(9), true).await;
+            let report = tier.adopt().await.unwrap();
+            assert_eq!(
+                report.adopted,
+                vec![
+                    AdoptedSegment {
+                        base_offset: 0,
+                        end_offset: 8,
+                        size_in_bytes: log_bytes(0).len() as u64,
+                        segment_id: a.to_string(),
+                    },
+                    AdoptedSegment {
+                        base_offset: 9,
+                        end_offset: 17,
+                        size_in_bytes: log_bytes(9).len() as u64,
+                        segment_id: b.to_string(),
+                    },
+                ]
+            );
+            let finished = tier.segments().await.unwrap();
+            assert_eq!(finished.len(), 2);
+            assert_eq!(finished[0].segment_leader_epochs, vec![(2, 0), (5, 6)]);
+            assert_eq!(finished[1].segment_leader_epochs, vec![(2, 9), (5, 15)]);
+            assert_eq!(finished[1].max_timestamp_ms, T0 + 15 + 20);
+            assert!(finished[0].txn_index_empty && !finished[1].txn_index_empty);
+            // The same data reads back through the storage manager.
+            let got = tier
+                .rsm()
+                .fetch_log_segment(&finished[1], 0, None)
+                .await
+                .unwrap();
+            assert_eq!(got.as_ref(), log_bytes(9).as_slice());
+            // Again: nothing new, nothing touched; recovery finds no orphan to delete.
+            let again = tier.adopt().await.unwrap();
+            assert!(again.adopted.is_empty());
+            assert_eq!(again.already_known, 2);
+            assert_eq!(tier.recover().await.unwrap(), Default::default());
+            assert_eq!(tier.segments().await.unwrap(), finished);
+        });
+    }
+
+    #[test]
+    fn a_damaged_or_incomplete_fileset_is_a_typed_error_and_nothing_is_adopted() {
+        let (good, bad) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));
+        let mut flipped = log_bytes(9);
+        let second_batch = log_bytes(9).len() / 3 + 70;
+        flipped[second_batch] ^= 0x40;
+        let mut torn = log_bytes(9);
+        torn.truncate(torn.len() - 5);
+        for (log, want) in [
+            (flipped, "batch"),
+            (torn, "torn"),
+            (Vec::new(), "empty"),
+            (log_bytes(0), "below"),
+        ] {
+            let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+            let tier = PartitionTier::new(store.clone(), layout(), 1);
+            runtime().block_on(async {
+                put_fileset(store.as_ref(), 0, good, &log_bytes(0), false).await;
+                put_fileset(store.as_ref(), 9, bad, &log, false).await;
+                let err = tier.adopt().await.unwrap_err();
+                let Error::Adopt {
+                    key,
+                    position,
+                    problem,
+                } = &err
+                else {
+                    panic!("{want}: {err}");
+                };
+                assert_eq!(
+                    *key,
+                    layout().data_key(9, bad, FileKind::Segment).to_string()
+                );
+                match (want, problem) {
+                    ("batch", AdoptProblem::Batch(_)) => {
+                        assert!(*position > 0 && *position <= second_batch as u64);
+                    }
+                    ("torn", AdoptProblem::TornTail(_)) => assert!(*position > 0),
+                    ("empty", AdoptProblem::Empty) => {}
+                    ("below", AdoptProblem::BelowStart { base_offset: 0 }) => {}
+                    _ => panic!("{want}: {err}"),
+                }
+                // Nothing adopted (not even the good one), nothing deleted.
+                assert!(tier.metadata().list().await.unwrap().is_empty());
+                let key = layout().data_key(9, bad, FileKind::Segment);
+                assert_eq!(store.get(&key).await.unwrap().bytes().await.unwrap(), log);
+            });
+        }
+    }
+
+    #[test]
+    fn a_missing_part_or_a_foreign_file_stops_the_adoption() {
+        let id = Uuid::from_halves(1, 1);
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let tier = PartitionTier::new(store.clone(), layout(), 1);
+        runtime().block_on(async {
+            put_fileset(store.as_ref(), 0, id, &log_bytes(0), false).await;
+            let snapshot = layout().data_key(0, id, FileKind::ProducerSnapshot);
+            store.delete(&snapshot).await.unwrap();
+            let err = tier.adopt().await.unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::Adopt {
+                        problem: AdoptProblem::MissingPart(".snapshot"),
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            put_fileset(store.as_ref(), 0, id, &log_bytes(0), false).await;
+            let foreign = layout().data_prefix().join("notes.txt");
+            store
+                .put(&foreign, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+            let err = tier.adopt().await.unwrap_err();
+            assert!(matches!(err, Error::BadName { .. }), "{err}");
+            assert!(tier.metadata().list().await.unwrap().is_empty());
+        });
+    }
+}
