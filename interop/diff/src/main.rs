@@ -138,10 +138,32 @@ fn real_main() -> Result<bool, String> {
         });
     }
     let mut failures = 0;
+    let mut driver_failures = 0;
     let mut steps_run = 0;
     for h in 0..args.histories {
         let seed = args.seed.wrapping_add(h);
-        let (steps, found) = runner.run(Source::Generate(seed, args.steps), &mut coverage)?;
+        let (steps, found) = match runner.run(Source::Generate(seed, args.steps), &mut coverage) {
+            Ok(run) => run,
+            Err(e) => {
+                // A history the driver could not run is a failure of that seed, not of the run:
+                // it is named (replayable from its seed), the driver is restarted, and the run
+                // goes on, so one such history cannot end a long run.
+                failures += 1;
+                driver_failures += 1;
+                eprintln!(
+                    "DRIVER FAILURE (seed {seed}): {e}\n  replay: seglog-diff --seed {seed} --histories 1 --steps {}",
+                    args.steps
+                );
+                if driver_failures > 20 {
+                    return Err(format!(
+                        "{driver_failures} histories failed in the driver; the last: {e}"
+                    ));
+                }
+                let restart_log = args.work.join(format!("kafka-diff-driver-{seed}.log"));
+                runner.kafka = kafka::Kafka::start(&args.classpath, &restart_log)?;
+                continue;
+            }
+        };
         steps_run += steps.len();
         if let Some(d) = found {
             failures += 1;
@@ -149,14 +171,25 @@ fn real_main() -> Result<bool, String> {
                 "seglog-diff: seed {seed} diverged at step {}; shrinking",
                 d.step
             );
-            let (shrunk, sd) = shrink::shrink(&mut runner, steps.clone(), d.clone())?;
-            let file = report(&args, Some(seed), &steps, &sd, &shrunk);
-            let _ = file;
+            match shrink::shrink(&mut runner, steps.clone(), d.clone()) {
+                Ok((shrunk, sd)) => {
+                    report(&args, Some(seed), &steps, &sd, &shrunk);
+                }
+                Err(e) => {
+                    // The driver failed on a candidate: the unshrunk history is still the finding.
+                    eprintln!(
+                        "seglog-diff: shrinking seed {seed} failed in the driver ({e}); its history is kept unshrunk"
+                    );
+                    report(&args, Some(seed), &steps, &d, &steps);
+                    let restart_log = args.work.join(format!("kafka-diff-driver-{seed}.log"));
+                    runner.kafka = kafka::Kafka::start(&args.classpath, &restart_log)?;
+                }
+            }
         }
     }
     let minutes = started.elapsed().as_secs_f64() / 60.0;
     eprintln!(
-        "\nseglog-diff: {} histories ({steps_run} steps) in {:.1} s: {:.0} histories per minute; {failures} diverged",
+        "\nseglog-diff: {} histories ({steps_run} steps) in {:.1} s: {:.0} histories per minute; {failures} diverged ({driver_failures} of them in the driver)",
         args.histories,
         minutes * 60.0,
         args.histories as f64 / minutes.max(1e-9),
