@@ -5,6 +5,11 @@ use seglog_segment::SegmentConfig;
 
 use crate::{Error, Result};
 
+/// The default bound on the bytes one compressed batch may decompress into (64 MiB; Kafka's
+/// consumer has no bound, but a corrupt or hostile batch must not exhaust memory). Readers,
+/// the leader's validation and the cleaner all decompress within it.
+pub const DEFAULT_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
+
 /// Which cleanup a log gets (`cleanup.policy`): retention, compaction, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CleanupPolicy {
