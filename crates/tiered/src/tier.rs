@@ -123,9 +123,16 @@ pub fn remote_error(error: Error) -> RemoteError {
 }
 
 impl RemoteTier for ObjectTier {
+    /// Every finished copy, the redundant ones too: after an unclean leader election the copy
+    /// [`PartitionTier::segments`] keeps at an offset (the first by start offset) may be a
+    /// former leader's, and only the log's leader-epoch lineage can tell which one to serve.
     fn segments(&self) -> Result<Vec<RemoteSegment>, RemoteError> {
-        let segments = self.finished_segments().map_err(remote_error)?;
-        Ok(segments.iter().map(remote_segment).collect())
+        let (mut all, redundant) = self
+            .block_on(self.tier.split_finished())
+            .map_err(remote_error)?;
+        all.extend(redundant);
+        all.sort_by_key(|m| (m.start_offset, m.event_timestamp_ms, m.segment_id));
+        Ok(all.iter().map(remote_segment).collect())
     }
 
     fn fetch_log(
