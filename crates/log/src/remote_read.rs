@@ -342,6 +342,48 @@ impl Log {
         }))
     }
 
+    /// What [`Log::read_into`] returns for a fetch of `start_offset` from the remote tier
+    /// that the tier's fetch quota turned away (`RemoteTier::fetch_throttle_time_ms`): no
+    /// bytes, the fetch offset itself, the log's current bounds (Kafka's `ReplicaManager`
+    /// answers such a fetch with empty records and the partition's high watermark, log start
+    /// and log end offsets, never blocking it). The caller fetches again later.
+    pub(crate) fn throttled_copied_fetch(&self, start_offset: i64) -> CopiedFetch {
+        let view = self.published.load();
+        CopiedFetch {
+            position: 0,
+            offsets: empty_offsets(start_offset),
+            fetch_offset: OffsetMetadata {
+                offset: start_offset,
+                segment_base_offset: start_offset,
+                position: 0,
+            },
+            high_watermark: view.high_watermark.offset,
+            log_start_offset: self.log_start_offset(),
+            log_end_offset: view.end.offset,
+            last_stable_offset: view.last_stable_offset(),
+        }
+    }
+
+    /// [`Log::read`]'s answer for a fetch the fetch quota turned away (as
+    /// [`Log::throttled_copied_fetch`]): an empty slice, no aborted transactions (an empty
+    /// list for `read_committed`).
+    pub(crate) fn throttled_fetch(
+        &self,
+        start_offset: i64,
+        isolation: crate::Isolation,
+    ) -> Result<FetchData> {
+        let fetch = self.throttled_copied_fetch(start_offset);
+        Ok(FetchData {
+            slice: remote_slice(&[], 0, fetch.offsets)?,
+            fetch_offset: fetch.fetch_offset,
+            high_watermark: fetch.high_watermark,
+            log_start_offset: fetch.log_start_offset,
+            log_end_offset: fetch.log_end_offset,
+            last_stable_offset: fetch.last_stable_offset,
+            aborted_transactions: (isolation == crate::Isolation::ReadCommitted).then(Vec::new),
+        })
+    }
+
     /// The aborted transactions overlapping `[start_offset, upper_bound_offset)` from the
     /// remote segments (Kafka's `RemoteLogManager.collectAbortedTransactions`, walking
     /// `nextSegmentWithTxnIndex`), and whether they are complete (an entry's last stable offset
@@ -469,6 +511,17 @@ impl Log {
             offset = segment.base_offset + i64::from(entry.relative_offset);
         }
         Ok(offset)
+    }
+}
+
+/// The offsets of an empty slice at `offset` (as `FileSlice::empty`'s).
+fn empty_offsets(offset: i64) -> SliceOffsets {
+    SliceOffsets {
+        segment_base_offset: offset,
+        start_offset: offset,
+        first_batch_last_offset: -1,
+        first_batch_size: 0,
+        first_entry_incomplete: false,
     }
 }
 

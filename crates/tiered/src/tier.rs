@@ -14,7 +14,7 @@ use seglog::remote::{
 
 use crate::lineage::{filtered_epochs, is_within_leader_epochs};
 use crate::{
-    Error, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
+    Error, FetchQuota, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
     RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, TierStats, Uuid,
 };
 
@@ -26,6 +26,7 @@ pub struct ObjectTier {
     tier: PartitionTier,
     runtime: tokio::runtime::Runtime,
     stats: Arc<TierStats>,
+    fetch_quota: Option<Arc<FetchQuota>>,
 }
 
 impl ObjectTier {
@@ -52,13 +53,27 @@ impl ObjectTier {
             tier,
             runtime,
             stats,
+            fetch_quota: None,
         })
+    }
+
+    /// Reads through this tier count against `quota` (the broker-wide fetch quota, KIP-956):
+    /// while it is exceeded, the log's fetches that would read here return no records.
+    /// Without one, fetches are never throttled.
+    pub fn with_fetch_quota(mut self, quota: Arc<FetchQuota>) -> ObjectTier {
+        self.fetch_quota = Some(quota);
+        self
     }
 
     /// The partition's remote-tier counters (bytes fetched by reads here; copies, deletes and
     /// lags by [`crate::TieringService`]).
     pub fn stats(&self) -> &Arc<TierStats> {
         &self.stats
+    }
+
+    /// The fetch quota reads through this tier count against, if any.
+    pub fn fetch_quota(&self) -> Option<&Arc<FetchQuota>> {
+        self.fetch_quota.as_ref()
     }
 
     /// The protocols underneath.
@@ -156,7 +171,23 @@ impl RemoteTier for ObjectTier {
             )
             .map_err(remote_error)?;
         self.stats.fetched(bytes.len() as u64);
+        if let Some(quota) = &self.fetch_quota {
+            quota.record(bytes.len() as u64);
+        }
         Ok(bytes.to_vec())
+    }
+
+    /// The fetch quota's throttle time; one that is not 0 is counted as a throttled fetch in
+    /// [`ObjectTier::stats`] (the log then returns that fetch empty).
+    fn fetch_throttle_time_ms(&self) -> u64 {
+        let Some(quota) = &self.fetch_quota else {
+            return 0;
+        };
+        let throttle_ms = quota.throttle_time_ms();
+        if throttle_ms > 0 {
+            self.stats.fetch_throttled(throttle_ms);
+        }
+        throttle_ms
     }
 
     fn fetch_index(

@@ -129,6 +129,17 @@ pub trait RemoteTier: Send + Sync + Debug {
         segment: &RemoteSegment,
         kind: RemoteIndexKind,
     ) -> Result<Vec<u8>, RemoteError>;
+
+    /// Kafka's `RemoteLogManager.getFetchThrottleTimeMs` (the KIP-956 fetch quota): 0 when a
+    /// fetch may read from the tier now, else the milliseconds until the fetch rate is back
+    /// within the quota. [`crate::Log::read`] and [`crate::Log::read_into`] ask once per fetch
+    /// they would serve from the tier and, when it is not 0, return that fetch empty (no
+    /// records, nothing fetched), as Kafka's `ReplicaManager` answers an empty fetch for the
+    /// partition instead of blocking; an implementation may count such answers as throttled
+    /// fetches. Default: never throttled.
+    fn fetch_throttle_time_ms(&self) -> u64 {
+        0
+    }
 }
 
 /// A sealed segment eligible for copy to the remote tier, with the six parts of a copy (Kafka's
