@@ -388,6 +388,10 @@ impl Log {
     /// remote segments (Kafka's `RemoteLogManager.collectAbortedTransactions`, walking
     /// `nextSegmentWithTxnIndex`), and whether they are complete (an entry's last stable offset
     /// reached the bound, so the local segments add nothing).
+    ///
+    /// As Kafka's, the walk does not stop at a segment past the bound: a transaction that
+    /// began below the bound may be aborted by a marker in any later segment (remote or local),
+    /// and only an entry whose last stable offset reaches the bound says none is left open.
     pub(crate) fn remote_aborted(
         &self,
         tier: &dyn RemoteTier,
@@ -396,9 +400,6 @@ impl Log {
     ) -> Result<(Vec<AbortedTransaction>, bool)> {
         let mut out = Vec::new();
         for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start_offset)? {
-            if from >= upper_bound_offset {
-                return Ok((out, true));
-            }
             let Some(bytes) = self.remote_index(tier, &segment, RemoteIndexKind::Transaction)?
             else {
                 continue;

@@ -27,6 +27,9 @@ pub struct ObjectTier {
     runtime: tokio::runtime::Runtime,
     stats: Arc<TierStats>,
     fetch_quota: Option<Arc<FetchQuota>>,
+    /// The segments whose metadata says they have no `.txnindex` (Kafka's `txnIdxEmpty`), as
+    /// of the last listing: a fetch of that index answers NotFound without a request.
+    txn_index_empty: std::sync::Mutex<std::collections::HashSet<Uuid>>,
 }
 
 impl ObjectTier {
@@ -54,6 +57,7 @@ impl ObjectTier {
             runtime,
             stats,
             fetch_quota: None,
+            txn_index_empty: std::sync::Mutex::default(),
         })
     }
 
@@ -147,6 +151,14 @@ impl RemoteTier for ObjectTier {
             .map_err(remote_error)?;
         all.extend(redundant);
         all.sort_by_key(|m| (m.start_offset, m.event_timestamp_ms, m.segment_id));
+        *self
+            .txn_index_empty
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = all
+            .iter()
+            .filter(|m| m.txn_index_empty)
+            .map(|m| m.segment_id)
+            .collect();
         Ok(all.iter().map(remote_segment).collect())
     }
 
@@ -195,6 +207,21 @@ impl RemoteTier for ObjectTier {
         segment: &RemoteSegment,
         kind: RemoteIndexKind,
     ) -> Result<Vec<u8>, RemoteError> {
+        // Kafka's `findNextSegmentWithTxnIndex` skips such segments by their metadata: a
+        // read_committed walk over many remote segments costs no request for them.
+        if kind == RemoteIndexKind::Transaction
+            && self
+                .txn_index_empty
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&Uuid(*segment.id.as_bytes()))
+        {
+            return Err(RemoteError::not_found(format!(
+                "remote segment {} at {} has no transaction index",
+                Uuid(*segment.id.as_bytes()),
+                segment.base_offset
+            )));
+        }
         let index = match kind {
             RemoteIndexKind::Offset => IndexType::Offset,
             RemoteIndexKind::Time => IndexType::Timestamp,
