@@ -101,7 +101,8 @@ pub trait RemoteTier: Send + Sync + Debug {
     /// (copies of the same base offset oldest first). They may overlap: a copy repeated after
     /// a lost answer, or, after an unclean leader election, a former leader's copy of offsets
     /// the new lineage replaced beside the new leader's copy. The log chooses among them by
-    /// its leader-epoch lineage (`remote/lineage.rs`), so every copy must be listed.
+    /// its leader-epoch lineage (of overlapping copies, the one whose batches carry the epochs
+    /// the log's epoch cache gives their offsets), so every copy must be listed.
     ///
     /// # Errors
     /// [`RemoteError`] when the metadata cannot be read.
