@@ -114,6 +114,19 @@ pub enum Error {
         /// The operation that failed first.
         op: &'static str,
     },
+    /// A partition of a [`crate::LogDir`] whose load failed at open: it is offline (not
+    /// served, its directory untouched) until the root is reopened. `source` is the load's
+    /// error.
+    #[error("partition {topic_partition} ({dir}) is offline: its load failed at open")]
+    PartitionOffline {
+        /// The partition.
+        topic_partition: crate::TopicPartition,
+        /// Its directory.
+        dir: PathBuf,
+        /// Why its load failed.
+        #[source]
+        source: std::sync::Arc<Error>,
+    },
     /// A write was attempted on a log opened with `Log::open_read_only`.
     #[error("log {dir} is open read-only")]
     ReadOnly {

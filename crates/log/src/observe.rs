@@ -221,6 +221,51 @@ pub(crate) fn recovery_bytes_scanned(report: &LoadReport) -> u64 {
         .sum()
 }
 
+/// The INFO event of a `LogDir` open starting to load its partitions (Kafka's "Recovering N
+/// logs from dir since no clean shutdown file was found" / "Skipping recovery of N logs").
+pub(crate) fn log_dir_loading(root: &Path, partitions: usize, threads: usize, clean: bool) {
+    tracing::info!(
+        dir = %root.display(), partitions, threads, clean_shutdown = clean,
+        "loading the log dir's partitions"
+    );
+}
+
+/// The event of one partition of a `LogDir` open finished (Kafka's "Completed load of ...
+/// (n/total completed in dir)"): INFO with the counts, ERROR when its load failed (the
+/// partition is offline). Emitted on the opening thread, in completion order.
+pub(crate) fn partition_loaded(root: &Path, loaded: &crate::PartitionLoaded<'_>) {
+    let dir = loaded.dir.display();
+    let root = root.display();
+    let topic_partition = loaded.topic_partition.to_string();
+    match loaded.log {
+        Ok(_) => tracing::info!(
+            %dir, %root, topic_partition, done = loaded.done, total = loaded.total,
+            segments = loaded.segments, bytes = loaded.bytes,
+            recovered_bytes = loaded.recovered_bytes,
+            recovered_bytes_total = loaded.recovered_bytes_total,
+            duration_ms = duration_ms(loaded.took), "partition loaded"
+        ),
+        Err(error) => tracing::error!(
+            %dir, %root, topic_partition, done = loaded.done, total = loaded.total,
+            error = %error, duration_ms = duration_ms(loaded.took),
+            "partition offline: its load failed"
+        ),
+    }
+}
+
+/// The INFO summary of a `LogDir` open's loads (WARN when a partition is offline).
+pub(crate) fn log_dir_loaded(root: &Path, loaded: usize, offline: usize, took: Duration) {
+    let dir = root.display();
+    if offline > 0 {
+        tracing::warn!(
+            %dir, loaded, offline, duration_ms = duration_ms(took),
+            "log dir loaded with offline partitions"
+        );
+    } else {
+        tracing::info!(%dir, loaded, duration_ms = duration_ms(took), "log dir loaded");
+    }
+}
+
 /// The events of a finished load: one per segment that a recovery or a check changed (WARN
 /// when data was cut or damaged bytes were kept), one per other finding, then the INFO
 /// summary, which names the high-watermark policy and the high watermark it gave (a consumer
