@@ -117,10 +117,12 @@ pub enum Error {
     /// A partition of a [`crate::LogDir`] whose load failed at open: it is offline (not
     /// served, its directory untouched) until the root is reopened. `source` is the load's
     /// error.
-    #[error("partition {topic_partition} ({dir}) is offline: its load failed at open")]
+    #[error("partition {topic}-{partition} ({}) is offline: its load failed at open", dir.display())]
     PartitionOffline {
-        /// The partition.
-        topic_partition: crate::TopicPartition,
+        /// The partition's topic.
+        topic: String,
+        /// The partition's number.
+        partition: i32,
         /// Its directory.
         dir: PathBuf,
         /// Why its load failed.

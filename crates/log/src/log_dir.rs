@@ -306,7 +306,7 @@ impl LogDir {
             let (log, segments, bytes, recovered_bytes) = match log {
                 Ok(log) => {
                     let bytes = log.size_bytes_total();
-                    let recovered = crate::observe::recovery_bytes_scanned(&log.load_report());
+                    let recovered = crate::observe::recovery_bytes_scanned(log.load_report());
                     let segments = log.segment_count();
                     (Ok(log), segments, bytes, recovered)
                 }
@@ -325,7 +325,7 @@ impl LogDir {
                 recovered_bytes_total,
                 took,
             };
-            crate::observe::partition_loaded(&root, &loaded);
+            loaded.emit(&root);
             on_loaded(&loaded);
             match log {
                 Ok(log) => {
@@ -425,7 +425,8 @@ impl LogDir {
         };
         if let Some(offline) = self.offline.get(topic_partition) {
             return Err(Error::PartitionOffline {
-                topic_partition: topic_partition.clone(),
+                topic: topic_partition.topic.clone(),
+                partition: topic_partition.partition,
                 dir: offline.dir.clone(),
                 source: Arc::clone(&offline.error),
             });

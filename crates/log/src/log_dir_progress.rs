@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::Error;
 use crate::log::Log;
+use crate::observe::duration_ms;
 use crate::topic_partition::TopicPartition;
 
 /// One partition whose load finished during [`crate::LogDir::open_with_progress`], given to
@@ -38,4 +39,29 @@ pub struct PartitionLoaded<'a> {
     pub recovered_bytes_total: u64,
     /// How long its load took (on its recovery thread).
     pub took: Duration,
+}
+
+impl PartitionLoaded<'_> {
+    /// The event of this partition of the open of `root` (docs/observability.md; Kafka's
+    /// "Completed load of ... (n/total completed in dir)"): INFO with the counts, ERROR when
+    /// its load failed (the partition is offline). Emitted on the opening thread.
+    pub(crate) fn emit(&self, root: &Path) {
+        let dir = self.dir.display();
+        let root = root.display();
+        let topic_partition = self.topic_partition.to_string();
+        match self.log {
+            Ok(_) => tracing::info!(
+                %dir, %root, topic_partition, done = self.done, total = self.total,
+                segments = self.segments, bytes = self.bytes,
+                recovered_bytes = self.recovered_bytes,
+                recovered_bytes_total = self.recovered_bytes_total,
+                duration_ms = duration_ms(self.took), "partition loaded"
+            ),
+            Err(error) => tracing::error!(
+                %dir, %root, topic_partition, done = self.done, total = self.total,
+                error = %error, duration_ms = duration_ms(self.took),
+                "partition offline: its load failed"
+            ),
+        }
+    }
 }

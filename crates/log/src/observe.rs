@@ -230,29 +230,6 @@ pub(crate) fn log_dir_loading(root: &Path, partitions: usize, threads: usize, cl
     );
 }
 
-/// The event of one partition of a `LogDir` open finished (Kafka's "Completed load of ...
-/// (n/total completed in dir)"): INFO with the counts, ERROR when its load failed (the
-/// partition is offline). Emitted on the opening thread, in completion order.
-pub(crate) fn partition_loaded(root: &Path, loaded: &crate::PartitionLoaded<'_>) {
-    let dir = loaded.dir.display();
-    let root = root.display();
-    let topic_partition = loaded.topic_partition.to_string();
-    match loaded.log {
-        Ok(_) => tracing::info!(
-            %dir, %root, topic_partition, done = loaded.done, total = loaded.total,
-            segments = loaded.segments, bytes = loaded.bytes,
-            recovered_bytes = loaded.recovered_bytes,
-            recovered_bytes_total = loaded.recovered_bytes_total,
-            duration_ms = duration_ms(loaded.took), "partition loaded"
-        ),
-        Err(error) => tracing::error!(
-            %dir, %root, topic_partition, done = loaded.done, total = loaded.total,
-            error = %error, duration_ms = duration_ms(loaded.took),
-            "partition offline: its load failed"
-        ),
-    }
-}
-
 /// The INFO summary of a `LogDir` open's loads (WARN when a partition is offline).
 pub(crate) fn log_dir_loaded(root: &Path, loaded: usize, offline: usize, took: Duration) {
     let dir = root.display();

@@ -92,7 +92,8 @@ fn recover_root(
     log_dir.close()?;
     if let Some((topic_partition, dir, source)) = log_dir.offline_partitions().into_iter().next() {
         return Err(Error::Log(seglog::Error::PartitionOffline {
-            topic_partition,
+            topic: topic_partition.topic,
+            partition: topic_partition.partition,
             dir,
             source,
         }));

@@ -459,10 +459,11 @@ fn a_partition_whose_load_fails_is_offline_and_the_others_are_served() {
     let err = dir.get_or_create(&bad).unwrap_err();
     match &err {
         Error::PartitionOffline {
-            topic_partition,
+            topic,
+            partition,
             dir,
             ..
-        } => assert_eq!((topic_partition, dir), (&bad, &bad_dir)),
+        } => assert_eq!((topic.as_str(), *partition, dir), ("bad", 0, &bad_dir)),
         other => panic!("{other}"),
     }
     assert!(err.to_string().contains("bad-0"), "{err}");
