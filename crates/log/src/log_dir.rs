@@ -30,7 +30,9 @@ use crate::{Error, Result};
 /// it handed out are dropped: a log that outlives its `LogDir` keeps the root locked, so no
 /// second writer can open it), consumes `<root>/.kafka_cleanshutdown`
 /// before loading anything (a crash while loading counts as unclean), reads the root
-/// checkpoints and loads every partition directory. Directories that are not
+/// checkpoints and loads every partition directory, in parallel on
+/// [`LogConfig::num_recovery_threads_per_data_dir`] threads (a partition whose load fails is
+/// offline, the others are served: [`LogDir::open_with_progress`]). Directories that are not
 /// `<topic>-<partition>` are ignored; `-stray` and `-future` directories are left alone;
 /// `-delete` directories are removed `file.delete.delay.ms` after opening (by
 /// [`LogDir::tick`]), without being loaded.
@@ -112,9 +114,9 @@ impl LogDir {
     /// # Errors
     /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root,
     /// or a `LogDir` or [`Log`] of this process (also a closed one, or one whose `LogDir` was
-    /// dropped) is still alive;
-    /// load errors of any partition (the marker is already consumed then, so the next open
-    /// recovers).
+    /// dropped) is still alive; I/O errors of the root (its marker, listing, checkpoints).
+    /// A partition's load error does not fail the open: the partition is offline
+    /// ([`LogDir::offline_partitions`], [`LogDir::open_with_progress`]).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
         Self::open_with(root, config, LogOpenOptions::default())
     }

@@ -502,3 +502,46 @@ fn a_partition_whose_load_fails_is_offline_and_the_others_are_served() {
     dir.close().unwrap();
     assert!(root.join(CLEAN_SHUTDOWN_FILE).exists());
 }
+
+/// A read-only open of a crashed root recovers its partitions in memory on the pool, serves
+/// what a read-write open serves, and writes nothing.
+#[test]
+fn a_read_only_parallel_open_writes_nothing_and_serves_the_recovered_records() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let root = tmp.path().join("root");
+    crashed_root(&root, 7, &clock);
+    let before = tree(&root);
+    let read_only_options = LogOpenOptions {
+        read_only: true,
+        ..options(&clock)
+    };
+    let dir = LogDir::open_with(
+        root.as_path(),
+        threads(small_config(1024), 3),
+        read_only_options,
+    )
+    .unwrap();
+    assert!(dir.offline_partitions().is_empty());
+    let read_only: BTreeMap<_, _> = dir
+        .logs()
+        .into_iter()
+        .map(|(tp, log)| (tp, values(&log)))
+        .collect();
+    drop(dir);
+    assert!(tree(&root) == before, "a read-only open wrote");
+    let dir = LogDir::open_with(
+        root.as_path(),
+        threads(small_config(1024), 3),
+        options(&clock),
+    )
+    .unwrap();
+    let written: BTreeMap<_, _> = dir
+        .logs()
+        .into_iter()
+        .map(|(tp, log)| (tp, values(&log)))
+        .collect();
+    assert_eq!(read_only.len(), 7);
+    assert_eq!(read_only, written);
+    dir.close().unwrap();
+}
