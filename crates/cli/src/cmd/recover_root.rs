@@ -1,5 +1,6 @@
 //! `seglog recover ROOT` on a `log.dirs` root: every partition checked first (the read-only
-//! dry run of `recover DIR`, so a recovery that cannot succeed changes nothing anywhere), then
+//! dry run of `recover DIR`, one partition after the other, with a bar of its own, so a
+//! recovery that cannot succeed changes nothing anywhere), then
 //! recovered in one `LogDir` open on `--recovery-threads` threads (Kafka's
 //! `num.recovery.threads.per.data.dir`, default 2), with a progress bar of the partitions done
 //! on a terminal (none with `--quiet` or `--json`), then closed cleanly: the root's
@@ -62,10 +63,14 @@ fn recover_root(
     quiet: bool,
     dirs: &[PathBuf],
 ) -> Result<Vec<RecoverReport>, Error> {
+    // The dry runs (one read-only recovery per partition, on this thread) have their own bar.
+    let checking = Progress::partitions(dirs.len() as u64, "check", quiet);
     for dir in dirs {
         DirListing::existing_log(dir)?;
         check_before_changing(dir, args.truncate_damaged)?;
+        checking.inc(1);
     }
+    checking.finish();
     let options = LogOpenOptions {
         recover_all: true,
         repair_destructively: args.truncate_damaged,

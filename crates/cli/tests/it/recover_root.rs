@@ -151,3 +151,47 @@ fn a_refused_partition_changes_nothing_in_the_root() {
     assert!(run.stderr.contains("empty-0"), "{}", run.stderr);
     assert_eq!(snapshot(&root), before, "nothing changed");
 }
+
+/// On a terminal (a pseudo-terminal from util-linux `script`; skipped where it is missing),
+/// the run draws a bar of partitions for the checks and one for the recovery; `--quiet` draws
+/// none.
+#[test]
+fn a_terminal_gets_a_bar_of_partitions_and_quiet_gets_none() {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: no `script` to run the command under a pseudo-terminal");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    crashed_root(&root);
+    let under_a_terminal = |extra: &str| {
+        let command = format!(
+            "{} {extra} recover {}",
+            env!("CARGO_BIN_EXE_seglog"),
+            root.display()
+        );
+        let out = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let shown = under_a_terminal("");
+    // Each bar is drawn when it starts (its steady tick); later frames may be rate-limited.
+    assert!(shown.contains("check ["), "{shown}");
+    assert!(shown.contains("recover ["), "{shown}");
+    assert!(shown.contains("/3 partitions"), "{shown}");
+    assert!(
+        shown.contains("unclean shutdown before this run"),
+        "{shown}"
+    );
+    let quiet = under_a_terminal("--quiet");
+    assert!(!quiet.contains("partitions"), "{quiet}");
+    assert!(quiet.contains("clean shutdown before this run"), "{quiet}");
+}
