@@ -162,7 +162,7 @@ impl LogDir {
     /// thread count: each partition directory is written only by the job loading it.
     ///
     /// A partition whose load fails does not fail the open (Kafka would take the whole log
-    /// dir offline, docs/format.md): it is **offline**, reported to `on_loaded` and by
+    /// dir offline): it is **offline**, reported to `on_loaded` and by
     /// [`LogDir::offline_partitions`] with its error, left untouched on disk, refused by
     /// [`LogDir::get_or_create`] ([`Error::PartitionOffline`]); its checkpoint entries are kept
     /// as read, and [`LogDir::close`] writes no clean-shutdown marker while a partition is
