@@ -797,9 +797,17 @@ impl Generator {
                 }
             }
             Op::Follower { batches, .. } => {
+                // A transaction the same append opens (a transactional data batch before its
+                // marker) is one the marker completes too (long-run seeds 105394, 108767).
+                let mut open = self.open_before.clone();
                 for b in batches {
-                    if b.marker.is_some() && self.open_before.contains(&b.producer_id) {
+                    if b.marker.is_some() && open.contains(&b.producer_id) {
                         markers.push(b.base_offset);
+                    }
+                    if b.marker.is_some() {
+                        open.retain(|p| *p != b.producer_id);
+                    } else if b.transactional && b.producer_id >= 0 {
+                        open.push(b.producer_id);
                     }
                     // Where a batch starts and ends (a gap's offsets are neither; a legacy
                     // wrapper starts at its first inner offset, inside it for a truncation).
