@@ -474,7 +474,14 @@ impl Generator {
             self.boundaries.retain(|b| *b <= after.state.log_end);
             self.boundaries.insert(offset.min(after.state.log_end));
         }
-        if matches!(step.op, Op::Truncate { .. } | Op::Reopen) {
+        // The runner takes back Kafka's write of an overlapping follower batch that seglog
+        // refused by truncating Kafka's log (rule `overlapping-follower-batch-refused`), and
+        // that truncation's rebuild knows each producer's batches from a snapshot on only: no
+        // retry of an earlier batch after it either (long-run seed 205864: a retry of sequence
+        // 3, seglog's duplicate, Kafka's `OutOfOrderSequence`).
+        let kafka_truncated = matches!(step.op, Op::Follower { .. })
+            && after.outcome.refused.as_deref() == Some("seglog:OverlappingBatch");
+        if matches!(step.op, Op::Truncate { .. } | Op::Reopen) || kafka_truncated {
             for m in &mut self.producers {
                 m.recent.clear();
             }
