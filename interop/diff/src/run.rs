@@ -247,10 +247,11 @@ impl Runner {
 }
 
 /// The rule for a crash whose recovery Kafka 4.4 fails (docs/format.md, Deliberate
-/// differences: "An open transaction below the log start at recovery").
+/// differences: "A non-transactional batch inside an open transaction found while the
+/// producer state is rebuilt from the segments").
 pub const KAFKA_CANNOT_RECOVER: &str =
     "kafka-cannot-recover-an-open-transaction-below-the-log-start";
-const KAFKA_CANNOT_RECOVER_DOC: &str = "docs/format.md, Deliberate differences: \"An open transaction below the log start at recovery\"";
+const KAFKA_CANNOT_RECOVER_DOC: &str = "docs/format.md, Deliberate differences: \"A non-transactional batch inside an open transaction found while the producer state is rebuilt\"";
 
 /// Kafka 4.4's `LogSegment.recover` puts every batch of a recovered segment into the producer
 /// state, also those below the log start, which the rebuilds of a truncation or a reopen skip
