@@ -889,7 +889,17 @@ impl Generator {
                     // Not while a completed transaction is undecided: the runner's truncation of
                     // Kafka's log then rebuilds a producer state without it (S1's form; CI seed
                     // 100: first unstable seglog 9, Kafka 13).
-                    18..20 if self.undecided_markers.is_empty() => next = previous.base_offset,
+                    // Nor while a producer's entry lies wholly below a raised log start: that
+                    // rebuild replays from the log start and forgets it (second long run, seed
+                    // 200288: seglog producer 1001 of a marker at 0, Kafka none, log start 1).
+                    18..20
+                        if self.undecided_markers.is_empty()
+                            && !state.producers.iter().any(|p| {
+                                state.log_start > 0 && p.last_offset < state.log_start
+                            }) =>
+                    {
+                        next = previous.base_offset
+                    }
                     _ => {}
                 }
             }
