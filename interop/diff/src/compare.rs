@@ -583,7 +583,12 @@ mod tests {
             [4, 4, 0, 1, 10, 2, 0],
             [5, 5, 0, 1, 10, 2, 0],
         ]]);
-        assert!(!aborted_data_below_log_start(&step(), path, &ours, &same_below));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &ours,
+            &same_below
+        ));
         // A data batch (not marker-shaped) above the log start differing: not this form.
         let mut data = kafka.clone();
         data.file_batches = Some(vec![vec![

@@ -738,7 +738,11 @@ fn a_crash_leaves_each_producer_its_last_batch_only_as_kafkas_snapshot_does() {
     for sequence in 0..3 {
         log.append(&idempotent(7, 0, sequence, 1, false)).unwrap();
     }
-    assert!(log.append(&idempotent(7, 0, 0, 1, false)).unwrap().duplicate);
+    assert!(
+        log.append(&idempotent(7, 0, 0, 1, false))
+            .unwrap()
+            .duplicate
+    );
     drop(log); // a crash: no clean-shutdown marker, no snapshot at the log end
     std::fs::write(
         dir.join("recovery-point-offset-checkpoint"),
