@@ -226,7 +226,7 @@ impl ActiveSegment {
         let Files { log, indexes } = segment.files()?;
         // Kafka 4.4's index step runs per batch of the append (`LogSegment.append`), so plan
         // the entries first: nothing is written when one of them could not be added.
-        let plan = IndexPlan::new(
+        let mut plan = IndexPlan::new(
             parts,
             position,
             self.bytes_since_last_index_entry,
@@ -240,17 +240,21 @@ impl ActiveSegment {
         );
         if let Some(&(first_offset, _, first_max)) = plan.entries.first() {
             check_index_step(segment, &indexes, first_offset, first_max)?;
-            let needed = plan.entries.len();
-            if indexes.offset.entries() + needed > indexes.offset.max_entries() {
-                return Err(Error::IndexFull {
-                    path: segment.path(FileType::Index),
-                });
-            }
-            if indexes.time.entries() + needed > indexes.time.max_entries() {
-                return Err(Error::IndexFull {
-                    path: segment.path(FileType::TimeIndex),
-                });
-            }
+            // An append of several batches can need more entries than the indexes have left
+            // (a segment written over several opens restarts the byte count at each one). The
+            // indexes are sparse, so the entries that do not fit are left out: every batch is
+            // still found from an earlier entry, the indexes end full, and the log rolls before
+            // its next append. The time index keeps its spare slot for the roll's final entry
+            // (Kafka's `TimeIndex.isFull`), so its room is one less than its free slots.
+            let offset_room = indexes
+                .offset
+                .max_entries()
+                .saturating_sub(indexes.offset.entries());
+            let time_room = indexes
+                .time
+                .max_entries()
+                .saturating_sub(indexes.time.entries() + 1);
+            plan.entries.truncate(offset_room.min(time_room));
         }
         if position == 0 {
             self.rolling_based_timestamp = Some(largest_timestamp_ms);

@@ -254,6 +254,63 @@ fn truncate_to_cuts_whole_batches_and_recomputes_the_max_timestamp() {
     assert_eq!(std::fs::metadata(segment.log_path()).unwrap().len(), 0);
 }
 
+/// One append of several batches that needs more index entries than the indexes have left
+/// (a segment written over several opens restarts the byte count at each one): the entries
+/// that do not fit are left out, every batch is written and found, and the segment asks to
+/// roll. The old code refused the append (IndexFull) when the plan did not fit, and when it
+/// fitted all but the time index's spare slot it wrote and published the batches, then
+/// returned IndexFull from the index step.
+#[test]
+fn an_append_needing_more_index_entries_than_are_left_writes_every_batch_and_rolls_next() {
+    for batches in [2_usize, 4] {
+        let dir = tempdir();
+        let config = SegmentConfig {
+            index_interval_bytes: 0,
+            max_index_bytes: 24, // three offset entries; two time slots, one usable
+            ..small_config()
+        };
+        let mut active = ActiveSegment::create(dir.path(), 0, &config).unwrap();
+        append_batch(&mut active, &simple_batch(0, 1, 1, 10));
+        let mut whole = Vec::new();
+        for i in 0..batches {
+            let offset = 1 + i as i64;
+            whole.extend(simple_batch(offset, 1, 2 + i as i64, 10));
+        }
+        let before = active.segment().size();
+        append_batch(&mut active, &whole);
+        assert_eq!(
+            active.segment().size(),
+            before + whole.len() as u64,
+            "{batches} batches"
+        );
+        let oracle = scan(&read(&path(dir.path(), 0, FileKind::LOG)), 0);
+        for offset in 0..=batches as i64 {
+            let found = active
+                .segment()
+                .translate_offset(offset, 0)
+                .unwrap()
+                .unwrap();
+            let expected = oracle.translate(offset).unwrap();
+            assert_eq!(
+                (found.position, found.offset),
+                (expected.position, expected.last_offset),
+                "offset {offset} of {batches} batches"
+            );
+        }
+        let params = RollParams {
+            max_segment_ms: i64::MAX,
+            max_segment_bytes: u32::MAX,
+            max_timestamp_in_messages: 100,
+            max_offset_in_messages: 100,
+            messages_size: 10,
+            now_ms: 0,
+        };
+        assert!(active.should_roll(&params).unwrap(), "{batches} batches");
+        let segment = active.seal().unwrap();
+        assert_eq!(segment.read_next_offset().unwrap(), 1 + batches as i64);
+    }
+}
+
 #[test]
 fn append_errors_write_nothing() {
     let dir = tempdir();

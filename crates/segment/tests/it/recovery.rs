@@ -237,9 +237,8 @@ fn offset_overflow_in_the_log_is_raised_and_the_log_kept() {
     assert_eq!(read(&path(dir.path(), 0, FileKind::LOG)), log);
 }
 
-/// A read-only open copies indexes into memory: one larger than any index of its `.log`
-/// can be (a 2 GiB sparse file) is rebuilt in memory instead, never read, and the file is
-/// left alone.
+/// Written with room for every entry, then recovered under a `segment.index.bytes` too small
+/// for what the rule produces: the rebuild stops adding to the full indexes and keeps every batch.
 #[test]
 fn recovery_that_needs_more_index_entries_than_the_file_holds_keeps_every_batch() {
     // Written with room for every entry, then recovered under a `segment.index.bytes` too
@@ -287,6 +286,9 @@ fn recovery_that_needs_more_index_entries_than_the_file_holds_keeps_every_batch(
     );
 }
 
+/// A read-only open copies indexes into memory: one larger than any index of its `.log`
+/// can be (a 2 GiB sparse file) is rebuilt in memory instead, never read, and the file is
+/// left alone.
 #[test]
 fn read_only_open_rebuilds_an_index_larger_than_its_log_can_need() {
     let config = small_config();
