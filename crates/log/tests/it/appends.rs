@@ -139,18 +139,22 @@ fn a_crash_after_a_roll_across_a_gap_does_not_bring_back_a_truncated_segment() {
         }
         b.build().unwrap()
     };
-    log.append(&batch(0, &[b"v0", b"v1", b"v2", b"v3", b"v4"])).unwrap();
+    log.append(&batch(0, &[b"v0", b"v1", b"v2", b"v3", b"v4"]))
+        .unwrap();
     log.append(&batch(0, &[b"cut"])).unwrap();
     log.roll().unwrap();
     log.append(&batch(0, &[b"truncated"])).unwrap();
-    let bases = |log: &seglog::Log| -> Vec<i64> {
-        log.segments().iter().map(|s| s.base_offset).collect()
-    };
+    let bases =
+        |log: &seglog::Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
     assert_eq!(bases(&log), [0, 6]);
     log.truncate_to(5).unwrap();
     assert_eq!(bases(&log), [0]);
     log.append_as_follower(&batch(8, &[&[b'x'; 60]])).unwrap();
-    assert_eq!(bases(&log), [0, 8], "the follower batch rolled across the gap");
+    assert_eq!(
+        bases(&log),
+        [0, 8],
+        "the follower batch rolled across the gap"
+    );
     drop(log); // a crash: no close, the truncated segment's deletion still pending
     let log = open(&dir, config, &clock);
     assert!(!log.load_report().had_clean_shutdown);
