@@ -163,6 +163,22 @@ impl Runner {
             self.kafka.now_ms = now_ms;
             let (observed, notes, theirs) = if matches!(step.op, Op::Clean { .. }) {
                 self.clean_step(&mut ours, &step, &bytes, coverage)?
+            } else if matches!(step.op, Op::DeleteRecords { .. }) {
+                // Kafka's side first, as for a cleaning round: `deleteRecordsOnLeader` reads the
+                // high watermark (`fetchHighWatermarkMetadata`), which raises one in a gap to
+                // the next batch's base (K1) before it checks the offset against it; seglog's
+                // is then raised to Kafka's in exactly that form (second long run, seeds 200866
+                // and 207451: a truncation inside the only batch, a reopen, DeleteRecords to
+                // the log end: seglog `OffsetOutOfRangeException` at high watermark 0, Kafka
+                // accepted at 1).
+                let theirs = self.kafka.apply(&step, &bytes)?;
+                if ours.raise_high_watermark_in_a_gap_to(theirs.state.high_watermark) {
+                    coverage.note(
+                        "delete records: high watermark in a gap raised to Kafka's first (K1)",
+                    );
+                }
+                let (observed, notes) = ours.apply(&step, &bytes);
+                (observed, notes, theirs)
             } else {
                 let (observed, notes) = ours.apply(&step, &bytes);
                 match self.kafka.apply(&step, &bytes) {
