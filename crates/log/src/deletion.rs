@@ -1,6 +1,8 @@
 //! Delayed deletion: segments removed from the log are renamed `.deleted` at once and unlinked
 //! `file.delete.delay.ms` later by [`crate::Log::tick`] (or at close). Readers that already hold
-//! a slice keep their open file and keep reading.
+//! a slice keep their open file and keep reading. A truncation's segments are the exception:
+//! they are unlinked at once (`Log::unlink_truncated`; docs/format.md, "Segments a truncation
+//! removes are unlinked at once").
 
 use std::path::{Path, PathBuf};
 

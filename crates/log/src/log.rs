@@ -786,6 +786,19 @@ impl Log {
         Ok(())
     }
 
+    /// Unlinks at once the files of a segment a truncation removed, without the `.deleted`
+    /// stage and its delay: appends may later fill the offsets it held and pass them, and a
+    /// `.deleted` file found at load in a hole between two live segments is renamed back (the
+    /// loader's rule for an unexplained one, see `leftovers`), which would bring back records
+    /// the truncation removed. Readers already holding a slice keep their open file; a reader
+    /// that reopens the segment's files gets an I/O error (it read past a truncation). The
+    /// caller fsyncs the directory.
+    pub(crate) fn unlink_truncated(&self, segment: &Segment) -> Result<()> {
+        segment
+            .delete_files()
+            .map_err(|e| self.poisoned_by("remove a truncated segment", e))
+    }
+
     /// The writer for a mutating call: not read-only, not closed, not poisoned.
     pub(crate) fn writable(&self) -> Result<MutexGuard<'_, Writer>> {
         if self.read_only {

@@ -278,7 +278,6 @@ impl Log {
             return self.write_checkpoints_now();
         }
         let now_ms = self.clock.now_ms();
-        let due = now_ms.saturating_add(self.settings().config.file_delete_delay_ms);
         let mut segments = (*view.segments).clone();
         let later: Vec<i64> = view
             .segments
@@ -304,10 +303,10 @@ impl Log {
         }
         for base in &later {
             if let Some(segment) = segments.remove(*base) {
-                self.doom(segment, due)?;
+                self.unlink_truncated(&segment)?;
             }
         }
-        // The later segments' renames are durable before the cut: a power loss can then never
+        // The later segments' unlinks are durable before the cut: a power loss can then never
         // bring them back after a truncated (shorter) floor segment.
         if !later.is_empty() {
             self.sync_dir_or_poison()?;
@@ -387,16 +386,12 @@ impl Log {
         self.truncation_starts(offset)?;
         // Kafka's `truncateFullyAndStartAt`: the whole log starts at `offset` too.
         self.remote.set_log_start_offset(None);
-        let due = self
-            .clock
-            .now_ms()
-            .saturating_add(self.settings().config.file_delete_delay_ms);
-        // Rename the old segments first: the new one may reuse a base offset.
+        // Remove the old segments first: the new one may reuse a base offset.
         drop(writer.active.take());
         for (_, segment) in view.segments.iter() {
-            self.doom(Arc::clone(segment), due)?;
+            self.unlink_truncated(segment)?;
         }
-        // The renames are durable before the new segment exists (it may reuse a base offset).
+        // The unlinks are durable before the new segment exists (it may reuse a base offset).
         self.sync_dir_or_poison()?;
         let mut created = ActiveSegment::create(&self.dir, offset, &self.settings().segment)
             .map_err(|e| self.poisoned_by("create segment", e))?;

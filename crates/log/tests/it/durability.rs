@@ -66,21 +66,26 @@ fn truncate_to_is_durable_before_it_returns() {
     assert_eq!(faults.durable_image(&path).unwrap(), on_disk);
     let names = faults.durable_names(dir.path()).unwrap();
     assert!(!names.contains(&name(6, "log")), "{names:?}");
+    // Unlinked, not left `.deleted` (a later load could rename it back into a hole).
     assert!(
-        names.contains(&format!("{}.deleted", name(6, "log"))),
+        !names.contains(&format!("{}.deleted", name(6, "log"))),
         "{names:?}"
     );
     assert_eq!(log.recovery_point(), 3);
 }
 
 #[test]
-fn truncate_fully_makes_the_new_segment_and_the_renames_durable() {
+fn truncate_fully_makes_the_new_segment_and_the_removals_durable() {
     let (dir, faults, log) = fresh_with_faults(config());
     log.append_durable(&numbered(T0, "a", 3)).unwrap();
     log.truncate_fully_and_start_at(100).unwrap();
     let names = faults.durable_names(dir.path()).unwrap();
     assert!(names.contains(&name(100, "log")), "{names:?}");
     assert!(!names.contains(&name(0, "log")), "{names:?}");
+    assert!(
+        !names.contains(&format!("{}.deleted", name(0, "log"))),
+        "{names:?}"
+    );
 }
 
 #[test]

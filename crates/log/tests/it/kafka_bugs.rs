@@ -406,7 +406,7 @@ fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
         assert!(!names.contains(&file), "{names:?}");
     }
 
-    // Truncation: the renames are durable before the new segment exists (one fsync), and the
+    // Truncation: the unlinks are durable before the new segment exists (one fsync), and the
     // new segment's name after it (a second). Failing the second shows the first alone.
     let live: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
     let before = faults.dir_syncs();
@@ -417,7 +417,7 @@ fn kafka_3968_the_directory_is_fsynced_wherever_the_protocol_says() {
     let names = listing();
     for base in live {
         let file = segment_file(base, "log");
-        assert!(names.contains(&format!("{file}.deleted")), "{names:?}");
+        assert!(!names.contains(&format!("{file}.deleted")), "{names:?}");
         assert!(!names.contains(&file), "{names:?}");
     }
     assert!(!names.contains(&segment_file(100, "log")), "{names:?}");

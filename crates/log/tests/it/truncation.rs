@@ -179,3 +179,41 @@ fn a_truncation_inside_a_batch_ends_at_the_target_after_every_reopen() {
     assert_eq!(log.segments().len(), 1);
     assert_eq!(log.log_end_offset(), 3);
 }
+
+/// A segment a truncation removed stays removed after the log grows past its offsets and then
+/// crashes. It used to wait `file.delete.delay.ms` as `.deleted` files; a truncation inside a
+/// later batch then rolled at its target and left the removed segment's offsets in a hole
+/// between two live segments, where the loader's rule for an unexplained `.deleted` segment
+/// renamed it back: the next open served the truncated record again (found by the compaction
+/// model test's proptest in CI).
+#[test]
+fn a_truncated_segment_is_not_served_again_after_the_log_grows_past_it_and_crashes() {
+    let (dir, clock, log) = fresh(small_config(1 << 20));
+    log.append(&numbered(T0, "a", 1)).unwrap(); // 0
+    log.append(&numbered(T0, "a", 2)).unwrap(); // 1..2
+    log.roll().unwrap();
+    log.append(&numbered(T0, "removed", 1)).unwrap(); // 3, in segment 3
+    log.truncate_to(0).unwrap();
+    assert!(
+        std::fs::read_dir(dir.path()).unwrap().all(|e| !e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .contains(".deleted")),
+        "a truncation leaves no .deleted file behind"
+    );
+    log.append(&numbered(T0, "b", 3)).unwrap(); // 0..2
+    log.append(&numbered(T0, "b", 3)).unwrap(); // 3..5
+    // Inside the batch 3..5: the batch goes and the log rolls at 4, leaving a hole at 3.
+    log.truncate_to(4).unwrap();
+    log.append(&numbered(T0, "c", 1)).unwrap(); // 4
+    let before = values(&log);
+    assert_eq!(
+        before.iter().map(|v| v.0).collect::<Vec<_>>(),
+        vec![0, 1, 2, 4]
+    );
+    drop(log); // a crash: no close
+    let log = open(dir.path(), small_config(1 << 20), &clock);
+    assert!(log.load_report().restored_files.is_empty());
+    assert_eq!(values(&log), before);
+}
