@@ -489,27 +489,6 @@ impl Log {
             next_base_offset: new_base,
         });
         if new_base > log_end_offset {
-            // A segment a truncation removed from the tail (renamed `.deleted`, unlinked
-            // `file.delete.delay.ms` later) whose base lies in the gap would lie between two
-            // segments once the new one exists, where the loader renames a `.deleted` segment
-            // back after a crash (a hole no segment serves: docs/format.md, "Leftover .swap and
-            // .deleted files"), and the truncated records would be in the log again. Those are
-            // unlinked now, durably, before the new segment exists (second long run, seed
-            // 201512: a truncated marker at 18 back after a follower batch at 19 and a crash).
-            let in_gap = self.deletions.take_where(|d| {
-                matches!(d, crate::deletion::Doomed::Segment(s)
-                    if (log_end_offset..new_base).contains(&s.base_offset()))
-            });
-            if !in_gap.is_empty() {
-                for doomed in &in_gap {
-                    if let Err(e) = doomed.delete() {
-                        // The old active segment is sealed already: nothing appends after this.
-                        self.durability.poison_with("delete a truncated segment");
-                        return Err(e);
-                    }
-                }
-                self.sync_dir_or_poison()?;
-            }
             // A roll across a gap (a follower's compacted data): the gap is made durable
             // before the new segment exists, so that after a crash the loader never takes it
             // for a tail the crash erased (docs/durability.md, section 4).

@@ -120,16 +120,6 @@ impl<T> DeleteQueue<T> {
         due.into_iter().map(|(_, item)| item).collect()
     }
 
-    /// Removes and returns every item `doomed_now` picks, whatever its time.
-    pub(crate) fn take_where(&self, doomed_now: impl Fn(&T) -> bool) -> Vec<T> {
-        let mut pending = lock(&self.pending);
-        let (now, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut *pending)
-            .into_iter()
-            .partition(|(_, item)| doomed_now(item));
-        *pending = keep;
-        now.into_iter().map(|(_, item)| item).collect()
-    }
-
     /// Removes and returns everything (close: delete now rather than leave `.deleted` files).
     pub(crate) fn take_all(&self) -> Vec<T> {
         std::mem::take(&mut *lock(&self.pending))

@@ -120,10 +120,10 @@ fn log_append_time_and_list_offsets() {
     );
 }
 
-/// A truncation to 5 removes the tail segment 6 (renamed `.deleted`, unlinked later); a
-/// follower batch at 8 then rolls across the gap, so segment 6 would lie between segments 0
-/// and 8, where the loader renames a `.deleted` segment back after a crash. The truncated
-/// record must not come back (second long run, seed 201512: seglog's segments `[0,18,19]`
+/// A truncation to 5 removes the tail segment 6; a follower batch at 8 then rolls across the
+/// gap, so a `.deleted` segment 6 would lie between segments 0 and 8, where the loader renames
+/// a `.deleted` segment back after a crash (hence a truncation unlinks at once, e346946). The
+/// truncated record must not come back (second long run, seed 201512: seglog's segments `[0,18,19]`
 /// after the crash, Kafka's `[0,19]`, the truncated marker at 18 in the log again).
 #[test]
 fn a_crash_after_a_roll_across_a_gap_does_not_bring_back_a_truncated_segment() {
