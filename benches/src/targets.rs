@@ -384,6 +384,18 @@ const CHECKS: &[(&str, Check, &[Bound])] = &[
         &[],
     ),
     (
+        // Kafka's default of 2 threads: on the 2 cores of the reference machine the limit is
+        // 2x (recovery is CPU-bound once the files are cached); 1.5 leaves room for the
+        // opening thread and the shared directory work.
+        "scale: unclean open of a root: 2 recovery threads / 1 thread",
+        Check::RateOverLabelAtLeast {
+            workload: names::SCALE_ROOT_OPEN,
+            label: labels::SCALE_ROOT_ONE_THREAD,
+            bound: 1.5,
+        },
+        &[],
+    ),
+    (
         "tier: copy of a segment / one PUT of its bytes (file://)",
         Check::RateAtLeast {
             workload: names::TIER_COPY,

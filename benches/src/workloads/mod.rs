@@ -11,6 +11,7 @@ mod raft;
 mod read;
 mod rss;
 mod scale;
+mod scale_root;
 mod tier;
 
 use std::path::{Path, PathBuf};
@@ -70,6 +71,8 @@ pub mod names {
     pub const SCALE_RECOVER_LARGE: &str = "scale: recover 1MiB segments";
     /// Clean open of 100,000 segments (issue 28).
     pub const SCALE_OPEN: &str = "scale: clean open";
+    /// Unclean open of a `log.dirs` root of many partitions, recovered in parallel (issue 28).
+    pub const SCALE_ROOT_OPEN: &str = "scale: unclean open of a root";
     /// A sealed segment copied to a `file://` store (issue 29).
     pub const TIER_COPY: &str = "tier: copy segment";
     /// A read through the log of a remote segment whose indexes are not cached (issue 29).
@@ -102,6 +105,8 @@ pub mod labels {
     pub const RAFT_ONE_WRITER: &str = "seglog append_durable, 1 writer";
     /// Scale recovery: open, read whole and CRC each `.log` of the directory.
     pub const SCALE_READ_CRC: &str = "reference: open + read + CRC per .log";
+    /// Unclean open of a root: the same open on one recovery thread (the serial path).
+    pub const SCALE_ROOT_ONE_THREAD: &str = "seglog, 1 recovery thread";
     /// Tier copy: one plain PUT of the segment's `.log` bytes to the same store.
     pub const TIER_PUT: &str = "reference: one PUT of the .log bytes";
     /// Cold remote read: the ranged GET of the bytes the read returns.
@@ -171,6 +176,8 @@ pub struct Plan {
     pub scale_large_segments: usize,
     /// Segments in the scale clean-open row.
     pub scale_open_segments: usize,
+    /// Partitions (of 5 one-batch segments) in the scale unclean-open-of-a-root row.
+    pub scale_root_partitions: usize,
 }
 
 impl Plan {
@@ -206,6 +213,7 @@ impl Plan {
             scale_small_segments: 10_000,
             scale_large_segments: 2_000,
             scale_open_segments: 100_000,
+            scale_root_partitions: 10_000,
         }
     }
 
@@ -241,6 +249,7 @@ impl Plan {
             scale_small_segments: 2_000,
             scale_large_segments: 200,
             scale_open_segments: 20_000,
+            scale_root_partitions: 1_000,
         }
     }
 }
@@ -372,6 +381,7 @@ pub fn run_all(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     if context.wants("scale") {
         results.extend(scale::run_recovery(context)?);
         results.extend(scale::run_open(context)?);
+        results.extend(scale_root::run(context)?);
     }
     if context.wants("tier") {
         results.extend(tier::run(context)?);

@@ -155,7 +155,8 @@ impl OnCpu {
     }
 }
 
-fn config() -> LogConfig {
+/// The config of the one-batch segment rows (also `scale_root.rs`'s).
+pub(super) fn one_batch_config() -> LogConfig {
     LogConfig {
         segment_bytes: 1 << 20,
         retention_ms: -1,
@@ -167,7 +168,7 @@ fn config() -> LogConfig {
 /// Writes `count` sealed one-batch segments (bases `0..count`) as a cleanly closed log leaves
 /// them (the batch, an empty offset index, one time-index entry) and the leader-epoch
 /// checkpoint, with plain file writes: the set-up of 100,000 segments must not take minutes.
-fn write_one_batch_segments(dir: &Path, count: usize) -> Result<()> {
+pub(super) fn write_one_batch_segments(dir: &Path, count: usize) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| crate::io_error("create", dir, e))?;
     for base in 0..count as i64 {
         let name = |kind| dir.join(seglog_segment::file_name(base, kind));
@@ -190,7 +191,7 @@ fn write_one_batch_segments(dir: &Path, count: usize) -> Result<()> {
 /// Writes `count` segments of 1 MiB through the log (real indexes), closed cleanly. Returns
 /// the records written.
 fn write_mib_segments(dir: &Path, count: usize) -> Result<u64> {
-    let log = Log::open_with(dir, config(), LogOpenOptions::default())?;
+    let log = Log::open_with(dir, one_batch_config(), LogOpenOptions::default())?;
     let value = [b'v'; 100];
     let mut offset = 0i64;
     while log.segment_count() <= count {
@@ -236,7 +237,7 @@ impl Trial for Recover {
             recover_all: true,
             ..LogOpenOptions::default()
         };
-        let log = Log::open_with(&self.dir, config(), options)?;
+        let log = Log::open_with(&self.dir, one_batch_config(), options)?;
         let elapsed = start.elapsed()?;
         let recovered = log.load_report().recovered().count();
         if recovered < self.segments {
@@ -343,7 +344,7 @@ impl Trial for CleanOpen {
             trust_clean_shutdown: true,
             ..LogOpenOptions::default()
         };
-        let log = Log::open_with(&self.dir, config(), options)?;
+        let log = Log::open_with(&self.dir, one_batch_config(), options)?;
         let elapsed = start.elapsed()?;
         let after = crate::sys::current_rss_kib()?;
         if !log.load_report().had_clean_shutdown || log.segment_count() < self.segments {

@@ -287,8 +287,13 @@ pub struct RemoteArgs {
 /// `seglog recover`.
 #[derive(Debug, Args)]
 pub struct RecoverArgs {
-    /// Partition directory.
+    /// Partition directory, or a `log.dirs` root: then every partition is recovered, in
+    /// parallel on `--recovery-threads` threads, with a progress bar on a terminal.
     pub dir: PathBuf,
+    /// The threads a `log.dirs` root's partitions are recovered on (Kafka's
+    /// `num.recovery.threads.per.data.dir`).
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(i32).range(1..))]
+    pub recovery_threads: i32,
     /// Also cut damage in data that was flushed (Kafka's rule: everything from the first bad
     /// batch of a segment on, and every later segment). Without it, flushed data is never
     /// cut: damaged bytes stay on disk, later segments are kept, and the run exits 1 saying

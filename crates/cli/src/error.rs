@@ -120,6 +120,23 @@ pub enum Error {
     /// The remote tier failed (`seglog tier`).
     #[error(transparent)]
     Tier(#[from] seglog_tiered::Error),
+    /// `seglog tier` (copy) on a store holding segments another writer tiered (a Kafka broker's
+    /// `LocalTieredStorage`) that were never adopted: the store's recovery would delete them as
+    /// orphans, so nothing is copied or deleted (exit 2).
+    #[error(
+        "{}: refusing to tier into {store}: it holds remote segments without seglog metadata; run `seglog tier {} --store {store} --adopt` first",
+        dir.display(),
+        dir.display()
+    )]
+    NotAdopted {
+        /// The partition directory.
+        dir: PathBuf,
+        /// The store URL.
+        store: String,
+        /// The tier's error (the first such segment's object key).
+        #[source]
+        source: Box<seglog_tiered::Error>,
+    },
     /// `recover` found, before changing anything, that the recovery cannot succeed: the
     /// directory was left exactly as it was (exit 2).
     #[error("{}: recovery cannot run; nothing was changed", dir.display())]

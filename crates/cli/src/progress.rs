@@ -33,6 +33,17 @@ impl Progress {
         )
     }
 
+    /// A bar counting `total` partitions (of a `log.dirs` root), its message the last one
+    /// done.
+    pub fn partitions(total: u64, message: &str, quiet: bool) -> Self {
+        Self::new(
+            total,
+            message,
+            quiet,
+            "{msg:>10} [{bar:40}] {human_pos}/{human_len} partitions {per_sec} eta {eta}",
+        )
+    }
+
     /// A hidden bar.
     pub fn hidden() -> Self {
         Progress { bar: None }
@@ -55,6 +66,13 @@ impl Progress {
     pub fn inc(&self, n: u64) {
         if let Some(bar) = &self.bar {
             bar.inc(n);
+        }
+    }
+
+    /// Sets the message shown before the bar.
+    pub fn message(&self, message: &str) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(message.to_owned());
         }
     }
 

@@ -5,6 +5,11 @@ use seglog_segment::SegmentConfig;
 
 use crate::{Error, Result};
 
+/// The default bound on the bytes one compressed batch may decompress into (64 MiB; Kafka's
+/// consumer has no bound, but a corrupt or hostile batch must not exhaust memory). Readers,
+/// the leader's validation and the cleaner all decompress within it.
+pub const DEFAULT_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
+
 /// Which cleanup a log gets (`cleanup.policy`): retention, compaction, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CleanupPolicy {
@@ -113,6 +118,12 @@ pub struct LogConfig {
     /// all its logs (the root's config decides); a standalone [`crate::Log`] has its own.
     /// Default: 256. Valid: >= 1.
     pub segment_cache_capacity: i64,
+    /// The threads a [`crate::LogDir`] loads (and after an unclean shutdown recovers) its
+    /// partitions on at open, each partition one job, served as it finishes
+    /// (`num.recovery.threads.per.data.dir`, a broker setting: only the config given to
+    /// [`crate::LogDir::open`] counts, a topic override of it is ignored; a standalone
+    /// [`crate::Log`] loads on its caller's thread). Default: 2 (Kafka 4.x). Valid: >= 1.
+    pub num_recovery_threads_per_data_dir: i32,
     /// `delete`, `compact` or both (`cleanup.policy`). Default: `delete`.
     pub cleanup_policy: CleanupPolicy,
     /// The cleaner picks a log once its dirty bytes (above the cleaner checkpoint, below the
@@ -183,6 +194,7 @@ impl Default for LogConfig {
             message_timestamp_before_max_ms: i64::MAX,
             message_timestamp_after_max_ms: 3_600_000,
             segment_cache_capacity: seglog_segment::DEFAULT_SEGMENT_CACHE_CAPACITY as i64,
+            num_recovery_threads_per_data_dir: 2,
             cleanup_policy: CleanupPolicy::Delete,
             min_cleanable_dirty_ratio: DirtyRatio(0.5),
             min_compaction_lag_ms: 0,
@@ -230,6 +242,7 @@ const KEYS: &[(&str, Scope)] = &[
     ("message.timestamp.before.max.ms", Topic),
     ("message.timestamp.after.max.ms", Topic),
     ("seglog.segment.cache.capacity", DirOnly),
+    ("num.recovery.threads.per.data.dir", DirOnly),
     ("cleanup.policy", Topic),
     ("min.cleanable.dirty.ratio", Topic),
     ("min.compaction.lag.ms", Topic),
@@ -388,6 +401,10 @@ impl LogConfig {
             "seglog.segment.cache.capacity" => {
                 self.segment_cache_capacity = long("seglog.segment.cache.capacity", value, 1)?;
             }
+            "num.recovery.threads.per.data.dir" => {
+                self.num_recovery_threads_per_data_dir =
+                    int("num.recovery.threads.per.data.dir", value, 1)?;
+            }
             "cleanup.policy" | "log.cleanup.policy" => {
                 self.cleanup_policy = cleanup_policy(value)?;
             }
@@ -486,6 +503,11 @@ impl LogConfig {
         check(
             "seglog.segment.cache.capacity",
             self.segment_cache_capacity,
+            1,
+        )?;
+        check(
+            "num.recovery.threads.per.data.dir",
+            self.num_recovery_threads_per_data_dir.into(),
             1,
         )?;
         let ratio = self.min_cleanable_dirty_ratio.0;

@@ -32,14 +32,11 @@ use bytes::Bytes;
 use seglog_records::{BatchHeader, Batches, Header, OwnedBatches, Record, RecordRef, Records};
 use seglog_segment::{FileKind, file_path};
 
+pub use crate::config::DEFAULT_MAX_DECOMPRESSED_BYTES;
 use crate::log::Log;
 use crate::log_producers::AbortedTransaction;
 use crate::view::{Isolation, WaitEnd};
 use crate::{Error, Result};
-
-/// The default bound on the bytes one compressed batch may decompress into (64 MiB; Kafka's
-/// consumer has no bound, but a corrupt or hostile batch must not exhaust memory).
-pub const DEFAULT_MAX_DECOMPRESSED_BYTES: usize = 64 << 20;
 
 /// The default bytes asked of the log per fetch (Kafka's `max.partition.fetch.bytes`, 1 MiB);
 /// at least one whole batch is always returned.

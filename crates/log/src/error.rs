@@ -114,6 +114,21 @@ pub enum Error {
         /// The operation that failed first.
         op: &'static str,
     },
+    /// A partition of a [`crate::LogDir`] whose load failed at open: it is offline (not
+    /// served, its directory untouched) until the root is reopened. `source` is the load's
+    /// error.
+    #[error("partition {topic}-{partition} ({}) is offline: its load failed at open", dir.display())]
+    PartitionOffline {
+        /// The partition's topic.
+        topic: String,
+        /// The partition's number.
+        partition: i32,
+        /// Its directory.
+        dir: PathBuf,
+        /// Why its load failed.
+        #[source]
+        source: std::sync::Arc<Error>,
+    },
     /// A write was attempted on a log opened with `Log::open_read_only`.
     #[error("log {dir} is open read-only")]
     ReadOnly {

@@ -158,6 +158,7 @@ mod load;
 mod lock;
 mod log;
 mod log_dir;
+mod log_dir_progress;
 mod log_epochs;
 mod log_producers;
 #[cfg(all(test, loom))]
@@ -171,6 +172,7 @@ mod producer_state;
 mod purge_horizon;
 mod read;
 mod read_request;
+mod recovery_pool;
 pub mod remote;
 mod remote_config;
 mod remote_log;
@@ -222,6 +224,7 @@ pub use load::{Discontinuity, LoadReport, RecoveryDigestLimits, SegmentLoad};
 pub use lock::LOCK_FILE;
 pub use log::{Log, LogOpenOptions, SegmentInfo};
 pub use log_dir::{LogDir, LogDirTickReport};
+pub use log_dir_progress::PartitionLoaded;
 pub use log_producers::{AbortedTransaction, TransactionVersion, TxnMarker, TxnResult};
 /// The names of the metrics a log reports with the `metrics` feature, each with the Kafka
 /// metric it mirrors.

@@ -610,6 +610,13 @@ impl Log {
         })
     }
 
+    /// The bytes of every segment's `.log` (Kafka's `Size`), from the published view: no
+    /// segment is opened for it.
+    pub(crate) fn size_bytes_total(&self) -> u64 {
+        let view = self.published.load();
+        view.segments.iter().map(|(_, s)| s.size()).sum()
+    }
+
     /// A description of every segment, oldest first.
     pub fn segments(&self) -> Vec<SegmentInfo> {
         let view = self.published.load();

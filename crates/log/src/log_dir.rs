@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use crate::checkpoint::{
     CheckpointProblem, LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile,
@@ -16,6 +17,7 @@ use crate::home::{InitialState, SharedRoot};
 use crate::load::LoadMode;
 use crate::lock::DirLock;
 use crate::log::{Log, LogOpenOptions};
+use crate::log_dir_progress::PartitionLoaded;
 use seglog_segment::Io;
 use std::sync::Arc;
 
@@ -28,7 +30,9 @@ use crate::{Error, Result};
 /// it handed out are dropped: a log that outlives its `LogDir` keeps the root locked, so no
 /// second writer can open it), consumes `<root>/.kafka_cleanshutdown`
 /// before loading anything (a crash while loading counts as unclean), reads the root
-/// checkpoints and loads every partition directory. Directories that are not
+/// checkpoints and loads every partition directory, in parallel on
+/// [`LogConfig::num_recovery_threads_per_data_dir`] threads (a partition whose load fails is
+/// offline, the others are served: [`LogDir::open_with_progress`]). Directories that are not
 /// `<topic>-<partition>` are ignored; `-stray` and `-future` directories are left alone;
 /// `-delete` directories are removed `file.delete.delay.ms` after opening (by
 /// [`LogDir::tick`]), without being loaded.
@@ -62,12 +66,32 @@ pub struct LogDir {
     had_clean_shutdown: bool,
     checkpoint_problems: Vec<CheckpointProblem>,
     logs: RwLock<BTreeMap<TopicPartition, Arc<Log>>>,
+    /// The partitions whose load failed at open (fixed from then on: only a reopen retries).
+    offline: BTreeMap<TopicPartition, OfflinePartition>,
     doomed_dirs: Mutex<Vec<(i64, PathBuf)>>,
     closed: Mutex<bool>,
     /// Bounds the open segment files of all the logs (`segment_cache_capacity`).
     segment_cache: seglog_segment::SegmentCache,
     /// Every log's [`crate::HighWatermarkPolicy`] ([`LogOpenOptions::high_watermark`]).
     high_watermark_policy: crate::HighWatermarkPolicy,
+}
+
+/// A partition whose load failed at open.
+#[derive(Debug)]
+struct OfflinePartition {
+    dir: PathBuf,
+    error: Arc<Error>,
+    /// Its root checkpoint entries as read at open, written back unchanged by every
+    /// checkpoint of the root (the next open needs them to recover it).
+    entries: OfflineEntries,
+}
+
+/// The root checkpoint entries of an offline partition.
+#[derive(Debug, Clone, Copy)]
+struct OfflineEntries {
+    recovery_point: Option<i64>,
+    log_start_offset: Option<i64>,
+    high_watermark: Option<i64>,
 }
 
 /// What one [`LogDir::tick`] did.
@@ -90,9 +114,9 @@ impl LogDir {
     /// # Errors
     /// [`Error::Locked`] if another process (a Kafka broker, another seglog) holds the root,
     /// or a `LogDir` or [`Log`] of this process (also a closed one, or one whose `LogDir` was
-    /// dropped) is still alive;
-    /// load errors of any partition (the marker is already consumed then, so the next open
-    /// recovers).
+    /// dropped) is still alive; I/O errors of the root (its marker, listing, checkpoints).
+    /// A partition's load error does not fail the open: the partition is offline
+    /// ([`LogDir::offline_partitions`], [`LogDir::open_with_progress`]).
     pub fn open(root: impl AsRef<Path>, config: LogConfig) -> Result<Self> {
         Self::open_with(root, config, LogOpenOptions::default())
     }
@@ -122,6 +146,38 @@ impl LogDir {
         topic_configs: TopicConfigs,
         options: LogOpenOptions,
     ) -> Result<Self> {
+        Self::open_with_progress(root, defaults, topic_configs, options, |_| {})
+    }
+
+    /// [`LogDir::open_with_topic_configs`], calling `on_loaded` on this thread for each
+    /// partition as soon as its load finishes (completion order), while the others may still
+    /// be loading: the [`Log`] it carries serves reads and appends at once, so a broker can
+    /// bring a partition online without waiting for the whole root (Kafka's logs likewise
+    /// become available as their load jobs finish).
+    ///
+    /// The partitions are loaded (after an unclean shutdown, recovered) on a pool of
+    /// [`LogConfig::num_recovery_threads_per_data_dir`] threads of `defaults` (Kafka's
+    /// `num.recovery.threads.per.data.dir`, default 2), one job per partition; the segment cache
+    /// bounds the open files of all of them together. The result does not depend on the
+    /// thread count: each partition directory is written only by the job loading it.
+    ///
+    /// A partition whose load fails does not fail the open (Kafka would take the whole log
+    /// dir offline): it is **offline**, reported to `on_loaded` and by
+    /// [`LogDir::offline_partitions`] with its error, left untouched on disk, refused by
+    /// [`LogDir::get_or_create`] ([`Error::PartitionOffline`]); its checkpoint entries are kept
+    /// as read, and [`LogDir::close`] writes no clean-shutdown marker while a partition is
+    /// offline, so the next open recovers it.
+    ///
+    /// # Errors
+    /// As [`LogDir::open_with_topic_configs`], but not a partition's load error.
+    pub fn open_with_progress(
+        root: impl AsRef<Path>,
+        defaults: LogConfig,
+        topic_configs: TopicConfigs,
+        options: LogOpenOptions,
+        mut on_loaded: impl FnMut(&PartitionLoaded<'_>),
+    ) -> Result<Self> {
+        let started = Instant::now();
         let config = defaults;
         config.validate()?;
         for topic in topic_configs.topics() {
@@ -159,7 +215,6 @@ impl LogDir {
             .segment_cache
             .clone()
             .unwrap_or_else(|| crate::log::segment_cache_for(&config));
-        let mut logs = BTreeMap::new();
         let mut doomed_dirs = Vec::new();
         let entries =
             std::fs::read_dir(&root).map_err(|e| Error::io("list directory", &root, e))?;
@@ -172,6 +227,7 @@ impl LogDir {
             }
         }
         dirs.sort();
+        let mut jobs = Vec::new();
         for dir in dirs {
             let Some(parsed) = dir
                 .file_name()
@@ -189,10 +245,6 @@ impl LogDir {
                 PartitionDirKind::Stray | PartitionDirKind::Future => continue,
             }
             let tp = parsed.topic_partition;
-            if !options.read_only {
-                // A stale marker from standalone use of this directory must never vouch for it.
-                remove_if_exists(&dir.join(CLEAN_SHUTDOWN_FILE))?;
-            }
             let state = InitialState {
                 had_clean_shutdown,
                 recovery_point: recovery_points.get(&tp).copied().unwrap_or(0),
@@ -201,27 +253,104 @@ impl LogDir {
                 log_start_offset_known: log_starts.contains_key(&tp),
                 high_watermark: high_watermarks.get(&tp).copied(),
             };
-            let log = Log::open_in_log_dir(
-                dir,
-                topic_configs.resolve(&config, &tp.topic)?,
-                Arc::clone(&options.clock),
-                options.io.clone(),
-                (state, checkpoint_problems.clone()),
-                LoadMode {
-                    read_only: options.read_only,
-                    recover_all: options.recover_all,
-                    trust_clean_shutdown: options.trust_clean_shutdown,
-                    repair_destructively: options.repair_destructively,
-                    decode_records: options.decode_records,
-                    digest_limits: options.recovery_digest,
-                    contiguous: options.contiguous,
-                },
-                shared.as_ref(),
-                cache.clone(),
-                options.high_watermark,
-            )?;
-            logs.insert(tp, Arc::new(log));
+            let partition_config = topic_configs.resolve(&config, &tp.topic)?;
+            jobs.push((tp, dir, partition_config, state));
         }
+        let mode = LoadMode {
+            read_only: options.read_only,
+            recover_all: options.recover_all,
+            trust_clean_shutdown: options.trust_clean_shutdown,
+            repair_destructively: options.repair_destructively,
+            decode_records: options.decode_records,
+            digest_limits: options.recovery_digest,
+            contiguous: options.contiguous,
+        };
+        // Each job writes only its own partition directory (and, through the checkpoint lock,
+        // its own checkpoint entries); `logs` and `offline` are filled on this thread.
+        let load = |(tp, dir, partition_config, state): (
+            TopicPartition,
+            PathBuf,
+            LogConfig,
+            InitialState,
+        )| {
+            let started = Instant::now();
+            let log = (|| {
+                if !options.read_only {
+                    // A stale marker from standalone use of this directory must never vouch
+                    // for it.
+                    remove_if_exists(&dir.join(CLEAN_SHUTDOWN_FILE))?;
+                }
+                Log::open_in_log_dir(
+                    dir.clone(),
+                    partition_config,
+                    Arc::clone(&options.clock),
+                    options.io.clone(),
+                    (state, checkpoint_problems.clone()),
+                    mode,
+                    shared.as_ref(),
+                    cache.clone(),
+                    options.high_watermark,
+                )
+            })();
+            (tp, dir, log.map(Arc::new), started.elapsed())
+        };
+        let total = jobs.len();
+        let threads = usize::try_from(config.num_recovery_threads_per_data_dir)
+            .unwrap_or(1)
+            .max(1);
+        let mut logs = BTreeMap::new();
+        let mut offline = BTreeMap::new();
+        let mut recovered_bytes_total = 0u64;
+        let name = root.display().to_string();
+        crate::observe::log_dir_loading(&root, total, threads, had_clean_shutdown);
+        crate::recovery_pool::run_jobs(jobs, threads, &name, load, |_, (tp, dir, log, took)| {
+            let done = logs.len() + offline.len() + 1;
+            let (log, segments, bytes, recovered_bytes) = match log {
+                Ok(log) => {
+                    let bytes = log.size_bytes_total();
+                    let recovered = crate::observe::recovery_bytes_scanned(log.load_report());
+                    let segments = log.segment_count();
+                    (Ok(log), segments, bytes, recovered)
+                }
+                Err(error) => (Err(Arc::new(error)), 0, 0, 0),
+            };
+            recovered_bytes_total = recovered_bytes_total.saturating_add(recovered_bytes);
+            let loaded = PartitionLoaded {
+                topic_partition: &tp,
+                dir: &dir,
+                log: log.as_ref(),
+                done,
+                total,
+                segments,
+                bytes,
+                recovered_bytes,
+                recovered_bytes_total,
+                took,
+            };
+            loaded.emit(&root);
+            on_loaded(&loaded);
+            match log {
+                Ok(log) => {
+                    logs.insert(tp, log);
+                }
+                Err(error) => {
+                    let entries = OfflineEntries {
+                        recovery_point: recovery_points.get(&tp).copied(),
+                        log_start_offset: log_starts.get(&tp).copied(),
+                        high_watermark: high_watermarks.get(&tp).copied(),
+                    };
+                    offline.insert(
+                        tp,
+                        OfflinePartition {
+                            dir,
+                            error,
+                            entries,
+                        },
+                    );
+                }
+            }
+        });
+        crate::observe::log_dir_loaded(&root, logs.len(), offline.len(), started.elapsed());
         let log_dir = Self {
             root,
             defaults: config,
@@ -233,6 +362,7 @@ impl LogDir {
             had_clean_shutdown,
             checkpoint_problems,
             logs: RwLock::new(logs),
+            offline,
             doomed_dirs: Mutex::new(doomed_dirs),
             closed: Mutex::new(false),
             segment_cache: cache,
@@ -268,22 +398,41 @@ impl LogDir {
             .collect()
     }
 
-    /// The log of `topic_partition`, if loaded.
+    /// The log of `topic_partition`, if loaded (`None` for an offline partition too).
     pub fn log(&self, topic_partition: &TopicPartition) -> Option<Arc<Log>> {
         self.read_logs().get(topic_partition).cloned()
+    }
+
+    /// The partitions whose load failed at open, with the error, by topic-partition: they are
+    /// not served, their directories are left as they were, and only a reopen retries them
+    /// ([`LogDir::open_with_progress`]).
+    pub fn offline_partitions(&self) -> Vec<(TopicPartition, PathBuf, Arc<Error>)> {
+        self.offline
+            .iter()
+            .map(|(tp, o)| (tp.clone(), o.dir.clone(), Arc::clone(&o.error)))
+            .collect()
     }
 
     /// The log of `topic_partition`, creating its directory `<root>/<topic>-<partition>` and
     /// an empty log when it does not exist yet.
     ///
     /// # Errors
-    /// [`Error::ReadOnly`]; I/O and load errors.
+    /// [`Error::ReadOnly`]; [`Error::PartitionOffline`] for a partition whose load failed at
+    /// open (its directory is not touched); I/O and load errors.
     pub fn get_or_create(&self, topic_partition: &TopicPartition) -> Result<Arc<Log>> {
         let Some(shared) = &self.shared else {
             return Err(Error::ReadOnly {
                 dir: self.root.clone(),
             });
         };
+        if let Some(offline) = self.offline.get(topic_partition) {
+            return Err(Error::PartitionOffline {
+                topic: topic_partition.topic.clone(),
+                partition: topic_partition.partition,
+                dir: offline.dir.clone(),
+                source: Arc::clone(&offline.error),
+            });
+        }
         // Held until the log is in `logs`: a concurrent `alter_topic_config` either comes
         // before (the log starts with it) or after (it updates the log).
         let topic_configs = read(&self.topic_configs);
@@ -389,7 +538,8 @@ impl LogDir {
     }
 
     /// Writes the root checkpoints for every log (recovery points; log start offsets above the
-    /// first segment's base), atomically.
+    /// first segment's base), atomically; an offline partition's entries as they were read at
+    /// open.
     ///
     /// # Errors
     /// I/O errors of the checkpoint writes.
@@ -407,6 +557,19 @@ impl LogDir {
             high_watermarks.insert(tp.clone(), high_watermark);
             if let Some(log_start) = log_start {
                 log_starts.insert(tp.clone(), log_start);
+            }
+        }
+        for (tp, offline) in &self.offline {
+            let entries = offline.entries;
+            let entry = [
+                (&mut recovery_points, entries.recovery_point),
+                (&mut log_starts, entries.log_start_offset),
+                (&mut high_watermarks, entries.high_watermark),
+            ];
+            for (file, value) in entry {
+                if let Some(value) = value {
+                    file.insert(tp.clone(), value);
+                }
             }
         }
         OffsetCheckpointFile::new(self.root.join(RECOVERY_POINT_CHECKPOINT))
@@ -462,7 +625,9 @@ impl LogDir {
     }
 
     /// Closes every log, writes the checkpoints, then the clean-shutdown marker (last, and
-    /// only when everything before succeeded). Idempotent.
+    /// only when everything before succeeded and no partition is offline: an offline
+    /// partition was not loaded, so nothing vouches for it, and the next open recovers it).
+    /// Idempotent.
     ///
     /// # Errors
     /// The first failure; the marker is then not written.
@@ -476,7 +641,9 @@ impl LogDir {
             log.close_with(false)?;
         }
         self.checkpoint()?;
-        CleanShutdownMarker::new(&self.root, &self.io).write()?;
+        if self.offline.is_empty() {
+            CleanShutdownMarker::new(&self.root, &self.io).write()?;
+        }
         *closed = true;
         Ok(())
     }

@@ -221,6 +221,28 @@ pub(crate) fn recovery_bytes_scanned(report: &LoadReport) -> u64 {
         .sum()
 }
 
+/// The INFO event of a `LogDir` open starting to load its partitions (Kafka's "Recovering N
+/// logs from dir since no clean shutdown file was found" / "Skipping recovery of N logs").
+pub(crate) fn log_dir_loading(root: &Path, partitions: usize, threads: usize, clean: bool) {
+    tracing::info!(
+        dir = %root.display(), partitions, threads, clean_shutdown = clean,
+        "loading the log dir's partitions"
+    );
+}
+
+/// The INFO summary of a `LogDir` open's loads (WARN when a partition is offline).
+pub(crate) fn log_dir_loaded(root: &Path, loaded: usize, offline: usize, took: Duration) {
+    let dir = root.display();
+    if offline > 0 {
+        tracing::warn!(
+            %dir, loaded, offline, duration_ms = duration_ms(took),
+            "log dir loaded with offline partitions"
+        );
+    } else {
+        tracing::info!(%dir, loaded, duration_ms = duration_ms(took), "log dir loaded");
+    }
+}
+
 /// The events of a finished load: one per segment that a recovery or a check changed (WARN
 /// when data was cut or damaged bytes were kept), one per other finding, then the INFO
 /// summary, which names the high-watermark policy and the high watermark it gave (a consumer

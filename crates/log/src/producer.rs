@@ -344,7 +344,10 @@ impl IdempotentProducer {
     /// let path = dir.path().join("orders-0");
     /// let mut producer = IdempotentProducer::new(7, 0)?;
     /// let mut records = BatchBuilder::new(0);
-    /// records.append(0, None, Some(b"a"), &[]);
+    /// // A record of now: a producer whose last batch is older than
+    /// // `producer.id.expiration.ms` is forgotten by a crash's recovery, as in Kafka.
+    /// let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis();
+    /// records.append(i64::try_from(now_ms)?, None, Some(b"a"), &[]);
     /// let log = Log::open(&path, LogConfig::default())?;
     /// let batch = producer.prepare(log.topic_partition(), records)?;
     /// producer.send(&log, &batch, Durability::PageCache)?;

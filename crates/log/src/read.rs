@@ -103,6 +103,10 @@ impl Log {
         // remote segment reaches reads on from the local log start.
         let mut start_offset = start_offset;
         if let Some(tier) = self.remote_for(start_offset) {
+            // The fetch quota (KIP-956): over it, no records for this fetch.
+            if tier.fetch_throttle_time_ms() > 0 {
+                return self.throttled_fetch(start_offset, isolation);
+            }
             if let Some(fetch) =
                 self.remote_read(&*tier, start_offset, max_bytes, isolation, min_one_message)?
             {
@@ -180,6 +184,11 @@ impl Log {
         // remote segment reaches reads on from the local log start.
         let mut start_offset = start_offset;
         if let Some(tier) = self.remote_for(start_offset) {
+            // The fetch quota (KIP-956): over it, no records for this fetch.
+            if tier.fetch_throttle_time_ms() > 0 {
+                buf.clear();
+                return Ok(self.throttled_copied_fetch(start_offset));
+            }
             if let Some(fetch) =
                 self.remote_read_into(&*tier, start_offset, max_bytes, min_one_message, buf)?
             {

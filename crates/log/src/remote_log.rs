@@ -28,20 +28,22 @@ impl Log {
     /// # Errors
     /// [`Error::Remote`] when the tier cannot list its segments (nothing is attached then).
     pub fn set_remote_tier(&self, tier: Arc<dyn RemoteTier>) -> Result<()> {
-        let segments = tier
+        let listed = tier
             .segments()
             .map_err(|source| self.remote_error(source))?;
         let _writer = self.lock_writer();
+        // Overlapping copies (a former leader's) count as the lineage chains them.
+        let segments = crate::remote::lineage_chain(&listed, &self.leader_epochs());
         let local_start = self.local_log_start_offset();
         if let Some(last) = segments.last() {
-            self.remote.raise_highest_offset(last.end_offset);
+            self.remote.raise_highest_offset(last.to);
         }
         // After a reopen the checkpointed log start (what remote expiry or DeleteRecords
         // raised it to, inside the first remote segment) wins over that segment's base.
         let checkpointed = self.load_report.log_start_offset_checkpoint;
         let remote_start = segments
             .first()
-            .map(|s| s.base_offset.max(checkpointed.min(s.end_offset + 1)));
+            .map(|s| s.from.max(checkpointed.min(s.to + 1)));
         let start = match (self.remote.log_start_offset(), remote_start) {
             (Some(current), _) => Some(current.min(local_start)),
             (None, Some(first)) if first <= local_start => Some(first),

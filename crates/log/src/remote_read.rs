@@ -15,7 +15,7 @@ use seglog_segment::{FileSlice, SliceOffsets, TimestampAndOffset};
 
 use crate::log::Log;
 use crate::read::{CopiedFetch, FetchData};
-use crate::remote::{RemoteIndexKind, RemoteSegment, RemoteTier};
+use crate::remote::{LineageSegment, RemoteIndexKind, RemoteSegment, RemoteTier, lineage_chain};
 use crate::sync::lock;
 use crate::view::OffsetMetadata;
 use crate::{AbortedTransaction, Error, Result};
@@ -76,21 +76,29 @@ impl Log {
         Ok(list)
     }
 
-    /// The remote segments from the one holding `offset` (or the first after it), oldest
+    /// The tier's copies as the log's leader-epoch lineage chains them (`remote/lineage.rs`:
+    /// of overlapping copies, the one whose epochs agree with the log's epoch cache; a former
+    /// leader's copy never past the offset where it leaves the lineage).
+    pub(crate) fn remote_chain(
+        &self,
+        tier: &dyn RemoteTier,
+        refresh: bool,
+    ) -> Result<Vec<LineageSegment>> {
+        let list = self.remote_segments(tier, refresh)?;
+        Ok(lineage_chain(&list, &self.leader_epochs()))
+    }
+
+    /// The chain's ranges from the one holding `offset` (or the first after it), oldest
     /// first; the list is fetched again once when none reaches `offset`.
     fn remote_segments_from(
         &self,
         tier: &dyn RemoteTier,
         offset: i64,
-    ) -> Result<Vec<RemoteSegment>> {
+    ) -> Result<Vec<LineageSegment>> {
         for refresh in [false, true] {
-            let list = self.remote_segments(tier, refresh)?;
-            if list.iter().any(|s| s.end_offset >= offset) {
-                return Ok(list
-                    .iter()
-                    .filter(|s| s.end_offset >= offset)
-                    .cloned()
-                    .collect());
+            let chain = self.remote_chain(tier, refresh)?;
+            if chain.iter().any(|s| s.to >= offset) {
+                return Ok(chain.into_iter().filter(|s| s.to >= offset).collect());
             }
         }
         Ok(Vec::new())
@@ -203,6 +211,20 @@ impl Log {
         min_one_message: bool,
         buf: &mut Vec<u8>,
     ) -> Result<Option<CopiedFetch>> {
+        Ok(self
+            .remote_read_ranged(tier, start_offset, max_bytes, min_one_message, buf)?
+            .map(|(fetch, _)| fetch))
+    }
+
+    /// [`Log::remote_read_into`] with the end (exclusive) of the chain range it read from.
+    fn remote_read_ranged(
+        &self,
+        tier: &dyn RemoteTier,
+        start_offset: i64,
+        max_bytes: u32,
+        min_one_message: bool,
+        buf: &mut Vec<u8>,
+    ) -> Result<Option<(CopiedFetch, i64)>> {
         match self.remote_read_once(tier, start_offset, max_bytes, min_one_message, buf) {
             // The cached list named a segment the tier no longer has (remote expiry ran):
             // list again, once.
@@ -222,14 +244,20 @@ impl Log {
         max_bytes: u32,
         min_one_message: bool,
         buf: &mut Vec<u8>,
-    ) -> Result<Option<CopiedFetch>> {
+    ) -> Result<Option<(CopiedFetch, i64)>> {
         buf.clear();
-        for segment in self.remote_segments_from(tier, start_offset)? {
-            let position = self.remote_position(tier, &segment, start_offset)?;
+        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start_offset)? {
+            // A range whose head another copy serves starts at `from`.
+            let read_from = start_offset.max(from);
+            let position = self.remote_position(tier, &segment, read_from)?;
             let mut window = RemoteWindow::new(self, tier, &segment, position);
-            let Some(first) = window.batch_from(start_offset)? else {
+            let Some(first) = window.batch_from(read_from)? else {
                 continue;
             };
+            // Past the range: the copy left the lineage there (never served).
+            if batch_base(&first) > to {
+                continue;
+            }
             let first_size = u64::from(first.total_size);
             let limit = u64::from(max_bytes);
             let (mut taken, incomplete) = if first_size <= limit || min_one_message {
@@ -242,7 +270,7 @@ impl Log {
                 // One ranged fetch for the whole read, not one per window chunk.
                 window.fill(first.position, limit)?;
                 while let Some(header) = window.header_at(next)? {
-                    if taken + u64::from(header.total_size) > limit {
+                    if taken + u64::from(header.total_size) > limit || batch_base(&header) > to {
                         break;
                     }
                     taken += u64::from(header.total_size);
@@ -252,7 +280,7 @@ impl Log {
             window.copy(first.position, taken, buf)?;
             let view = self.published.load();
             self.metrics.read(taken);
-            return Ok(Some(CopiedFetch {
+            let fetch = CopiedFetch {
                 position: first.position,
                 offsets: SliceOffsets {
                     segment_base_offset: segment.base_offset,
@@ -270,7 +298,8 @@ impl Log {
                 log_start_offset: self.log_start_offset(),
                 log_end_offset: view.end.offset,
                 last_stable_offset: view.last_stable_offset(),
-            }));
+            };
+            return Ok(Some((fetch, to + 1)));
         }
         Ok(None)
     }
@@ -289,19 +318,15 @@ impl Log {
         min_one_message: bool,
     ) -> Result<Option<FetchData>> {
         let mut buf = Vec::new();
-        let Some(fetch) =
-            self.remote_read_into(tier, start_offset, max_bytes, min_one_message, &mut buf)?
+        let Some((fetch, upper)) =
+            self.remote_read_ranged(tier, start_offset, max_bytes, min_one_message, &mut buf)?
         else {
             return Ok(None);
         };
         let slice = remote_slice(&buf, fetch.position, fetch.offsets)?;
         let aborted_transactions = match isolation {
+            // To the end of the range read from (the chain's, as the read's).
             crate::Isolation::ReadCommitted => {
-                let upper = self
-                    .remote_segments(tier, false)?
-                    .iter()
-                    .find(|s| s.base_offset == fetch.offsets.segment_base_offset)
-                    .map_or(self.local_log_start_offset(), |s| s.end_offset + 1);
                 Some(self.aborted_transactions(start_offset, upper)?)
             }
             _ => None,
@@ -317,10 +342,56 @@ impl Log {
         }))
     }
 
+    /// What [`Log::read_into`] returns for a fetch of `start_offset` from the remote tier
+    /// that the tier's fetch quota turned away (`RemoteTier::fetch_throttle_time_ms`): no
+    /// bytes, the fetch offset itself, the log's current bounds (Kafka's `ReplicaManager`
+    /// answers such a fetch with empty records and the partition's high watermark, log start
+    /// and log end offsets, never blocking it). The caller fetches again later.
+    pub(crate) fn throttled_copied_fetch(&self, start_offset: i64) -> CopiedFetch {
+        let view = self.published.load();
+        CopiedFetch {
+            position: 0,
+            offsets: empty_offsets(start_offset),
+            fetch_offset: OffsetMetadata {
+                offset: start_offset,
+                segment_base_offset: start_offset,
+                position: 0,
+            },
+            high_watermark: view.high_watermark.offset,
+            log_start_offset: self.log_start_offset(),
+            log_end_offset: view.end.offset,
+            last_stable_offset: view.last_stable_offset(),
+        }
+    }
+
+    /// [`Log::read`]'s answer for a fetch the fetch quota turned away (as
+    /// [`Log::throttled_copied_fetch`]): an empty slice, no aborted transactions (an empty
+    /// list for `read_committed`).
+    pub(crate) fn throttled_fetch(
+        &self,
+        start_offset: i64,
+        isolation: crate::Isolation,
+    ) -> Result<FetchData> {
+        let fetch = self.throttled_copied_fetch(start_offset);
+        Ok(FetchData {
+            slice: remote_slice(&[], 0, fetch.offsets)?,
+            fetch_offset: fetch.fetch_offset,
+            high_watermark: fetch.high_watermark,
+            log_start_offset: fetch.log_start_offset,
+            log_end_offset: fetch.log_end_offset,
+            last_stable_offset: fetch.last_stable_offset,
+            aborted_transactions: (isolation == crate::Isolation::ReadCommitted).then(Vec::new),
+        })
+    }
+
     /// The aborted transactions overlapping `[start_offset, upper_bound_offset)` from the
     /// remote segments (Kafka's `RemoteLogManager.collectAbortedTransactions`, walking
     /// `nextSegmentWithTxnIndex`), and whether they are complete (an entry's last stable offset
     /// reached the bound, so the local segments add nothing).
+    ///
+    /// As Kafka's, the walk does not stop at a segment past the bound: a transaction that
+    /// began below the bound may be aborted by a marker in any later segment (remote or local),
+    /// and only an entry whose last stable offset reaches the bound says none is left open.
     pub(crate) fn remote_aborted(
         &self,
         tier: &dyn RemoteTier,
@@ -328,10 +399,7 @@ impl Log {
         upper_bound_offset: i64,
     ) -> Result<(Vec<AbortedTransaction>, bool)> {
         let mut out = Vec::new();
-        for segment in self.remote_segments_from(tier, start_offset)? {
-            if segment.base_offset >= upper_bound_offset {
-                return Ok((out, true));
-            }
+        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start_offset)? {
             let Some(bytes) = self.remote_index(tier, &segment, RemoteIndexKind::Transaction)?
             else {
                 continue;
@@ -345,7 +413,12 @@ impl Log {
                     reason: format!("unknown entry version {v}"),
                 }
             })?;
-            for txn in entries {
+            // Only the entries whose marker lies in the range the chain serves from this copy
+            // (a former leader's aborts past it are not the lineage's).
+            for txn in entries
+                .into_iter()
+                .filter(|t| (from..=to).contains(&t.last_offset))
+            {
                 if txn.last_offset >= start_offset && txn.first_offset < upper_bound_offset {
                     out.push(AbortedTransaction {
                         producer_id: txn.producer_id,
@@ -370,8 +443,8 @@ impl Log {
     ) -> Result<Option<TimestampAndOffset>> {
         let start = self.log_start_offset();
         let local = self.local_log_start_offset();
-        for segment in self.remote_segments_from(tier, start)? {
-            if segment.base_offset >= local {
+        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start)? {
+            if from >= local {
                 break;
             }
             if segment.max_timestamp_ms < target_ms {
@@ -379,7 +452,8 @@ impl Log {
             }
             let from = self
                 .remote_time_floor(tier, &segment, target_ms)?
-                .max(start);
+                .max(start)
+                .max(from);
             let position = self.remote_position(tier, &segment, from)?;
             let mut window = RemoteWindow::new(self, tier, &segment, position);
             let mut next = window.batch_from(from)?.map(|h| h.position);
@@ -388,6 +462,10 @@ impl Log {
                     break;
                 };
                 next = Some(at + u64::from(header.total_size));
+                // Past the range the chain serves from this copy: the next copy's.
+                if batch_base(&header) > to {
+                    break;
+                }
                 if header.last_offset < from || header.max_timestamp_ms < target_ms {
                     continue;
                 }
@@ -395,6 +473,9 @@ impl Log {
                 let batch = BatchRef::parse(&bytes, at).map_err(|e| window.corrupt(at, e))?;
                 for record in batch.records(usize::MAX) {
                     let record = record.map_err(|e| window.corrupt(at, e))?;
+                    if record.offset > to {
+                        break;
+                    }
                     if record.offset >= from && record.timestamp_ms.unwrap_or(-1) >= target_ms {
                         return Ok(Some(TimestampAndOffset {
                             timestamp_ms: record.timestamp_ms.unwrap_or(-1),
@@ -432,6 +513,22 @@ impl Log {
         }
         Ok(offset)
     }
+}
+
+/// The offsets of an empty slice at `offset` (as `FileSlice::empty`'s).
+fn empty_offsets(offset: i64) -> SliceOffsets {
+    SliceOffsets {
+        segment_base_offset: offset,
+        start_offset: offset,
+        first_batch_last_offset: -1,
+        first_batch_size: 0,
+        first_entry_incomplete: false,
+    }
+}
+
+/// The first offset of a batch (the last one for a legacy batch, which does not say).
+fn batch_base(header: &BatchHeader) -> i64 {
+    header.base_offset.unwrap_or(header.last_offset)
 }
 
 /// [`Error::CorruptRemote`] for entry `entry` of a remote offset index.

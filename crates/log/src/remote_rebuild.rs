@@ -40,9 +40,12 @@ impl Log {
             ))
         })?;
         let target = leader_local_log_start_offset - 1;
+        // The follower's own epoch cache is about to be replaced by the leader's: of copies
+        // holding the target (a former leader's beside the current one's), the latest listed.
         let segments = self.remote_segments(&*tier, true)?;
         let segment = segments
             .iter()
+            .rev()
             .find(|s| s.contains(target))
             .cloned()
             .ok_or_else(|| {

@@ -231,7 +231,7 @@ fn wrapper_first_offset(batch: &seglog_records::BatchRef<'_>) -> Option<i64> {
         return None;
     }
     match batch
-        .records(crate::consumer::DEFAULT_MAX_DECOMPRESSED_BYTES)
+        .records(crate::config::DEFAULT_MAX_DECOMPRESSED_BYTES)
         .next()
     {
         Some(Ok(record)) => Some(record.offset),

@@ -340,6 +340,53 @@ mod tests {
         });
     }
 
+    /// Every object key in the store.
+    async fn keys(store: &dyn ObjectStore) -> BTreeSet<String> {
+        store
+            .list(None)
+            .map_ok(|m| m.location.to_string())
+            .try_collect()
+            .await
+            .unwrap()
+    }
+
+    /// Before, recovery (the start of every `seglog tier` copy and of the tiering service)
+    /// deleted a broker's filesets as orphans: they have no seglog metadata.
+    #[test]
+    fn recovery_refuses_a_store_holding_filesets_not_yet_adopted_and_deletes_nothing() {
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let tier = PartitionTier::new(store.clone(), layout(), 1);
+        let (a, b) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));
+        runtime().block_on(async {
+            put_fileset(store.as_ref(), 0, a, &log_bytes(0), false).await;
+            put_fileset(store.as_ref(), 9, b, &log_bytes(9), true).await;
+            let before = keys(store.as_ref()).await;
+            match tier.recover().await {
+                Err(Error::NotAdopted { key, filesets }) => {
+                    assert_eq!(key, layout().data_key(0, a, FileKind::Segment).to_string());
+                    assert_eq!(filesets, 2);
+                }
+                other => panic!("{other:?}"),
+            }
+            let message = tier.recover().await.unwrap_err().to_string();
+            assert!(message.contains("seglog tier --adopt"), "{message}");
+            assert_eq!(keys(store.as_ref()).await, before);
+            // Adopted, the filesets are seglog's: recovery keeps them, and an incomplete
+            // fileset without metadata is still an orphan it deletes.
+            assert_eq!(tier.adopt().await.unwrap().adopted.len(), 2);
+            assert_eq!(tier.recover().await.unwrap(), Default::default());
+            assert!(before.is_subset(&keys(store.as_ref()).await));
+            let orphan_key = layout().data_key(30, Uuid::from_halves(7, 7), FileKind::Segment);
+            store
+                .put(&orphan_key, PutPayload::from_static(b"x"))
+                .await
+                .unwrap();
+            assert_eq!(tier.recover().await.unwrap().orphans, 1);
+            assert!(!keys(store.as_ref()).await.contains(&orphan_key.to_string()));
+            assert_eq!(tier.segments().await.unwrap().len(), 2);
+        });
+    }
+
     #[test]
     fn a_damaged_or_incomplete_fileset_is_a_typed_error_and_nothing_is_adopted() {
         let (good, bad) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));

@@ -366,3 +366,40 @@ fn a_copy_abandoned_by_another_writer_is_never_counted() {
     rt.block_on(cleaner.recover()).unwrap();
     assert_eq!(rt.block_on(all_objects(inner.as_ref())), BTreeSet::new());
 }
+
+/// Kafka's `findNextSegmentWithTxnIndex` skips a segment whose metadata says `txnIdxEmpty`:
+/// the read_committed walk over later remote segments (which goes on past the fetch's bound)
+/// asks the store nothing for them. Shown by an object put under the `.txnindex` name the
+/// metadata says is absent: it is never fetched.
+#[test]
+fn a_segment_without_a_txn_index_is_answered_not_found_from_its_metadata() {
+    use seglog::remote::{RemoteIndexKind, RemoteTier};
+    let rt = runtime();
+    let inner: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let without = rt
+        .block_on(tier(inner.clone()).copy_segment(&segment(false)))
+        .unwrap();
+    let mut later = segment(true);
+    later.base_offset = 150;
+    later.next_base_offset = 200;
+    let with = rt
+        .block_on(tier(inner.clone()).copy_segment(&later))
+        .unwrap();
+    let planted = layout().data_key(100, without.segment_id, FileKind::TransactionIndex);
+    rt.block_on(inner.put(&planted, Bytes::from_static(&[9; 34]).into()))
+        .unwrap();
+    let object = crate::ObjectTier::from_partition_tier(tier(inner)).unwrap();
+    let listed = object.segments().unwrap();
+    assert_eq!(listed.len(), 2);
+    let err = object
+        .fetch_index(&listed[0], RemoteIndexKind::Transaction)
+        .unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    assert_eq!(
+        object
+            .fetch_index(&listed[1], RemoteIndexKind::Transaction)
+            .unwrap(),
+        vec![1; 34]
+    );
+    assert_eq!(listed[1].id.as_bytes(), &with.segment_id.0);
+}

@@ -62,6 +62,18 @@ pub enum Error {
         #[source]
         problem: crate::adopt::AdoptProblem,
     },
+    /// The store holds complete filesets without seglog metadata (a Kafka broker's
+    /// `LocalTieredStorage` copies, or a remote store not yet adopted): recovery would delete
+    /// them as orphans, so it refuses until they are adopted.
+    #[error(
+        "{key}: {filesets} complete remote segment fileset(s) without seglog metadata (tiered by another writer, such as a Kafka broker's LocalTieredStorage, and not adopted): run `seglog tier --adopt` on this partition first; nothing was deleted"
+    )]
+    NotAdopted {
+        /// The first such fileset's `.log` object key.
+        key: String,
+        /// How many such filesets the partition's data directory holds.
+        filesets: usize,
+    },
     /// A state change the protocol does not allow (from the segment's current state).
     #[error("segment {key}: the metadata state {from:?} cannot move to {to:?}")]
     InvalidTransition {

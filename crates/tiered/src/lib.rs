@@ -8,7 +8,7 @@
 //! over both ([`PartitionTier`]); the driver of one log ([`Tier`]: copies, remote retention
 //! checked against the leader-epoch lineage as Kafka 4.4 does); and the background service of a
 //! whole `seglog::LogDir` ([`TieringService`], Kafka's `RemoteLogManager` tasks: bounded pools,
-//! the KIP-956 copy quota, retries with backoff, [`TierStats`] and, with the `metrics`
+//! the KIP-956 copy and fetch quotas, retries with backoff, [`TierStats`] and, with the `metrics`
 //! feature, Kafka's remote-storage metrics).
 //!
 //! What it does not do: it holds no local segment and decides nothing about local retention
@@ -67,6 +67,7 @@ pub use layout::{
 pub use metadata::{Chain, MetadataStore, RemoteLogSegmentMetadata};
 pub use partition_metadata::{PARTITION_METADATA_FILE, read_topic_id};
 pub use protocol::{PartitionTier, RecoveryReport, SegmentToCopy};
+pub use quota::FetchQuota;
 pub use rsm::{
     DEFAULT_PART_SIZE, IndexType, LogSegmentData, Part, RemoteStorageManager,
     leader_epoch_checkpoint,

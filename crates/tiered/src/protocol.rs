@@ -14,13 +14,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use futures_util::TryStreamExt;
-use object_store::ObjectStore;
+use object_store::{ObjectStore, ObjectStoreExt};
 
 use crate::layout::parse_file_name;
 use crate::metadata::Chain;
 use crate::{
-    Error, Layout, LogSegmentData, MetadataStore, RemoteLogSegmentMetadata, RemoteLogSegmentState,
-    RemoteStorageManager, Result, Uuid,
+    Error, FileKind, Layout, LogSegmentData, MetadataStore, RemoteLogSegmentMetadata,
+    RemoteLogSegmentState, RemoteStorageManager, Result, Uuid,
 };
 
 /// A sealed local segment to copy, with what its metadata records.
@@ -237,8 +237,16 @@ impl PartitionTier {
     /// deleted. Run it before the first copy of a run; it must not run beside a copy of the
     /// same partition (one copier per partition).
     ///
+    /// A complete fileset (every part but the optional `.txnindex`, checked by key) without
+    /// any metadata record is not an orphan: seglog's copy writes `COPY_SEGMENT_STARTED` before
+    /// the first part and its delete removes the parts before the records, so such a fileset is
+    /// another writer's, a Kafka broker's `LocalTieredStorage` copy not yet adopted
+    /// ([`PartitionTier::adopt`]). Recovery then deletes no orphan and fails with
+    /// [`Error::NotAdopted`] (the seglog chains it already finished stay finished).
+    ///
     /// # Errors
-    /// The first failing step's error (a later run resumes; nothing intact is deleted).
+    /// [`Error::NotAdopted`] (above); the first failing step's error (a later run resumes;
+    /// nothing intact is deleted).
     pub async fn recover(&self) -> Result<RecoveryReport> {
         let mut report = RecoveryReport::default();
         let mut live = BTreeSet::new();
@@ -279,23 +287,60 @@ impl PartitionTier {
                 candidates.insert((name.start_offset, name.id));
             }
         }
+        // Every candidate is classified before anything is deleted: a complete fileset without
+        // any metadata is another writer's (a Kafka broker's `LocalTieredStorage` copy), never
+        // an orphan of seglog's protocol, and refuses the whole recovery.
+        let mut orphans = Vec::new();
+        let mut unadopted = Vec::new();
         for (start_offset, id) in candidates {
             match self.metadata.read_chain(start_offset, id).await? {
-                None => {
-                    tracing::info!(base_offset = start_offset, segment_id = %id, "deleting orphan remote objects");
-                    self.rsm.delete_parts(start_offset, id).await?;
-                    report.orphans += 1;
+                None if self.fileset_complete(start_offset, id).await? => {
+                    unadopted.push((start_offset, id));
                 }
+                None => orphans.push((start_offset, id, None)),
                 Some(chain)
                     if chain.latest.as_ref().map(|m| m.state)
                         == Some(RemoteLogSegmentState::CopySegmentFinished) => {}
-                Some(chain) => {
-                    self.finish_delete(chain).await?;
-                    report.orphans += 1;
-                }
+                Some(chain) => orphans.push((start_offset, id, Some(chain))),
             }
         }
+        if let Some(&(start_offset, id)) = unadopted.first() {
+            return Err(Error::NotAdopted {
+                key: self
+                    .layout()
+                    .data_key(start_offset, id, FileKind::Segment)
+                    .to_string(),
+                filesets: unadopted.len(),
+            });
+        }
+        for (start_offset, id, chain) in orphans {
+            match chain {
+                None => {
+                    tracing::info!(base_offset = start_offset, segment_id = %id, "deleting orphan remote objects");
+                    self.rsm.delete_parts(start_offset, id).await?;
+                }
+                Some(chain) => self.finish_delete(chain).await?,
+            }
+            report.orphans += 1;
+        }
         Ok(report)
+    }
+
+    /// Whether every part a copy uploads (all but the optional `.txnindex`) is in the store,
+    /// asked by key (a partial listing must not make a complete fileset look incomplete).
+    async fn fileset_complete(&self, start_offset: i64, id: Uuid) -> Result<bool> {
+        for kind in FileKind::ALL {
+            if kind == FileKind::TransactionIndex {
+                continue;
+            }
+            let key = self.layout().data_key(start_offset, id, kind);
+            match self.store.head(&key).await {
+                Ok(_) => {}
+                Err(object_store::Error::NotFound { .. }) => return Ok(false),
+                Err(e) => return Err(Error::store("head", &key, e)),
+            }
+        }
+        Ok(true)
     }
 
     /// Moves a segment from wherever its chain is to the end of the delete protocol.

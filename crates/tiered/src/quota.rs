@@ -1,10 +1,16 @@
-//! The copy byte-rate quota (KIP-956, Kafka's `RLMQuotaManager` over a `SimpleRate` sensor):
-//! bytes are recorded into samples of `window.size.seconds`; the rate is the bytes of the
-//! samples still in the last `window.num` windows over the time since the oldest of them began
-//! (at least one window); while it is above the bound, copies wait. Time comes from the caller
-//! (the service's clock), so tests measure it with a fake clock.
+//! The byte-rate quotas (KIP-956, Kafka's `RLMQuotaManager` over a `SimpleRate` sensor), one
+//! for copies and one for remote fetches: bytes are recorded into samples of
+//! `window.size.seconds`; the rate is the bytes of the samples still in the last `window.num`
+//! windows over the time since the oldest of them began (at least one window); while it is
+//! above the bound, copies wait and remote fetches are turned away ([`FetchQuota`]). Time comes
+//! from the caller (the service's clock), so tests measure it with a fake clock.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use seglog::Clock;
+
+use crate::TieringConfig;
 
 /// One sample: when it began and the bytes recorded in it.
 #[derive(Debug, Clone, Copy)]
@@ -15,17 +21,17 @@ struct Sample {
 
 /// A byte-rate quota measured over sliding samples.
 #[derive(Debug, Clone)]
-pub(crate) struct CopyQuota {
+pub(crate) struct ByteRateQuota {
     bytes_per_second: u64,
     window_ms: i64,
     windows: usize,
     samples: VecDeque<Sample>,
 }
 
-impl CopyQuota {
+impl ByteRateQuota {
     /// A quota of `bytes_per_second` over `windows` samples of `window_seconds` each.
-    pub(crate) fn new(bytes_per_second: u64, windows: u32, window_seconds: u32) -> CopyQuota {
-        CopyQuota {
+    pub(crate) fn new(bytes_per_second: u64, windows: u32, window_seconds: u32) -> ByteRateQuota {
+        ByteRateQuota {
             bytes_per_second,
             window_ms: i64::from(window_seconds.max(1)) * 1000,
             windows: windows.max(1) as usize,
@@ -95,13 +101,61 @@ impl CopyQuota {
     }
 }
 
+/// The remote fetch quota of a whole broker (Kafka's `RemoteLogManager.rlmFetchQuotaManager`,
+/// `remote.log.manager.fetch.max.bytes.per.second` over `.fetch.quota.window.num` samples of
+/// `.fetch.quota.window.size.seconds`), shared by every partition's
+/// [`crate::ObjectTier`] ([`crate::ObjectTier::with_fetch_quota`]).
+///
+/// A log asks [`FetchQuota::throttle_time_ms`] before a fetch it would serve from the remote
+/// tier (through `seglog::remote::RemoteTier::fetch_throttle_time_ms`); above the bound the fetch
+/// returns no records (Kafka's `ReplicaManager.handleOffsetOutOfRangeError` answers an empty
+/// `FetchDataInfo` for the partition, never blocking the fetch). The bytes each ranged read of a
+/// remote `.log` returns are recorded ([`FetchQuota::record`]).
+#[derive(Debug)]
+pub struct FetchQuota {
+    quota: Mutex<ByteRateQuota>,
+    clock: Arc<dyn Clock>,
+}
+
+impl FetchQuota {
+    /// The fetch quota `config` sets (`fetch_max_bytes_per_second` over
+    /// `fetch_quota_window_num` samples of `fetch_quota_window_size_seconds`), on `clock`.
+    pub fn new(config: &TieringConfig, clock: Arc<dyn Clock>) -> FetchQuota {
+        FetchQuota {
+            quota: Mutex::new(ByteRateQuota::new(
+                config.fetch_max_bytes_per_second,
+                config.fetch_quota_window_num,
+                config.fetch_quota_window_size_seconds,
+            )),
+            clock,
+        }
+    }
+
+    /// Kafka's `RemoteLogManager.getFetchThrottleTimeMs`: 0 while the measured fetch rate is
+    /// within the bound, else how long until it would be (`QuotaUtils.throttleTime`).
+    pub fn throttle_time_ms(&self) -> u64 {
+        let now = self.clock.now_ms();
+        self.lock().throttle_time_ms(now)
+    }
+
+    /// Counts `bytes` fetched from the remote tier now.
+    pub fn record(&self, bytes: u64) {
+        let now = self.clock.now_ms();
+        self.lock().record(bytes, now);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ByteRateQuota> {
+        self.quota.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn unlimited_never_throttles() {
-        let mut quota = CopyQuota::new(u64::MAX, 11, 1);
+        let mut quota = ByteRateQuota::new(u64::MAX, 11, 1);
         quota.record(u64::MAX, 0);
         assert_eq!(quota.throttle_time_ms(0), 0);
     }
@@ -109,7 +163,7 @@ mod tests {
     #[test]
     fn a_burst_waits_until_the_rate_is_back_under_the_bound() {
         // 1000 B/s over 2 windows of 1 s.
-        let mut quota = CopyQuota::new(1000, 2, 1);
+        let mut quota = ByteRateQuota::new(1000, 2, 1);
         assert_eq!(quota.throttle_time_ms(0), 0, "nothing recorded yet");
         quota.record(1000, 0);
         // 1000 B over at least one window: exactly the bound.
@@ -126,7 +180,7 @@ mod tests {
 
     #[test]
     fn samples_roll_per_window() {
-        let mut quota = CopyQuota::new(100, 3, 1);
+        let mut quota = ByteRateQuota::new(100, 3, 1);
         for t in [0, 999, 1000, 2500] {
             quota.record(50, t);
         }

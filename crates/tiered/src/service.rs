@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use seglog::{Clock, Log, LogDir, TopicPartition};
 
-use crate::quota::CopyQuota;
+use crate::quota::ByteRateQuota;
 use crate::{
-    CopiedSegment, Error, ExpireReport, Layout, ObjectTier, PartitionTier, RecoveryReport, Result,
-    StoreRoot, Tier, TieringConfig, TopicIdPartition, read_topic_id,
+    CopiedSegment, Error, ExpireReport, FetchQuota, Layout, ObjectTier, PartitionTier,
+    RecoveryReport, Result, StoreRoot, Tier, TieringConfig, TopicIdPartition, read_topic_id,
 };
 
 /// Builds the remote tier of a partition (its layout in the store).
@@ -40,7 +40,7 @@ pub struct TieringService {
     clock: Arc<dyn Clock>,
     factory: Box<TierFactory>,
     partitions: Mutex<BTreeMap<TopicPartition, PartitionTask>>,
-    quota: Mutex<CopyQuota>,
+    quota: Mutex<ByteRateQuota>,
     stopping: AtomicBool,
     /// Held by a run: runs never overlap (one copier per partition).
     running: Mutex<()>,
@@ -123,7 +123,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl TieringService {
     /// The service of `dir`, tiering every partition into `store` in Kafka's layout, each
-    /// under the topic id of its `partition.metadata`.
+    /// under the topic id of its `partition.metadata`; reads of every partition's remote tier
+    /// share one [`FetchQuota`] of `config`'s fetch settings.
     ///
     /// # Errors
     /// [`Error::InvalidConfig`] from [`TieringConfig::validate`].
@@ -133,7 +134,9 @@ impl TieringService {
         config: TieringConfig,
         clock: Arc<dyn Clock>,
     ) -> Result<TieringService> {
+        config.validate()?;
         let broker_id = config.broker_id;
+        let fetch_quota = Arc::new(FetchQuota::new(&config, clock.clone()));
         let factory = move |tp: &TopicPartition, log: &Log| {
             let topic_id = read_topic_id(log.dir())?;
             let partition = TopicIdPartition::new(&tp.topic, tp.partition, topic_id)?;
@@ -143,7 +146,7 @@ impl TieringService {
                 layout,
                 broker_id,
             ))
-            .map(Arc::new)
+            .map(|tier| Arc::new(tier.with_fetch_quota(fetch_quota.clone())))
         };
         Self::with_factory(dir, config, clock, Box::new(factory))
     }
@@ -159,7 +162,7 @@ impl TieringService {
         factory: Box<TierFactory>,
     ) -> Result<TieringService> {
         config.validate()?;
-        let quota = CopyQuota::new(
+        let quota = ByteRateQuota::new(
             config.copy_max_bytes_per_second,
             config.copy_quota_window_num,
             config.copy_quota_window_size_seconds,

@@ -37,6 +37,20 @@ pub struct TieringConfig {
     /// The span of each sample, in seconds. Kafka's
     /// `remote.log.manager.copy.quota.window.size.seconds`. Default: 1. At least 1.
     pub copy_quota_window_size_seconds: u32,
+    /// The remote fetch byte rate over all partitions: a fetch that would read from the remote
+    /// tier while the rate measured over the fetch quota windows is above this returns no
+    /// records (as Kafka's `ReplicaManager` answers an empty fetch for the partition) and is
+    /// counted in [`crate::TierStats`] (`fetch_throttled`, `fetch_throttle_time_ms`); the bytes
+    /// of every ranged read of a remote `.log` are counted. Kafka's
+    /// `remote.log.manager.fetch.max.bytes.per.second`. Default: `u64::MAX` (Kafka's
+    /// `Long.MAX_VALUE`: no limit). At least 1.
+    pub fetch_max_bytes_per_second: u64,
+    /// Samples the fetch rate is measured over. Kafka's
+    /// `remote.log.manager.fetch.quota.window.num`. Default: 11. At least 1.
+    pub fetch_quota_window_num: u32,
+    /// The span of each fetch sample, in seconds. Kafka's
+    /// `remote.log.manager.fetch.quota.window.size.seconds`. Default: 1. At least 1.
+    pub fetch_quota_window_size_seconds: u32,
     /// The broker id written into every metadata record. Kafka's `broker.id` / `node.id`.
     /// Default: 0.
     pub broker_id: i32,
@@ -54,6 +68,9 @@ impl Default for TieringConfig {
             copy_max_bytes_per_second: u64::MAX,
             copy_quota_window_num: 11,
             copy_quota_window_size_seconds: 1,
+            fetch_max_bytes_per_second: u64::MAX,
+            fetch_quota_window_num: 11,
+            fetch_quota_window_size_seconds: 1,
             broker_id: 0,
         }
     }
@@ -97,6 +114,21 @@ impl TieringConfig {
         if self.copy_quota_window_size_seconds == 0 {
             return bad(
                 "remote.log.manager.copy.quota.window.size.seconds",
+                "at least 1",
+            );
+        }
+        if self.fetch_max_bytes_per_second == 0 {
+            return bad(
+                "remote.log.manager.fetch.max.bytes.per.second",
+                "at least 1",
+            );
+        }
+        if self.fetch_quota_window_num == 0 {
+            return bad("remote.log.manager.fetch.quota.window.num", "at least 1");
+        }
+        if self.fetch_quota_window_size_seconds == 0 {
+            return bad(
+                "remote.log.manager.fetch.quota.window.size.seconds",
                 "at least 1",
             );
         }
@@ -146,12 +178,15 @@ mod tests {
         assert_eq!(config.copy_quota_window_num, 11);
         assert_eq!(config.copy_quota_window_size_seconds, 1);
         assert_eq!(config.copy_max_bytes_per_second, u64::MAX);
+        assert_eq!(config.fetch_max_bytes_per_second, u64::MAX);
+        assert_eq!(config.fetch_quota_window_num, 11);
+        assert_eq!(config.fetch_quota_window_size_seconds, 1);
     }
 
     #[test]
     fn out_of_range_settings_name_kafkas_setting() {
         type Change = fn(&mut TieringConfig);
-        let cases: [(Change, &str); 4] = [
+        let cases: [(Change, &str); 7] = [
             (
                 |c| c.copier_thread_pool_size = 0,
                 "remote.log.manager.copier.thread.pool.size",
@@ -167,6 +202,18 @@ mod tests {
             (
                 |c| c.copy_quota_window_size_seconds = 0,
                 "remote.log.manager.copy.quota.window.size.seconds",
+            ),
+            (
+                |c| c.fetch_max_bytes_per_second = 0,
+                "remote.log.manager.fetch.max.bytes.per.second",
+            ),
+            (
+                |c| c.fetch_quota_window_num = 0,
+                "remote.log.manager.fetch.quota.window.num",
+            ),
+            (
+                |c| c.fetch_quota_window_size_seconds = 0,
+                "remote.log.manager.fetch.quota.window.size.seconds",
             ),
         ];
         for (change, name) in cases {

@@ -188,6 +188,12 @@ fn every_enabled_partition_of_a_log_dir_is_tiered_and_reads_span_both_tiers() {
     // Nothing is due again before the task interval.
     assert!(service.run_once().partitions.is_empty());
     assert_eq!(report.next_due_ms, T0 + 30_000);
+    // Every partition's reads count against one broker-wide fetch quota (Kafka's
+    // `rlmFetchQuotaManager`), unbounded by default.
+    let tiers = service.tiers();
+    let quotas: Vec<_> = tiers.values().map(|t| t.fetch_quota().unwrap()).collect();
+    assert!(quotas.iter().all(|q| Arc::ptr_eq(q, quotas[0])));
+    assert_eq!(quotas[0].throttle_time_ms(), 0);
 }
 
 #[test]

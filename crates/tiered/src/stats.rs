@@ -35,6 +35,13 @@ pub mod names {
     /// Kafka's `remote-copy-throttle-time`: milliseconds copies waited for the quota
     /// (counter).
     pub const REMOTE_COPY_THROTTLE_TIME_MS: &str = "seglog_remote_copy_throttle_time_ms_total";
+    /// Kafka's `remote-fetch-throttle-time` (recorded by `ReplicaManager` when a fetch meets the
+    /// fetch quota): milliseconds of throttle time of the remote fetches the quota turned
+    /// away, each returned empty (counter).
+    pub const REMOTE_FETCH_THROTTLE_TIME_MS: &str = "seglog_remote_fetch_throttle_time_ms_total";
+    /// Remote fetches the fetch quota turned away (the count of Kafka's `remote-fetch-throttle-time`
+    /// samples, counter).
+    pub const REMOTE_FETCH_THROTTLED: &str = "seglog_remote_fetch_throttled_total";
 }
 
 /// A point-in-time copy of a partition's [`TierStats`].
@@ -62,6 +69,10 @@ pub struct TierStatsSnapshot {
     pub delete_lag_segments: u64,
     /// [`names::REMOTE_COPY_THROTTLE_TIME_MS`].
     pub copy_throttle_time_ms: u64,
+    /// [`names::REMOTE_FETCH_THROTTLED`].
+    pub fetch_throttled: u64,
+    /// [`names::REMOTE_FETCH_THROTTLE_TIME_MS`].
+    pub fetch_throttle_time_ms: u64,
 }
 
 /// One partition's remote-tier counters and gauges.
@@ -78,6 +89,8 @@ pub struct TierStats {
     delete_lag_bytes: AtomicU64,
     delete_lag_segments: AtomicU64,
     copy_throttle_time_ms: AtomicU64,
+    fetch_throttled: AtomicU64,
+    fetch_throttle_time_ms: AtomicU64,
     #[cfg(feature = "metrics")]
     published: Option<Published>,
 }
@@ -110,6 +123,8 @@ impl TierStats {
             delete_lag_bytes: get(&self.delete_lag_bytes),
             delete_lag_segments: get(&self.delete_lag_segments),
             copy_throttle_time_ms: get(&self.copy_throttle_time_ms),
+            fetch_throttled: get(&self.fetch_throttled),
+            fetch_throttle_time_ms: get(&self.fetch_throttle_time_ms),
         }
     }
 
@@ -169,6 +184,17 @@ impl TierStats {
         }
     }
 
+    /// A remote fetch was turned away by the fetch quota, `ms` before it would be within it.
+    pub(crate) fn fetch_throttled(&self, ms: u64) {
+        self.fetch_throttled.fetch_add(1, Ordering::Relaxed);
+        self.fetch_throttle_time_ms.fetch_add(ms, Ordering::Relaxed);
+        #[cfg(feature = "metrics")]
+        if let Some(p) = &self.published {
+            p.fetch_throttled.increment(1);
+            p.fetch_throttle_time_ms.increment(ms);
+        }
+    }
+
     /// The copy lag now (Kafka's `recordLagStats`).
     pub(crate) fn copy_lag(&self, bytes: u64, segments: u64) {
         self.copy_lag_bytes.store(bytes, Ordering::Relaxed);
@@ -207,6 +233,8 @@ struct Published {
     delete_lag_bytes: metrics::Gauge,
     delete_lag_segments: metrics::Gauge,
     copy_throttle_time_ms: metrics::Counter,
+    fetch_throttled: metrics::Counter,
+    fetch_throttle_time_ms: metrics::Counter,
 }
 
 #[cfg(feature = "metrics")]
@@ -244,7 +272,9 @@ impl Published {
             copy_lag_segments: metrics::gauge!(REMOTE_COPY_LAG_SEGMENTS, labels.clone()),
             delete_lag_bytes: metrics::gauge!(REMOTE_DELETE_LAG_BYTES, labels.clone()),
             delete_lag_segments: metrics::gauge!(REMOTE_DELETE_LAG_SEGMENTS, labels.clone()),
-            copy_throttle_time_ms: metrics::counter!(REMOTE_COPY_THROTTLE_TIME_MS, labels),
+            copy_throttle_time_ms: metrics::counter!(REMOTE_COPY_THROTTLE_TIME_MS, labels.clone()),
+            fetch_throttled: metrics::counter!(REMOTE_FETCH_THROTTLED, labels.clone()),
+            fetch_throttle_time_ms: metrics::counter!(REMOTE_FETCH_THROTTLE_TIME_MS, labels),
         }
     }
 }
@@ -263,6 +293,8 @@ mod tests {
         stats.deleted();
         stats.delete_failed();
         stats.throttled(40);
+        stats.fetch_throttled(25);
+        stats.fetch_throttled(5);
         stats.copy_lag(300, 2);
         stats.delete_lag(150, 1);
         assert_eq!(
@@ -279,6 +311,8 @@ mod tests {
                 delete_lag_bytes: 150,
                 delete_lag_segments: 1,
                 copy_throttle_time_ms: 40,
+                fetch_throttled: 2,
+                fetch_throttle_time_ms: 30,
             }
         );
         // Gauges are set, not added.
@@ -338,6 +372,9 @@ mod tests {
         stats.fetched(9);
         stats.copy_failed();
         stats.copy_lag(300, 2);
+        stats.fetch_throttled(12);
+        assert_eq!(values.get(names::REMOTE_FETCH_THROTTLED), 1);
+        assert_eq!(values.get(names::REMOTE_FETCH_THROTTLE_TIME_MS), 12);
         assert_eq!(values.get(names::REMOTE_COPY_BYTES), 100);
         assert_eq!(values.get(names::REMOTE_COPY_REQUESTS), 1);
         assert_eq!(values.get(names::REMOTE_FETCH_BYTES), 9);

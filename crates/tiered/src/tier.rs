@@ -14,7 +14,7 @@ use seglog::remote::{
 
 use crate::lineage::{filtered_epochs, is_within_leader_epochs};
 use crate::{
-    Error, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
+    Error, FetchQuota, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
     RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, TierStats, Uuid,
 };
 
@@ -26,6 +26,10 @@ pub struct ObjectTier {
     tier: PartitionTier,
     runtime: tokio::runtime::Runtime,
     stats: Arc<TierStats>,
+    fetch_quota: Option<Arc<FetchQuota>>,
+    /// The segments whose metadata says they have no `.txnindex` (Kafka's `txnIdxEmpty`), as
+    /// of the last listing: a fetch of that index answers NotFound without a request.
+    txn_index_empty: std::sync::Mutex<std::collections::HashSet<Uuid>>,
 }
 
 impl ObjectTier {
@@ -52,13 +56,28 @@ impl ObjectTier {
             tier,
             runtime,
             stats,
+            fetch_quota: None,
+            txn_index_empty: std::sync::Mutex::default(),
         })
+    }
+
+    /// Reads through this tier count against `quota` (the broker-wide fetch quota, KIP-956):
+    /// while it is exceeded, the log's fetches that would read here return no records.
+    /// Without one, fetches are never throttled.
+    pub fn with_fetch_quota(mut self, quota: Arc<FetchQuota>) -> ObjectTier {
+        self.fetch_quota = Some(quota);
+        self
     }
 
     /// The partition's remote-tier counters (bytes fetched by reads here; copies, deletes and
     /// lags by [`crate::TieringService`]).
     pub fn stats(&self) -> &Arc<TierStats> {
         &self.stats
+    }
+
+    /// The fetch quota reads through this tier count against, if any.
+    pub fn fetch_quota(&self) -> Option<&Arc<FetchQuota>> {
+        self.fetch_quota.as_ref()
     }
 
     /// The protocols underneath.
@@ -123,9 +142,24 @@ pub fn remote_error(error: Error) -> RemoteError {
 }
 
 impl RemoteTier for ObjectTier {
+    /// Every finished copy, the redundant ones too: after an unclean leader election the copy
+    /// [`PartitionTier::segments`] keeps at an offset (the first by start offset) may be a
+    /// former leader's, and only the log's leader-epoch lineage can tell which one to serve.
     fn segments(&self) -> Result<Vec<RemoteSegment>, RemoteError> {
-        let segments = self.finished_segments().map_err(remote_error)?;
-        Ok(segments.iter().map(remote_segment).collect())
+        let (mut all, redundant) = self
+            .block_on(self.tier.split_finished())
+            .map_err(remote_error)?;
+        all.extend(redundant);
+        all.sort_by_key(|m| (m.start_offset, m.event_timestamp_ms, m.segment_id));
+        *self
+            .txn_index_empty
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = all
+            .iter()
+            .filter(|m| m.txn_index_empty)
+            .map(|m| m.segment_id)
+            .collect();
+        Ok(all.iter().map(remote_segment).collect())
     }
 
     fn fetch_log(
@@ -149,7 +183,23 @@ impl RemoteTier for ObjectTier {
             )
             .map_err(remote_error)?;
         self.stats.fetched(bytes.len() as u64);
+        if let Some(quota) = &self.fetch_quota {
+            quota.record(bytes.len() as u64);
+        }
         Ok(bytes.to_vec())
+    }
+
+    /// The fetch quota's throttle time; one that is not 0 is counted as a throttled fetch in
+    /// [`ObjectTier::stats`] (the log then returns that fetch empty).
+    fn fetch_throttle_time_ms(&self) -> u64 {
+        let Some(quota) = &self.fetch_quota else {
+            return 0;
+        };
+        let throttle_ms = quota.throttle_time_ms();
+        if throttle_ms > 0 {
+            self.stats.fetch_throttled(throttle_ms);
+        }
+        throttle_ms
     }
 
     fn fetch_index(
@@ -157,6 +207,21 @@ impl RemoteTier for ObjectTier {
         segment: &RemoteSegment,
         kind: RemoteIndexKind,
     ) -> Result<Vec<u8>, RemoteError> {
+        // Kafka's `findNextSegmentWithTxnIndex` skips such segments by their metadata: a
+        // read_committed walk over many remote segments costs no request for them.
+        if kind == RemoteIndexKind::Transaction
+            && self
+                .txn_index_empty
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .contains(&Uuid(*segment.id.as_bytes()))
+        {
+            return Err(RemoteError::not_found(format!(
+                "remote segment {} at {} has no transaction index",
+                Uuid(*segment.id.as_bytes()),
+                segment.base_offset
+            )));
+        }
         let index = match kind {
             RemoteIndexKind::Offset => IndexType::Offset,
             RemoteIndexKind::Time => IndexType::Timestamp,

@@ -8,6 +8,7 @@ pub mod marker;
 pub mod produce;
 pub mod read;
 pub mod recover;
+pub mod recover_root;
 pub mod retain;
 pub mod tier;
 pub mod truncate;

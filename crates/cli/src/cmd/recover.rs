@@ -13,7 +13,8 @@
 //! checkpoint is brought up to date as Kafka's recovery does (the epochs of every recovered
 //! batch newer than the file's latest, then truncated to the log end and from the log start),
 //! and rebuilt from the batches when it is missing or does not parse. The per-segment report comes from `Log::load_report`. There is no
-//! progress bar: the whole recovery is that one load.
+//! progress bar for one partition: the whole recovery is that one load. A `log.dirs` root is
+//! recovered partition by partition in parallel, with a bar (`recover_root.rs`).
 
 use std::path::{Path, PathBuf};
 
@@ -176,6 +177,10 @@ pub struct RecoverReport {
 /// # Errors
 /// A missing directory; a log locked by another process; I/O and segment errors.
 pub fn run(args: &RecoverArgs, quiet: bool) -> Result<Outcome, Error> {
+    let listing = DirListing::read(&args.dir)?;
+    if listing.is_log_dirs_root() {
+        return super::recover_root::run(args, quiet, &listing);
+    }
     let report = recover_dir_with(&args.dir, quiet, args.truncate_damaged)?;
     emit_report(args.json, &report, print_report)?;
     Ok(if report.problems_left() {
@@ -229,96 +234,132 @@ pub fn recover_dir_with(
         ..super::open_options()
     };
     let log = Log::open_with(dir, LogConfig::default(), options)?;
-    let load = log.load_report().clone();
-    let remaining: Vec<i64> = log.segments().iter().map(|s| s.base_offset).collect();
-    let (log_start_offset, log_end_offset) = (log.log_start_offset(), log.log_end_offset());
-    let leader_epochs = log.leader_epochs();
-    let producers = log.producer_count();
+    let loaded = Loaded::of(&log);
     log.close()?;
-    let producer_snapshot = log
-        .producer_snapshot_offsets()
-        .last()
-        .copied()
-        .filter(|o| *o == log_end_offset);
-    // What the recovery left: the log rebuilds producer state and rewrites its snapshots;
-    // one that still does not decode is reported.
-    let listing = DirListing::existing_log(dir)?;
-    let (leader_epoch_source, epoch_problem) = match &load.leader_epochs {
-        LeaderEpochSource::Rebuilt => ("rebuilt", None),
-        LeaderEpochSource::RebuiltAfterProblem(problem) => {
-            ("rebuilt_after_problem", Some(problem.clone()))
+    loaded.report(dir, &log)
+}
+
+/// What a recovering open left in a log, taken before its close.
+pub(super) struct Loaded {
+    load: seglog::LoadReport,
+    remaining: Vec<i64>,
+    log_start_offset: i64,
+    log_end_offset: i64,
+    leader_epochs: Vec<(i32, i64)>,
+    producers: usize,
+}
+
+impl Loaded {
+    /// Takes what the open of `log` did (call before closing it).
+    pub(super) fn of(log: &Log) -> Self {
+        Self {
+            load: log.load_report().clone(),
+            remaining: log.segments().iter().map(|s| s.base_offset).collect(),
+            log_start_offset: log.log_start_offset(),
+            log_end_offset: log.log_end_offset(),
+            leader_epochs: log.leader_epochs(),
+            producers: log.producer_count(),
         }
-        _ => ("checkpoint", None),
-    };
-    let segments: Vec<SegmentRecovery> = load
-        .segments
-        .iter()
-        .filter(|s| remaining.contains(&s.base_offset))
-        .map(|s| {
-            let active = load.segments.last().map(|l| l.base_offset) == Some(s.base_offset);
-            segment_recovery(s, active && !load.had_clean_shutdown)
+    }
+
+    /// The report of the recovery of `dir`, once `log` (its log) is closed.
+    ///
+    /// # Errors
+    /// Listing `dir`.
+    pub(super) fn report(self, dir: &Path, log: &Log) -> Result<RecoverReport, Error> {
+        let Loaded {
+            load,
+            remaining,
+            log_start_offset,
+            log_end_offset,
+            leader_epochs,
+            producers,
+        } = self;
+        let producer_snapshot = log
+            .producer_snapshot_offsets()
+            .last()
+            .copied()
+            .filter(|o| *o == log_end_offset);
+        // What the recovery left: the log rebuilds producer state and rewrites its snapshots;
+        // one that still does not decode is reported.
+        let listing = DirListing::existing_log(dir)?;
+        let (leader_epoch_source, epoch_problem) = match &load.leader_epochs {
+            LeaderEpochSource::Rebuilt => ("rebuilt", None),
+            LeaderEpochSource::RebuiltAfterProblem(problem) => {
+                ("rebuilt_after_problem", Some(problem.clone()))
+            }
+            _ => ("checkpoint", None),
+        };
+        let segments: Vec<SegmentRecovery> = load
+            .segments
+            .iter()
+            .filter(|s| remaining.contains(&s.base_offset))
+            .map(|s| {
+                let active = load.segments.last().map(|l| l.base_offset) == Some(s.base_offset);
+                segment_recovery(s, active && !load.had_clean_shutdown)
+            })
+            .collect();
+        Ok(RecoverReport {
+            dir: dir.to_owned(),
+            was_clean: load.had_clean_shutdown,
+            truncated_bytes: segments
+                .iter()
+                .filter(|s| !s.damaged_tail_kept)
+                .map(|s| s.truncated_bytes)
+                .sum(),
+            stray_files: load.stray_files.clone(),
+            set_aside: load.set_aside.clone(),
+            log_start_beyond_end: load.log_start_beyond_end,
+            segments,
+            gaps: load
+                .gaps
+                .iter()
+                .map(|g| GapLine {
+                    base_offset: g.base_offset,
+                    next_offset: g.next_offset,
+                    next_base_offset: g.next_base_offset,
+                })
+                .collect(),
+            deleted_segments: load.deleted_segments,
+            removed_files: load.removed_files,
+            completed_swaps: load.completed_swaps,
+            rejected_swaps: load
+                .rejected_swaps
+                .iter()
+                .map(|r| RejectedSwapLine {
+                    file: r.path.clone(),
+                    set_aside_as: r.set_aside_as.clone(),
+                    problem: r.problem.to_string(),
+                })
+                .collect(),
+            restored_files: load.restored_files,
+            split_segments: load.splits.iter().map(split_line).collect(),
+            checkpoint_problems: load
+                .checkpoint_problems
+                .iter()
+                .chain(&epoch_problem)
+                .map(|p| CheckpointLine {
+                    file: p.path.clone(),
+                    line: p.line,
+                    problem: p.kind.to_string(),
+                })
+                .collect(),
+            corrupt_snapshots: corrupt_snapshots(&listing.snapshots),
+            leader_epoch_source,
+            leader_epochs,
+            log_start_offset,
+            log_end_offset,
+            producers,
+            rebuilt_txn_indexes: load.producers.rebuilt_txn_indexes.clone(),
+            skipped_snapshots: load
+                .producers
+                .corrupt_snapshots
+                .iter()
+                .map(|(p, _)| p.clone())
+                .collect(),
+            producer_snapshot,
         })
-        .collect();
-    Ok(RecoverReport {
-        dir: dir.to_owned(),
-        was_clean: load.had_clean_shutdown,
-        truncated_bytes: segments
-            .iter()
-            .filter(|s| !s.damaged_tail_kept)
-            .map(|s| s.truncated_bytes)
-            .sum(),
-        stray_files: load.stray_files.clone(),
-        set_aside: load.set_aside.clone(),
-        log_start_beyond_end: load.log_start_beyond_end,
-        segments,
-        gaps: load
-            .gaps
-            .iter()
-            .map(|g| GapLine {
-                base_offset: g.base_offset,
-                next_offset: g.next_offset,
-                next_base_offset: g.next_base_offset,
-            })
-            .collect(),
-        deleted_segments: load.deleted_segments,
-        removed_files: load.removed_files,
-        completed_swaps: load.completed_swaps,
-        rejected_swaps: load
-            .rejected_swaps
-            .iter()
-            .map(|r| RejectedSwapLine {
-                file: r.path.clone(),
-                set_aside_as: r.set_aside_as.clone(),
-                problem: r.problem.to_string(),
-            })
-            .collect(),
-        restored_files: load.restored_files,
-        split_segments: load.splits.iter().map(split_line).collect(),
-        checkpoint_problems: load
-            .checkpoint_problems
-            .iter()
-            .chain(&epoch_problem)
-            .map(|p| CheckpointLine {
-                file: p.path.clone(),
-                line: p.line,
-                problem: p.kind.to_string(),
-            })
-            .collect(),
-        corrupt_snapshots: corrupt_snapshots(&listing.snapshots),
-        leader_epoch_source,
-        leader_epochs,
-        log_start_offset,
-        log_end_offset,
-        producers,
-        rebuilt_txn_indexes: load.producers.rebuilt_txn_indexes.clone(),
-        skipped_snapshots: load
-            .producers
-            .corrupt_snapshots
-            .iter()
-            .map(|(p, _)| p.clone())
-            .collect(),
-        producer_snapshot,
-    })
+    }
 }
 
 /// The producer `.snapshot` files that still do not decode after the recovery (or are larger
@@ -353,7 +394,7 @@ fn corrupt_snapshots(snapshots: &[PathBuf]) -> Vec<CheckpointLine> {
 ///
 /// # Errors
 /// [`Error::RecoverRefused`] naming the directory, with the reason.
-fn check_before_changing(dir: &Path, truncate_damaged: bool) -> Result<(), Error> {
+pub(super) fn check_before_changing(dir: &Path, truncate_damaged: bool) -> Result<(), Error> {
     let refused = |source: Error| Error::RecoverRefused {
         dir: dir.to_owned(),
         source: Box::new(source),

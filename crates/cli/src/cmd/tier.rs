@@ -195,7 +195,15 @@ fn copy_into(
         abandoned_copies,
         finished_deletes,
         orphans,
-    } = tier.attach(log)?;
+    } = tier.attach(log).map_err(|e| match e {
+        // A broker's filesets would be deleted as orphans: refused, nothing changed.
+        e @ seglog_tiered::Error::NotAdopted { .. } => Error::NotAdopted {
+            dir: t.dir.to_path_buf(),
+            store: t.store.to_owned(),
+            source: Box::new(e),
+        },
+        e => e.into(),
+    })?;
     let copied = tier.copy(log)?;
     let local_deleted = if args.local_retention_bytes.is_some() || args.local_retention_ms.is_some()
     {

@@ -18,6 +18,7 @@ mod leftovers;
 mod live_writer;
 mod produce_read;
 mod recover_agrees;
+mod recover_root;
 mod repair;
 mod repair_policy;
 mod state_files;

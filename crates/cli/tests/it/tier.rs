@@ -145,3 +145,65 @@ fn tier_refuses_what_it_cannot_name() {
             .exists()
     );
 }
+
+/// Every file under `root`, relative to it.
+fn files_under(root: &std::path::Path) -> std::collections::BTreeSet<std::path::PathBuf> {
+    let mut out = std::collections::BTreeSet::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.insert(path.strip_prefix(root).unwrap().to_path_buf());
+            }
+        }
+    }
+    out
+}
+
+/// A store holding a broker's `LocalTieredStorage` filesets (here: seglog's copies with their
+/// metadata tree removed, which is exactly what a broker leaves: the data half of the layout)
+/// is refused by a copy until it is adopted. Before, the copy's recovery deleted every such
+/// fileset as an orphan.
+#[test]
+fn tier_refuses_a_store_with_segments_not_yet_adopted_and_deletes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = produced(tmp.path());
+    let d = dir.to_str().unwrap();
+    let remote = tmp.path().join("remote");
+    let store = format!("file://{}", remote.display());
+    let first: serde_json::Value =
+        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
+    let copied = first["copied"].as_array().unwrap().len();
+    assert!(copied >= 3, "{first}");
+    std::fs::remove_dir_all(remote.join("seglog-remote-log-metadata")).unwrap();
+    let before = files_under(&remote);
+    let run = seglog(["tier", d, "--store", &store, "--json"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("--adopt"), "{}", run.stderr);
+    assert!(run.stderr.contains(d), "{}", run.stderr);
+    // The first fileset's object, by name.
+    assert!(
+        run.stderr
+            .contains("kafka-tiered-storage/orders-0-AAAAAAAAAAAAAAAAAAAAAg/00000000000000000000-"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        files_under(&remote),
+        before,
+        "the refused copy deleted something"
+    );
+    // Adopted, the same copy runs: nothing is deleted, nothing copied again.
+    let adopted: serde_json::Value =
+        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--adopt", "--json"]).ok())
+            .unwrap();
+    assert_eq!(adopted["adopted"].as_array().unwrap().len(), copied);
+    let again: serde_json::Value =
+        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
+    assert_eq!(again["orphans"], 0, "{again}");
+    assert_eq!(again["copied"].as_array().unwrap().len(), 0, "{again}");
+    assert!(before.is_subset(&files_under(&remote)));
+}

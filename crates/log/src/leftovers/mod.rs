@@ -333,7 +333,8 @@ impl Plan {
         }
         // `.deleted` segments, oldest first, against the segments that stay.
         for base in &deleted {
-            let restore = reader.restore_deleted(*base, &segments, installed, refused_range);
+            let restore =
+                reader.restore_deleted(*base, &segments, &deleted, installed, refused_range);
             if restore {
                 segments.insert(*base, Some(TempSuffix::Deleted));
             }
@@ -572,6 +573,7 @@ impl Reader<'_> {
         &self,
         base: i64,
         segments: &BTreeMap<i64, Option<TempSuffix>>,
+        deleted: &BTreeSet<i64>,
         installed: Option<(i64, i64)>,
         refused: Option<(i64, i64)>,
     ) -> bool {
@@ -607,14 +609,28 @@ impl Reader<'_> {
         {
             return false;
         }
+        // What supersedes its records: the live segments after it, and the other `.deleted`
+        // segments after it up to the last live one (the old segments of the same cleaning
+        // round: a record the round dropped for a later tombstone that a purge then removed
+        // has that tombstone only there). A `.deleted` segment past the last live one is a
+        // truncated tail, whose records were never kept.
+        let last_live = segments.keys().next_back().copied().unwrap_or(i64::MIN);
         let later: Vec<PathBuf> = segments
             .range(base..)
             .map(|(b, s)| self.path(*b, *s))
             .collect();
-        let Ok(latest) = latest_offsets(self.files, std::slice::from_ref(&segment), base, &later)
+        let Ok(mut latest) =
+            latest_offsets(self.files, std::slice::from_ref(&segment), base, &later)
         else {
             return true;
         };
+        // Read apart: their offsets overlap the live segments'.
+        for other in deleted.range(base + 1..last_live) {
+            let path = self.path(*other, Some(TempSuffix::Deleted));
+            if raise_latest(self.files, &mut latest, vec![path]).is_err() {
+                return true;
+            }
+        }
         let mut records = Records::new(self.files, vec![segment], base);
         let mut required = false;
         loop {
@@ -643,7 +659,17 @@ fn latest_offsets(
             latest.insert(key, rec.offset);
         }
     }
-    let mut records = Records::new(files, later.to_vec(), i64::MIN);
+    raise_latest(files, &mut latest, later.to_vec())?;
+    Ok(latest)
+}
+
+/// Raises `latest` (keys already in it) to the offsets of the records of `paths`.
+fn raise_latest(
+    files: &dyn Files,
+    latest: &mut HashMap<[u64; 2], i64>,
+    paths: Vec<PathBuf>,
+) -> std::result::Result<(), SwapProblem> {
+    let mut records = Records::new(files, paths, i64::MIN);
     while let Some(rec) = records.next()? {
         if let Some(key) = rec.key
             && let Some(offset) = latest.get_mut(&key)
@@ -651,7 +677,7 @@ fn latest_offsets(
             *offset = (*offset).max(rec.offset);
         }
     }
-    Ok(latest)
+    Ok(())
 }
 
 /// Whether a record of the replaced data must survive: a control record, a record without a

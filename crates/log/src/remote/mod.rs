@@ -23,6 +23,7 @@
 mod cache;
 mod disk_cache;
 mod error;
+mod lineage;
 mod pins;
 mod sealed;
 mod segment_id;
@@ -33,6 +34,7 @@ pub(crate) use cache::IndexCache;
 pub(crate) use disk_cache::DiskIndexCache;
 pub use disk_cache::{DEFAULT_DISK_INDEX_CACHE_BYTES, REMOTE_INDEX_CACHE_DIR};
 pub use error::{RemoteError, RemoteErrorKind};
+pub(crate) use lineage::{LineageSegment, lineage_chain};
 pub(crate) use pins::Pins;
 pub use pins::SegmentPin;
 pub(crate) use sealed::SealSubscribers;
@@ -95,8 +97,12 @@ pub enum RemoteIndexKind {
 /// Implementations must be cheap to call concurrently: reads of different segments run on the
 /// readers' threads.
 pub trait RemoteTier: Send + Sync + Debug {
-    /// The segments whose copy finished (`COPY_SEGMENT_FINISHED`), by ascending base offset,
-    /// without overlaps.
+    /// The segments whose copy finished (`COPY_SEGMENT_FINISHED`), by ascending base offset
+    /// (copies of the same base offset oldest first). They may overlap: a copy repeated after
+    /// a lost answer, or, after an unclean leader election, a former leader's copy of offsets
+    /// the new lineage replaced beside the new leader's copy. The log chooses among them by
+    /// its leader-epoch lineage (of overlapping copies, the one whose batches carry the epochs
+    /// the log's epoch cache gives their offsets), so every copy must be listed.
     ///
     /// # Errors
     /// [`RemoteError`] when the metadata cannot be read.
@@ -124,6 +130,17 @@ pub trait RemoteTier: Send + Sync + Debug {
         segment: &RemoteSegment,
         kind: RemoteIndexKind,
     ) -> Result<Vec<u8>, RemoteError>;
+
+    /// Kafka's `RemoteLogManager.getFetchThrottleTimeMs` (the KIP-956 fetch quota): 0 when a
+    /// fetch may read from the tier now, else the milliseconds until the fetch rate is back
+    /// within the quota. [`crate::Log::read`] and [`crate::Log::read_into`] ask once per fetch
+    /// they would serve from the tier and, when it is not 0, return that fetch empty (no
+    /// records, nothing fetched), as Kafka's `ReplicaManager` answers an empty fetch for the
+    /// partition instead of blocking; an implementation may count such answers as throttled
+    /// fetches. Default: never throttled.
+    fn fetch_throttle_time_ms(&self) -> u64 {
+        0
+    }
 }
 
 /// A sealed segment eligible for copy to the remote tier, with the six parts of a copy (Kafka's

@@ -21,6 +21,7 @@ mod leader_epochs;
 mod legacy_cleaning;
 mod lock;
 mod log_dir;
+mod log_dir_recovery;
 mod many_segments;
 mod model;
 mod poisoning;

@@ -235,14 +235,39 @@ fn a_log_dir_of_a_thousand_partitions_works_under_ulimit_1024() {
                 }
             }
             assert!(open_fds() <= bound, "{} fds open after reads", open_fds());
-            // An unclean shutdown (no close), then a recovery of every segment.
+            // An unclean shutdown (no close), then a recovery of every segment on 4 threads
+            // (issue 28): the descriptors stay bounded while the partitions recover in
+            // parallel, checked as each one finishes.
             drop(logs);
             drop(dir);
             let options = LogOpenOptions {
                 recover_all: true,
                 ..LogOpenOptions::default()
             };
-            let dir = LogDir::open_with(root, config(capacity), options).unwrap();
+            let threads = 4;
+            let config = LogConfig {
+                num_recovery_threads_per_data_dir: threads,
+                ..config(capacity)
+            };
+            // Each recovery thread may hold a few descriptors of the partition it loads
+            // beside the cache's (its listing, a checkpoint being read).
+            let loading_bound = bound + 4 * threads as usize;
+            let mut peak = 0;
+            let dir = LogDir::open_with_progress(
+                root,
+                config,
+                seglog::TopicConfigs::new(),
+                options,
+                |loaded| {
+                    assert!(loaded.log.is_ok());
+                    peak = peak.max(open_fds());
+                },
+            )
+            .unwrap();
+            assert!(
+                peak <= loading_bound,
+                "{peak} fds open during the parallel recovery"
+            );
             for p in [0, 499, 999] {
                 let log = dir.log(&TopicPartition::new("t", p)).unwrap();
                 assert_eq!(log.log_end_offset(), per_partition + 2);

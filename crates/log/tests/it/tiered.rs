@@ -1054,3 +1054,102 @@ fn a_read_only_log_writes_no_remote_index_cache() {
             .exists()
     );
 }
+
+/// A transaction whose records lie in segments that went to the remote tier and whose abort
+/// marker is in the local active segment: read_committed from any offset in the tier drops
+/// its records (the abort is found in the local `.txnindex`), `Log::read` lists it, and
+/// records of other producers between them are all there.
+#[test]
+fn read_committed_drops_a_transaction_tiered_before_its_local_abort_marker() {
+    let (_dir, _clock, log) = fresh(tiered_config());
+    let txn = |seq: i32, value: &str| {
+        let mut b = BatchBuilder::new(0).producer(7, 0, seq).transactional(true);
+        b.append(T0, None, Some(value.as_bytes()), &[]);
+        b.build().unwrap().to_vec()
+    };
+    for round in 0..8 {
+        log.append(&txn(round, &format!("t7-{round}"))).unwrap();
+        append_numbered(&log, 4, &format!("p{round}"), 3);
+    }
+    log.write_txn_marker(7, 0, 0, TxnResult::Abort, None, Durability::PageCache)
+        .unwrap();
+    append_numbered(&log, 1, "tail", 1);
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    let committed = records(&log, 0, Isolation::ReadCommitted);
+    assert!(
+        committed.iter().all(|(_, v)| !v.starts_with(b"t7")),
+        "the aborted records are not read_committed"
+    );
+    let tier = Arc::new(MemTier::default());
+    log.set_remote_tier(tier.clone()).unwrap();
+    assert!(copy_all(&log, &tier) >= 3);
+    log.delete_old_segments().unwrap();
+    let local_start = log.local_log_start_offset();
+    // The transaction's records are remote, its marker local.
+    assert!(local_start > 20, "{local_start}");
+    assert_eq!(log.log_start_offset(), 0);
+    for from in 0..local_start {
+        let want: Vec<_> = committed
+            .iter()
+            .filter(|(o, _)| *o >= from)
+            .cloned()
+            .collect();
+        assert_eq!(
+            records(&log, from, Isolation::ReadCommitted),
+            want,
+            "from {from}"
+        );
+    }
+    let fetch = log
+        .read(1, 1 << 20, Isolation::ReadCommitted, true)
+        .unwrap();
+    assert!(!fetch.slice.is_empty());
+    assert_eq!(
+        fetch.aborted_transactions.unwrap(),
+        [seglog::AbortedTransaction {
+            producer_id: 7,
+            first_offset: 0
+        }]
+    );
+}
+
+/// ListOffsets MAX_TIMESTAMP (-3, KIP-734) is the local log's, as Kafka 4.4's
+/// `UnifiedLog.fetchOffsetByTimestamp` (it walks `logSegments()`, the local segments, only):
+/// once the segment holding the largest timestamp went to the remote tier and left the disk,
+/// the answer is the largest of what is local. A timestamp search still spans both tiers.
+#[test]
+fn max_timestamp_is_the_local_logs_as_in_kafka_while_timestamps_span_both_tiers() {
+    let (_dir, _clock, log) = fresh(tiered_config());
+    // The largest timestamp early on (batch 3, offsets 6 and 7), then rising ones well below.
+    for i in 0..60i64 {
+        let ts = if i == 3 { T0 + 1_000_000 } else { T0 + i * 10 };
+        log.append(&numbered(ts, "r", 2)).unwrap();
+    }
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    let max = |log: &Log| {
+        log.offset_for_timestamp(ListOffsets::MaxTimestamp)
+            .unwrap()
+            .map(|f| (f.offset, f.timestamp_ms))
+    };
+    // `numbered` stamps record j of a batch `ts + j`: the batch's second record.
+    assert_eq!(max(&log), Some((7, T0 + 1_000_001)));
+    let tier = Arc::new(MemTier::default());
+    log.set_remote_tier(tier.clone()).unwrap();
+    copy_all(&log, &tier);
+    log.delete_old_segments().unwrap();
+    let local_start = log.local_log_start_offset();
+    assert!(local_start > 7);
+    // The local log's largest: the last record.
+    assert_eq!(max(&log), Some((log.log_end_offset() - 1, T0 + 591)));
+    // The remote record is still found by its timestamp, and the earliest record by its own.
+    let found = log
+        .offset_for_timestamp(ListOffsets::Timestamp(T0 + 1_000_000))
+        .unwrap()
+        .unwrap();
+    assert_eq!((found.offset, found.timestamp_ms), (6, T0 + 1_000_000));
+    let found = log
+        .offset_for_timestamp(ListOffsets::Timestamp(T0 + 15))
+        .unwrap()
+        .unwrap();
+    assert_eq!((found.offset, found.timestamp_ms), (4, T0 + 20));
+}

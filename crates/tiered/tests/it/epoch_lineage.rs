@@ -9,7 +9,10 @@ use std::sync::Arc;
 
 use object_store::memory::InMemory;
 use object_store::path::Path;
-use seglog::{BatchBuilder, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions, ManualClock};
+use seglog::{
+    BatchBuilder, HighWatermarkPolicy, Isolation, ListOffsets, Log, LogConfig, LogOpenOptions,
+    ManualClock,
+};
 use seglog_tiered::{Layout, ObjectTier, RemoteLogSegmentMetadata, Tier, TopicIdPartition, Uuid};
 
 const T0: i64 = 1_700_000_000_000;
@@ -32,11 +35,27 @@ fn open(dir: &std::path::Path) -> Log {
     Log::open_with(dir, config, options).unwrap()
 }
 
+/// The value of the `i`th record appended in `epoch`.
+fn value(epoch: i32, i: usize) -> String {
+    format!("e{epoch}-{i}-{}", "x".repeat(60))
+}
+
+/// The timestamp of the `i`th record appended in `epoch`: epoch 0's rise by 10 ms per record,
+/// epoch 1's start far above (so a former leader's epoch-0 records past the truncation have
+/// timestamps the lineage's records there do not).
+fn timestamp(epoch: i32, i: usize) -> i64 {
+    T0 + i64::from(epoch) * 100_000 + 10 * i as i64
+}
+
 fn append(log: &Log, epoch: i32, count: usize) {
     for i in 0..count {
         let mut b = BatchBuilder::new(0).partition_leader_epoch(epoch);
-        let value = format!("e{epoch}-{i}-{}", "x".repeat(60));
-        b.append(T0, None, Some(value.as_bytes()), &[]);
+        b.append(
+            timestamp(epoch, i),
+            None,
+            Some(value(epoch, i).as_bytes()),
+            &[],
+        );
         log.append(&b.build().unwrap()).unwrap();
     }
 }
@@ -164,4 +183,71 @@ fn stale_copies_go_once_the_epoch_cache_no_longer_reaches_their_epochs() {
         "{after:?}"
     );
     assert!(!after.is_empty());
+}
+
+/// Every record from `from` on as `(offset, value)`.
+fn records(log: &Log, from: i64, isolation: Isolation) -> Vec<(i64, String)> {
+    let mut reader = log.owned_reader(from, isolation);
+    let mut out = Vec::new();
+    while let Some(r) = reader.next_available().unwrap().into_record() {
+        let value = String::from_utf8(r.record.value.unwrap().to_vec()).unwrap();
+        out.push((r.record.offset, value));
+    }
+    out
+}
+
+/// Kafka's `fetchRemoteLogSegmentMetadata`: the copy a read serves is the one of the epoch the
+/// log's epoch cache gives the offset, never a former leader's copy of offsets the lineage
+/// replaced. Before, the tier listed the first copy by start offset (the former leader's, the
+/// earlier copy) and reads, read_committed and offsets for timestamps below the local log
+/// start served its epoch-0 records past the truncation.
+#[test]
+fn reads_below_the_local_start_serve_the_lineages_copy_not_a_former_leaders() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, tier, truncation, stale) = diverged(dir.path());
+    assert!(stale.len() >= 2, "{stale:?}");
+    // Everything copied goes from the disk: reads below the local start go to the tier.
+    log.set_config(LogConfig {
+        local_retention_bytes: 0,
+        ..log.config()
+    })
+    .unwrap();
+    log.delete_old_segments().unwrap();
+    let local_start = log.local_log_start_offset();
+    let stale_end = stale.iter().map(|s| s.1).max().unwrap();
+    assert!(local_start > stale_end, "{local_start} {stale:?}");
+    assert_eq!(log.log_start_offset(), 0);
+    let want: Vec<(i64, String)> = (0..log.log_end_offset())
+        .map(|o| {
+            if o < truncation {
+                (o, value(0, o as usize))
+            } else {
+                (o, value(1, (o - truncation) as usize))
+            }
+        })
+        .collect();
+    for isolation in [Isolation::ReadUncommitted, Isolation::ReadCommitted] {
+        assert_eq!(records(&log, 0, isolation), want, "{isolation:?}");
+        // From inside the diverged range too.
+        assert_eq!(
+            records(&log, truncation + 1, isolation),
+            want[truncation as usize + 1..],
+            "{isolation:?}"
+        );
+    }
+    // A timestamp only the former leader's records past the truncation reach below epoch 1's:
+    // the lineage's first record at or after it is epoch 1's first.
+    let target = timestamp(0, truncation as usize + 3);
+    let found = log
+        .offset_for_timestamp(ListOffsets::Timestamp(target))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.offset, found.timestamp_ms, found.leader_epoch),
+        (truncation, timestamp(1, 0), Some(1))
+    );
+    // The highest remote offset a reattached tier derives is the lineage's too.
+    let highest = log.highest_remote_offset();
+    tier.attach(&log).unwrap();
+    assert_eq!(log.highest_remote_offset(), highest);
 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod epoch_lineage;
+mod fetch_quota;
 mod kafka_tiered;
 mod log_tier;
 #[cfg(feature = "aws")]
