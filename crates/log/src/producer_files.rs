@@ -371,10 +371,12 @@ impl Producers {
                     // a snapshot, and the next segment's recovery (or the load's final
                     // rebuild) starts from it on a state of its own: `loadFromSnapshot` drops
                     // the producers expired by now, also one a batch or marker of the next
-                    // segment refreshes (that one then starts a new entry). seglog keeps the
-                    // other producers' last 5 batches (docs/format.md, "Producers after a
-                    // crash").
+                    // segment refreshes (that one then starts a new entry), and keeps each
+                    // other producer's last batch only (a snapshot entry holds one), so a
+                    // retry of an earlier batch is out of order after the crash
+                    // (docs/format.md, "Producers after a crash").
                     self.state.remove_expired(now_ms, self.expiration_ms);
+                    self.state.keep_last_batch_only();
                 }
             }
         }

@@ -550,6 +550,15 @@ impl ProducerState {
         before - self.producers.len()
     }
 
+    /// What a round trip through a snapshot leaves of each producer (Kafka's `writeSnapshot`
+    /// then `readSnapshot`): its last batch only, with the same epoch, coordinator epoch,
+    /// timestamp and open transaction.
+    pub(crate) fn keep_last_batch_only(&mut self) {
+        for entry in self.producers.values_mut() {
+            *entry = ProducerStateEntry::from_snapshot_entry(&entry.to_snapshot_entry());
+        }
+    }
+
     /// Kafka's `onHighWatermarkUpdated` / `removeUnreplicatedTransactions`: completed
     /// transactions whose marker is below `offset` are stable.
     pub(crate) fn remove_unreplicated_below(&mut self, offset: i64) {

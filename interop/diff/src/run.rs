@@ -163,9 +163,43 @@ impl Runner {
             self.kafka.now_ms = now_ms;
             let (observed, notes, theirs) = if matches!(step.op, Op::Clean { .. }) {
                 self.clean_step(&mut ours, &step, &bytes, coverage)?
+            } else if matches!(step.op, Op::DeleteRecords { .. }) {
+                // Kafka's side first, as for a cleaning round: `deleteRecordsOnLeader` reads the
+                // high watermark (`fetchHighWatermarkMetadata`), which raises one in a gap to
+                // the next batch's base (K1) before it checks the offset against it; seglog's
+                // is then raised to Kafka's in exactly that form (second long run, seeds 200866
+                // and 207451: a truncation inside the only batch, a reopen, DeleteRecords to
+                // the log end: seglog `OffsetOutOfRangeException` at high watermark 0, Kafka
+                // accepted at 1).
+                let theirs = self.kafka.apply(&step, &bytes)?;
+                if ours.raise_high_watermark_in_a_gap_to(theirs.state.high_watermark) {
+                    coverage.note(
+                        "delete records: high watermark in a gap raised to Kafka's first (K1)",
+                    );
+                }
+                let (observed, notes) = ours.apply(&step, &bytes);
+                (observed, notes, theirs)
             } else {
                 let (observed, notes) = ours.apply(&step, &bytes);
-                (observed, notes, self.kafka.apply(&step, &bytes)?)
+                match self.kafka.apply(&step, &bytes) {
+                    Ok(theirs) => (observed, notes, theirs),
+                    Err(e) if kafka_cannot_recover(&step, &last, &observed, &e) => {
+                        // Kafka has no log any more: the history ends here, explained.
+                        applied.push((KAFKA_CANNOT_RECOVER, KAFKA_CANNOT_RECOVER_DOC));
+                        coverage.note("crash Kafka cannot recover (history ended)");
+                        if std::env::var_os("SEGLOG_DIFF_TRACE").is_some() {
+                            eprintln!(
+                                "step {}: {}\n  seglog {}\n  Kafka  {e}",
+                                i + 1,
+                                serde_json::to_string(&step).unwrap_or_default(),
+                                serde_json::to_string(&observed).unwrap_or_default(),
+                            );
+                        }
+                        done.push(step);
+                        break;
+                    }
+                    Err(e) => return Err(e),
+                }
             };
             let observed = follow_follower_batch_without_epoch(
                 &step,
@@ -226,6 +260,35 @@ impl Runner {
         let _ = std::fs::remove_dir_all(&base);
         Ok((done, found))
     }
+}
+
+/// The rule for a crash whose recovery Kafka 4.4 fails (docs/format.md, Deliberate
+/// differences: "A non-transactional batch inside an open transaction found while the
+/// producer state is rebuilt from the segments").
+pub const KAFKA_CANNOT_RECOVER: &str =
+    "kafka-cannot-recover-an-open-transaction-below-the-log-start";
+const KAFKA_CANNOT_RECOVER_DOC: &str = "docs/format.md, Deliberate differences: \"A non-transactional batch inside an open transaction found while the producer state is rebuilt\"";
+
+/// Kafka 4.4's `LogSegment.recover` puts every batch of a recovered segment into the producer
+/// state, also those below the log start, which the rebuilds of a truncation or a reopen skip
+/// (they replay from the log start). A transaction whose batches lie below the log start and
+/// that no marker ended is forgotten by such a rebuild; the producer's next non-transactional
+/// batch is accepted, and a crash that recovers the segment then finds that batch inside the
+/// open transaction: `ProducerAppendInfo` throws `InvalidTxnStateException` out of
+/// `LogLoader.load`, and `UnifiedLog.create` fails (a broker takes the log directory offline).
+/// seglog's recovery loads the log (long run, seed 101659, which ended a shard of the first
+/// long run). Exactly this form: a crash, seglog's recovery accepted, Kafka's load failing with
+/// that exception, and the log start above the first segment's base before the crash (data
+/// below the log start in a segment).
+fn kafka_cannot_recover(step: &Step, before: &Observation, ours: &Observation, e: &str) -> bool {
+    matches!(step.op, Op::Crash { .. })
+        && ours.outcome.refused.is_none()
+        && e.contains("InvalidTxnStateException: Expected transactional write from producer")
+        && before
+            .state
+            .segments
+            .first()
+            .is_some_and(|base| *base < before.state.log_start)
 }
 
 impl Runner {
@@ -659,4 +722,48 @@ pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::State;
+
+    /// Long-run seed 101659's form, and what is not it.
+    #[test]
+    fn a_crash_kafka_cannot_recover_is_explained_only_in_its_form() {
+        let crash = Step {
+            op: Op::Crash {
+                lag: Some(1),
+                tear_back: 292,
+            },
+            fetch_offset: 0,
+        };
+        let before = |log_start| Observation {
+            state: State {
+                log_start,
+                log_end: 20,
+                segments: vec![0, 19],
+                ..State::default()
+            },
+            ..Observation::default()
+        };
+        let ours = Observation::default();
+        let e = "DiffDriver: {\"cmd\":\"crash\"} failed: \"org.apache.kafka.common.errors.InvalidTxnStateException: Expected transactional write from producer 1000 at offset (offset=10, segment=[-1:-1]) in partition diff-0\"";
+        assert!(kafka_cannot_recover(&crash, &before(6), &ours, e));
+        // No data below the log start: not this form.
+        assert!(!kafka_cannot_recover(&crash, &before(0), &ours, e));
+        // Another failure of Kafka's load, or another step: not this form.
+        assert!(!kafka_cannot_recover(
+            &crash,
+            &before(6),
+            &ours,
+            "DiffDriver: failed: java.io.IOException: Could not read file"
+        ));
+        let reopen = Step {
+            op: Op::Reopen,
+            fetch_offset: 0,
+        };
+        assert!(!kafka_cannot_recover(&reopen, &before(6), &ours, e));
+    }
 }

@@ -120,6 +120,54 @@ fn log_append_time_and_list_offsets() {
     );
 }
 
+/// A truncation to 5 removes the tail segment 6; a follower batch at 8 then rolls across the
+/// gap, so a `.deleted` segment 6 would lie between segments 0 and 8, where the loader renames
+/// a `.deleted` segment back after a crash (hence a truncation unlinks at once, e346946). The
+/// truncated record must not come back (second long run, seed 201512: seglog's segments `[0,18,19]`
+/// after the crash, Kafka's `[0,19]`, the truncated marker at 18 in the log again).
+#[test]
+fn a_crash_after_a_roll_across_a_gap_does_not_bring_back_a_truncated_segment() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("t-0");
+    let clock = clock();
+    let config = small_config(200);
+    let log = open(&dir, config.clone(), &clock);
+    let batch = |base: i64, values: &[&[u8]]| {
+        let mut b = seglog::BatchBuilder::new(base);
+        for v in values {
+            b.append(T0, None, Some(v), &[]);
+        }
+        b.build().unwrap()
+    };
+    log.append(&batch(0, &[b"v0", b"v1", b"v2", b"v3", b"v4"]))
+        .unwrap();
+    log.append(&batch(0, &[b"cut"])).unwrap();
+    log.roll().unwrap();
+    log.append(&batch(0, &[b"truncated"])).unwrap();
+    let bases =
+        |log: &seglog::Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    assert_eq!(bases(&log), [0, 6]);
+    log.truncate_to(5).unwrap();
+    assert_eq!(bases(&log), [0]);
+    log.append_as_follower(&batch(8, &[&[b'x'; 60]])).unwrap();
+    assert_eq!(
+        bases(&log),
+        [0, 8],
+        "the follower batch rolled across the gap"
+    );
+    drop(log); // a crash: no close, the truncated segment's deletion still pending
+    let log = open(&dir, config, &clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    assert!(
+        log.load_report().restored_files.is_empty(),
+        "{:?}",
+        log.load_report().restored_files
+    );
+    assert_eq!(bases(&log), [0, 8]);
+    let offsets: Vec<i64> = values(&log).iter().map(|v| v.0).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3, 4, 8]);
+}
+
 #[test]
 fn follower_appends_keep_offsets_and_gaps() {
     let dir = tempfile::tempdir().unwrap();

@@ -86,16 +86,30 @@ fn retries_after_a_reopen_are_deduplicated() {
         .map(|tp| log_dir.log(tp).unwrap().log_end_offset())
         .collect();
     assert_eq!(ends, [6, 6, 6]);
-    // The last five batches of every partition are in the rebuilt state: every retry is
-    // answered with its original offsets, nothing is written.
-    for (batch, first) in &sent {
+    // As in Kafka 4.4, the recovered state holds each producer's last batch per partition
+    // (what a snapshot keeps): the retry of the last round is answered with its original
+    // offsets, an earlier round's is out of order; nothing is written either way.
+    for (i, (batch, first)) in sent.iter().enumerate() {
         let log = log_dir.log(batch.topic_partition()).unwrap();
-        let retry = producer.retry(&log, batch, Durability::Fsync).unwrap();
-        assert!(retry.duplicate, "{batch:?}");
-        assert_eq!(
-            (retry.first_offset, retry.last_offset),
-            (first.first_offset, first.last_offset)
-        );
+        if i >= 2 * tps.len() {
+            let retry = producer.retry(&log, batch, Durability::Fsync).unwrap();
+            assert!(retry.duplicate, "{batch:?}");
+            assert_eq!(
+                (retry.first_offset, retry.last_offset),
+                (first.first_offset, first.last_offset)
+            );
+        } else {
+            let err = producer.retry(&log, batch, Durability::Fsync).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidAppend {
+                        kind: AppendErrorKind::OutOfOrderSequence { .. }
+                    }
+                ),
+                "{err}"
+            );
+        }
     }
     for (tp, end) in tps.iter().zip(ends) {
         assert_eq!(log_dir.log(tp).unwrap().log_end_offset(), end);

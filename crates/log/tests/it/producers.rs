@@ -720,6 +720,61 @@ fn a_crash_recovers_each_segment_from_a_snapshot_that_drops_the_producers_expire
     assert_eq!(log.producer_state(7).unwrap().last_sequence(), -1);
 }
 
+/// After a crash, Kafka 4.4 knows each producer's last batch only: every recovered segment's
+/// recovery ends with a snapshot (one batch per producer), and the next segment's recovery and
+/// the load's final rebuild start from it (`LogLoader.recoverSegment`, `truncateAndReload`).
+/// So a retry of an earlier batch is out of order there, and a batch whose sequences follow
+/// the last one is appended even when they equal an earlier batch's (a follower batch reset
+/// the sequence: seed 205065 of the second long run, seglog answered such an append as a
+/// duplicate of offsets 1-4, Kafka appended it at 24;
+/// `interop/diff/histories/crash-forgets-all-but-the-last-batch-seed205065.jsonl`).
+#[test]
+fn a_crash_leaves_each_producer_its_last_batch_only_as_kafkas_snapshot_does() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("t-0");
+    let clock = clock();
+    let config = small_config(1 << 20);
+    let log = open(&dir, config.clone(), &clock);
+    for sequence in 0..3 {
+        log.append(&idempotent(7, 0, sequence, 1, false)).unwrap();
+    }
+    assert!(
+        log.append(&idempotent(7, 0, 0, 1, false))
+            .unwrap()
+            .duplicate
+    );
+    drop(log); // a crash: no clean-shutdown marker, no snapshot at the log end
+    std::fs::write(
+        dir.join("recovery-point-offset-checkpoint"),
+        "0\n1\nt 0 0\n",
+    )
+    .unwrap();
+    let log = open(&dir, config, &clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    let recovered = log.producer_state(7).unwrap();
+    assert_eq!(
+        (
+            recovered.last_sequence(),
+            recovered.last_data_offset(),
+            recovered.batches().len()
+        ),
+        (2, 2, 1)
+    );
+    let e = log.append(&idempotent(7, 0, 0, 1, false)).unwrap_err();
+    assert!(matches!(
+        kind(e),
+        AppendErrorKind::OutOfOrderSequence {
+            sequence: 0,
+            last_sequence: 2,
+            ..
+        }
+    ));
+    let retry = log.append(&idempotent(7, 0, 2, 1, false)).unwrap();
+    assert!(retry.duplicate, "the last batch is still known");
+    assert_eq!(retry.first_offset, 2);
+    assert_eq!(log.log_end_offset(), 3);
+}
+
 /// The same history without the crash: the clean close's snapshot holds the refreshed
 /// producer, so a reopen keeps its last sequence (the crash test above differs only in the
 /// recovery).

@@ -548,7 +548,31 @@ public final class DiffDriver {
         }
     }
 
+    /**
+     * The scheduler as a broker restart leaves it: the tasks already due run (the leader-epoch
+     * cache's asynchronous flushes), the delayed ones (segment and snapshot deletions after
+     * {@code file.delete.delay.ms}, 60 s) go with the old executor, and the next load deletes
+     * their {@code .deleted} files itself. Otherwise a deletion an earlier log instance of this
+     * directory scheduled runs while {@code LogLoader.removeTempFilesAndCollectSwapFiles} lists
+     * it, and a file vanishing between its {@code isFile} and {@code canRead} fails the load
+     * ("Could not read file .../00000000000000000000.index.deleted", which ended shard b of the
+     * first long run; not reproducible by its seeds, a race with the wall clock).
+     */
+    private void restartScheduler() throws IOException {
+        try {
+            scheduler.scheduleOnce("seglog-diff-drain", () -> { }, 0L).get();
+            scheduler.shutdown();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("restarting the scheduler", e);
+        } catch (java.util.concurrent.ExecutionException e) {
+            throw new IOException("restarting the scheduler", e);
+        }
+        scheduler.startup();
+    }
+
     private UnifiedLog create(long logStart, long recoveryPoint, boolean clean) throws IOException {
+        restartScheduler();
         Files.createDirectories(dir);
         Map<String, Object> props = new HashMap<>();
         props.put("internal.segment.bytes", segmentBytes);
@@ -618,6 +642,7 @@ public final class DiffDriver {
         if (log == null) return;
         try {
             log.close();
+            restartScheduler();
         } catch (Exception e) {
             System.err.println("diff driver: closing the log: " + describe(e));
         }
