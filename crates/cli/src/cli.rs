@@ -193,9 +193,12 @@ pub struct ReadArgs {
     pub from: Option<i64>,
     /// Start at the first record whose timestamp is at least MS. Kafka's ListOffsets markers
     /// are accepted too: -1 (LATEST: the log end), -2 (EARLIEST: the log start), -3 (the
-    /// record with the largest timestamp).
+    /// record with the largest timestamp), -4 (EARLIEST_LOCAL: the local log start), -5
+    /// (LATEST_TIERED: the highest offset in remote storage), -6 (EARLIEST_PENDING_UPLOAD:
+    /// the first offset not yet in remote storage); nothing is printed when the answer is
+    /// offset -1 (no remote storage, or nothing tiered).
     #[arg(long, value_name = "MS", allow_negative_numbers = true,
-          value_parser = clap::value_parser!(i64).range(-3..))]
+          value_parser = clap::value_parser!(i64).range(-6..))]
     pub from_timestamp: Option<i64>,
     /// Stop after N records.
     #[arg(long, value_name = "N")]

@@ -80,6 +80,17 @@ pub enum ListOffsets {
     Latest,
     /// The record with the largest timestamp (`MAX_TIMESTAMP`, -3), exactly (KAFKA-16310).
     MaxTimestamp,
+    /// KIP-1005's local log start offset (`EARLIEST_LOCAL_TIMESTAMP`, -4) with the epoch that
+    /// holds it; as [`ListOffsets::Earliest`] when `remote.storage.enable` is off.
+    EarliestLocal,
+    /// The highest offset in remote storage (`LATEST_TIERED_TIMESTAMP`, -5), -1 before any
+    /// copy finished; offset -1 with epoch -1 when `remote.storage.enable` is off.
+    LatestTiered,
+    /// The first offset not yet in remote storage (`EARLIEST_PENDING_UPLOAD_TIMESTAMP`, -6):
+    /// one past the highest remote offset (at least the log start); before any copy, the log
+    /// start when nothing was ever tiered, else offset -1 with epoch -1 (as when
+    /// `remote.storage.enable` is off).
+    EarliestPendingUpload,
     /// The first record with a timestamp at or after this one.
     Timestamp(i64),
 }
@@ -335,6 +346,44 @@ impl Log {
                     .filter(|e| e.start_offset <= log_start_offset)
                     .map(|e| e.epoch);
                 Ok(found(log_start_offset, epoch))
+            }
+            ListOffsets::EarliestLocal if self.settings().config.remote_storage_enable => {
+                let local = view.log_start_offset;
+                Ok(found(
+                    local,
+                    self.leader_epoch_cache().epoch_for_offset(local),
+                ))
+            }
+            ListOffsets::EarliestLocal => self.offset_for_timestamp(ListOffsets::Earliest),
+            // Kafka 4.4's `fetchOffsetByTimestamp` for -5 and `fetchEarliestPendingUploadOffset`.
+            ListOffsets::LatestTiered | ListOffsets::EarliestPendingUpload
+                if !self.settings().config.remote_storage_enable =>
+            {
+                Ok(found(-1, Some(-1)))
+            }
+            ListOffsets::LatestTiered => {
+                let highest = self.highest_remote_offset();
+                let epoch = match self.leader_epoch_cache().epoch_for_offset(highest) {
+                    Some(epoch) => Some(epoch),
+                    None if highest == -1 => Some(-1),
+                    None => None,
+                };
+                Ok(found(highest, epoch))
+            }
+            ListOffsets::EarliestPendingUpload => {
+                let highest = self.highest_remote_offset();
+                if highest == -1 {
+                    return if view.log_start_offset == self.log_start_offset() {
+                        self.offset_for_timestamp(ListOffsets::Earliest)
+                    } else {
+                        Ok(found(-1, Some(-1)))
+                    };
+                }
+                let pending = (highest + 1).max(self.log_start_offset());
+                Ok(found(
+                    pending,
+                    self.leader_epoch_cache().epoch_for_offset(pending),
+                ))
             }
             ListOffsets::Latest => Ok(found(view.end.offset, self.latest_epoch())),
             ListOffsets::MaxTimestamp => {

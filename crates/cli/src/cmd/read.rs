@@ -67,9 +67,15 @@ pub fn run(args: &ReadArgs, quiet: bool) -> Result<Outcome, Error> {
                 -1 => ListOffsets::Latest,
                 -2 => ListOffsets::Earliest,
                 -3 => ListOffsets::MaxTimestamp,
+                -4 => ListOffsets::EarliestLocal,
+                -5 => ListOffsets::LatestTiered,
+                -6 => ListOffsets::EarliestPendingUpload,
                 ts => ListOffsets::Timestamp(ts),
             };
-            log.offset_for_timestamp(target)?.map(|t| t.offset)
+            // -5 and -6 answer offset -1 when nothing is (or can be) tiered.
+            log.offset_for_timestamp(target)?
+                .map(|t| t.offset)
+                .filter(|offset| *offset >= 0)
         }
         (None, None) => Some(log.log_start_offset()),
     };

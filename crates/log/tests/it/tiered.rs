@@ -1153,3 +1153,66 @@ fn max_timestamp_is_the_local_logs_as_in_kafka_while_timestamps_span_both_tiers(
         .unwrap();
     assert_eq!((found.offset, found.timestamp_ms), (4, T0 + 20));
 }
+
+/// Kafka 4.4's ListOffsets specs of tiered storage (`UnifiedLog.fetchOffsetByTimestamp`):
+/// -4 the local log start, -5 the highest offset in remote storage, -6 one past it, each with
+/// the epoch that holds it; before any copy -5 answers -1 and -6 the log start; without
+/// `remote.storage.enable` -4 is the log start and -5/-6 answer offset -1, epoch -1.
+#[test]
+fn list_offsets_earliest_local_latest_tiered_and_earliest_pending_upload() {
+    let spec = |log: &Log, spec| {
+        log.offset_for_timestamp(spec)
+            .unwrap()
+            .map(|f| (f.offset, f.leader_epoch))
+    };
+    let (_dir, _clock, log) = fresh(tiered_config());
+    log.assign_epoch_start_offset(3, 0).unwrap();
+    for i in 0..60i64 {
+        log.append(&numbered(T0 + i * 10, "r", 2)).unwrap();
+    }
+    log.set_high_watermark(log.log_end_offset()).unwrap();
+    assert_eq!(spec(&log, ListOffsets::EarliestLocal), Some((0, Some(3))));
+    assert_eq!(spec(&log, ListOffsets::LatestTiered), Some((-1, Some(-1))));
+    assert_eq!(
+        spec(&log, ListOffsets::EarliestPendingUpload),
+        Some((0, Some(3)))
+    );
+    let tier = Arc::new(MemTier::default());
+    log.set_remote_tier(tier.clone()).unwrap();
+    copy_all(&log, &tier);
+    log.delete_old_segments().unwrap();
+    let local_start = log.local_log_start_offset();
+    let highest = log.highest_remote_offset();
+    assert!(
+        local_start > 0 && highest >= local_start - 1,
+        "{local_start} {highest}"
+    );
+    assert_eq!(
+        spec(&log, ListOffsets::EarliestLocal),
+        Some((local_start, Some(3)))
+    );
+    assert_eq!(spec(&log, ListOffsets::Earliest), Some((0, Some(3))));
+    assert_eq!(
+        spec(&log, ListOffsets::LatestTiered),
+        Some((highest, Some(3)))
+    );
+    assert_eq!(
+        spec(&log, ListOffsets::EarliestPendingUpload),
+        Some((highest + 1, Some(3)))
+    );
+
+    let (_dir, _clock, plain) = fresh(small_config(1024));
+    plain.append(&numbered(T0, "r", 2)).unwrap();
+    assert_eq!(
+        spec(&plain, ListOffsets::EarliestLocal),
+        spec(&plain, ListOffsets::Earliest)
+    );
+    assert_eq!(
+        spec(&plain, ListOffsets::LatestTiered),
+        Some((-1, Some(-1)))
+    );
+    assert_eq!(
+        spec(&plain, ListOffsets::EarliestPendingUpload),
+        Some((-1, Some(-1)))
+    );
+}
