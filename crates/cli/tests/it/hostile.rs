@@ -227,11 +227,16 @@ fn from_timestamp_takes_kafkas_markers() {
     assert_eq!(first("-2"), Some(0), "EARLIEST");
     assert_eq!(first("-1"), None, "LATEST: the log end, nothing to print");
     assert!(first("-3").is_some(), "MAX_TIMESTAMP");
+    // Without remote storage: EARLIEST_LOCAL is EARLIEST, LATEST_TIERED and
+    // EARLIEST_PENDING_UPLOAD answer offset -1 (nothing to print).
+    assert_eq!(first("-4"), Some(0), "EARLIEST_LOCAL");
+    assert_eq!(first("-5"), None, "LATEST_TIERED");
+    assert_eq!(first("-6"), None, "EARLIEST_PENDING_UPLOAD");
     let out = seglog([
         "read".as_ref(),
         dir.as_os_str(),
         "--from-timestamp".as_ref(),
-        "-4".as_ref(),
+        "-7".as_ref(),
     ]);
     assert_eq!(out.code, 2);
 }
