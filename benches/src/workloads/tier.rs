@@ -22,8 +22,8 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use seglog::{BatchBuilder, Isolation, Log, LogConfig, LogOpenOptions};
 use seglog_tiered::{
-    FileKind, Layout, LogSegmentData, ObjectTier, Part, PartitionTier, RemoteLogSegmentMetadata,
-    SegmentToCopy, Tier, TopicIdPartition, Uuid,
+    FileKind, Layout, ObjectTier, PartitionTier, RemoteLogSegmentMetadata, SegmentToCopy, Tier,
+    TopicIdPartition, Uuid,
 };
 
 use crate::Result;
@@ -253,21 +253,7 @@ fn write_log(dir: &Path) -> Result<()> {
 fn segment_to_copy(log: &Log) -> Result<SegmentToCopy> {
     let candidates = log.tier_candidates()?;
     let files = candidates.first().ok_or("no sealed segment to copy")?;
-    Ok(SegmentToCopy {
-        base_offset: files.base_offset,
-        next_base_offset: files.next_base_offset,
-        max_timestamp_ms: files.max_timestamp_ms,
-        size_in_bytes: files.size,
-        segment_leader_epochs: files.segment_leader_epochs.clone(),
-        data: LogSegmentData {
-            log: Part::File(files.log.clone()),
-            offset_index: Part::File(files.offset_index.clone()),
-            time_index: Part::File(files.time_index.clone()),
-            txn_index: files.txn_index.clone().map(Part::File),
-            producer_snapshot: Part::Bytes(Bytes::from(files.producer_snapshot.clone())),
-            leader_epochs: files.leader_epochs.clone(),
-        },
-    })
+    Ok(SegmentToCopy::from_files(files))
 }
 
 /// The tiered log reopened with its tier attached: nothing of the remote tier is cached yet.

@@ -19,7 +19,7 @@ use object_store::{ObjectStore, ObjectStoreExt};
 use crate::layout::parse_file_name;
 use crate::metadata::Chain;
 use crate::{
-    Error, FileKind, Layout, LogSegmentData, MetadataStore, RemoteLogSegmentMetadata,
+    Error, FileKind, Layout, LogSegmentData, MetadataStore, Part, RemoteLogSegmentMetadata,
     RemoteLogSegmentState, RemoteStorageManager, Result, Uuid,
 };
 
@@ -38,6 +38,28 @@ pub struct SegmentToCopy {
     pub segment_leader_epochs: Vec<(i32, i64)>,
     /// The parts.
     pub data: LogSegmentData,
+}
+
+impl SegmentToCopy {
+    /// The copy of what `seglog::Log::tier_candidates` handed out: the local files as
+    /// parts, the producer snapshot's bytes, the epochs.
+    pub fn from_files(files: &seglog::remote::SealedSegmentFiles) -> SegmentToCopy {
+        SegmentToCopy {
+            base_offset: files.base_offset,
+            next_base_offset: files.next_base_offset,
+            max_timestamp_ms: files.max_timestamp_ms,
+            size_in_bytes: files.size,
+            segment_leader_epochs: files.segment_leader_epochs.clone(),
+            data: LogSegmentData {
+                log: Part::File(files.log.clone()),
+                offset_index: Part::File(files.offset_index.clone()),
+                time_index: Part::File(files.time_index.clone()),
+                txn_index: files.txn_index.clone().map(Part::File),
+                producer_snapshot: Part::Bytes(bytes::Bytes::from(files.producer_snapshot.clone())),
+                leader_epochs: files.leader_epochs.clone(),
+            },
+        }
+    }
 }
 
 /// What a recovery pass did.

@@ -14,8 +14,8 @@ use seglog::remote::{
 
 use crate::lineage::{filtered_epochs, is_within_leader_epochs};
 use crate::{
-    Error, FetchQuota, IndexType, Layout, LogSegmentData, Part, PartitionTier, RecoveryReport,
-    RemoteLogSegmentMetadata, RemoteLogSegmentState, Result, SegmentToCopy, TierStats, Uuid,
+    Error, FetchQuota, IndexType, Layout, PartitionTier, RecoveryReport, RemoteLogSegmentMetadata,
+    RemoteLogSegmentState, Result, SegmentToCopy, TierStats, Uuid,
 };
 
 /// A partition's remote tier over an object store, usable from synchronous code: every call
@@ -322,21 +322,7 @@ impl Tier {
     /// # Errors
     /// The copy's error (nothing is counted for it; the next recovery cleans it up).
     pub fn copy_one(&self, log: &Log, files: SealedSegmentFiles) -> Result<CopiedSegment> {
-        let segment = SegmentToCopy {
-            base_offset: files.base_offset,
-            next_base_offset: files.next_base_offset,
-            max_timestamp_ms: files.max_timestamp_ms,
-            size_in_bytes: files.size,
-            segment_leader_epochs: files.segment_leader_epochs.clone(),
-            data: LogSegmentData {
-                log: Part::File(files.log.clone()),
-                offset_index: Part::File(files.offset_index.clone()),
-                time_index: Part::File(files.time_index.clone()),
-                txn_index: files.txn_index.clone().map(Part::File),
-                producer_snapshot: Part::Bytes(bytes::Bytes::from(files.producer_snapshot.clone())),
-                leader_epochs: files.leader_epochs.clone(),
-            },
-        };
+        let segment = SegmentToCopy::from_files(&files);
         let finished = match self
             .remote
             .block_on(self.remote.tier.copy_segment(&segment))
