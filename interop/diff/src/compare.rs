@@ -144,6 +144,11 @@ pub const RULES: &[Rule] = &[
         explains: crate::rules_log::max_timestamp_below_log_start,
     },
     Rule {
+        name: crate::rules_log::TRUNCATION_REPLAY_SKIPPED,
+        documented: "docs/format.md, Deliberate differences: \"A truncation after producer expiry replays from the snapshot\"",
+        explains: crate::rules_log::truncation_replay_skipped,
+    },
+    Rule {
         name: crate::rules_log::MAX_TIMESTAMP_FORGOTTEN,
         documented: "docs/format.md, Deliberate differences: \"MAX_TIMESTAMP after a truncation below a reloaded time index entry\"",
         explains: crate::rules_log::max_timestamp_forgotten_by_truncation,

@@ -137,7 +137,17 @@ public final class DiffDriver {
             }
             case "roll" -> refusable(reply, () -> log.roll());
             case "truncate" -> refusable(reply, () -> {
-                log.truncateTo(r.path("offset").asLong());
+                long target = r.path("offset").asLong();
+                // Whether truncateTo's rebuildProducerState will skip the replay after its
+                // snapshot reload (`isEmptyBeforeTruncation`: an empty state whose end is at or
+                // above the target), for the rule on that shortcut after producer expiry;
+                // never compared.
+                var psm = log.producerStateManager();
+                boolean skipsReplay = target < log.logEndOffset()
+                        && log.logSegments().get(0).baseOffset() <= target
+                        && psm.isEmpty() && psm.mapEndOffset() >= target;
+                log.truncateTo(target);
+                if (skipsReplay) reply.put("skipped_truncation_replay", true);
                 cleanerCheckpointAtMost(log.activeSegment().baseOffset());
             });
             case "hw" -> refusable(reply, () -> {
