@@ -173,6 +173,20 @@ impl Kafka {
         })
     }
 
+    /// Removes the producers `ids` from Kafka's producer state (its `producers` map, by
+    /// reflection: no public call removes one producer); returns the observation after that.
+    ///
+    /// # Errors
+    /// Harness errors.
+    pub fn forget_producers(
+        &mut self,
+        ids: &[i64],
+        fetch_offset: i64,
+    ) -> Result<Observation, String> {
+        let reply = self.request(&json!({ "cmd": "forget_producers", "ids": ids }))?;
+        self.observe(&reply, fetch_offset)
+    }
+
     /// Assigns `entries` (epoch, start offset) in order in Kafka's leader-epoch cache
     /// (`assignEpochStartOffset` each); returns the observation after that.
     ///

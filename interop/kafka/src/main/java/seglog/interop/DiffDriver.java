@@ -201,6 +201,16 @@ public final class DiffDriver {
                 log.removeExpiredProducers(r.path("now").asLong());
                 log.deleteOldSegments();
             });
+            // The runner's undo of an overlapping follower append: its truncation may reload a
+            // snapshot holding a producer Kafka's state had dropped since (an expiry); the
+            // runner names the producers the state before the append did not have.
+            case "forget_producers" -> refusable(reply, () -> {
+                var psm = log.producerStateManager();
+                var producers = psm.getClass().getDeclaredField("producers");
+                producers.setAccessible(true);
+                var map = (Map<?, ?>) producers.get(psm);
+                for (var id : r.path("ids")) map.remove(id.asLong());
+            });
             default -> throw new IllegalArgumentException("unknown command `" + cmd + "`");
         }
         reply.set("state", state());
