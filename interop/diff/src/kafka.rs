@@ -79,6 +79,15 @@ impl Kafka {
 
     /// Sends `request`; a reply without `"ok": true` is an error of the harness.
     fn request(&mut self, request: &Value) -> Result<Value, String> {
+        // Every request runs at the step's held clock (`DiffDriver` pins its `Time` to it).
+        let mut request = request.clone();
+        if let Some(fields) = request.as_object_mut()
+            && self.now_ms > 0
+        {
+            fields
+                .entry("now_ms")
+                .or_insert_with(|| Value::from(self.now_ms));
+        }
         writeln!(self.stdin, "{request}")
             .and_then(|()| self.stdin.flush())
             .map_err(|e| format!("DiffDriver: sending {request}: {e}"))?;

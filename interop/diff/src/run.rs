@@ -92,7 +92,13 @@ impl Runner {
         let ours_dir = base.join("ours").join("diff-0");
         std::fs::create_dir_all(ours_dir.parent().unwrap_or(Path::new(".")))
             .map_err(|e| format!("create {}: {e}", ours_dir.display()))?;
+        // The held clock: the wall clock at the history's start, then STEP_MS per step, on
+        // both sides (seglog's `ManualClock`, Kafka's `DiffTime` pinned for every request), so a
+        // replay sees the same time between any two steps.
+        let start_ms = now_ms();
         let mut ours = Ours::open(ours_dir, self.segment_bytes)?;
+        ours.set_clock(start_ms);
+        self.kafka.now_ms = start_ms;
         let theirs = self
             .kafka
             .open(&base.join("kafka").join("diff-0"), self.segment_bytes)?;
@@ -116,7 +122,7 @@ impl Runner {
                 (None, Some(s)) => s.clone(),
                 (None, None) => break,
             };
-            let now_ms = now_ms();
+            let now_ms = start_ms + (i as i64 + 1) * STEP_MS;
             let bytes = match &step.op {
                 Op::Append(spec) => batch_bytes(spec, i, now_ms)?,
                 Op::Marker {
@@ -746,7 +752,14 @@ fn record_part_b(coverage: &mut Coverage, step: &Step, before: &Observation, o: 
     }
 }
 
-/// Now, in ms since the epoch (each step's clock).
+/// How far the held clock moves per step: about a step's real duration at this machine's load,
+/// so the file mtimes Kafka reads for empty segments (the wall clock) stay near it. Before the
+/// clock was held, each step read the wall clock, and whether a producer expired depended on
+/// the real time between steps (second long run, seed 201756: an expiry 165 ms short of
+/// `producer.id.expiration.ms` removed a producer only when a reopen between took longer).
+const STEP_MS: i64 = 50;
+
+/// Now, in ms since the epoch (the wall clock: the held clock's start).
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

@@ -92,7 +92,13 @@ public final class DiffDriver {
                     JsonNode request = KafkaBench.JSON.readTree(line);
                     String cmd = request.path("cmd").asText();
                     exit = cmd.equals("exit");
-                    reply = exit ? ok() : driver.handle(cmd, request);
+                    // The Rust side's held clock: every request runs at its step's now.
+                    if (request.has("now_ms")) driver.time.pin(request.path("now_ms").asLong());
+                    try {
+                        reply = exit ? ok() : driver.handle(cmd, request);
+                    } finally {
+                        driver.time.unpin();
+                    }
                 } catch (Exception | AssertionError e) {
                     reply = KafkaBench.JSON.createObjectNode();
                     reply.put("ok", false);
@@ -255,40 +261,38 @@ public final class DiffDriver {
      */
     private void maintenance(String cmd, JsonNode r, ObjectNode reply) throws Exception {
         long now = r.path("now_ms").asLong();
+        // Pinned for the whole request by the main loop (the held clock); pinned here too for
+        // a request without it.
         time.pin(now);
-        try {
-            switch (cmd) {
-                case "retention" -> {
-                    Map<String, Object> overrides = new HashMap<>();
-                    overrides.put("retention.ms", r.path("retention_ms").asLong());
-                    overrides.put("retention.bytes", r.path("retention_bytes").asLong());
-                    log.updateConfig(configWith(overrides));
-                    staleRetention(reply, now, r.path("retention_ms").asLong());
-                    try {
-                        refusable(reply, () -> log.deleteOldSegments());
-                    } finally {
-                        log.updateConfig(configWith(Map.of()));
-                    }
+        switch (cmd) {
+            case "retention" -> {
+                Map<String, Object> overrides = new HashMap<>();
+                overrides.put("retention.ms", r.path("retention_ms").asLong());
+                overrides.put("retention.bytes", r.path("retention_bytes").asLong());
+                log.updateConfig(configWith(overrides));
+                staleRetention(reply, now, r.path("retention_ms").asLong());
+                try {
+                    refusable(reply, () -> log.deleteOldSegments());
+                } finally {
+                    log.updateConfig(configWith(Map.of()));
                 }
-                case "delete_records" -> refusable(reply, () -> {
-                    long offset = r.path("offset").asLong();
-                    long converted = offset == -1 ? log.highWatermark() : offset;
-                    if (converted < 0) {
-                        throw new org.apache.kafka.common.errors.OffsetOutOfRangeException(
-                                "The offset " + converted + " for partition is not valid");
-                    }
-                    log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
-                });
-                case "truncate_fully" -> refusable(reply, () -> {
-                    log.truncateFullyAndStartAt(r.path("offset").asLong(), Optional.empty());
-                    cleanerCheckpointAtMost(log.activeSegment().baseOffset());
-                });
-                case "clean" -> clean(r, reply, now);
-                case "crash" -> crash(r);
-                default -> throw new IllegalArgumentException("unknown maintenance command `" + cmd + "`");
             }
-        } finally {
-            time.unpin();
+            case "delete_records" -> refusable(reply, () -> {
+                long offset = r.path("offset").asLong();
+                long converted = offset == -1 ? log.highWatermark() : offset;
+                if (converted < 0) {
+                    throw new org.apache.kafka.common.errors.OffsetOutOfRangeException(
+                            "The offset " + converted + " for partition is not valid");
+                }
+                log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
+            });
+            case "truncate_fully" -> refusable(reply, () -> {
+                log.truncateFullyAndStartAt(r.path("offset").asLong(), Optional.empty());
+                cleanerCheckpointAtMost(log.activeSegment().baseOffset());
+            });
+            case "clean" -> clean(r, reply, now);
+            case "crash" -> crash(r);
+            default -> throw new IllegalArgumentException("unknown maintenance command `" + cmd + "`");
         }
         reply.set("files", files());
         reply.set("file_batches", fileBatches());
