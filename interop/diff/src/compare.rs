@@ -240,10 +240,13 @@ fn recompressed_batch_bytes(_: &Step, path: &str, ours: &Observation, kafka: &Ob
 /// `file_batches` horizon flag; divergence 249 of the first 1000-history run). The data lies
 /// below the log start, where nothing is read; the COMMIT marker whose horizon differs may lie
 /// at or above it (long-run seeds 107002, 108599: the marker at the log start, seglog's stamped,
-/// Kafka's not). Exactly this form: the same log start, segment `i` at the same base on both
-/// sides, its batches ending below the log start different, and the others the same except the
-/// delete-horizon flag of a marker-shaped batch (one record of 10 key and value bytes, a
-/// control record's); the segment's size may then differ too.
+/// Kafka's not), also in a later segment than the data (seed 201896: the aborted data and its
+/// marker in segment 0 below the log start, the producer's COMMIT in segment 38). Exactly this
+/// form: the same log start, segment `i` at the same base on both sides, its batches from the
+/// log start on the same except the delete-horizon flag of a marker-shaped batch (one record of
+/// 10 key and value bytes, a control record's), and the batches ending below the log start
+/// different in it or in an earlier segment at the same base on both sides; the segment's size
+/// may then differ too.
 fn aborted_data_below_log_start(
     _: &Step,
     path: &str,
@@ -254,7 +257,7 @@ fn aborted_data_below_log_start(
         return false;
     };
     let start = ours.state.log_start;
-    let part = |o: &Observation, below: bool| {
+    let part = |o: &Observation, i: usize, below: bool| {
         segment_batches(o, i).map(|bs| {
             bs.iter()
                 .filter(|b| (b[1] < start) == below)
@@ -269,13 +272,13 @@ fn aborted_data_below_log_start(
                 .collect::<Vec<_>>()
         })
     };
-    let base = |o: &Observation| o.files.as_ref().and_then(|f| f.get(i)).map(|f| f.0);
+    let base = |o: &Observation, i: usize| o.files.as_ref().and_then(|f| f.get(i)).map(|f| f.0);
+    let same_base = |i: usize| base(ours, i).is_some() && base(ours, i) == base(kafka, i);
     ours.state.log_start == kafka.state.log_start
-        && base(ours).is_some()
-        && base(ours) == base(kafka)
+        && same_base(i)
         && segment_batches(ours, i) != segment_batches(kafka, i)
-        && part(ours, true) != part(kafka, true)
-        && part(ours, false) == part(kafka, false)
+        && (0..=i).any(|j| same_base(j) && part(ours, j, true) != part(kafka, j, true))
+        && part(ours, i, false) == part(kafka, i, false)
 }
 
 /// The key and value bytes of a COMMIT/ABORT control record (a 4-byte key: version and type; a
@@ -597,6 +600,70 @@ mod tests {
             [5, 5, 0, 2, 20, 2, 0],
         ]]);
         assert!(!aborted_data_below_log_start(&step(), path, &ours, &data));
+    }
+
+    /// Long-run seed 201896: the aborted data (9) and its ABORT marker (10) lie in segment 0
+    /// below the log start 32; the producer's COMMIT at 50 lies in segment 38, stamped by
+    /// seglog, not by Kafka (which counted the data as a committed transaction).
+    #[test]
+    fn aborted_data_below_log_start_allows_the_horizon_of_a_marker_in_a_later_segment() {
+        let with = |first: Vec<FileBatch>, second: Vec<FileBatch>| Observation {
+            state: State {
+                log_start: 32,
+                log_end: 65,
+                ..State::default()
+            },
+            files: Some(vec![(0, 333), (38, 538)]),
+            file_batches: Some(vec![first, second]),
+            ..Observation::default()
+        };
+        let second = |commit_flag| {
+            vec![
+                [38, 40, 1, 1, 25, 2, 0],
+                [50, 50, 0, 1, 10, 2, commit_flag],
+                [52, 54, 0, 3, 78, 2, 0],
+            ]
+        };
+        let ours = with(
+            vec![[10, 10, 0, 1, 10, 2, 0], [16, 16, 0, 1, 10, 2, 1]],
+            second(1),
+        );
+        let kafka = with(
+            vec![[10, 10, 0, 1, 10, 2, 1], [16, 16, 0, 1, 10, 2, 1]],
+            second(0),
+        );
+        for path in ["file_batches[1][1]", "files[1]"] {
+            assert!(aborted_data_below_log_start(&step(), path, &ours, &kafka), "{path}");
+        }
+        // The same difference in segment 38 with nothing different below the log start: not
+        // this form.
+        let mut same_below = kafka.clone();
+        same_below.file_batches = Some(vec![
+            vec![[10, 10, 0, 1, 10, 2, 0], [16, 16, 0, 1, 10, 2, 1]],
+            second(0),
+        ]);
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[1][1]",
+            &ours,
+            &same_below
+        ));
+        // A data batch of segment 38 differing: not this form.
+        let mut data = kafka.clone();
+        data.file_batches = Some(vec![
+            vec![[10, 10, 0, 1, 10, 2, 1], [16, 16, 0, 1, 10, 2, 1]],
+            vec![
+                [38, 40, 1, 2, 50, 2, 0],
+                [50, 50, 0, 1, 10, 2, 0],
+                [52, 54, 0, 3, 78, 2, 0],
+            ],
+        ]);
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[1][0]",
+            &ours,
+            &data
+        ));
     }
 
     #[test]
