@@ -291,7 +291,7 @@ fn aborted_data_below_log_start(
         && part(ours, i, false) == part(kafka, i, false)
 }
 
-/// The size form of [`aborted_data_below_log_start`]: segment `i` at the same base with the
+/// The size form of `aborted_data_below_log_start`: segment `i` at the same base with the
 /// same batches on both sides, sizes apart by at most 10 bytes per marker-shaped batch below
 /// the log start that carries a delete horizon (at least one).
 fn marker_stamped_in_another_round(i: usize, ours: &Observation, kafka: &Observation) -> bool {
@@ -666,7 +666,10 @@ mod tests {
             second(0),
         );
         for path in ["file_batches[1][1]", "files[1]"] {
-            assert!(aborted_data_below_log_start(&step(), path, &ours, &kafka), "{path}");
+            assert!(
+                aborted_data_below_log_start(&step(), path, &ours, &kafka),
+                "{path}"
+            );
         }
         // The same difference in segment 38 with nothing different below the log start: not
         // this form.
@@ -719,15 +722,35 @@ mod tests {
             ..Observation::default()
         };
         let path = "files[0]";
-        assert!(aborted_data_below_log_start(&step(), path, &with(415, 1), &with(417, 1)));
+        assert!(aborted_data_below_log_start(
+            &step(),
+            path,
+            &with(415, 1),
+            &with(417, 1)
+        ));
         // No stamped marker below the log start, or too far apart: not this form.
-        assert!(!aborted_data_below_log_start(&step(), path, &with(415, 0), &with(417, 0)));
-        assert!(!aborted_data_below_log_start(&step(), path, &with(415, 1), &with(430, 1)));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &with(415, 0),
+            &with(417, 0)
+        ));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &with(415, 1),
+            &with(430, 1)
+        ));
         // A marker above the log start: not this form.
         let mut above = (with(415, 1), with(417, 1));
         above.0.state.log_start = 9;
         above.1.state.log_start = 9;
-        assert!(!aborted_data_below_log_start(&step(), path, &above.0, &above.1));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &above.0,
+            &above.1
+        ));
     }
 
     #[test]

@@ -595,15 +595,24 @@ fn an_index_without_the_entry_of_removed_aborted_data_verifies_and_is_kept() {
     let put = |producer: Option<(i64, i32, bool)>, key: &str, bytes: usize| {
         let mut builder = BatchBuilder::new(0);
         if let Some((id, sequence, transactional)) = producer {
-            builder = builder.producer(id, 0, sequence).transactional(transactional);
+            builder = builder
+                .producer(id, 0, sequence)
+                .transactional(transactional);
         }
         let value = format!("{key:<bytes$}");
         builder.append(now, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
         log.append(&builder.build().unwrap()).unwrap();
     };
     let abort = |producer_id: i64| {
-        log.write_txn_marker(producer_id, 0, 0, TxnResult::Abort, None, Durability::PageCache)
-            .unwrap();
+        log.write_txn_marker(
+            producer_id,
+            0,
+            0,
+            TxnResult::Abort,
+            None,
+            Durability::PageCache,
+        )
+        .unwrap();
     };
     put(None, "k0", 500);
     put(Some((8, 0, true)), "a8", 2);
@@ -654,5 +663,9 @@ fn an_index_without_the_entry_of_removed_aborted_data_verifies_and_is_kept() {
         .map(|v| v.trim_end().to_owned())
         .collect();
     assert_eq!(committed, ["k0", "k1", "p8", "k2"]);
-    assert_eq!(std::fs::read(&index).unwrap(), cleaned, "the index was rewritten");
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        cleaned,
+        "the index was rewritten"
+    );
 }

@@ -484,7 +484,11 @@ fn an_entry_the_cleaner_dropped_with_its_removed_data_is_not_rebuilt_at_first_us
     drop(log);
     let log = compacted(tmp.path());
     assert_eq!(aborted_from(&log, 2), [(9, 2)]);
-    assert_eq!(std::fs::read(&index).unwrap(), cleaned, "the index was rewritten");
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        cleaned,
+        "the index was rewritten"
+    );
     let values: Vec<String> = committed(&log)
         .iter()
         .map(|v| v.trim_end().to_owned())
