@@ -210,6 +210,18 @@ impl Kafka {
         self.observe(&reply, fetch_offset)
     }
 
+    /// Rolls Kafka's log after a truncation that seglog's rolled at the target (rule
+    /// `truncation-inside-a-batch-rolls-at-the-target`), with the cleaner checkpoint LogManager's
+    /// rule gives on that layout (`DiffDriver`'s `roll_at_truncation_target`); returns the
+    /// observation after that.
+    ///
+    /// # Errors
+    /// Harness errors (a refused roll is an outcome).
+    pub fn roll_at_truncation_target(&mut self, fetch_offset: i64) -> Result<Observation, String> {
+        let reply = self.request(&json!({ "cmd": "roll_at_truncation_target" }))?;
+        self.observe(&reply, fetch_offset)
+    }
+
     /// Closes (and deletes) the log of the history.
     ///
     /// # Errors

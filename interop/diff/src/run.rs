@@ -368,11 +368,7 @@ impl Runner {
                     .map_err(|e| format!("seglog high watermark after Kafka's: {e}"))?;
             }
             if *name == crate::rules::TRUNCATION_ROLLS_AT_TARGET {
-                let roll = Step {
-                    op: Op::Roll,
-                    fetch_offset: 0,
-                };
-                let rolled = self.kafka.apply(&roll, &[])?;
+                let rolled = self.kafka.roll_at_truncation_target(0)?;
                 if let Some(refused) = rolled.outcome.refused {
                     return Err(format!("Kafka's roll after a truncation: {refused}"));
                 }

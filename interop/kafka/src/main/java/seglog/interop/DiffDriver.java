@@ -66,6 +66,8 @@ public final class DiffDriver {
     private final DiffTime time = new DiffTime();
     /** LogCleanerManager's checkpoint of this log (the first dirty offset); none before a round. */
     private Optional<Long> cleanerCheckpoint = Optional.empty();
+    /** The checkpoint before the last truncation (for {@code roll_at_truncation_target}). */
+    private Optional<Long> checkpointBeforeTruncation = Optional.empty();
     private Cleaner cleaner;
     private UnifiedLog log;
     private Path dir;
@@ -152,8 +154,21 @@ public final class DiffDriver {
                 boolean skipsReplay = target < log.logEndOffset()
                         && log.logSegments().get(0).baseOffset() <= target
                         && psm.isEmpty() && psm.mapEndOffset() >= target;
+                checkpointBeforeTruncation = cleanerCheckpoint;
                 log.truncateTo(target);
                 if (skipsReplay) reply.put("skipped_truncation_replay", true);
+                cleanerCheckpointAtMost(log.activeSegment().baseOffset());
+            });
+            // The runner's roll after a truncation inside a batch or in a gap (rule
+            // `truncation-inside-a-batch-rolls-at-the-target`): seglog's truncation rolled at the
+            // target, so LogManager's checkpoint rule (run after the truncation) sees an active
+            // segment based at the target; Kafka's, which does not roll, lowered the checkpoint
+            // to the base of the segment holding the target. The roll makes Kafka's layout
+            // seglog's, and the checkpoint is what the rule gives on that layout (second long
+            // run, seed 207045: Kafka's round re-cleaned that segment, seglog had nothing dirty).
+            case "roll_at_truncation_target" -> refusable(reply, () -> {
+                log.roll();
+                cleanerCheckpoint = checkpointBeforeTruncation;
                 cleanerCheckpointAtMost(log.activeSegment().baseOffset());
             });
             case "hw" -> refusable(reply, () -> {
