@@ -2,10 +2,11 @@
 //! Apache Kafka 4.4 as the oracle (`txn-compacted`: scenario 1's compacted, transactional topic
 //! alone; `kafka-tiered`: a broker's remote tier read by seglog, ending with seglog-tiered's
 //! `kafka_tiered` test on the broker's output, [`KAFKA_TIERED_TEST`]).
-//! `cargo xtask kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE]`: the
+//! `cargo xtask kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE|DIR]`: the
 //! differential histories (`interop/diff`, package `seglog-diff`, against Kafka's `UnifiedLog`
 //! in-process through `interop/kafka`'s `DiffDriver`); `all` (the default, and CI) ends with a
-//! fixed budget of them ([`DIFF_CI_BUDGET`]).
+//! replay of every settled history ([`DIFF_HISTORIES`]) and a fixed budget of new ones
+//! ([`DIFF_CI_BUDGET`]).
 //!
 //! Builds the `seglog` binary and the Maven project in `interop/kafka/` (Java 17, Kafka 4.4.0
 //! from Maven Central into the normal local repository), then runs its harness, which starts a
@@ -36,6 +37,9 @@ const SCENARIOS: &[&str] = &[
 /// The differential histories CI runs (about 2 minutes on a loaded 2-core machine; see
 /// interop/kafka/README.md for the figures). The seed is fixed, so a CI failure replays.
 pub const DIFF_CI_BUDGET: &[&str] = &["--histories", "100", "--steps", "50", "--seed", "1"];
+
+/// The settled differential histories CI replays (all of them, on one driver: about 20 s).
+pub const DIFF_HISTORIES: &str = "interop/diff/histories";
 
 /// The seglog-tiered test that reads what the `kafka-tiered` scenario's broker tiered (from the
 /// directory in `SEGLOG_KAFKA_TIERED_DIR`; without it, from `tests/fixtures/kafka-4.4-tiered/`).
@@ -156,6 +160,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
             run_command(test)?;
         }
         if scenario == "all" {
+            // Every settled history first (each a form a rule, a fix or a harness change
+            // explains: a regression there is a regression of that settlement), then the budget.
+            run_diff(&root, &["--replay".to_owned(), DIFF_HISTORIES.to_owned()])?;
             let budget: Vec<String> = DIFF_CI_BUDGET.iter().map(|s| (*s).to_owned()).collect();
             run_diff(&root, &budget)?;
         }

@@ -48,7 +48,7 @@ tasks:
                          Kafka 4.4 as the oracle (needs java 17 and mvn; see interop/kafka/README.md);
                          fixtures rewrites tests/fixtures/kafka-4.4/; all ends with a budget of
                          differential histories
-  kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE] [--release]
+  kafka diff [--histories N] [--steps M] [--seed S] [--replay FILE|DIR] [--release]
                          differential histories: the same random operations on seglog's Log and
                          Kafka 4.4's UnifiedLog, compared after every step (interop/kafka/README.md)
 ";
