@@ -187,6 +187,21 @@ impl Kafka {
         self.observe(&reply, fetch_offset)
     }
 
+    /// Kafka's one roll check for the several batches of `set` (`DiffDriver.rollForSet`:
+    /// `LogSegment.shouldRoll` with the whole set's size, largest timestamp and last offset, as
+    /// `UnifiedLog.maybeRoll` checks a multi-batch set once), rolling when it says so; returns
+    /// whether it rolled.
+    ///
+    /// # Errors
+    /// Harness errors.
+    pub fn roll_for_set(&mut self, set: &[u8]) -> Result<bool, String> {
+        let reply = self.request(&json!({ "cmd": "roll_for_set", "hex": hex::encode(set) }))?;
+        reply
+            .get("rolled")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| format!("DiffDriver roll_for_set: no `rolled` in {reply}"))
+    }
+
     /// Closes (and deletes) the log of the history.
     ///
     /// # Errors

@@ -464,9 +464,12 @@ impl Runner {
 
 impl Runner {
     /// Kafka refused several v2 batches in one leader append that seglog took as one bulk
-    /// append (`rules_log::several_leader_batches`): Kafka appends them one by one, and its state
-    /// after that, with the first offset of the first append and the last of the last, is what
-    /// the step compares (a refusal of one of them is Kafka's outcome).
+    /// append (`rules_log::several_leader_batches`): Kafka makes its roll check once for the
+    /// whole set (`Kafka::roll_for_set`, as `UnifiedLog.maybeRoll` does for a follower's
+    /// multi-batch set and seglog for its bulk: a set that does not fit rolls before its first
+    /// batch, not between two), then appends the batches one by one, and its state after that,
+    /// with the first offset of the first append and the last of the last, is what the step
+    /// compares (a refusal of one of them is Kafka's outcome).
     fn follow_several_leader_batches(
         &mut self,
         step: &Step,
@@ -484,6 +487,7 @@ impl Runner {
         ));
         let mut first_offset = None;
         let mut last = theirs;
+        self.kafka.roll_for_set(bytes)?;
         for batch in seglog::Batches::new(bytes, 0) {
             let batch = batch.map_err(|e| format!("split a leader append: {e}"))?;
             let header = batch.header();
