@@ -169,7 +169,6 @@ impl Kafka {
             settled_first_unstable: reply.get("settled_first_unstable").and_then(Value::as_i64),
             batch_base_at_hw: None,
             batch_base_at_log_start: None,
-            active_segment_bytes: None,
         })
     }
 

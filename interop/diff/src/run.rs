@@ -704,6 +704,14 @@ fn record_part_b(coverage: &mut Coverage, step: &Step, before: &Observation, o: 
             coverage.note("leader epochs changed by a follower append");
         }
     }
+    if let Op::LeaderBatches { batches } = &step.op
+        && batches.len() > 1
+        && o.outcome.refused.is_none()
+        && !before.state.segments.contains(&before.state.log_end)
+        && o.state.segments.contains(&before.state.log_end)
+    {
+        coverage.note("several leader batches: rolled before the set");
+    }
     if let Op::OffsetForTimestamp { .. } = &step.op {
         coverage.note(if o.outcome.timestamp_lookup.is_some() {
             "offset for timestamp: found"
