@@ -201,3 +201,31 @@ fn max_timestamp_after_delete_records_is_the_first_record_at_or_above_the_log_st
     log.delete_records_before(4).unwrap();
     assert_eq!(max(&log), None);
 }
+
+/// `MaxTimestamp` when the records of one batch share the largest timestamp (one millisecond)
+/// and DeleteRecords raised the log start past the first of them: the first of them at or above
+/// the log start (second long run of the differential histories, seed 206907: Kafka 4.4 answers
+/// the batch's first record, below its log start).
+#[test]
+fn max_timestamp_shared_by_a_batch_is_answered_at_or_above_the_log_start() {
+    let config = LogConfig {
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        ..LogConfig::default()
+    };
+    let (_dir, _clock, log) = fresh(config);
+    let mut builder = seglog::BatchBuilder::new(0);
+    for value in [b"a", b"b", b"c"] {
+        builder.append(T0, None, Some(value), &[]);
+    }
+    log.append(&builder.build().unwrap().to_vec()).unwrap();
+    let max = |log: &seglog::Log| {
+        log.offset_for_timestamp(ListOffsets::MaxTimestamp)
+            .unwrap()
+            .map(|f| (f.offset, f.timestamp_ms))
+    };
+    assert_eq!(max(&log), Some((0, T0)));
+    log.set_high_watermark(3).unwrap();
+    log.delete_records_before(2).unwrap();
+    assert_eq!(max(&log), Some((2, T0)));
+}
