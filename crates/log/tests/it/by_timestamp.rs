@@ -218,7 +218,7 @@ fn max_timestamp_shared_by_a_batch_is_answered_at_or_above_the_log_start() {
     for value in [b"a", b"b", b"c"] {
         builder.append(T0, None, Some(value), &[]);
     }
-    log.append(&builder.build().unwrap().to_vec()).unwrap();
+    log.append(&builder.build().unwrap()).unwrap();
     let max = |log: &seglog::Log| {
         log.offset_for_timestamp(ListOffsets::MaxTimestamp)
             .unwrap()
