@@ -327,9 +327,16 @@ impl Producers {
             }
             return Ok(());
         }
-        let empty_before = self.state.is_empty() && self.state.map_end_offset >= last_offset;
+        // Kafka's `rebuildProducerState` skips the replay when the state was empty before the
+        // reload (`isEmptyBeforeTruncation`: "if there weren't [active producers], then
+        // truncating shouldn't change that fact"). A state emptied by producer expiry is not a
+        // log without producers: the reloaded snapshot may hold a transaction a later marker
+        // decided (kept open then, its LSO stuck), and the replayed part may hold one whose
+        // marker the truncation removed (forgotten then: read_committed serves it). seglog
+        // always replays from the snapshot (docs/format.md, Deliberate differences: "A
+        // truncation after producer expiry replays from the snapshot").
         self.truncate_and_reload(log_start_offset, last_offset, now_ms, report)?;
-        if last_offset > self.state.map_end_offset && !empty_before {
+        if last_offset > self.state.map_end_offset {
             let from = self.state.map_end_offset;
             report.replayed = Some((from, last_offset));
             let bases: Vec<(i64, Arc<Segment>)> =

@@ -602,11 +602,6 @@ impl ProducerState {
         self.ongoing.clear();
         self.unreplicated.clear();
     }
-
-    /// Whether there is no producer and no unreplicated transaction (Kafka's `isEmpty`).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.producers.is_empty() && self.unreplicated.is_empty()
-    }
 }
 
 #[cfg(test)]

@@ -105,6 +105,17 @@ impl Log {
             .into_iter()
             .filter(|t| t.last_offset >= replay.start)
             .collect();
+        let mut replay = replay;
+        let mut dataless = Vec::new();
+        for want in &replay.expected {
+            let kept = on_disk
+                .iter()
+                .any(|t| t.producer_id == want.producer_id && t.last_offset == want.last_offset);
+            if !kept && !txn_data_remains(view, want)? {
+                dataless.push(*want);
+            }
+        }
+        replay.expected.retain(|t| !dataless.contains(t));
         Ok(mismatch(&on_disk, &replay))
     }
 
@@ -141,6 +152,43 @@ impl Log {
         }
         Ok(replay)
     }
+}
+
+/// Whether a data batch of `txn`'s transaction (a transactional batch of its producer
+/// between its first offset and its ABORT marker) remains at or above the view's log start.
+/// Kafka's cleaner drops the entry of an aborted transaction none of whose batches it meets
+/// (`CleanedTransactionMetadata.onControlBatchRead`: no `lastObservedBatchOffset`), so an index
+/// may lack the entry a replay from a snapshot taken before the cleaning expects (issue #25,
+/// long-run seeds 205590 and 108867); such an entry would serve no reader. The batches may lie
+/// in earlier segments: the walk starts at the segment holding the first offset (its offset
+/// index's floor), and runs only for an entry the file lacks.
+fn txn_data_remains(view: &LogView<Arc<Segment>>, txn: &AbortedTxn) -> Result<bool> {
+    let from = txn.first_offset.max(view.log_start_offset);
+    for (base, segment) in view.segments.iter() {
+        if base > txn.last_offset {
+            break;
+        }
+        if segment_end(view, base) <= from {
+            continue;
+        }
+        let Some(start) = segment.translate_offset(from.max(base), 0)? else {
+            continue;
+        };
+        for batch in segment.producer_batches(start.position) {
+            let batch = batch?;
+            if batch.first_offset >= txn.last_offset {
+                break;
+            }
+            if batch.producer_id == txn.producer_id
+                && batch.is_transactional
+                && !batch.is_control
+                && batch.last_offset >= from
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// The offset after the last the view holds in the segment based at `base`.

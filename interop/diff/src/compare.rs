@@ -144,6 +144,11 @@ pub const RULES: &[Rule] = &[
         explains: crate::rules_log::max_timestamp_below_log_start,
     },
     Rule {
+        name: crate::rules_log::TRUNCATION_REPLAY_SKIPPED,
+        documented: "docs/format.md, Deliberate differences: \"A truncation after producer expiry replays from the snapshot\"",
+        explains: crate::rules_log::truncation_replay_skipped,
+    },
+    Rule {
         name: crate::rules_log::MAX_TIMESTAMP_FORGOTTEN,
         documented: "docs/format.md, Deliberate differences: \"MAX_TIMESTAMP after a truncation below a reloaded time index entry\"",
         explains: crate::rules_log::max_timestamp_forgotten_by_truncation,
@@ -240,10 +245,20 @@ fn recompressed_batch_bytes(_: &Step, path: &str, ours: &Observation, kafka: &Ob
 /// `file_batches` horizon flag; divergence 249 of the first 1000-history run). The data lies
 /// below the log start, where nothing is read; the COMMIT marker whose horizon differs may lie
 /// at or above it (long-run seeds 107002, 108599: the marker at the log start, seglog's stamped,
-/// Kafka's not). Exactly this form: the same log start, segment `i` at the same base on both
-/// sides, its batches ending below the log start different, and the others the same except the
-/// delete-horizon flag of a marker-shaped batch (one record of 10 key and value bytes, a
-/// control record's); the segment's size may then differ too.
+/// Kafka's not), also in a later segment than the data (seed 201896: the aborted data and its
+/// marker in segment 0 below the log start, the producer's COMMIT in segment 38). Exactly this
+/// form: the same log start, segment `i` at the same base on both sides, its batches from the
+/// log start on the same except the delete-horizon flag of a marker-shaped batch (one record of
+/// 10 key and value bytes, a control record's), and the batches ending below the log start
+/// different in it or in an earlier segment at the same base on both sides; the segment's size
+/// may then differ too. Once a later round has removed the data on Kafka's side as well, the
+/// batches are the same again, but the ABORT marker was stamped in another round on each side
+/// (Kafka's in the round that did not know the abort, seglog's in the round after the data
+/// went), so its delete horizon (the batch's base timestamp, and the varint of its record's
+/// timestamp delta) differs and with it the segment's size (long-run seed 201263: 415 and 417
+/// bytes): then exactly the same batches, at least one stamped marker-shaped batch ending below
+/// the log start, and sizes apart by at most 10 bytes per such marker (a varlong's length, and
+/// the record length's varint).
 fn aborted_data_below_log_start(
     _: &Step,
     path: &str,
@@ -254,7 +269,10 @@ fn aborted_data_below_log_start(
         return false;
     };
     let start = ours.state.log_start;
-    let part = |o: &Observation, below: bool| {
+    if path.starts_with("files[") && segment_batches(ours, i) == segment_batches(kafka, i) {
+        return marker_stamped_in_another_round(i, ours, kafka);
+    }
+    let part = |o: &Observation, i: usize, below: bool| {
         segment_batches(o, i).map(|bs| {
             bs.iter()
                 .filter(|b| (b[1] < start) == below)
@@ -269,13 +287,36 @@ fn aborted_data_below_log_start(
                 .collect::<Vec<_>>()
         })
     };
-    let base = |o: &Observation| o.files.as_ref().and_then(|f| f.get(i)).map(|f| f.0);
+    let base = |o: &Observation, i: usize| o.files.as_ref().and_then(|f| f.get(i)).map(|f| f.0);
+    let same_base = |i: usize| base(ours, i).is_some() && base(ours, i) == base(kafka, i);
     ours.state.log_start == kafka.state.log_start
-        && base(ours).is_some()
-        && base(ours) == base(kafka)
+        && same_base(i)
         && segment_batches(ours, i) != segment_batches(kafka, i)
-        && part(ours, true) != part(kafka, true)
-        && part(ours, false) == part(kafka, false)
+        && (0..=i).any(|j| same_base(j) && part(ours, j, true) != part(kafka, j, true))
+        && part(ours, i, false) == part(kafka, i, false)
+}
+
+/// The size form of `aborted_data_below_log_start`: segment `i` at the same base with the
+/// same batches on both sides, sizes apart by at most 10 bytes per marker-shaped batch below
+/// the log start that carries a delete horizon (at least one).
+fn marker_stamped_in_another_round(i: usize, ours: &Observation, kafka: &Observation) -> bool {
+    let start = ours.state.log_start;
+    let file = |o: &Observation| o.files.as_ref().and_then(|f| f.get(i)).copied();
+    let (Some((base, a)), Some((kafka_base, b)), Some(batches)) =
+        (file(ours), file(kafka), segment_batches(ours, i))
+    else {
+        return false;
+    };
+    let stamped = batches
+        .iter()
+        .filter(|b| b[1] < start && b[3] == 1 && b[4] == CONTROL_RECORD_BYTES && b[6] == 1)
+        .count();
+    let apart = a.abs_diff(b);
+    ours.state.log_start == kafka.state.log_start
+        && base == kafka_base
+        && stamped > 0
+        && apart > 0
+        && apart <= 10 * stamped as u64
 }
 
 /// The key and value bytes of a COMMIT/ABORT control record (a 4-byte key: version and type; a
@@ -597,6 +638,124 @@ mod tests {
             [5, 5, 0, 2, 20, 2, 0],
         ]]);
         assert!(!aborted_data_below_log_start(&step(), path, &ours, &data));
+    }
+
+    /// Long-run seed 201896: the aborted data (9) and its ABORT marker (10) lie in segment 0
+    /// below the log start 32; the producer's COMMIT at 50 lies in segment 38, stamped by
+    /// seglog, not by Kafka (which counted the data as a committed transaction).
+    #[test]
+    fn aborted_data_below_log_start_allows_the_horizon_of_a_marker_in_a_later_segment() {
+        let with = |first: Vec<FileBatch>, second: Vec<FileBatch>| Observation {
+            state: State {
+                log_start: 32,
+                log_end: 65,
+                ..State::default()
+            },
+            files: Some(vec![(0, 333), (38, 538)]),
+            file_batches: Some(vec![first, second]),
+            ..Observation::default()
+        };
+        let second = |commit_flag| {
+            vec![
+                [38, 40, 1, 1, 25, 2, 0],
+                [50, 50, 0, 1, 10, 2, commit_flag],
+                [52, 54, 0, 3, 78, 2, 0],
+            ]
+        };
+        let ours = with(
+            vec![[10, 10, 0, 1, 10, 2, 0], [16, 16, 0, 1, 10, 2, 1]],
+            second(1),
+        );
+        let kafka = with(
+            vec![[10, 10, 0, 1, 10, 2, 1], [16, 16, 0, 1, 10, 2, 1]],
+            second(0),
+        );
+        for path in ["file_batches[1][1]", "files[1]"] {
+            assert!(
+                aborted_data_below_log_start(&step(), path, &ours, &kafka),
+                "{path}"
+            );
+        }
+        // The same difference in segment 38 with nothing different below the log start: not
+        // this form.
+        let mut same_below = kafka.clone();
+        same_below.file_batches = Some(vec![
+            vec![[10, 10, 0, 1, 10, 2, 0], [16, 16, 0, 1, 10, 2, 1]],
+            second(0),
+        ]);
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[1][1]",
+            &ours,
+            &same_below
+        ));
+        // A data batch of segment 38 differing: not this form.
+        let mut data = kafka.clone();
+        data.file_batches = Some(vec![
+            vec![[10, 10, 0, 1, 10, 2, 1], [16, 16, 0, 1, 10, 2, 1]],
+            vec![
+                [38, 40, 1, 2, 50, 2, 0],
+                [50, 50, 0, 1, 10, 2, 0],
+                [52, 54, 0, 3, 78, 2, 0],
+            ],
+        ]);
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[1][0]",
+            &ours,
+            &data
+        ));
+    }
+
+    /// Long-run seed 201263: after a second round the batches of segment 0 are the same, the
+    /// ABORT marker at 9 (below the log start 12) stamped in round 1 by Kafka and in round 2 by
+    /// seglog: 415 and 417 bytes.
+    #[test]
+    fn aborted_data_below_log_start_allows_the_size_of_a_marker_stamped_in_another_round() {
+        let with = |size: u64, marker_flag: i64| Observation {
+            state: State {
+                log_start: 12,
+                log_end: 36,
+                ..State::default()
+            },
+            files: Some(vec![(0, size)]),
+            file_batches: Some(vec![vec![
+                [4, 5, 0, 0, 0, 2, 0],
+                [9, 9, 0, 1, 10, 2, marker_flag],
+                [13, 14, 0, 1, 29, 2, 0],
+            ]]),
+            ..Observation::default()
+        };
+        let path = "files[0]";
+        assert!(aborted_data_below_log_start(
+            &step(),
+            path,
+            &with(415, 1),
+            &with(417, 1)
+        ));
+        // No stamped marker below the log start, or too far apart: not this form.
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &with(415, 0),
+            &with(417, 0)
+        ));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &with(415, 1),
+            &with(430, 1)
+        ));
+        // A marker above the log start: not this form.
+        let mut above = (with(415, 1), with(417, 1));
+        above.0.state.log_start = 9;
+        above.1.state.log_start = 9;
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            path,
+            &above.0,
+            &above.1
+        ));
     }
 
     #[test]

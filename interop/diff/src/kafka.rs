@@ -79,6 +79,15 @@ impl Kafka {
 
     /// Sends `request`; a reply without `"ok": true` is an error of the harness.
     fn request(&mut self, request: &Value) -> Result<Value, String> {
+        // Every request runs at the step's held clock (`DiffDriver` pins its `Time` to it).
+        let mut request = request.clone();
+        if let Some(fields) = request.as_object_mut()
+            && self.now_ms > 0
+        {
+            fields
+                .entry("now_ms")
+                .or_insert_with(|| Value::from(self.now_ms));
+        }
         writeln!(self.stdin, "{request}")
             .and_then(|()| self.stdin.flush())
             .map_err(|e| format!("DiffDriver: sending {request}: {e}"))?;
@@ -172,6 +181,20 @@ impl Kafka {
         })
     }
 
+    /// Removes the producers `ids` from Kafka's producer state (its `producers` map, by
+    /// reflection: no public call removes one producer); returns the observation after that.
+    ///
+    /// # Errors
+    /// Harness errors.
+    pub fn forget_producers(
+        &mut self,
+        ids: &[i64],
+        fetch_offset: i64,
+    ) -> Result<Observation, String> {
+        let reply = self.request(&json!({ "cmd": "forget_producers", "ids": ids }))?;
+        self.observe(&reply, fetch_offset)
+    }
+
     /// Assigns `entries` (epoch, start offset) in order in Kafka's leader-epoch cache
     /// (`assignEpochStartOffset` each); returns the observation after that.
     ///
@@ -199,6 +222,18 @@ impl Kafka {
             .get("rolled")
             .and_then(Value::as_bool)
             .ok_or_else(|| format!("DiffDriver roll_for_set: no `rolled` in {reply}"))
+    }
+
+    /// Rolls Kafka's log after a truncation that seglog's rolled at the target (rule
+    /// `truncation-inside-a-batch-rolls-at-the-target`), with the cleaner checkpoint LogManager's
+    /// rule gives on that layout (`DiffDriver`'s `roll_at_truncation_target`); returns the
+    /// observation after that.
+    ///
+    /// # Errors
+    /// Harness errors (a refused roll is an outcome).
+    pub fn roll_at_truncation_target(&mut self, fetch_offset: i64) -> Result<Observation, String> {
+        let reply = self.request(&json!({ "cmd": "roll_at_truncation_target" }))?;
+        self.observe(&reply, fetch_offset)
     }
 
     /// Closes (and deletes) the log of the history.

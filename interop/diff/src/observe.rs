@@ -45,6 +45,11 @@ pub struct Outcome {
     /// which breaches `retention.ms` (for the rule on that forgotten timestamp).
     #[serde(default, skip_serializing)]
     pub retention_kept_by_stale_max_timestamp: Vec<i64>,
+    /// Kafka only, never compared: its `truncateTo` skipped the replay after the snapshot
+    /// reload (`rebuildProducerState`'s `isEmptyBeforeTruncation`: the producer state was
+    /// empty before), for the rule on that shortcut after producer expiry.
+    #[serde(default, skip_serializing)]
+    pub skipped_truncation_replay: bool,
 }
 
 /// Kafka's `FileRecords.TimestampAndOffset`: what ListOffsets answers.

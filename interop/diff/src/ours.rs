@@ -355,6 +355,7 @@ fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
         batches_max_timestamp: None,
         max_timestamp_so_far_stale: false,
         retention_kept_by_stale_max_timestamp: Vec::new(),
+        skipped_truncation_replay: false,
     }
 }
 

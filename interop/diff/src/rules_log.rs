@@ -15,6 +15,37 @@ pub const MAX_TIMESTAMP_BELOW_LOG_START: &str = "max-timestamp-below-log-start";
 /// The name of the rule for a segment max timestamp Kafka forgets in a truncation.
 pub const MAX_TIMESTAMP_FORGOTTEN: &str = "max-timestamp-of-a-segment-forgotten-by-a-truncation";
 
+/// The name of the rule for Kafka's truncation that skips its replay after producer expiry;
+/// the runner ends the history after it.
+pub const TRUNCATION_REPLAY_SKIPPED: &str =
+    "kafka-skips-the-replay-of-a-truncation-with-an-empty-producer-state";
+
+/// Kafka 4.4's `UnifiedLog.rebuildProducerState` reloads the latest snapshot at or below the
+/// truncation target and replays the batches after it, except when the producer state was
+/// empty before (`isEmptyBeforeTruncation`), which `removeExpiredProducers` makes it in a log
+/// that had producers: Kafka's rebuilt state is then the snapshot's alone (a transaction it
+/// holds open stays open though a later marker decided it: second long run, seed 207103,
+/// first unstable offset seglog none, Kafka 19; a transaction whose marker the truncation
+/// removed is not open again: old long run, seed 105013, LSO seglog 2, Kafka 29; the producers
+/// of the replayed part are missing: seed 208599). seglog replays (docs/format.md, "A
+/// truncation after producer expiry replays from the snapshot"). Exactly: a truncation both
+/// accepted, Kafka reporting that it skipped the replay, and the difference in the producer
+/// state, the first unstable offset, the LSO or the read_committed fetch.
+pub fn truncation_replay_skipped(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    matches!(step.op, Op::Truncate { .. })
+        && kafka.outcome.skipped_truncation_replay
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.is_none()
+        && (path.starts_with("state.producers")
+            || path.starts_with("read_committed.")
+            || matches!(path, "state.first_unstable" | "state.last_stable"))
+}
+
 /// When the log start is raised (DeleteRecords, retention, a reload) past the first offset of
 /// an open transaction to an offset in a gap (no batch holds it: a follower's gap, or a
 /// truncation inside a batch), Kafka's `UnifiedLog.maybeIncrementFirstUnstableOffset` clamps
@@ -28,9 +59,12 @@ pub const MAX_TIMESTAMP_FORGOTTEN: &str = "max-timestamp-of-a-segment-forgotten-
 /// watermark, Kafka's own `ProducerStateManager.firstUnstableOffset()` below the log start,
 /// seglog's first unstable offset the log start, Kafka's above it and either the base of the
 /// first batch at or above the log start (seglog reports it) or a segment base below that
-/// one, and each side's LSO `min(its first unstable, HW)`.
+/// one, and each side's LSO `min(its first unstable, HW)`. The high watermarks may differ
+/// only as `high-watermark-in-a-gap` accepts (old long run, seed 105013: log start 2 in the
+/// gap before a follower batch at 29, the high watermark 2 there too; after a no-op truncation
+/// Kafka's read raised its high watermark to 29: LSO seglog 2, Kafka 29).
 pub fn first_unstable_at_next_batch(
-    _: &Step,
+    step: &Step,
     path: &str,
     ours: &Observation,
     kafka: &Observation,
@@ -44,7 +78,8 @@ pub fn first_unstable_at_next_batch(
     });
     matches!(path, "state.first_unstable" | "state.last_stable")
         && a.log_start == b.log_start
-        && a.high_watermark == b.high_watermark
+        && (a.high_watermark == b.high_watermark
+            || crate::rules::high_watermark_in_a_gap(step, "state.high_watermark", ours, kafka))
         && kafka.fresh_first_unstable.is_some_and(|f| f < start)
         && a.first_unstable == Some(start)
         && raised
@@ -278,6 +313,63 @@ mod tests {
     }
 
     #[test]
+    fn a_truncation_kafka_did_not_replay_is_explained_only_in_its_form() {
+        // Second long run, seed 207103: after producer expiry, truncateTo(52) reloaded the
+        // snapshot at 42 (transactions 19 and 38 open) and replayed none of their ABORTs.
+        let truncate = Step {
+            op: Op::Truncate { offset: 52 },
+            fetch_offset: 28,
+        };
+        let ours = Observation {
+            state: State {
+                log_end: 52,
+                high_watermark: 52,
+                first_unstable: None,
+                last_stable: 52,
+                ..State::default()
+            },
+            ..Observation::default()
+        };
+        let mut kafka = ours.clone();
+        kafka.state.first_unstable = Some(19);
+        kafka.state.last_stable = 19;
+        kafka.outcome.skipped_truncation_replay = true;
+        for path in [
+            "state.first_unstable",
+            "state.last_stable",
+            "state.producers",
+            "state.producers[0].txn_first_offset",
+            "read_committed.batches",
+        ] {
+            assert!(
+                truncation_replay_skipped(&truncate, path, &ours, &kafka),
+                "{path}"
+            );
+        }
+        // Another field, another step, or a truncation Kafka replayed: not this form.
+        assert!(!truncation_replay_skipped(
+            &truncate,
+            "state.log_end",
+            &ours,
+            &kafka
+        ));
+        assert!(!truncation_replay_skipped(
+            &step(),
+            "state.first_unstable",
+            &ours,
+            &kafka
+        ));
+        let mut replayed = kafka.clone();
+        replayed.outcome.skipped_truncation_replay = false;
+        assert!(!truncation_replay_skipped(
+            &truncate,
+            "state.first_unstable",
+            &ours,
+            &replayed
+        ));
+    }
+
+    #[test]
     fn a_first_unstable_offset_raised_to_the_next_batch_is_explained_only_in_its_form() {
         // Divergence 127 of the 1000-history run: a transaction at 0..=2, a follower batch at
         // 14 after a gap, the high watermark 16, DeleteRecords to 13 (in the gap).
@@ -309,6 +401,28 @@ mod tests {
             "state.log_start",
             &ours,
             &kafka
+        ));
+        // Beside Kafka's high watermark raised in the same gap (seed 105013), also the LSO.
+        let mut ours_gap = ours.clone();
+        ours_gap.state.high_watermark = 13;
+        ours_gap.state.last_stable = 13;
+        ours_gap.batch_base_at_hw = Some(14);
+        let mut kafka_gap = kafka.clone();
+        kafka_gap.state.high_watermark = 14;
+        kafka_gap.state.last_stable = 14;
+        assert!(first_unstable_at_next_batch(
+            &step(),
+            "state.last_stable",
+            &ours_gap,
+            &kafka_gap
+        ));
+        // A high watermark raised past the gap: no.
+        kafka_gap.state.high_watermark = 15;
+        assert!(!first_unstable_at_next_batch(
+            &step(),
+            "state.last_stable",
+            &ours_gap,
+            &kafka_gap
         ));
         // Past the next batch: no.
         let mut past = kafka.clone();

@@ -559,3 +559,113 @@ fn truncate_inside_a_batch_reports_the_end_every_reopen_sees() {
     assert_eq!(info(&dir)["log_end_offset"], 5);
     assert_eq!(seglog(["verify".as_ref(), dir.as_os_str()]).code, 0);
 }
+
+/// `verify` and the open path agree on an index Kafka's cleaner leaves (issue #25 item 3; the
+/// long run's seed 205590): a first round removes an aborted transaction's data while its ABORT
+/// marker lies above the round, the second cleans the marker's segment and drops the entry (no
+/// batch of the transaction left), as Kafka's `CleanedTransactionMetadata` does. The producer
+/// snapshot at the marker's segment, taken before the cleaning, still has the transaction
+/// open. `verify` (whose expectation is a full recovery's rebuild) accepts the index; before
+/// the fix the open path's first-use check expected the entry again and rebuilt the index with
+/// it, so the two disagreed.
+#[test]
+fn an_index_without_the_entry_of_removed_aborted_data_verifies_and_is_kept() {
+    use seglog::{BatchBuilder, Durability, TxnResult};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("txn-cleaned-0");
+    let now = 1_700_000_000_000;
+    let config = seglog::LogConfig {
+        segment_bytes: 1024,
+        retention_ms: -1,
+        cleanup_policy: seglog::CleanupPolicy::Compact,
+        min_cleanable_dirty_ratio: seglog::DirtyRatio(0.0),
+        min_compaction_lag_ms: 0,
+        delete_retention_ms: 86_400_000,
+        file_delete_delay_ms: 0,
+        ..seglog::LogConfig::default()
+    };
+    let options = seglog::LogOpenOptions {
+        high_watermark: seglog::HighWatermarkPolicy::LogEnd,
+        clock: std::sync::Arc::new(seglog::ManualClock::new(now)),
+        ..seglog::LogOpenOptions::default()
+    };
+    let reopen = (config.clone(), options.clone());
+    let log = seglog::Log::open_with(&dir, config, options).unwrap();
+    // A record of `key` padded to `bytes`; `producer` is (id, sequence, transactional).
+    let put = |producer: Option<(i64, i32, bool)>, key: &str, bytes: usize| {
+        let mut builder = BatchBuilder::new(0);
+        if let Some((id, sequence, transactional)) = producer {
+            builder = builder
+                .producer(id, 0, sequence)
+                .transactional(transactional);
+        }
+        let value = format!("{key:<bytes$}");
+        builder.append(now, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
+        log.append(&builder.build().unwrap()).unwrap();
+    };
+    let abort = |producer_id: i64| {
+        log.write_txn_marker(
+            producer_id,
+            0,
+            0,
+            TxnResult::Abort,
+            None,
+            Durability::PageCache,
+        )
+        .unwrap();
+    };
+    put(None, "k0", 500);
+    put(Some((8, 0, true)), "a8", 2);
+    log.roll().unwrap();
+    put(Some((9, 0, true)), "a9", 2);
+    abort(8);
+    put(None, "k1", 560);
+    put(Some((8, 1, false)), "p8", 2);
+    log.clean_at(now).unwrap();
+    abort(9);
+    put(None, "k2", 2);
+    log.roll().unwrap();
+    log.clean_at(now).unwrap();
+    log.close().unwrap();
+    drop(log);
+    let index = dir.join("00000000000000000002.txnindex");
+    let cleaned = std::fs::read(&index).unwrap();
+    let entries = seglog::decode_txn_index(&cleaned).unwrap();
+    assert_eq!(
+        entries.iter().map(|t| t.producer_id).collect::<Vec<_>>(),
+        [9]
+    );
+    let verify = run(["verify"], &dir);
+    assert_eq!(verify.code, 0, "{}{}", verify.stdout, verify.stderr);
+    // The open path (a clean open: the first-use check) uses the file as it is, as `verify`
+    // (a full recovery's rebuild) accepted it, also when a fetch from the marker's segment
+    // uses its index first (the check then replays from the snapshot at 2). Before the fix
+    // that check put producer 8's entry back.
+    let log = seglog::Log::open_with(&dir, reopen.0, reopen.1).unwrap();
+    let fetched: Vec<i64> = log
+        .aborted_transactions(2, log.log_end_offset())
+        .unwrap()
+        .iter()
+        .map(|t| t.producer_id)
+        .collect();
+    assert_eq!(fetched, [9]);
+    let checked: Vec<_> = log
+        .txn_index_entries()
+        .unwrap()
+        .into_iter()
+        .filter(|(base, _)| *base == 2)
+        .flat_map(|(_, entries)| entries)
+        .collect();
+    assert_eq!(checked, entries);
+    drop(log);
+    let committed: Vec<String> = values(&dir, "read-committed")
+        .iter()
+        .map(|v| v.trim_end().to_owned())
+        .collect();
+    assert_eq!(committed, ["k0", "k1", "p8", "k2"]);
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        cleaned,
+        "the index was rewritten"
+    );
+}

@@ -796,3 +796,89 @@ fn a_clean_reopen_keeps_a_producer_a_later_marker_refreshed() {
     let entry = log.producer_state(7).unwrap();
     assert_eq!((entry.last_sequence(), entry.last_data_offset()), (0, 0));
 }
+
+/// A log whose producers all expired after producer 3's transaction at 0..1 was committed
+/// (marker at 2) and producer 9 wrote at 3, high watermark 4, `producer.id.expiration.ms` 1 s:
+/// the state is empty (no producer, no unreplicated transaction) before the truncation.
+fn all_producers_expired_after_a_commit(
+    dir: &Path,
+    clock: &std::sync::Arc<seglog::ManualClock>,
+) -> Log {
+    let config = LogConfig {
+        producer_id_expiration_ms: 1_000,
+        ..small_config(1 << 20)
+    };
+    let log = open(dir, config, clock);
+    log.append(&idempotent(3, 0, 0, 2, true)).unwrap();
+    log.write_txn_marker(3, 0, 0, TxnResult::Commit, None, Durability::PageCache)
+        .unwrap();
+    log.set_high_watermark(3).unwrap();
+    // Its append drops the committed transaction (marker below the high watermark) from the
+    // unreplicated ones, as Kafka's `onHighWatermarkUpdated` does.
+    log.append(&idempotent(9, 0, 0, 1, false)).unwrap();
+    log.set_high_watermark(4).unwrap();
+    assert_eq!(log.tick(T0 + 5_000).unwrap().expired_producers, 2);
+    assert_eq!(log.producer_count(), 0);
+    log
+}
+
+/// Differential histories (issue #25, old long-run seed 105013: `state.last_stable` after a
+/// truncation, seglog 2, Kafka 29): Kafka's `rebuildProducerState` skips the replay when its
+/// producer state is empty before the truncation (`isEmptyBeforeTruncation`), which producer
+/// expiry makes it. seglog copied that shortcut: a truncation that removed the COMMIT marker of
+/// a transaction whose producer had expired did not replay the transaction, so it was not open
+/// again, the LSO was the high watermark, and read_committed served the records of a
+/// transaction no marker ends. seglog now always replays from the snapshot. Checked: fails on
+/// the code before the fix (LSO 2, both records served).
+#[test]
+fn a_truncation_after_producer_expiry_reopens_the_transaction_whose_marker_it_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let log = all_producers_expired_after_a_commit(dir.path(), &clock);
+    log.truncate_to(2).unwrap();
+    assert_eq!(log.first_unstable_offset(), Some(0));
+    assert_eq!(log.last_stable_offset(), 0);
+    assert!(values(&log, Isolation::ReadCommitted).is_empty());
+    assert_eq!(
+        log.producer_state(3).unwrap().current_txn_first_offset,
+        Some(0)
+    );
+}
+
+/// The other side of the same shortcut (second long run, seed 207103: `state.first_unstable`
+/// after a truncation, seglog none, Kafka 19): the snapshot the truncation reloads (at a roll
+/// inside the transaction) holds the transaction open, and a marker after it decided it. Kafka
+/// loads the snapshot and, its state empty before, replays nothing: the aborted transaction is
+/// open again and the LSO stays at its first offset for good. seglog replays the marker.
+/// Checked: fails on the code before the fix (first unstable offset 0).
+#[test]
+fn a_truncation_after_producer_expiry_keeps_a_decision_made_after_the_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = clock();
+    let config = LogConfig {
+        producer_id_expiration_ms: 1_000,
+        ..small_config(1 << 20)
+    };
+    let log = open(dir.path(), config, &clock);
+    log.append(&idempotent(3, 0, 0, 2, true)).unwrap();
+    // The snapshot at 2 holds producer 3's open transaction.
+    log.roll().unwrap();
+    log.write_txn_marker(3, 0, 0, TxnResult::Abort, None, Durability::PageCache)
+        .unwrap();
+    log.set_high_watermark(3).unwrap();
+    log.append(&idempotent(9, 0, 0, 1, false)).unwrap();
+    log.append(&crate::support::batch(T0, &[b"a", b"b", b"c"]))
+        .unwrap();
+    log.set_high_watermark(7).unwrap();
+    assert_eq!(log.tick(T0 + 5_000).unwrap().expired_producers, 2);
+    assert_eq!(log.producer_count(), 0);
+    log.truncate_to(4).unwrap();
+    assert_eq!(log.first_unstable_offset(), None);
+    assert_eq!(log.last_stable_offset(), 4);
+    // The aborted records are skipped, producer 9's is served.
+    assert_eq!(values(&log, Isolation::ReadCommitted), ["9-0-0"]);
+    assert_eq!(
+        log.producer_state(3).unwrap().current_txn_first_offset,
+        None
+    );
+}

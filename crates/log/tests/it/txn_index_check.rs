@@ -399,3 +399,99 @@ fn an_entry_whose_transaction_began_in_an_earlier_segment_below_the_log_start_is
         .collect();
     assert_eq!(after, vec![(8, 2)]);
 }
+
+fn compacted(dir: &Path) -> Log {
+    Log::open_with(
+        dir,
+        LogConfig {
+            segment_bytes: 1024,
+            cleanup_policy: seglog::CleanupPolicy::Compact,
+            min_cleanable_dirty_ratio: seglog::DirtyRatio(0.0),
+            min_compaction_lag_ms: 0,
+            delete_retention_ms: 86_400_000,
+            file_delete_delay_ms: 0,
+            ..config()
+        },
+        LogOpenOptions {
+            clock: crate::support::clock(),
+            high_watermark: seglog::HighWatermarkPolicy::LogEnd,
+            ..LogOpenOptions::default()
+        },
+    )
+    .unwrap()
+}
+
+/// One record of `key` whose value is `key` padded to `bytes`; `producer` is (id, sequence,
+/// transactional).
+fn keyed(log: &Log, producer: Option<(i64, i32, bool)>, key: &str, bytes: usize) {
+    let mut builder = BatchBuilder::new(0);
+    if let Some((producer_id, sequence, transactional)) = producer {
+        builder = builder
+            .producer(producer_id, 0, sequence)
+            .transactional(transactional);
+    }
+    let value = format!("{key:<bytes$}");
+    builder.append(T0, Some(key.as_bytes()), Some(value.as_bytes()), &[]);
+    log.append(&builder.build().unwrap()).unwrap();
+}
+
+/// An aborted transaction whose data an earlier cleaning round removed loses its entry in
+/// the round that cleans its ABORT marker's segment, as Kafka's `CleanedTransactionMetadata`
+/// drops it (no batch of the transaction observed), and the first-use check keeps that index:
+/// no batch of the transaction remains at or above the log start, so the entry would serve no
+/// reader (issue #25, long-run seeds 205590 and 108867: aborted seglog `[[1000, 9]]`, Kafka
+/// `[[1001, 21]]`). Before the fix the check replayed from the snapshot at the marker's
+/// segment, taken before the cleaning (the transaction open in it), found "no entry for the
+/// ABORT marker" and rewrote the index with the entry of the removed data and without the
+/// entry of the transaction whose data the second round removed.
+#[test]
+fn an_entry_the_cleaner_dropped_with_its_removed_data_is_not_rebuilt_at_first_use() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = compacted(tmp.path());
+    // Sizes that keep the cleaned segments apart (together above `segment.bytes`, 1024).
+    keyed(&log, None, "k0", 500);
+    keyed(&log, Some((8, 0, true)), "a8", 2);
+    // The roll's snapshot at 2 has producer 8's transaction open from 1.
+    log.roll().unwrap();
+    keyed(&log, Some((9, 0, true)), "a9", 2);
+    marker(&log, 8, TxnResult::Abort);
+    keyed(&log, None, "k1", 560);
+    // Producer 8's last data batch is a later one: its aborted batch is not kept empty.
+    keyed(&log, Some((8, 1, false)), "p8", 2);
+    // Producer 9's open transaction holds the LSO at 2: the round cleans segment 0 only and
+    // removes producer 8's aborted data (its entry lies in segment 2's index).
+    assert_eq!(log.last_stable_offset(), 2);
+    log.clean_at(T0).unwrap();
+    let offsets = |log: &Log| -> Vec<i64> {
+        log.owned_reader(0, Isolation::ReadUncommitted)
+            .until_caught_up()
+            .map(|f| f.unwrap().record.offset)
+            .collect()
+    };
+    assert_eq!(offsets(&log), [0, 2, 4, 5]);
+    marker(&log, 9, TxnResult::Abort);
+    keyed(&log, None, "k2", 2);
+    log.roll().unwrap();
+    // The second round cleans segment 2: producer 9's data goes (its batch kept empty, its
+    // last data batch), its entry stays with its marker; producer 8's marker has no data left,
+    // and its entry goes.
+    log.clean_at(T0).unwrap();
+    assert_eq!(offsets(&log), [0, 4, 5, 7]);
+    let index = txn_index(tmp.path(), 1);
+    let cleaned = std::fs::read(&index).unwrap();
+    assert_eq!(cleaned, entry(9, 2, 6, 7));
+    log.close().unwrap();
+    drop(log);
+    let log = compacted(tmp.path());
+    assert_eq!(aborted_from(&log, 2), [(9, 2)]);
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        cleaned,
+        "the index was rewritten"
+    );
+    let values: Vec<String> = committed(&log)
+        .iter()
+        .map(|v| v.trim_end().to_owned())
+        .collect();
+    assert_eq!(values, ["k0", "k1", "p8", "k2"]);
+}

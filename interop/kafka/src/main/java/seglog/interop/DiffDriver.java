@@ -66,6 +66,8 @@ public final class DiffDriver {
     private final DiffTime time = new DiffTime();
     /** LogCleanerManager's checkpoint of this log (the first dirty offset); none before a round. */
     private Optional<Long> cleanerCheckpoint = Optional.empty();
+    /** The checkpoint before the last truncation (for {@code roll_at_truncation_target}). */
+    private Optional<Long> checkpointBeforeTruncation = Optional.empty();
     private Cleaner cleaner;
     private UnifiedLog log;
     private Path dir;
@@ -92,7 +94,13 @@ public final class DiffDriver {
                     JsonNode request = KafkaBench.JSON.readTree(line);
                     String cmd = request.path("cmd").asText();
                     exit = cmd.equals("exit");
-                    reply = exit ? ok() : driver.handle(cmd, request);
+                    // The Rust side's held clock: every request runs at its step's now.
+                    if (request.has("now_ms")) driver.time.pin(request.path("now_ms").asLong());
+                    try {
+                        reply = exit ? ok() : driver.handle(cmd, request);
+                    } finally {
+                        driver.time.unpin();
+                    }
                 } catch (Exception | AssertionError e) {
                     reply = KafkaBench.JSON.createObjectNode();
                     reply.put("ok", false);
@@ -138,7 +146,30 @@ public final class DiffDriver {
             case "roll" -> refusable(reply, () -> log.roll());
             case "roll_for_set" -> reply.put("rolled", rollForSet(r.path("hex").asText()));
             case "truncate" -> refusable(reply, () -> {
-                log.truncateTo(r.path("offset").asLong());
+                long target = r.path("offset").asLong();
+                // Whether truncateTo's rebuildProducerState will skip the replay after its
+                // snapshot reload (`isEmptyBeforeTruncation`: an empty state whose end is at or
+                // above the target), for the rule on that shortcut after producer expiry;
+                // never compared.
+                var psm = log.producerStateManager();
+                boolean skipsReplay = target < log.logEndOffset()
+                        && log.logSegments().get(0).baseOffset() <= target
+                        && psm.isEmpty() && psm.mapEndOffset() >= target;
+                checkpointBeforeTruncation = cleanerCheckpoint;
+                log.truncateTo(target);
+                if (skipsReplay) reply.put("skipped_truncation_replay", true);
+                cleanerCheckpointAtMost(log.activeSegment().baseOffset());
+            });
+            // The runner's roll after a truncation inside a batch or in a gap (rule
+            // `truncation-inside-a-batch-rolls-at-the-target`): seglog's truncation rolled at the
+            // target, so LogManager's checkpoint rule (run after the truncation) sees an active
+            // segment based at the target; Kafka's, which does not roll, lowered the checkpoint
+            // to the base of the segment holding the target. The roll makes Kafka's layout
+            // seglog's, and the checkpoint is what the rule gives on that layout (second long
+            // run, seed 207045: Kafka's round re-cleaned that segment, seglog had nothing dirty).
+            case "roll_at_truncation_target" -> refusable(reply, () -> {
+                log.roll();
+                cleanerCheckpoint = checkpointBeforeTruncation;
                 cleanerCheckpointAtMost(log.activeSegment().baseOffset());
             });
             case "hw" -> refusable(reply, () -> {
@@ -192,6 +223,16 @@ public final class DiffDriver {
                 log.removeExpiredProducers(r.path("now").asLong());
                 log.deleteOldSegments();
             });
+            // The runner's undo of an overlapping follower append: its truncation may reload a
+            // snapshot holding a producer Kafka's state had dropped since (an expiry); the
+            // runner names the producers the state before the append did not have.
+            case "forget_producers" -> refusable(reply, () -> {
+                var psm = log.producerStateManager();
+                var producers = psm.getClass().getDeclaredField("producers");
+                producers.setAccessible(true);
+                var map = (Map<?, ?>) producers.get(psm);
+                for (var id : r.path("ids")) map.remove(id.asLong());
+            });
             default -> throw new IllegalArgumentException("unknown command `" + cmd + "`");
         }
         reply.set("state", state());
@@ -236,40 +277,38 @@ public final class DiffDriver {
      */
     private void maintenance(String cmd, JsonNode r, ObjectNode reply) throws Exception {
         long now = r.path("now_ms").asLong();
+        // Pinned for the whole request by the main loop (the held clock); pinned here too for
+        // a request without it.
         time.pin(now);
-        try {
-            switch (cmd) {
-                case "retention" -> {
-                    Map<String, Object> overrides = new HashMap<>();
-                    overrides.put("retention.ms", r.path("retention_ms").asLong());
-                    overrides.put("retention.bytes", r.path("retention_bytes").asLong());
-                    log.updateConfig(configWith(overrides));
-                    staleRetention(reply, now, r.path("retention_ms").asLong());
-                    try {
-                        refusable(reply, () -> log.deleteOldSegments());
-                    } finally {
-                        log.updateConfig(configWith(Map.of()));
-                    }
+        switch (cmd) {
+            case "retention" -> {
+                Map<String, Object> overrides = new HashMap<>();
+                overrides.put("retention.ms", r.path("retention_ms").asLong());
+                overrides.put("retention.bytes", r.path("retention_bytes").asLong());
+                log.updateConfig(configWith(overrides));
+                staleRetention(reply, now, r.path("retention_ms").asLong());
+                try {
+                    refusable(reply, () -> log.deleteOldSegments());
+                } finally {
+                    log.updateConfig(configWith(Map.of()));
                 }
-                case "delete_records" -> refusable(reply, () -> {
-                    long offset = r.path("offset").asLong();
-                    long converted = offset == -1 ? log.highWatermark() : offset;
-                    if (converted < 0) {
-                        throw new org.apache.kafka.common.errors.OffsetOutOfRangeException(
-                                "The offset " + converted + " for partition is not valid");
-                    }
-                    log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
-                });
-                case "truncate_fully" -> refusable(reply, () -> {
-                    log.truncateFullyAndStartAt(r.path("offset").asLong(), Optional.empty());
-                    cleanerCheckpointAtMost(log.activeSegment().baseOffset());
-                });
-                case "clean" -> clean(r, reply, now);
-                case "crash" -> crash(r);
-                default -> throw new IllegalArgumentException("unknown maintenance command `" + cmd + "`");
             }
-        } finally {
-            time.unpin();
+            case "delete_records" -> refusable(reply, () -> {
+                long offset = r.path("offset").asLong();
+                long converted = offset == -1 ? log.highWatermark() : offset;
+                if (converted < 0) {
+                    throw new org.apache.kafka.common.errors.OffsetOutOfRangeException(
+                            "The offset " + converted + " for partition is not valid");
+                }
+                log.maybeIncrementLogStartOffset(converted, LogStartOffsetIncrementReason.ClientRecordDeletion);
+            });
+            case "truncate_fully" -> refusable(reply, () -> {
+                log.truncateFullyAndStartAt(r.path("offset").asLong(), Optional.empty());
+                cleanerCheckpointAtMost(log.activeSegment().baseOffset());
+            });
+            case "clean" -> clean(r, reply, now);
+            case "crash" -> crash(r);
+            default -> throw new IllegalArgumentException("unknown maintenance command `" + cmd + "`");
         }
         reply.set("files", files());
         reply.set("file_batches", fileBatches());

@@ -3,9 +3,11 @@ package seglog.interop;
 import org.apache.kafka.common.utils.Time;
 
 /**
- * The clock of {@link DiffDriver}'s log: the system clock, except while an operation that reads
- * the time (retention, a cleaning round) runs at the "now" the Rust side chose for both logs
- * ({@code pin}); seglog's side reads the same pinned time ({@code interop/diff/src/ours/clock.rs}).
+ * The clock of {@link DiffDriver}'s log: the system clock, except while a request runs at the
+ * "now" the Rust side chose for both logs ({@code pin}): its held clock, the wall clock at the
+ * history's start plus a fixed step per step, carried by every request; seglog's side reads the
+ * same time from its {@code ManualClock}. Only file mtimes (an empty segment's largest
+ * timestamp) still come from the wall clock.
  */
 final class DiffTime implements Time {
     private volatile long pinnedMs = -1;
