@@ -318,8 +318,9 @@ impl Log {
 
     /// Kafka's ListOffsets lookup. `Earliest` / `Latest` give the log start / end offset with
     /// timestamp -1 and, as Kafka 4.4 answers, the leader epoch of the earliest epoch entry
-    /// when it starts at or below the log start / the latest epoch; `MaxTimestamp` the exact record holding the largest timestamp (ties: the
-    /// earliest segment); `Timestamp(t)` the first record at or after `t`, searched in the
+    /// when it starts at or below the log start / the latest epoch; `MaxTimestamp` the exact
+    /// record holding the largest timestamp, the first one at or above the log start (none when
+    /// every record holding it lies below); `Timestamp(t)` the first record at or after `t`, searched in the
     /// first segment whose largest timestamp is `>= t` that holds such a record at or above the
     /// log start offset. `None` when no record qualifies.
     ///
@@ -387,20 +388,28 @@ impl Log {
             }
             ListOffsets::Latest => Ok(found(view.end.offset, self.latest_epoch())),
             ListOffsets::MaxTimestamp => {
-                let mut best: Option<(i64, &_)> = None;
-                for (_, segment) in view.segments.iter() {
-                    if let Some(ts) = segment.largest_record_timestamp()
-                        && best.is_none_or(|(b, _)| ts > b)
+                // The largest timestamp of the log's segments (records below the log start
+                // count, as in Kafka's choice by `maxTimestampSoFar()`), then the first record
+                // at or above the log start holding it: Kafka answers the first record holding
+                // it whatever the log start (docs/format.md, "MAX_TIMESTAMP below the log
+                // start"). Records sharing it may lie in a later segment than the first one.
+                let Some(largest) = view
+                    .segments
+                    .iter()
+                    .filter_map(|(_, segment)| segment.largest_record_timestamp())
+                    .max()
+                else {
+                    return Ok(None);
+                };
+                for (_, segment) in view.segments.starting_at_floor(view.log_start_offset) {
+                    if segment.largest_record_timestamp() == Some(largest)
+                        && let Some(found) =
+                            segment.find_offset_by_timestamp(largest, view.log_start_offset)?
                     {
-                        best = Some((ts, segment));
+                        return Ok(Some(found));
                     }
                 }
-                match best {
-                    Some((ts, segment)) => segment
-                        .find_offset_by_timestamp(ts, view.log_start_offset)
-                        .map_err(Into::into),
-                    None => Ok(None),
-                }
+                Ok(None)
             }
             ListOffsets::Timestamp(target) => {
                 // The remote tier first, for what lies below the local log start.

@@ -178,7 +178,6 @@ impl Kafka {
             settled_first_unstable: reply.get("settled_first_unstable").and_then(Value::as_i64),
             batch_base_at_hw: None,
             batch_base_at_log_start: None,
-            active_segment_bytes: None,
         })
     }
 
@@ -208,6 +207,21 @@ impl Kafka {
     ) -> Result<Observation, String> {
         let reply = self.request(&json!({ "cmd": "assign_epochs", "entries": entries }))?;
         self.observe(&reply, fetch_offset)
+    }
+
+    /// Kafka's one roll check for the several batches of `set` (`DiffDriver.rollForSet`:
+    /// `LogSegment.shouldRoll` with the whole set's size, largest timestamp and last offset, as
+    /// `UnifiedLog.maybeRoll` checks a multi-batch set once), rolling when it says so; returns
+    /// whether it rolled.
+    ///
+    /// # Errors
+    /// Harness errors.
+    pub fn roll_for_set(&mut self, set: &[u8]) -> Result<bool, String> {
+        let reply = self.request(&json!({ "cmd": "roll_for_set", "hex": hex::encode(set) }))?;
+        reply
+            .get("rolled")
+            .and_then(Value::as_bool)
+            .ok_or_else(|| format!("DiffDriver roll_for_set: no `rolled` in {reply}"))
     }
 
     /// Rolls Kafka's log after a truncation that seglog's rolled at the target (rule

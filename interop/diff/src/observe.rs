@@ -166,10 +166,6 @@ pub struct Observation {
     /// rule on a first unstable offset clamped into a gap; never compared).
     #[serde(default, skip_serializing)]
     pub batch_base_at_log_start: Option<i64>,
-    /// seglog only: the active segment's `.log` size in bytes (for the generator, which makes
-    /// several-batch leader appends only where they fit; never compared).
-    #[serde(default, skip_serializing)]
-    pub active_segment_bytes: Option<u64>,
 }
 
 /// A batch as a segment's `.log` holds it: `[base offset, last offset, codec id, records, key

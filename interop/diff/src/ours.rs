@@ -157,7 +157,6 @@ impl Ours {
             settled_first_unstable: None,
             batch_base_at_hw: self.batch_base_at_high_watermark(),
             batch_base_at_log_start: self.batch_base_at_log_start(),
-            active_segment_bytes: self.active_segment_bytes(),
         };
         (observation, notes)
     }
@@ -175,7 +174,6 @@ impl Ours {
             settled_first_unstable: None,
             batch_base_at_hw: self.batch_base_at_high_watermark(),
             batch_base_at_log_start: self.batch_base_at_log_start(),
-            active_segment_bytes: self.active_segment_bytes(),
         }
     }
 
@@ -465,15 +463,6 @@ impl Ours {
             None => Some(log.log_end_offset()),
             Some(batch) => Some(base_offset(&batch.ok()?)),
         }
-    }
-
-    /// The active segment's `.log` size in bytes.
-    fn active_segment_bytes(&self) -> Option<u64> {
-        self.log()
-            .segments()
-            .iter()
-            .find(|s| s.is_active)
-            .map(|s| s.size_bytes)
     }
 
     /// The base offset of the first batch holding an offset at or above the log start (the

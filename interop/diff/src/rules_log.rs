@@ -236,25 +236,34 @@ fn max_timestamp_lookup(step: &Step, path: &str) -> bool {
 
 /// MAX_TIMESTAMP when the record holding the largest timestamp lies below the log start (raised
 /// by DeleteRecords or retention inside its segment): Kafka 4.4's `fetchOffsetByTimestamp`
-/// (`-3` branch) picks the segment by `maxTimestampSoFar()` and answers its record whatever the
-/// log start (a fetch there is out of range); seglog answers only records at or above the log
-/// start. Exactly: a MAX_TIMESTAMP lookup, the same log start, Kafka's answer below it, seglog
-/// none, neither refused.
+/// (`-3` branch) picks the segment by `maxTimestampSoFar()`, then the first batch whose max
+/// timestamp is that one and its `offsetOfMaxTimestamp()`, whatever the log start (a fetch
+/// there is out of range); seglog answers only records at or above the log start: the first one
+/// that holds the largest timestamp (several records share it when they were written in one
+/// millisecond: second long run, seeds 206907 and 206257), none when no such record is left.
+/// Exactly: a MAX_TIMESTAMP lookup, the same log start and log end, Kafka's answer below the log
+/// start, seglog none or an offset from the log start to the log end carrying Kafka's
+/// timestamp, neither refused. (seglog's leader epoch is its record's batch's, which may be
+/// another batch than Kafka's.)
 pub fn max_timestamp_below_log_start(
     step: &Step,
     path: &str,
     ours: &Observation,
     kafka: &Observation,
 ) -> bool {
+    let Some(theirs) = kafka.outcome.timestamp_lookup else {
+        return false;
+    };
     max_timestamp_lookup(step, path)
         && ours.state.log_start == kafka.state.log_start
+        && ours.state.log_end == kafka.state.log_end
         && ours.outcome.refused.is_none()
         && kafka.outcome.refused.is_none()
-        && ours.outcome.timestamp_lookup.is_none()
-        && kafka
-            .outcome
-            .timestamp_lookup
-            .is_some_and(|found| found.offset < kafka.state.log_start)
+        && theirs.offset < kafka.state.log_start
+        && ours.outcome.timestamp_lookup.is_none_or(|found| {
+            found.timestamp == theirs.timestamp
+                && (ours.state.log_start..ours.state.log_end).contains(&found.offset)
+        })
 }
 
 /// MAX_TIMESTAMP after a truncation forgot a segment's max timestamp: after a reopen a
@@ -487,9 +496,57 @@ mod tests {
             &ours,
             &kafka
         ));
-        // seglog answering something: no.
+        // seglog answering a record with another timestamp: no.
         kafka.outcome.timestamp_lookup = answer(1000, 27, 0);
         ours.outcome.timestamp_lookup = answer(900, 29, 0);
+        assert!(!max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+    }
+
+    #[test]
+    fn a_max_timestamp_answer_below_the_log_start_beside_seglogs_later_record_of_that_timestamp() {
+        // Seed 206907 of the second long run: three records of one millisecond at 0-2,
+        // DeleteRecords to 2; Kafka answers the batch's first record (0), seglog the first one
+        // at or above the log start holding the same timestamp (2).
+        let mut ours = Observation::default();
+        ours.state.log_start = 2;
+        ours.state.log_end = 3;
+        let mut kafka = ours.clone();
+        kafka.outcome.timestamp_lookup = answer(1000, 0, 0);
+        ours.outcome.timestamp_lookup = answer(1000, 2, 0);
+        let path = "outcome.timestamp_lookup.offset";
+        assert!(max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+        // Another timestamp, or seglog's offset below the log start or at the log end: no.
+        for (timestamp, offset) in [(999, 2), (1000, 1), (1000, 3)] {
+            ours.outcome.timestamp_lookup = answer(timestamp, offset, 0);
+            assert!(!max_timestamp_below_log_start(
+                &max_timestamp(),
+                path,
+                &ours,
+                &kafka
+            ));
+        }
+        // Kafka's answer at or above the log start: no (the same form seglog must match).
+        ours.outcome.timestamp_lookup = answer(1000, 2, 0);
+        kafka.outcome.timestamp_lookup = answer(1000, 2, 0);
+        assert!(!max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+        // Different log ends: no.
+        kafka.outcome.timestamp_lookup = answer(1000, 0, 0);
+        kafka.state.log_end = 4;
         assert!(!max_timestamp_below_log_start(
             &max_timestamp(),
             path,

@@ -495,9 +495,12 @@ impl Runner {
 
 impl Runner {
     /// Kafka refused several v2 batches in one leader append that seglog took as one bulk
-    /// append (`rules_log::several_leader_batches`): Kafka appends them one by one, and its state
-    /// after that, with the first offset of the first append and the last of the last, is what
-    /// the step compares (a refusal of one of them is Kafka's outcome).
+    /// append (`rules_log::several_leader_batches`): Kafka makes its roll check once for the
+    /// whole set (`Kafka::roll_for_set`, as `UnifiedLog.maybeRoll` does for a follower's
+    /// multi-batch set and seglog for its bulk: a set that does not fit rolls before its first
+    /// batch, not between two), then appends the batches one by one, and its state after that,
+    /// with the first offset of the first append and the last of the last, is what the step
+    /// compares (a refusal of one of them is Kafka's outcome).
     fn follow_several_leader_batches(
         &mut self,
         step: &Step,
@@ -515,6 +518,7 @@ impl Runner {
         ));
         let mut first_offset = None;
         let mut last = theirs;
+        self.kafka.roll_for_set(bytes)?;
         for batch in seglog::Batches::new(bytes, 0) {
             let batch = batch.map_err(|e| format!("split a leader append: {e}"))?;
             let header = batch.header();
@@ -730,6 +734,14 @@ fn record_part_b(coverage: &mut Coverage, step: &Step, before: &Observation, o: 
         if o.outcome.refused.is_none() && o.state.leader_epochs != before.state.leader_epochs {
             coverage.note("leader epochs changed by a follower append");
         }
+    }
+    if let Op::LeaderBatches { batches } = &step.op
+        && batches.len() > 1
+        && o.outcome.refused.is_none()
+        && !before.state.segments.contains(&before.state.log_end)
+        && o.state.segments.contains(&before.state.log_end)
+    {
+        coverage.note("several leader batches: rolled before the set");
     }
     if let Op::OffsetForTimestamp { .. } = &step.op {
         coverage.note(if o.outcome.timestamp_lookup.is_some() {

@@ -159,3 +159,73 @@ fn a_header_max_timestamp_below_a_record_is_rewritten_so_lookups_find_the_record
     stored.ensure_valid().unwrap();
     assert_eq!(stored.header().max_timestamp_ms, T0 + 102);
 }
+
+/// `MaxTimestamp` after DeleteRecords past the first record holding the largest timestamp: the
+/// first record at or above the log start that holds it, also when that record lies in a later
+/// segment than the first one holding it (a segment keeps its records below the log start until
+/// retention deletes it), and none when every record holding it lies below the log start.
+/// Kafka 4.4 answers the first record holding it, below its own log start (docs/format.md,
+/// "MAX_TIMESTAMP below the log start"). Before, seglog searched only the first segment holding
+/// the largest timestamp and answered none.
+#[test]
+fn max_timestamp_after_delete_records_is_the_first_record_at_or_above_the_log_start_holding_it() {
+    let config = LogConfig {
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        ..LogConfig::default()
+    };
+    let (_dir, _clock, log) = fresh(config);
+    // Segment 0: 0 @ T0+5, 1 @ T0; segment 2: 2 @ T0+1, 3 @ T0+5, 4 @ T0+2.
+    for ts in [T0 + 5, T0] {
+        log.append(&batch(ts, &[b"x"])).unwrap();
+    }
+    log.roll().unwrap();
+    for ts in [T0 + 1, T0 + 5, T0 + 2] {
+        log.append(&batch(ts, &[b"y"])).unwrap();
+    }
+    assert_eq!(log.segment_count(), 2);
+    let max = |log: &seglog::Log| {
+        log.offset_for_timestamp(ListOffsets::MaxTimestamp)
+            .unwrap()
+            .map(|f| (f.offset, f.timestamp_ms))
+    };
+    assert_eq!(max(&log), Some((0, T0 + 5)));
+    log.set_high_watermark(5).unwrap();
+    // Segment 0 stays, its record 0 below the log start; 3 shares the largest timestamp.
+    log.delete_records_before(1).unwrap();
+    assert_eq!(log.segment_count(), 2);
+    assert_eq!(max(&log), Some((3, T0 + 5)));
+    log.delete_records_before(3).unwrap();
+    assert_eq!(max(&log), Some((3, T0 + 5)));
+    // No record at or above the log start holds the largest timestamp any more.
+    log.delete_records_before(4).unwrap();
+    assert_eq!(max(&log), None);
+}
+
+/// `MaxTimestamp` when the records of one batch share the largest timestamp (one millisecond)
+/// and DeleteRecords raised the log start past the first of them: the first of them at or above
+/// the log start (second long run of the differential histories, seed 206907: Kafka 4.4 answers
+/// the batch's first record, below its log start).
+#[test]
+fn max_timestamp_shared_by_a_batch_is_answered_at_or_above_the_log_start() {
+    let config = LogConfig {
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        ..LogConfig::default()
+    };
+    let (_dir, _clock, log) = fresh(config);
+    let mut builder = seglog::BatchBuilder::new(0);
+    for value in [b"a", b"b", b"c"] {
+        builder.append(T0, None, Some(value), &[]);
+    }
+    log.append(&builder.build().unwrap()).unwrap();
+    let max = |log: &seglog::Log| {
+        log.offset_for_timestamp(ListOffsets::MaxTimestamp)
+            .unwrap()
+            .map(|f| (f.offset, f.timestamp_ms))
+    };
+    assert_eq!(max(&log), Some((0, T0)));
+    log.set_high_watermark(3).unwrap();
+    log.delete_records_before(2).unwrap();
+    assert_eq!(max(&log), Some((2, T0)));
+}

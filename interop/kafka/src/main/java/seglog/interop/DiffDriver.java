@@ -144,6 +144,7 @@ public final class DiffDriver {
                 });
             }
             case "roll" -> refusable(reply, () -> log.roll());
+            case "roll_for_set" -> reply.put("rolled", rollForSet(r.path("hex").asText()));
             case "truncate" -> refusable(reply, () -> {
                 long target = r.path("offset").asLong();
                 // Whether truncateTo's rebuildProducerState will skip the replay after its
@@ -571,6 +572,34 @@ public final class DiffDriver {
     /** An operation Kafka may refuse with an exception: its class name goes in the reply. */
     private interface Op {
         void run() throws Exception;
+    }
+
+    /**
+     * The runner's one roll check for several batches that Kafka refuses in one leader append
+     * and the runner then appends one at a time (rule {@code several-batches-in-one-leader-append}):
+     * {@code UnifiedLog.maybeRoll} as it runs once for a multi-batch set (a follower's), i.e.
+     * {@code LogSegment.shouldRoll} with the whole set's size, its largest record timestamp and
+     * the last offset the set would get, then {@code roll(Optional.of(log end))}. Without it the
+     * one-at-a-time appends roll between batches where seglog's bulk append (one check for the
+     * set, as Kafka's follower append) rolls before the first. Returns whether it rolled.
+     */
+    private boolean rollForSet(String hex) throws IOException {
+        MemoryRecords records = MemoryRecords.readableRecords(ByteBuffer.wrap(HexFormat.of().parseHex(hex)));
+        long maxTimestamp = RecordBatch.NO_TIMESTAMP;
+        long count = 0;
+        for (RecordBatch batch : records.batches()) {
+            count += batch.lastOffset() - batch.baseOffset() + 1;
+            for (org.apache.kafka.common.record.internal.Record record : batch) {
+                maxTimestamp = Math.max(maxTimestamp, record.timestamp());
+            }
+        }
+        long firstOffset = log.logEndOffset();
+        var params = new org.apache.kafka.storage.internals.log.RollParams(log.config().maxSegmentMs(),
+                log.config().segmentSize(), maxTimestamp, firstOffset + count - 1, records.sizeInBytes(),
+                time.milliseconds());
+        if (!log.activeSegment().shouldRoll(params)) return false;
+        log.roll(Optional.of(firstOffset));
+        return true;
     }
 
     private static void refusable(ObjectNode reply, Op op) {
