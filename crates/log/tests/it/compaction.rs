@@ -359,3 +359,81 @@ fn a_crash_after_a_purge_round_keeps_what_the_round_removed_removed() {
         log.load_report()
     );
 }
+
+/// A crash that tears the active segment's unflushed tail while a cleaning round's old
+/// segments still wait for deletion as `.deleted` (Kafka's `file.delete.delay.ms`) brings none
+/// of them back. The round merged segments 0, 2 and 3 into 0, which now ends at 2: segment 2
+/// (`k2`'s old value, superseded at 4) and segment 3 (emptied by a truncation inside its only
+/// batch, which rolled at the target) lie in the hole the round left. The loader's check
+/// failed as a whole on the torn active segment and renamed both back, serving `k2`'s old
+/// value again and an empty segment 3 (second long run, seeds 206603 and 207270:
+/// `state.segments` after the crash seglog `[0,17,18]`, Kafka `[0,18]`; Kafka's loader deletes
+/// every `.deleted` file).
+#[test]
+fn a_crash_tearing_the_active_segment_after_a_round_brings_back_none_of_its_old_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig {
+        file_delete_delay_ms: 60_000,
+        ..config()
+    };
+    let open_log = |clock: &Arc<ManualClock>| {
+        let log = open(tmp.path(), config.clone(), clock);
+        log.set_high_watermark_policy(seglog::HighWatermarkPolicy::LogEnd)
+            .unwrap();
+        log
+    };
+    let log = open_log(&clock);
+    let put = |log: &Log, records: &[(&str, &str)]| {
+        let mut builder = BatchBuilder::new(0);
+        for (key, value) in records {
+            builder.append(
+                clock.now_ms(),
+                Some(key.as_bytes()),
+                Some(value.as_bytes()),
+                &[],
+            );
+        }
+        log.append(&builder.build().unwrap()).unwrap();
+    };
+    put(&log, &[("k0", "a"), ("k1", "a")]);
+    log.roll().unwrap();
+    put(&log, &[("k2", "old")]);
+    log.roll().unwrap();
+    put(&log, &[("k5", "a"), ("k6", "a")]);
+    log.truncate_to(4).unwrap(); // inside the batch 3-4: segment 3 empty, a roll at 4
+    let big = "n".repeat(500); // too large to join the first group
+    put(&log, &[("k2", &big)]);
+    log.roll().unwrap();
+    let bases = |log: &Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    assert_eq!(bases(&log), [0, 2, 3, 4, 5]);
+    log.clean_at(clock.now_ms()).unwrap().expect("a round");
+    assert_eq!(bases(&log), [0, 4, 5], "segments 0, 2 and 3 merged into 0");
+    let before = served(&log);
+    assert_eq!(before.keys().copied().collect::<Vec<_>>(), [0, 1, 4]);
+    let deleted = |base: i64| tmp.path().join(format!("{base:020}.log.deleted"));
+    assert!(
+        deleted(2).exists() && deleted(3).exists(),
+        "waiting for deletion"
+    );
+    put(&log, &[("k7", "unflushed")]);
+    drop(log); // a crash: no close
+    let active = tmp.path().join(format!("{:020}.log", 5));
+    let len = std::fs::metadata(&active).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&active)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap(); // the unflushed tail torn
+    let log = open_log(&clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    assert!(
+        log.load_report().restored_files.is_empty(),
+        "{:?}",
+        log.load_report()
+    );
+    assert_eq!(bases(&log), [0, 4, 5]);
+    assert_eq!(served(&log), before);
+    assert!(!deleted(2).exists() && !deleted(3).exists());
+}
