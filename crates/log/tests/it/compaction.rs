@@ -437,3 +437,43 @@ fn a_crash_tearing_the_active_segment_after_a_round_brings_back_none_of_its_old_
     assert_eq!(served(&log), before);
     assert!(!deleted(2).exists() && !deleted(3).exists());
 }
+
+/// A round never replaces the active segment, whatever the cleaner checkpoint says: the writer
+/// appends to its file, so a swap of it left every later append in the replaced file, lost
+/// (acknowledged, then never served). A purge round (seglog's round over the clean section
+/// when a delete horizon passed) ends at the checkpoint, and a checkpoint can lie above the
+/// active segment's base: here DeleteRecords moved the log start into the active segment, and
+/// the round reset the checkpoint to it. Found by the compaction model proptest (its input is
+/// in proptest-regressions/compaction.txt, case 7fb938ef: there a truncation had lowered the
+/// checkpoint only to its target, above the segment it left active).
+#[test]
+fn a_purge_round_never_replaces_the_active_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = open_log(tmp.path(), &clock);
+    let put = |log: &Log, key: &str, value: Option<&str>| {
+        let mut builder = BatchBuilder::new(0);
+        builder.append(
+            clock.now_ms(),
+            Some(key.as_bytes()),
+            value.map(str::as_bytes),
+            &[],
+        );
+        log.append(&builder.build().unwrap()).unwrap().first_offset
+    };
+    put(&log, "a", Some("1"));
+    put(&log, "b", None); // a tombstone at 1
+    put(&log, "c", Some("1"));
+    log.roll().unwrap();
+    put(&log, "d", Some("1"));
+    log.clean_at(clock.now_ms()).unwrap().expect("a round");
+    log.truncate_to(2).unwrap(); // segment 0 is the active one again, its tombstone stamped
+    let bases = |log: &Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    assert_eq!(bases(&log), [0]);
+    log.delete_records_before(1).unwrap(); // the log start inside the active segment
+    clock.advance(config().delete_retention_ms + 1);
+    let _ = log.clean_at(clock.now_ms()).unwrap();
+    assert_eq!(put(&log, "e", Some("1")), 2);
+    let offsets: Vec<i64> = served(&log).keys().copied().collect();
+    assert_eq!(offsets, [1, 2], "the append after the round is served");
+}
