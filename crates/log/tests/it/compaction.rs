@@ -438,6 +438,58 @@ fn a_crash_tearing_the_active_segment_after_a_round_brings_back_none_of_its_old_
     assert!(!deleted(2).exists() && !deleted(3).exists());
 }
 
+/// A truncation lowers the cleaner checkpoint to the base of the segment it cuts, as Kafka 4.4's
+/// `LogManager.truncateTo` does (`maybeTruncateCleanerCheckpointToActiveSegmentBaseOffset`, the
+/// active segment's base after `UnifiedLog.truncateTo`), not to the target: seglog lowered it
+/// to 6, where its cut inside a batch rolls, so the next round found nothing dirty and kept an
+/// emptied segment Kafka's round merges away (first long run, seeds 105781 and 109828:
+/// `state.segments` after a clean seglog `[0,6,9]` / `[0,22,28]`, Kafka `[0,9]` / `[0,28]`).
+#[test]
+fn a_truncation_lowers_the_cleaner_checkpoint_to_the_base_of_the_segment_it_cuts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = open_log(tmp.path(), &clock);
+    let put = |log: &Log, keys: &[&str]| {
+        let mut builder = BatchBuilder::new(0);
+        for key in keys {
+            builder.append(clock.now_ms(), Some(key.as_bytes()), Some(b"v"), &[]);
+        }
+        log.append(&builder.build().unwrap()).unwrap();
+    };
+    let bases = |log: &Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    put(&log, &["a", "b", "c", "d"]);
+    put(&log, &["e", "f", "g", "h"]);
+    log.roll().unwrap();
+    log.clean_at(clock.now_ms()).unwrap().expect("a round");
+    assert!(
+        log.cleaner_checkpoint() > Some(6),
+        "{:?}",
+        log.cleaner_checkpoint()
+    );
+    log.truncate_to(6).unwrap(); // inside the batch 4-7 of segment 0: a roll at 6
+    assert_eq!(bases(&log), [0, 6]);
+    assert_eq!(
+        log.cleaner_checkpoint(),
+        Some(0),
+        "Kafka's active segment after truncateTo(6) is segment 0"
+    );
+    put(&log, &["i", "j", "k", "l"]);
+    log.truncate_to(9).unwrap(); // inside 6-9: segment 6 emptied, a roll at 9
+    assert_eq!(bases(&log), [0, 6, 9]);
+    let report = log
+        .clean_at(clock.now_ms())
+        .unwrap()
+        .expect("segment 0 is dirty again");
+    assert_eq!(report.end_offset, 9);
+    assert_eq!(
+        bases(&log),
+        [0, 9],
+        "segments 0 and 6 merged, as Kafka's round merges them"
+    );
+    let offsets: Vec<i64> = served(&log).keys().copied().collect();
+    assert_eq!(offsets, [0, 1, 2, 3]);
+}
+
 /// A round never replaces the active segment, whatever the cleaner checkpoint says: the writer
 /// appends to its file, so a swap of it left every later append in the replaced file, lost
 /// (acknowledged, then never served). A purge round (seglog's round over the clean section
