@@ -1,5 +1,6 @@
 //! Tiered storage (issue 29), each row beside the plain object-store call that bounds it, on
-//! the same `file://` store (object_store's `LocalFileSystem` under the scratch directory):
+//! the same `file://` store (`seglog_tiered::open_store`: object_store's `LocalFileSystem` under
+//! the scratch directory, fsyncing every object it writes, as seglog's `file://` store does):
 //!
 //! - `tier: copy segment`: `PartitionTier::copy_segment` of a sealed 8 MiB segment (six parts
 //!   and the COPY_SEGMENT_STARTED/FINISHED metadata) against one plain PUT of the same `.log`
@@ -17,7 +18,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt};
 use seglog::{BatchBuilder, Isolation, Log, LogConfig, LogOpenOptions};
@@ -51,7 +51,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     write_log(&local)?;
     let store_dir = root.join("store");
     std::fs::create_dir_all(&store_dir).map_err(|e| crate::io_error("create", &store_dir, e))?;
-    let store: Arc<dyn ObjectStore> = Arc::new(LocalFileSystem::new_with_prefix(&store_dir)?);
+    let store = file_store(&store_dir)?;
     let layout = Layout::new(
         ObjectPath::default(),
         TopicIdPartition::new("bench", 0, Uuid::from_halves(29, 29))?,
@@ -111,8 +111,7 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     let remote_root = root.join("remote");
     std::fs::create_dir_all(&remote_root)
         .map_err(|e| crate::io_error("create", &remote_root, e))?;
-    let remote_store: Arc<dyn ObjectStore> =
-        Arc::new(LocalFileSystem::new_with_prefix(&remote_root)?);
+    let remote_store = file_store(&remote_root)?;
     let reads_tier = Arc::new(ObjectTier::from_partition_tier(PartitionTier::new(
         remote_store.clone(),
         layout.clone(),
@@ -210,6 +209,11 @@ pub fn run(context: &mut Context) -> Result<Vec<WorkloadResult>> {
     ];
     results.push(measure(names::TIER_WARM_READ, &about, rounds, contenders)?);
     Ok(results)
+}
+
+/// seglog's `file://` store of `dir` (it fsyncs what it writes).
+fn file_store(dir: &Path) -> Result<Arc<dyn ObjectStore>> {
+    Ok(seglog_tiered::open_store(&format!("file://{}", dir.display()))?.store)
 }
 
 fn config() -> LogConfig {

@@ -15,7 +15,7 @@ use seglog_segment::{FileSlice, SliceOffsets, TimestampAndOffset};
 
 use crate::log::Log;
 use crate::read::{CopiedFetch, FetchData};
-use crate::remote::{LineageSegment, RemoteIndexKind, RemoteSegment, RemoteTier, lineage_chain};
+use crate::remote::{LineageSegment, RemoteIndexKind, RemoteSegment, RemoteTier};
 use crate::sync::lock;
 use crate::view::OffsetMetadata;
 use crate::{AbortedTransaction, Error, Result};
@@ -79,29 +79,31 @@ impl Log {
     /// The tier's copies as the log's leader-epoch lineage chains them (`remote/lineage.rs`:
     /// of overlapping copies, the one whose epochs agree with the log's epoch cache; a former
     /// leader's copy never past the offset where it leaves the lineage).
+    /// Computed once per segment list and epoch cache (`RemoteState::chain`).
     pub(crate) fn remote_chain(
         &self,
         tier: &dyn RemoteTier,
         refresh: bool,
-    ) -> Result<Vec<LineageSegment>> {
+    ) -> Result<Arc<Vec<LineageSegment>>> {
         let list = self.remote_segments(tier, refresh)?;
-        Ok(lineage_chain(&list, &self.leader_epochs()))
+        Ok(self.remote.chain(&list, self.leader_epochs()))
     }
 
     /// The chain's ranges from the one holding `offset` (or the first after it), oldest
     /// first; the list is fetched again once when none reaches `offset`.
-    fn remote_segments_from(
-        &self,
-        tier: &dyn RemoteTier,
-        offset: i64,
-    ) -> Result<Vec<LineageSegment>> {
+    fn remote_segments_from(&self, tier: &dyn RemoteTier, offset: i64) -> Result<ChainFrom> {
         for refresh in [false, true] {
             let chain = self.remote_chain(tier, refresh)?;
-            if chain.iter().any(|s| s.to >= offset) {
-                return Ok(chain.into_iter().filter(|s| s.to >= offset).collect());
+            // The chain's ranges ascend and do not overlap: their ends ascend too.
+            let first = chain.partition_point(|s| s.to < offset);
+            if first < chain.len() {
+                return Ok(ChainFrom { chain, first });
             }
         }
-        Ok(Vec::new())
+        Ok(ChainFrom {
+            chain: Arc::default(),
+            first: 0,
+        })
     }
 
     /// One index of a remote segment, through the bounded cache; `None` when the tier has
@@ -246,7 +248,9 @@ impl Log {
         buf: &mut Vec<u8>,
     ) -> Result<Option<(CopiedFetch, i64)>> {
         buf.clear();
-        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start_offset)? {
+        for LineageSegment { segment, from, to } in
+            self.remote_segments_from(tier, start_offset)?.iter()
+        {
             // A range whose head another copy serves starts at `from`.
             let read_from = start_offset.max(from);
             let position = self.remote_position(tier, &segment, read_from)?;
@@ -399,7 +403,9 @@ impl Log {
         upper_bound_offset: i64,
     ) -> Result<(Vec<AbortedTransaction>, bool)> {
         let mut out = Vec::new();
-        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start_offset)? {
+        for LineageSegment { segment, from, to } in
+            self.remote_segments_from(tier, start_offset)?.iter()
+        {
             let Some(bytes) = self.remote_index(tier, &segment, RemoteIndexKind::Transaction)?
             else {
                 continue;
@@ -443,7 +449,7 @@ impl Log {
     ) -> Result<Option<TimestampAndOffset>> {
         let start = self.log_start_offset();
         let local = self.local_log_start_offset();
-        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start)? {
+        for LineageSegment { segment, from, to } in self.remote_segments_from(tier, start)?.iter() {
             if from >= local {
                 break;
             }
@@ -695,5 +701,19 @@ impl<'a> RemoteWindow<'a> {
             position: at,
             reason: e.to_string(),
         }
+    }
+}
+
+/// The lineage chain from the range holding an offset on (`Log::remote_segments_from`): the
+/// shared chain and where to start, so a read clones only the ranges it visits.
+struct ChainFrom {
+    chain: Arc<Vec<LineageSegment>>,
+    first: usize,
+}
+
+impl ChainFrom {
+    /// The ranges, oldest first.
+    fn iter(&self) -> impl Iterator<Item = LineageSegment> + '_ {
+        self.chain[self.first..].iter().cloned()
     }
 }

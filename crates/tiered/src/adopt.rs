@@ -10,8 +10,14 @@
 //! the `.log`'s batches, the size from the `.log`. docs/format.md ("Adopting a Kafka broker's
 //! remote tier") says where that differs from the broker's record.
 //!
-//! Nothing is deleted or rewritten: a fileset that is incomplete or whose `.log` does not parse
-//! (checksums included) is an error naming the object and byte, and nothing is adopted then.
+//! Nothing is deleted or rewritten: a complete fileset whose `.log` does not parse (checksums
+//! included) is an error naming the object and byte, and nothing is adopted then. An incomplete
+//! fileset (a part other than the `.txnindex` missing) is no finished copy of Kafka's: its
+//! `LocalTieredStorage` writes every part before the broker records COPY_SEGMENT_FINISHED, and
+//! deletes them all after DELETE_SEGMENT_STARTED, so it is a copy the broker abandoned or a
+//! deletion it did not finish, whose data its log still held or had expired. It is reported
+//! ([`AdoptReport::incomplete`]) and left without metadata; the next recovery deletes it as the
+//! orphan it is, as Kafka's `RemoteLogManager` deletes its own abandoned copies.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,15 +50,28 @@ pub struct AdoptReport {
     pub adopted: Vec<AdoptedSegment>,
     /// Filesets that already had seglog metadata (adopted or copied before): left as they are.
     pub already_known: usize,
+    /// Filesets without metadata lacking a part every copy uploads: not adopted (no finished
+    /// copy of Kafka's is incomplete), left for the next recovery to delete as orphans.
+    pub incomplete: Vec<IncompleteFileset>,
+}
+
+/// A fileset [`PartitionTier::adopt`] did not adopt because a part is missing.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IncompleteFileset {
+    /// Its start offset (from its names).
+    pub base_offset: i64,
+    /// Its remote segment id (Kafka's Uuid text).
+    pub segment_id: String,
+    /// The `.log` part's key (present or not), naming the fileset.
+    pub key: String,
+    /// The suffixes of the missing parts (`.log`, `.index`, ...).
+    pub missing: Vec<&'static str>,
 }
 
 /// What is wrong with a fileset found by listing.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AdoptProblem {
-    /// A part every copy uploads is missing (only the `.txnindex` is optional).
-    #[error("the fileset has no {0} part")]
-    MissingPart(&'static str),
     /// The `.log` holds no batch.
     #[error("the .log holds no batch")]
     Empty,
@@ -71,12 +90,14 @@ pub enum AdoptProblem {
 }
 
 impl PartitionTier {
-    /// Adopts every fileset in this partition's data directory that has no seglog metadata yet:
-    /// reads its `.log` (whole, checking every batch's checksum), then writes COPY_SEGMENT_STARTED
-    /// and COPY_SEGMENT_FINISHED records for it, by ascending start offset. Idempotent: a fileset
-    /// that already has metadata (in any state) is counted in
+    /// Adopts every complete fileset in this partition's data directory that has no seglog
+    /// metadata yet: reads its `.log` (whole, checking every batch's checksum), then writes
+    /// COPY_SEGMENT_STARTED and COPY_SEGMENT_FINISHED records for it, by ascending start offset.
+    /// Idempotent: a fileset that already has metadata (in any state) is counted in
     /// [`AdoptReport::already_known`] and not touched. Every new fileset is checked before the
-    /// first record is written, so a damaged one adopts nothing.
+    /// first record is written, so a damaged one adopts nothing. An incomplete one is reported
+    /// in [`AdoptReport::incomplete`] and not adopted (the module doc says why); the next
+    /// [`PartitionTier::recover`] deletes it.
     ///
     /// For a store a Kafka broker tiered to with `LocalTieredStorage` (`dir=` the store's root).
     /// Run it before anything that recovers the store ([`PartitionTier::recover`] deletes data
@@ -84,8 +105,8 @@ impl PartitionTier {
     ///
     /// # Errors
     /// [`Error::BadName`] for a file in the partition directory that is not a segment file (as
-    /// Kafka's `LocalTieredStorage.traverse`); [`Error::Adopt`] for an incomplete or damaged
-    /// fileset (its object key and the byte position); [`Error::Store`].
+    /// Kafka's `LocalTieredStorage.traverse`); [`Error::Adopt`] for a damaged fileset (its
+    /// object key and the byte position); [`Error::Store`].
     pub async fn adopt(&self) -> Result<AdoptReport> {
         let store = self.store();
         let prefix = self.layout().data_prefix();
@@ -119,6 +140,22 @@ impl PartitionTier {
                 report.already_known += 1;
                 continue;
             }
+            let missing: Vec<&'static str> = FileKind::ALL
+                .into_iter()
+                .filter(|kind| !kind.is_optional() && !kinds.contains(kind))
+                .map(FileKind::suffix)
+                .collect();
+            if !missing.is_empty() {
+                let key = self.layout().data_key(start_offset, id, FileKind::Segment);
+                tracing::info!(base_offset = start_offset, segment_id = %id, ?missing, "not adopting an incomplete remote fileset");
+                report.incomplete.push(IncompleteFileset {
+                    base_offset: start_offset,
+                    segment_id: id.to_string(),
+                    key: key.to_string(),
+                    missing,
+                });
+                continue;
+            }
             checked.push(self.check_fileset(start_offset, id, &kinds).await?);
         }
         for started in checked {
@@ -146,7 +183,7 @@ impl PartitionTier {
         Ok(report)
     }
 
-    /// Reads and checks one fileset; returns its COPY_SEGMENT_STARTED record.
+    /// Reads and checks one complete fileset; returns its COPY_SEGMENT_STARTED record.
     async fn check_fileset(
         &self,
         start_offset: i64,
@@ -160,11 +197,6 @@ impl PartitionTier {
             position,
             problem,
         };
-        for kind in FileKind::ALL {
-            if !kind.is_optional() && !kinds.contains(&kind) {
-                return Err(problem(0, AdoptProblem::MissingPart(kind.suffix())));
-            }
-        }
         let bytes = self
             .store()
             .get(&log_key)
@@ -436,26 +468,66 @@ mod tests {
         }
     }
 
+    /// Before, an incomplete fileset stopped the adoption (an error), and recovery refused the
+    /// store for the complete ones: `seglog tier` could do nothing until the user deleted the
+    /// incomplete fileset's objects by hand.
     #[test]
-    fn a_missing_part_or_a_foreign_file_stops_the_adoption() {
+    fn an_incomplete_fileset_is_reported_not_adopted_and_the_next_recovery_deletes_it() {
+        let (complete, partial) = (Uuid::from_halves(1, 1), Uuid::from_halves(2, 2));
+        let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let tier = PartitionTier::new(store.clone(), layout(), 1);
+        runtime().block_on(async {
+            put_fileset(store.as_ref(), 0, complete, &log_bytes(0), false).await;
+            put_fileset(store.as_ref(), 9, partial, &log_bytes(9), true).await;
+            for kind in [FileKind::ProducerSnapshot, FileKind::LeaderEpochCheckpoint] {
+                let key = layout().data_key(9, partial, kind);
+                store.delete(&key).await.unwrap();
+            }
+            assert!(matches!(
+                tier.recover().await,
+                Err(Error::NotAdopted { filesets: 1, .. })
+            ));
+            let report = tier.adopt().await.unwrap();
+            assert_eq!(report.adopted.len(), 1);
+            assert_eq!(report.adopted[0].base_offset, 0);
+            assert_eq!(
+                report.incomplete,
+                vec![IncompleteFileset {
+                    base_offset: 9,
+                    segment_id: partial.to_string(),
+                    key: layout().data_key(9, partial, FileKind::Segment).to_string(),
+                    missing: vec![".leader_epoch_checkpoint", ".snapshot"],
+                }]
+            );
+            // The store is usable now: recovery deletes the incomplete fileset as an orphan
+            // and keeps the adopted one.
+            assert_eq!(tier.recover().await.unwrap().orphans, 1);
+            let left = keys(store.as_ref()).await;
+            assert!(
+                left.iter().all(|k| !k.contains(&partial.to_string())),
+                "{left:?}"
+            );
+            assert!(
+                left.contains(
+                    &layout()
+                        .data_key(0, complete, FileKind::Segment)
+                        .to_string()
+                )
+            );
+            assert_eq!(tier.segments().await.unwrap().len(), 1);
+            // Adopting again finds nothing new.
+            let again = tier.adopt().await.unwrap();
+            assert!(again.adopted.is_empty() && again.incomplete.is_empty());
+            assert_eq!(again.already_known, 1);
+        });
+    }
+
+    #[test]
+    fn a_foreign_file_stops_the_adoption() {
         let id = Uuid::from_halves(1, 1);
         let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
         let tier = PartitionTier::new(store.clone(), layout(), 1);
         runtime().block_on(async {
-            put_fileset(store.as_ref(), 0, id, &log_bytes(0), false).await;
-            let snapshot = layout().data_key(0, id, FileKind::ProducerSnapshot);
-            store.delete(&snapshot).await.unwrap();
-            let err = tier.adopt().await.unwrap_err();
-            assert!(
-                matches!(
-                    err,
-                    Error::Adopt {
-                        problem: AdoptProblem::MissingPart(".snapshot"),
-                        ..
-                    }
-                ),
-                "{err}"
-            );
             put_fileset(store.as_ref(), 0, id, &log_bytes(0), false).await;
             let foreign = layout().data_prefix().join("notes.txt");
             store

@@ -52,6 +52,9 @@ struct State {
     delay: Duration,
     in_flight: usize,
     max_in_flight: usize,
+    /// Requests under way per remote segment (by its `<start>-<id>` stem).
+    segments_in_flight: std::collections::BTreeMap<String, usize>,
+    max_segments_in_flight: usize,
 }
 
 /// The wrapper.
@@ -65,6 +68,18 @@ impl fmt::Display for FaultyStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "FaultyStore({})", self.inner)
     }
+}
+
+/// The `<20-digit start>-<id>` stem a data or metadata key names, if any.
+fn segment_stem(location: &Path) -> Option<String> {
+    location.parts().find_map(|part| {
+        let part = part.as_ref();
+        let digits = part.get(..20)?;
+        if !digits.bytes().all(|b| b.is_ascii_digit()) || part.as_bytes().get(20) != Some(&b'-') {
+            return None;
+        }
+        Some(part.split('.').next().unwrap_or(part).to_owned())
+    })
 }
 
 fn injected(what: &str) -> object_store::Error {
@@ -118,24 +133,49 @@ impl FaultyStore {
         self.state().max_in_flight
     }
 
-    /// Starts counting [`FaultyStore::max_in_flight`] afresh.
+    /// The most remote segments that had requests under way at once (each request counted
+    /// through its delay, by the `<start>-<id>` stem its key names): how many copies or
+    /// deletions ran at once, whatever each did in parallel itself.
+    pub fn max_segments_in_flight(&self) -> usize {
+        self.state().max_segments_in_flight
+    }
+
+    /// Starts counting [`FaultyStore::max_in_flight`] and
+    /// [`FaultyStore::max_segments_in_flight`] afresh.
     pub fn reset_max_in_flight(&self) {
         let mut state = self.state();
         state.max_in_flight = state.in_flight;
+        state.max_segments_in_flight = state.segments_in_flight.len();
     }
 
-    /// Waits the configured delay, counted as a request in flight.
-    async fn pause(&self) {
+    /// Waits the configured delay, counted as a request in flight (for `location`'s segment).
+    async fn pause(&self, location: &Path) {
+        let segment = segment_stem(location);
         let delay = {
             let mut state = self.state();
             state.in_flight += 1;
             state.max_in_flight = state.max_in_flight.max(state.in_flight);
+            if let Some(stem) = &segment {
+                *state.segments_in_flight.entry(stem.clone()).or_default() += 1;
+                state.max_segments_in_flight = state
+                    .max_segments_in_flight
+                    .max(state.segments_in_flight.len());
+            }
             state.delay
         };
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        self.state().in_flight -= 1;
+        let mut state = self.state();
+        state.in_flight -= 1;
+        if let Some(stem) = segment
+            && let Some(n) = state.segments_in_flight.get_mut(&stem)
+        {
+            *n -= 1;
+            if *n == 0 {
+                state.segments_in_flight.remove(&stem);
+            }
+        }
     }
 
     fn check_read(&self) -> object_store::Result<()> {
@@ -196,7 +236,7 @@ impl ObjectStore for FaultyStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> object_store::Result<PutResult> {
-        self.pause().await;
+        self.pause(location).await;
         let answered = self.mutation(format!("put {location}"))?;
         let result = self.inner.put_opts(location, payload, opts).await;
         Self::answer(answered, result)
@@ -207,7 +247,7 @@ impl ObjectStore for FaultyStore {
         location: &Path,
         opts: PutMultipartOptions,
     ) -> object_store::Result<Box<dyn MultipartUpload>> {
-        self.pause().await;
+        self.pause(location).await;
         let answered = self.mutation(format!("put_multipart {location}"))?;
         let result = self.inner.put_multipart_opts(location, opts).await;
         let upload = Self::answer(answered, result)?;
@@ -223,7 +263,7 @@ impl ObjectStore for FaultyStore {
         location: &Path,
         options: GetOptions,
     ) -> object_store::Result<GetResult> {
-        self.pause().await;
+        self.pause(location).await;
         self.check_read()?;
         self.inner.get_opts(location, options).await
     }
@@ -233,7 +273,7 @@ impl ObjectStore for FaultyStore {
         location: &Path,
         ranges: &[Range<u64>],
     ) -> object_store::Result<Vec<Bytes>> {
-        self.pause().await;
+        self.pause(location).await;
         self.check_read()?;
         self.inner.get_ranges(location, ranges).await
     }
@@ -248,7 +288,7 @@ impl ObjectStore for FaultyStore {
                 let this = this.clone();
                 async move {
                     let location = location?;
-                    this.pause().await;
+                    this.pause(&location).await;
                     let answered = this.mutation(format!("delete {location}"))?;
                     let result = this.inner.delete(&location).await.map(|()| location);
                     Self::answer(answered, result)
@@ -292,7 +332,7 @@ impl ObjectStore for FaultyStore {
         to: &Path,
         options: CopyOptions,
     ) -> object_store::Result<()> {
-        self.pause().await;
+        self.pause(to).await;
         let answered = self.mutation(format!("copy {from} {to}"))?;
         let result = self.inner.copy_opts(from, to, options).await;
         Self::answer(answered, result)

@@ -58,7 +58,7 @@ mod store;
 mod tier;
 mod uuid;
 
-pub use adopt::{AdoptProblem, AdoptReport, AdoptedSegment};
+pub use adopt::{AdoptProblem, AdoptReport, AdoptedSegment, IncompleteFileset};
 pub use error::{CorruptKind, Error};
 pub use layout::{
     DATA_ROOT, FileKind, Layout, METADATA_ROOT, SegmentFileName, TopicIdPartition, parse_file_name,

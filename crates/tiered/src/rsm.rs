@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures_util::future::join_all;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 
@@ -109,7 +110,7 @@ impl RemoteStorageManager {
         &self.layout
     }
 
-    /// The parts a copy of `metadata` stores, in upload order (the `.txnindex` only when the
+    /// The parts a copy of `metadata` stores, in the order their uploads start (the `.txnindex` only when the
     /// segment has one).
     pub fn kinds(metadata: &RemoteLogSegmentMetadata) -> impl Iterator<Item = FileKind> + '_ {
         FileKind::ALL
@@ -117,37 +118,37 @@ impl RemoteStorageManager {
             .filter(|&kind| kind != FileKind::TransactionIndex || !metadata.txn_index_empty)
     }
 
-    /// `copyLogSegmentData`: uploads every part, the `.log` first. Each part is written in one
-    /// atomic put (or a multipart upload that is visible only once completed).
+    /// `copyLogSegmentData`: uploads every part, all at once (their order does not matter:
+    /// COPY_SEGMENT_FINISHED, written only after this returns, is what makes the copy count).
+    /// Each part is written in one atomic put (or a multipart upload that is visible only once
+    /// completed). Every upload runs to its end before the first error is answered, so none is
+    /// still under way when the caller's clean-up deletes what was uploaded: a part written
+    /// after that clean-up would be an orphan no metadata names.
     ///
     /// # Errors
-    /// [`Error::Io`] reading a local part, [`Error::Store`] writing one; what was uploaded stays
-    /// (the caller's protocol deletes it).
+    /// [`Error::Io`] reading a local part, [`Error::Store`] writing one (the first in upload
+    /// order); what was uploaded stays (the caller's protocol deletes it).
     pub async fn copy_log_segment_data(
         &self,
         metadata: &RemoteLogSegmentMetadata,
         data: &LogSegmentData,
     ) -> Result<()> {
-        for kind in Self::kinds(metadata) {
+        let epochs = Part::Bytes(leader_epoch_checkpoint(&data.leader_epochs));
+        let uploads = Self::kinds(metadata).filter_map(|kind| {
             let part = match kind {
                 FileKind::Segment => &data.log,
                 FileKind::OffsetIndex => &data.offset_index,
                 FileKind::TimeIndex => &data.time_index,
-                FileKind::TransactionIndex => match &data.txn_index {
-                    Some(part) => part,
-                    None => continue,
-                },
-                FileKind::LeaderEpochCheckpoint => {
-                    &Part::Bytes(leader_epoch_checkpoint(&data.leader_epochs))
-                }
+                FileKind::TransactionIndex => data.txn_index.as_ref()?,
+                FileKind::LeaderEpochCheckpoint => &epochs,
                 FileKind::ProducerSnapshot => &data.producer_snapshot,
             };
             let key = self
                 .layout
                 .data_key(metadata.start_offset, metadata.segment_id, kind);
-            self.upload(&key, part).await?;
-        }
-        Ok(())
+            Some(async move { self.upload(&key, part).await })
+        });
+        join_all(uploads).await.into_iter().collect()
     }
 
     /// `fetchLogSegment(metadata, start, end)`: the `.log` bytes from `start_position` to

@@ -18,7 +18,11 @@ pub struct StoreRoot {
     pub root: Path,
 }
 
-/// Opens the store a URL names. `file:///abs/dir` creates the directory when missing.
+/// Opens the store a URL names. `file:///abs/dir` creates the directory when missing, and its
+/// store fsyncs every object it writes (the file, then its directory) before the write
+/// answers: a `file://` store is as durable as S3's answer is, so a COPY_SEGMENT_FINISHED it
+/// acknowledged (which lets local retention delete the segment) still has its record and
+/// its data after a power loss. object_store's `LocalFileSystem` does not fsync by default.
 /// `s3://bucket[/prefix]` (feature `aws`) takes its credentials, region and endpoint from the
 /// usual `AWS_*` variables (`AWS_ENDPOINT`, `AWS_ALLOW_HTTP=true` for a local server).
 ///
@@ -43,11 +47,13 @@ pub fn open_store(url: &str) -> Result<StoreRoot> {
             path: dir.to_path_buf(),
             source,
         })?;
-        let store = LocalFileSystem::new_with_prefix(dir).map_err(|source| Error::Store {
-            op: "open",
-            key: url.to_owned(),
-            source,
-        })?;
+        let store = LocalFileSystem::new_with_prefix(dir)
+            .map_err(|source| Error::Store {
+                op: "open",
+                key: url.to_owned(),
+                source,
+            })?
+            .with_fsync(true);
         return Ok(StoreRoot {
             store: Arc::new(store),
             root: Path::default(),
@@ -119,6 +125,9 @@ mod tests {
         let opened = open_store(&url).unwrap();
         assert_eq!(opened.root, Path::default());
         assert!(dir.path().join("remote").is_dir());
+        // `LocalFileSystem` shows its fsync setting only in its `Debug` form.
+        let debug = format!("{:?}", opened.store);
+        assert!(debug.contains("fsync: true"), "{debug}");
         for url in ["file://relative/dir", "http://x", "remote", "s3://"] {
             assert!(
                 matches!(

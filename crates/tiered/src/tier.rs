@@ -97,6 +97,20 @@ impl ObjectTier {
     pub fn finished_segments(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
         self.block_on(self.tier.segments())
     }
+
+    /// Every finished copy, the redundant ones too, ascending by start offset (then by when
+    /// it finished): what a log's reads choose from by its leader-epoch lineage
+    /// (`seglog::remote::lineage_chain`). After an unclean leader election the copy
+    /// [`PartitionTier::segments`] keeps at an offset may be a former leader's.
+    ///
+    /// # Errors
+    /// [`Error::Store`] or [`Error::Corrupt`] from the metadata.
+    pub fn finished_copies(&self) -> Result<Vec<RemoteLogSegmentMetadata>> {
+        let (mut all, redundant) = self.block_on(self.tier.split_finished())?;
+        all.extend(redundant);
+        all.sort_by_key(|m| (m.start_offset, m.event_timestamp_ms, m.segment_id));
+        Ok(all)
+    }
 }
 
 /// The metadata a fetch needs, from seglog's view of a remote segment.
@@ -146,11 +160,7 @@ impl RemoteTier for ObjectTier {
     /// [`PartitionTier::segments`] keeps at an offset (the first by start offset) may be a
     /// former leader's, and only the log's leader-epoch lineage can tell which one to serve.
     fn segments(&self) -> Result<Vec<RemoteSegment>, RemoteError> {
-        let (mut all, redundant) = self
-            .block_on(self.tier.split_finished())
-            .map_err(remote_error)?;
-        all.extend(redundant);
-        all.sort_by_key(|m| (m.start_offset, m.event_timestamp_ms, m.segment_id));
+        let all = self.finished_copies().map_err(remote_error)?;
         *self
             .txn_index_empty
             .lock()

@@ -1,5 +1,5 @@
 //! `seglog recover ROOT` on a `log.dirs` root: every partition checked first (the read-only
-//! dry run of `recover DIR`, one partition after the other, with a bar of its own, so a
+//! dry run of `recover DIR`, on `--recovery-threads` threads, with a bar of its own, so a
 //! recovery that cannot succeed changes nothing anywhere), then
 //! recovered in one `LogDir` open on `--recovery-threads` threads (Kafka's
 //! `num.recovery.threads.per.data.dir`, default 2), with a progress bar of the partitions done
@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use seglog::{LogConfig, LogDir, LogOpenOptions, TopicConfigs};
 
@@ -56,6 +57,57 @@ pub fn run(args: &RecoverArgs, quiet: bool, listing: &DirListing) -> Result<Outc
     })
 }
 
+/// The dry run of every partition of `dirs` on `threads` threads (at least 1), each
+/// partition's `check_before_changing`; every partition is checked, and the error of the first
+/// refused one in `dirs`' order is returned (the same answer as checking them in order).
+///
+/// # Errors
+/// That partition's error ([`Error::RecoverRefused`], or a listing error).
+fn check_all(
+    dirs: &[PathBuf],
+    threads: i32,
+    truncate_damaged: bool,
+    checking: &Progress,
+) -> Result<(), Error> {
+    let next = AtomicUsize::new(0);
+    let threads = usize::try_from(threads)
+        .unwrap_or(1)
+        .clamp(1, dirs.len().max(1));
+    let mut failures: Vec<(usize, Error)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut failed = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(dir) = dirs.get(i) else {
+                            return failed;
+                        };
+                        let checked = DirListing::existing_log(dir)
+                            .and_then(|_| check_before_changing(dir, truncate_damaged));
+                        if let Err(e) = checked {
+                            failed.push((i, e));
+                        }
+                        checking.inc(1);
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    failures.sort_by_key(|(i, _)| *i);
+    match failures.into_iter().next() {
+        Some((_, e)) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// Recovers every partition of the root `args.dir` (`dirs`, its partition directories) and
 /// closes it; the reports in partition order.
 fn recover_root(
@@ -63,13 +115,15 @@ fn recover_root(
     quiet: bool,
     dirs: &[PathBuf],
 ) -> Result<Vec<RecoverReport>, Error> {
-    // The dry runs (one read-only recovery per partition, on this thread) have their own bar.
+    // The dry runs (one read-only recovery per partition, on as many threads as the
+    // recovery) have their own bar.
     let checking = Progress::partitions(dirs.len() as u64, "check", quiet);
-    for dir in dirs {
-        DirListing::existing_log(dir)?;
-        check_before_changing(dir, args.truncate_damaged)?;
-        checking.inc(1);
-    }
+    check_all(
+        dirs,
+        args.recovery_threads,
+        args.truncate_damaged,
+        &checking,
+    )?;
     checking.finish();
     let options = LogOpenOptions {
         recover_all: true,

@@ -85,6 +85,9 @@ pub struct AdoptLine {
     pub adopted: Vec<seglog_tiered::AdoptedSegment>,
     /// Remote segments that already had seglog metadata.
     pub already_known: usize,
+    /// Filesets lacking a part every copy uploads: not adopted (an abandoned copy or an
+    /// unfinished deletion of the broker's); the next `seglog tier` run deletes them as orphans.
+    pub incomplete: Vec<seglog_tiered::IncompleteFileset>,
     /// The highest offset in remote storage afterwards (-1: none).
     pub highest_remote_offset: i64,
     /// The whole log's start offset, with the remote tier attached.
@@ -263,6 +266,7 @@ fn adopt(target_args: &TierTarget) -> Result<Outcome, Error> {
         topic_id: t.topic_id.to_string(),
         adopted: adopted.adopted,
         already_known: adopted.already_known,
+        incomplete: adopted.incomplete,
         highest_remote_offset: log.highest_remote_offset(),
         log_start_offset: log.log_start_offset(),
         local_log_start_offset: log.local_log_start_offset(),
@@ -288,6 +292,13 @@ fn print_adopt(out: &mut Out, r: &AdoptLine) -> Result<(), Error> {
         out.line(format_args!(
             "  adopted {}..={} ({} bytes) as {}",
             a.base_offset, a.end_offset, a.size_in_bytes, a.segment_id
+        ))?;
+    }
+    for i in &r.incomplete {
+        out.line(format_args!(
+            "  not adopted: {} (no {} part: an abandoned copy; the next `seglog tier` deletes it as an orphan)",
+            i.key,
+            i.missing.join(", ")
         ))?;
     }
     Ok(())

@@ -322,14 +322,23 @@ fn verify_tiered(
         .collect();
     // Where the checkpoint says the remote part starts (a read-only load; a directory that
     // does not load is reported by the checks below).
-    let remote_start = remote
+    // And its leader-epoch lineage, which picks the remote copies a read serves.
+    let loaded = remote
         .as_ref()
         .filter(|_| listing.irregular.is_empty())
-        .and_then(|_| seglog::Log::open_read_only(dir, seglog::LogConfig::default()).ok())
+        .and_then(|_| seglog::Log::open_read_only(dir, seglog::LogConfig::default()).ok());
+    let remote_start = loaded
+        .as_ref()
         .and_then(|log| log.unattached_remote_start());
+    let epochs = loaded.map(|log| log.leader_epochs()).unwrap_or_default();
     if let Some(remote) = &remote
-        && let Some(remote_last) =
-            remote::check_remote(&mut v, remote, remote_start, bases.first().copied())?
+        && let Some(remote_last) = remote::check_remote(
+            &mut v,
+            remote,
+            remote_start,
+            bases.first().copied(),
+            &epochs,
+        )?
     {
         // The local segments continue the offsets; those also in the remote tier (not yet
         // deleted by local retention) overlap it, as they may.

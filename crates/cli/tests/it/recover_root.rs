@@ -152,6 +152,31 @@ fn a_refused_partition_changes_nothing_in_the_root() {
     assert_eq!(snapshot(&root), before, "nothing changed");
 }
 
+/// The checks run on the recovery threads; whatever the count, the first refused partition in
+/// partition order is the one named, and nothing changes.
+#[test]
+fn parallel_checks_name_the_first_refused_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("root");
+    crashed_root(&root);
+    for name in ["aaa-0", "zzz-0"] {
+        std::fs::create_dir(root.join(name)).unwrap();
+    }
+    let before = snapshot(&root);
+    for threads in ["1", "4"] {
+        let run = seglog([
+            "recover".as_ref(),
+            root.as_os_str(),
+            "--recovery-threads".as_ref(),
+            threads.as_ref(),
+        ]);
+        assert_eq!(run.code, 2, "{threads}: {}", run.stderr);
+        assert!(run.stderr.contains("aaa-0"), "{threads}: {}", run.stderr);
+        assert!(!run.stderr.contains("zzz-0"), "{threads}: {}", run.stderr);
+        assert_eq!(snapshot(&root), before, "{threads}: nothing changed");
+    }
+}
+
 /// On a terminal (a pseudo-terminal from util-linux `script`; skipped where it is missing),
 /// the run draws a bar of partitions for the checks and one for the recovery; `--quiet` draws
 /// none.

@@ -207,3 +207,43 @@ fn tier_refuses_a_store_with_segments_not_yet_adopted_and_deletes_nothing() {
     assert_eq!(again["copied"].as_array().unwrap().len(), 0, "{again}");
     assert!(before.is_subset(&files_under(&remote)));
 }
+
+/// A broker's store with one incomplete fileset (an abandoned copy: its `.snapshot` missing)
+/// beside complete ones. Before, the copy refused the store until adoption and `--adopt`
+/// refused the incomplete fileset: nothing ran until the user deleted objects by hand. Now
+/// `--adopt` adopts the complete filesets and names the incomplete one, and the next copy
+/// deletes it as an orphan and copies its segment again.
+#[test]
+fn adopt_names_an_incomplete_fileset_and_the_next_copy_replaces_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = produced(tmp.path());
+    let d = dir.to_str().unwrap();
+    let remote = tmp.path().join("remote");
+    let store = format!("file://{}", remote.display());
+    let first: serde_json::Value =
+        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
+    let copied = first["copied"].as_array().unwrap().len();
+    assert!(copied >= 3, "{first}");
+    std::fs::remove_dir_all(remote.join("seglog-remote-log-metadata")).unwrap();
+    let snapshot = files_under(&remote)
+        .into_iter()
+        .filter(|f| f.to_string_lossy().ends_with(".snapshot"))
+        .max()
+        .unwrap();
+    std::fs::remove_file(remote.join(&snapshot)).unwrap();
+    let run = seglog(["tier", d, "--store", &store, "--adopt"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(run.stdout.contains("not adopted"), "{}", run.stdout);
+    assert!(run.stdout.contains("no .snapshot part"), "{}", run.stdout);
+    let again: serde_json::Value =
+        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
+    assert_eq!(again["orphans"], 1, "{again}");
+    assert_eq!(again["copied"].as_array().unwrap().len(), 1, "{again}");
+    assert!(
+        files_under(&remote)
+            .iter()
+            .filter(|f| f.to_string_lossy().ends_with(".snapshot"))
+            .count()
+            >= copied
+    );
+}

@@ -381,3 +381,85 @@ fn report_second_base(dir: &Path, store: &str) -> i64 {
         .as_i64()
         .unwrap()
 }
+
+/// A tier holding a former leader's copies beside the lineage's (an unclean leader election:
+/// the log was truncated below what it had copied, then went on in a new epoch and copied
+/// again). Before, `verify --store` checked the copies `PartitionTier::segments` keeps (the
+/// first by start offset: here the former leader's) and never the lineage's copy at the same
+/// start, which reads serve: it now checks every finished copy's parts and walks the offsets
+/// along the chain the reads serve, by the log's leader-epoch lineage.
+#[test]
+fn verify_walks_the_lineages_chain_past_a_former_leaders_overlapping_copies() {
+    use seglog::{BatchBuilder, HighWatermarkPolicy, Log, LogConfig, LogOpenOptions};
+    use seglog_tiered::{Layout, ObjectTier, Tier, TopicIdPartition, Uuid, open_store};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("orders-0");
+    let remote = tmp.path().join("remote");
+    let store = format!("file://{}", remote.display());
+    let config = LogConfig {
+        segment_bytes: 1024,
+        retention_ms: -1,
+        message_timestamp_after_max_ms: i64::MAX,
+        message_timestamp_before_max_ms: i64::MAX,
+        remote_storage_enable: true,
+        ..LogConfig::default()
+    };
+    let options = LogOpenOptions {
+        high_watermark: HighWatermarkPolicy::LogEnd,
+        ..LogOpenOptions::default()
+    };
+    let log = Log::open_with(&dir, config, options).unwrap();
+    std::fs::write(
+        dir.join("partition.metadata"),
+        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAg\n",
+    )
+    .unwrap();
+    let append = |epoch: i32, count: usize| {
+        for i in 0..count {
+            let mut b = BatchBuilder::new(0).partition_leader_epoch(epoch);
+            let value = format!("e{epoch}-{i}-{}", "x".repeat(60));
+            b.append(1_000 + i as i64, None, Some(value.as_bytes()), &[]);
+            log.append(&b.build().unwrap()).unwrap();
+        }
+    };
+    let opened = open_store(&store).unwrap();
+    let layout = Layout::new(
+        opened.root,
+        TopicIdPartition::new("orders", 0, Uuid::from_halves(0, 2)).unwrap(),
+    );
+    let tier = Tier::new(std::sync::Arc::new(
+        ObjectTier::new(opened.store, layout, 1).unwrap(),
+    ));
+    append(0, 60);
+    tier.attach(&log).unwrap();
+    let old = tier.copy(&log).unwrap().copied;
+    assert!(old.len() >= 4, "{old:?}");
+    let truncation = old[2].base_offset + 2;
+    log.truncate_to(truncation).unwrap();
+    log.assign_epoch_start_offset(1, truncation).unwrap();
+    append(1, 60);
+    let new = tier.copy(&log).unwrap().copied;
+    assert_eq!(new[0].base_offset, old[2].base_offset, "{new:?}");
+    log.set_config(LogConfig {
+        local_retention_bytes: 0,
+        ..log.config()
+    })
+    .unwrap();
+    log.delete_old_segments().unwrap();
+    assert!(log.local_log_start_offset() > old.last().unwrap().end_offset);
+    log.close().unwrap();
+
+    let d = dir.to_str().unwrap();
+    let run = seglog(["verify", d, "--store", &store, "--json"]);
+    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(run.code, 0, "{report}");
+    assert_eq!(report["ok"], true, "{report}");
+    // Every copy's parts were checked, the former leader's too (the lineage's are the first
+    // two old copies and the new ones).
+    assert_eq!(
+        report["remote_segments"].as_u64().unwrap(),
+        (old.len() + new.len()) as u64,
+        "{report}"
+    );
+}

@@ -24,25 +24,24 @@ use super::RemoteSegment;
 
 /// A remote segment as the lineage chain uses it: offsets `from..=to` of `segment`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct LineageSegment {
+pub struct LineageSegment {
     /// The copy serving the range.
-    pub(crate) segment: RemoteSegment,
+    pub segment: RemoteSegment,
     /// The first offset served from it (its base offset, or later when an earlier copy in the
     /// chain already serves its head).
-    pub(crate) from: i64,
+    pub from: i64,
     /// The last offset served from it: its end offset, or the last offset before it leaves the
     /// lineage.
-    pub(crate) to: i64,
+    pub to: i64,
 }
 
 /// The tier's finished `segments` (ascending by base offset, possibly overlapping) as a chain
 /// of non-overlapping ranges in ascending order, each served by a copy consistent with
 /// `epochs` (the log's epoch cache, `(epoch, start offset)` ascending) over it. Copies that
-/// are not consistent with the lineage at any of their offsets are left out.
-pub(crate) fn lineage_chain(
-    segments: &[RemoteSegment],
-    epochs: &[(i32, i64)],
-) -> Vec<LineageSegment> {
+/// are not consistent with the lineage at any of their offsets are left out. What a log's
+/// remote reads serve (for a checker such as `seglog verify --store`: the chain must be
+/// contiguous and reach the local log start).
+pub fn lineage_chain(segments: &[RemoteSegment], epochs: &[(i32, i64)]) -> Vec<LineageSegment> {
     let lineage: BTreeMap<i32, i64> = epochs.iter().copied().collect();
     let mut usable: Vec<(usize, i64)> = segments
         .iter()

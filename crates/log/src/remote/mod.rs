@@ -34,7 +34,7 @@ pub(crate) use cache::IndexCache;
 pub(crate) use disk_cache::DiskIndexCache;
 pub use disk_cache::{DEFAULT_DISK_INDEX_CACHE_BYTES, REMOTE_INDEX_CACHE_DIR};
 pub use error::{RemoteError, RemoteErrorKind};
-pub(crate) use lineage::{LineageSegment, lineage_chain};
+pub use lineage::{LineageSegment, lineage_chain};
 pub(crate) use pins::Pins;
 pub use pins::SegmentPin;
 pub(crate) use sealed::SealSubscribers;

@@ -1,6 +1,8 @@
 //! [`RemoteState`]: what a [`crate::Log`] keeps about its remote tier.
 
-use super::{DiskIndexCache, IndexCache, Pins, RemoteSegment, RemoteTier, SealSubscribers};
+use super::{
+    DiskIndexCache, IndexCache, LineageSegment, Pins, RemoteSegment, RemoteTier, SealSubscribers,
+};
 use crate::sync::{AtomicI64, Mutex, Ordering, RwLock, read, write};
 use std::sync::Arc;
 
@@ -26,8 +28,18 @@ pub(crate) struct RemoteState {
     pub(crate) disk_indexes: Mutex<Option<DiskIndexCache>>,
     /// The tier's segment list as last fetched (refreshed when a read finds no segment).
     pub(crate) segments: Mutex<Option<Arc<Vec<RemoteSegment>>>>,
+    /// The lineage chain of `segments` as last computed, with what it was computed from.
+    pub(crate) chain: Mutex<Option<CachedChain>>,
     /// Who hears of sealed segments (`sealed.rs`).
     pub(crate) sealed: SealSubscribers,
+}
+
+/// A lineage chain and the segment list and epoch cache it was computed from.
+#[derive(Debug)]
+pub(crate) struct CachedChain {
+    list: Arc<Vec<RemoteSegment>>,
+    epochs: Vec<(i32, i64)>,
+    chain: Arc<Vec<LineageSegment>>,
 }
 
 impl Default for RemoteState {
@@ -40,6 +52,7 @@ impl Default for RemoteState {
             indexes: Mutex::new(IndexCache::new(super::DEFAULT_INDEX_CACHE_BYTES)),
             disk_indexes: Mutex::new(None),
             segments: Mutex::new(None),
+            chain: Mutex::new(None),
             sealed: SealSubscribers::default(),
         }
     }
@@ -83,6 +96,30 @@ impl RemoteState {
     /// Drops the cached segment list (a copy finished, remote expiry ran, a truncation).
     pub(crate) fn forget_segments(&self) {
         *crate::sync::lock(&self.segments) = None;
+        *crate::sync::lock(&self.chain) = None;
+    }
+
+    /// The lineage chain of `list` under `epochs`: computed once per segment list and epoch
+    /// cache (`lineage_chain` is a pure function of the two), not on every remote read.
+    pub(crate) fn chain(
+        &self,
+        list: &Arc<Vec<RemoteSegment>>,
+        epochs: Vec<(i32, i64)>,
+    ) -> Arc<Vec<LineageSegment>> {
+        let mut cached = crate::sync::lock(&self.chain);
+        if let Some(c) = cached.as_ref()
+            && Arc::ptr_eq(&c.list, list)
+            && c.epochs == epochs
+        {
+            return Arc::clone(&c.chain);
+        }
+        let chain = Arc::new(super::lineage_chain(list, &epochs));
+        *cached = Some(CachedChain {
+            list: Arc::clone(list),
+            epochs,
+            chain: Arc::clone(&chain),
+        });
+        chain
     }
 
     /// Sets the highest remote offset (a follower rebuild).
@@ -100,5 +137,52 @@ impl RemoteState {
     pub(crate) fn set_log_start_offset(&self, offset: Option<i64>) {
         self.log_start_offset
             .store(offset.unwrap_or(i64::MIN), Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::RemoteSegmentId;
+
+    fn segment(id: u8, base: i64, end: i64, epochs: &[(i32, i64)]) -> RemoteSegment {
+        RemoteSegment {
+            base_offset: base,
+            end_offset: end,
+            max_timestamp_ms: -1,
+            size_in_bytes: 100,
+            leader_epochs: epochs.to_vec(),
+            id: RemoteSegmentId::from_bytes([id; 16]),
+        }
+    }
+
+    #[test]
+    fn the_chain_is_computed_once_per_segment_list_and_epoch_cache() {
+        let state = RemoteState::default();
+        // A former leader's copy (3) beside the lineage's (5), as in lineage.rs' tests.
+        let list = Arc::new(vec![
+            segment(1, 0, 19, &[(0, 0)]),
+            segment(3, 20, 39, &[(0, 20)]),
+            segment(5, 20, 34, &[(0, 20), (1, 25)]),
+        ]);
+        let epochs = vec![(0, 0), (1, 25)];
+        let first = state.chain(&list, epochs.clone());
+        assert!(Arc::ptr_eq(&first, &state.chain(&list, epochs.clone())));
+        let ids = |chain: &[LineageSegment]| -> Vec<u8> {
+            chain.iter().map(|s| s.segment.id.as_bytes()[0]).collect()
+        };
+        assert_eq!(ids(&first), [1, 5]);
+        // Another epoch cache (here: the former leader's lineage) is another chain.
+        let other = state.chain(&list, vec![(0, 0)]);
+        assert!(!Arc::ptr_eq(&first, &other));
+        assert_eq!(ids(&other), [1, 3]);
+        // So is another list, even with equal contents (a list fetched again).
+        let again = Arc::new(list.as_ref().clone());
+        let relisted = state.chain(&again, epochs.clone());
+        assert!(!Arc::ptr_eq(&first, &relisted));
+        assert_eq!(ids(&relisted), [1, 5]);
+        // Forgetting the list forgets the chain.
+        state.forget_segments();
+        assert!(crate::sync::lock(&state.chain).is_none());
     }
 }

@@ -3,15 +3,19 @@
 //! (`.log`, `.index`, `.timeindex`, the producer `.snapshot`, the `.leader_epoch_checkpoint`,
 //! and the `.txnindex` its metadata says it has); its `.log` is fetched (in ranged reads, to a
 //! temporary file: memory stays bounded) and walked batch by batch with the index checks of a
-//! local segment, its size must be the metadata's, and the segments must follow each other
-//! without a gap and reach the local log start. Every problem names the object
+//! local segment, its size must be the metadata's, and the chain of copies a read serves (by
+//! the log's leader-epoch lineage: a former leader's overlapping copy is not in it) must follow
+//! itself without a gap and reach the local log start. Every problem names the object
 //! (`<store URL>/<key>`). Nothing in the store is written.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use seglog::remote::{LineageSegment, RemoteSegment, lineage_chain};
 use seglog_segment::{FileKind as LocalKind, file_path};
-use seglog_tiered::{FileKind, IndexType, RemoteLogSegmentMetadata, RemoteStorageManager};
+use seglog_tiered::{
+    FileKind, IndexType, RemoteLogSegmentMetadata, RemoteStorageManager, remote_segment,
+};
 
 use super::{ProblemKind, Verifier};
 use crate::dir::SegmentFiles;
@@ -22,9 +26,13 @@ use crate::remote::PartitionRemote;
 /// Bytes fetched per ranged read of a remote `.log`.
 const FETCH_CHUNK: u64 = 8 << 20;
 
-/// Checks every finished remote segment, oldest first, before the local ones: the offsets of
-/// the walk continue from them. Returns the last offset of the last remote segment (`None`
-/// when there is none).
+/// Checks every finished remote copy (the redundant ones too: `ObjectTier::finished_copies`),
+/// oldest first, before the local ones: the offsets of the walk continue from them. The parts
+/// of every copy are checked; the offsets are checked
+/// along the chain a read serves (`seglog::remote::lineage_chain` under `epochs`, the log's
+/// leader-epoch cache): after an unclean leader election a former leader's copy may overlap
+/// the lineage's, and only the lineage's ranges must follow each other and reach the local log
+/// start. Returns the last offset of the chain (`None` when it is empty).
 ///
 /// # Errors
 /// A store failure other than a missing object (the check cannot be made: exit 2, naming the
@@ -34,8 +42,9 @@ pub(super) fn check_remote(
     remote: &PartitionRemote,
     remote_start: Option<i64>,
     local_log_start_offset: Option<i64>,
+    epochs: &[(i32, i64)],
 ) -> Result<Option<i64>, Error> {
-    let segments = remote.tier.finished_segments()?;
+    let segments = remote.tier.finished_copies()?;
     if segments.is_empty()
         && let (Some(start), Some(local_start)) = (remote_start, local_log_start_offset)
     {
@@ -51,43 +60,58 @@ pub(super) fn check_remote(
         );
     }
     let tmp = tempfile::tempdir().map_err(Error::io("create", std::env::temp_dir()))?;
-    let mut previous: Option<&RemoteLogSegmentMetadata> = None;
     for segment in &segments {
         let names = ObjectNames::new(remote, segment);
+        v.report.remote_segments += 1;
+        // Each copy's offsets ascend within it; copies may overlap (a repeated copy, a former
+        // leader's), so the order across them is the chain's, checked below.
+        v.last_offset = None;
+        check_segment(v, remote, segment, &names, tmp.path())?;
+    }
+    let mut listed: Vec<RemoteSegment> = segments.iter().map(remote_segment).collect();
+    listed.sort_by_key(|s| s.base_offset);
+    let chain = lineage_chain(&listed, epochs);
+    let names_of = |range: &LineageSegment| {
+        segments
+            .iter()
+            .find(|s| &s.segment_id.0 == range.segment.id.as_bytes())
+            .map(|s| ObjectNames::new(remote, s).of(FileKind::Segment))
+    };
+    let mut previous: Option<&LineageSegment> = None;
+    for range in &chain {
         if let Some(prev) = previous
-            && segment.start_offset != prev.end_offset + 1
+            && range.from != prev.to + 1
+            && let Some(object) = names_of(range)
         {
             v.problem(
-                &names.of(FileKind::Segment),
+                &object,
                 None,
                 ProblemKind::RemoteGap,
                 format!(
-                    "remote segment {}..={} does not follow the previous remote segment, which ends at {}",
-                    segment.start_offset, segment.end_offset, prev.end_offset
+                    "remote segment {}..={} (served from {}) does not follow the previous remote range of the log's leader-epoch lineage, which ends at {}",
+                    range.segment.base_offset, range.segment.end_offset, range.from, prev.to
                 ),
             );
         }
-        v.report.remote_segments += 1;
-        check_segment(v, remote, segment, &names, tmp.path())?;
-        previous = Some(segment);
+        previous = Some(range);
     }
     if let (Some(last), Some(local_start)) = (previous, local_log_start_offset)
-        && local_start > last.end_offset + 1
+        && local_start > last.to + 1
+        && let Some(object) = names_of(last)
     {
-        let names = ObjectNames::new(remote, last);
         v.problem(
-            &names.of(FileKind::Segment),
+            &object,
             None,
             ProblemKind::RemoteGap,
             format!(
-                "offsets {}..{} are in neither tier: the last remote segment ends at {}, the local log starts at {local_start}",
-                last.end_offset + 1,
+                "offsets {}..{} are in neither tier: the last remote range ends at {}, the local log starts at {local_start}",
+                last.to + 1,
                 local_start - 1,
-                last.end_offset
+                last.to
             ),
         );
     }
-    Ok(previous.map(|s| s.end_offset))
+    Ok(previous.map(|s| s.to))
 }
 
 /// The object names of one remote segment's parts, as problems name them.
