@@ -270,8 +270,18 @@ impl Log {
             // Kafka: an epoch entry at the log end with nothing written in it goes anyway.
             return self.epochs_truncate_from_end(view.end.offset);
         }
-        self.truncation_starts(offset)?;
         let first_base = view.segments.first().map_or(0, |(b, _)| b);
+        // Kafka's `LogManager.truncateTo` lowers the cleaner checkpoint to the active
+        // segment's base after `UnifiedLog.truncateTo`: the base of the segment the truncation
+        // cuts (the floor of `offset`), not `offset` itself, and not the segment seglog rolls
+        // at `offset` after a cut inside a batch. The next round then cleans that segment again
+        // and can merge it, as Kafka's does.
+        let cut_base = if offset < first_base {
+            offset
+        } else {
+            view.segments.floor(offset).map_or(offset, |(b, _)| b)
+        };
+        self.truncation_starts(offset, cut_base)?;
         if offset < first_base {
             self.truncate_fully_locked(&mut writer, &view, offset)?;
             drop(writer);
@@ -383,7 +393,7 @@ impl Log {
     }
 
     fn truncate_fully_locked(&self, writer: &mut Writer, view: &View, offset: i64) -> Result<()> {
-        self.truncation_starts(offset)?;
+        self.truncation_starts(offset, offset)?;
         // Kafka's `truncateFullyAndStartAt`: the whole log starts at `offset` too.
         self.remote.set_log_start_offset(None);
         // Remove the old segments first: the new one may reuse a base offset.
@@ -428,12 +438,13 @@ impl Log {
 
     /// Under the writer lock, before a truncation to `offset` changes anything: a cleaning
     /// round in progress will abort at its next swap, and the cleaner checkpoint is lowered to
-    /// `offset` if it is above it (Kafka's `maybeTruncateCheckpoint`).
-    fn truncation_starts(&self, offset: i64) -> Result<()> {
+    /// `cut_base` (the base of the segment the truncation leaves active in Kafka's layout) if it
+    /// is above it (Kafka's `maybeTruncateCleanerCheckpointToActiveSegmentBaseOffset`).
+    fn truncation_starts(&self, offset: i64, cut_base: i64) -> Result<()> {
         self.truncations.fetch_add(1, crate::sync::Ordering::AcqRel);
         // What the remote tier holds at or above `offset` is no longer what the log holds.
         self.remote.lower_highest_offset(offset - 1);
-        self.home.write_cleaner_checkpoint(offset, true)
+        self.home.write_cleaner_checkpoint(cut_base, true)
     }
 
     fn lower_after_truncation(

@@ -178,9 +178,14 @@ impl Log {
         map.update_latest_offset(offsets.first_dirty - 1);
         let end_offset = map.latest_offset() + 1;
         report.end_offset = end_offset;
+        // Never the active segment, whatever the checkpoint says: the writer appends to its
+        // file, so a swap of it would leave later appends in the replaced file (lost). A
+        // checkpoint above the active segment's base once made a purge round (whose end is
+        // the checkpoint) replace it: a truncation had lowered the checkpoint only to its target.
+        let active_base = segments.last().map_or(i64::MIN, |(b, _)| *b);
         let below_end = stats
             .iter()
-            .take_while(|s| s.base_offset < end_offset)
+            .take_while(|s| s.base_offset < end_offset && s.base_offset < active_base)
             .count();
         fill_index_bytes(&segments, &mut stats, below_end);
         let groups = plan::group(

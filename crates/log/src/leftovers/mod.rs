@@ -28,7 +28,9 @@
 //!    or the one before them covers it, or nothing lies after them (a truncated tail), or nothing
 //!    before (retention), or every record they hold is superseded or purged (a group's old segment
 //!    past its cleaned segment's next offset: its records have later ones, or are tombstones and
-//!    markers whose batch's delete horizon passed by the load's clock, which a purge round drops). Otherwise — a segment between two others whose
+//!    markers whose batch's delete horizon passed by the load's clock, which a purge round drops; a
+//!    later segment supersedes with its records before its first damage, so a crash's torn
+//!    active segment never keeps a round's old segment). Otherwise — a segment between two others whose
 //!    offsets no other segment serves, holding a record the log would lose — they are renamed
 //!    back (`LoadReport::restored_files`): the log would have a hole there.
 //!
@@ -646,6 +648,14 @@ impl Reader<'_> {
 }
 
 /// For every key of `replaced` (from `from` on), its latest offset there and in `later`.
+///
+/// Each file of `later` is read up to its first damage only (a torn tail, a bad batch): the
+/// records before it count, the rest of that file supersedes nothing, since a load does not
+/// serve it. A crash tears the active segment's unflushed tail, and that must not make the
+/// whole check fail (which keeps what it checks: seeds 206603 and 207270 of the second long
+/// run renamed a cleaning round's old segment back after a crash that tore the active
+/// segment). The records a round drops are superseded below its first uncleanable offset,
+/// in segments flushed before the round, so the damage of a torn tail never hides them.
 fn latest_offsets(
     files: &dyn Files,
     replaced: &[PathBuf],
@@ -659,7 +669,16 @@ fn latest_offsets(
             latest.insert(key, rec.offset);
         }
     }
-    raise_latest(files, &mut latest, later.to_vec())?;
+    for path in later {
+        let mut records = Records::new(files, vec![path.clone()], i64::MIN);
+        while let Ok(Some(rec)) = records.next() {
+            if let Some(key) = rec.key
+                && let Some(offset) = latest.get_mut(&key)
+            {
+                *offset = (*offset).max(rec.offset);
+            }
+        }
+    }
     Ok(latest)
 }
 

@@ -131,6 +131,9 @@ proptest! {
         let mut seq = 0u32;
         // (first, last) offset of every batch appended: truncation works on whole batches.
         let mut batches: Vec<(i64, i64)> = Vec::new();
+        // Where the rounds' cleaned section ends (the model's own: the cleaner checkpoint
+        // drops to the base of a cut segment, below what was cleaned there).
+        let mut cleaned_to = 0i64;
         for (step, op) in ops.iter().enumerate() {
             let context = format!("step {step} {op:?}");
             match op {
@@ -160,6 +163,7 @@ proptest! {
                 Op::Clean { advance_ms } => {
                     clock.advance(*advance_ms);
                     if let Some(report) = log.clean_at(clock.now_ms()).unwrap() {
+                        cleaned_to = cleaned_to.max(report.end_offset);
                         let got = served(&log);
                         let below: Served = got
                             .range(..report.end_offset)
@@ -173,6 +177,8 @@ proptest! {
                 }
                 Op::Tick => {
                     log.tick(clock.now_ms()).unwrap();
+                    // A due log's round ran in the tick; it ends at the checkpoint it wrote.
+                    cleaned_to = cleaned_to.max(log.cleaner_checkpoint().unwrap_or(0));
                 }
                 Op::Truncate { back } => {
                     // Only above the cleaned section: a truncation below it would also remove
@@ -184,8 +190,9 @@ proptest! {
                         .iter()
                         .find(|(first, last)| *first <= to && to <= *last)
                         .map_or(to, |(first, _)| *first);
-                    if cut >= log.cleaner_checkpoint().unwrap_or(0) {
+                    if cut >= cleaned_to {
                         log.truncate_to(to).unwrap();
+                        cleaned_to = cleaned_to.min(to);
                         written.retain(|o, _| *o < cut);
                         batches.retain(|(first, _)| *first < cut);
                     }
@@ -358,4 +365,174 @@ fn a_crash_after_a_purge_round_keeps_what_the_round_removed_removed() {
         "{:?}",
         log.load_report()
     );
+}
+
+/// A crash that tears the active segment's unflushed tail while a cleaning round's old
+/// segments still wait for deletion as `.deleted` (Kafka's `file.delete.delay.ms`) brings none
+/// of them back. The round merged segments 0, 2 and 3 into 0, which now ends at 2: segment 2
+/// (`k2`'s old value, superseded at 4) and segment 3 (emptied by a truncation inside its only
+/// batch, which rolled at the target) lie in the hole the round left. The loader's check
+/// failed as a whole on the torn active segment and renamed both back, serving `k2`'s old
+/// value again and an empty segment 3 (second long run, seeds 206603 and 207270:
+/// `state.segments` after the crash seglog `[0,17,18]`, Kafka `[0,18]`; Kafka's loader deletes
+/// every `.deleted` file).
+#[test]
+fn a_crash_tearing_the_active_segment_after_a_round_brings_back_none_of_its_old_segments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let config = LogConfig {
+        file_delete_delay_ms: 60_000,
+        ..config()
+    };
+    let open_log = |clock: &Arc<ManualClock>| {
+        let log = open(tmp.path(), config.clone(), clock);
+        log.set_high_watermark_policy(seglog::HighWatermarkPolicy::LogEnd)
+            .unwrap();
+        log
+    };
+    let log = open_log(&clock);
+    let put = |log: &Log, records: &[(&str, &str)]| {
+        let mut builder = BatchBuilder::new(0);
+        for (key, value) in records {
+            builder.append(
+                clock.now_ms(),
+                Some(key.as_bytes()),
+                Some(value.as_bytes()),
+                &[],
+            );
+        }
+        log.append(&builder.build().unwrap()).unwrap();
+    };
+    put(&log, &[("k0", "a"), ("k1", "a")]);
+    log.roll().unwrap();
+    put(&log, &[("k2", "old")]);
+    log.roll().unwrap();
+    put(&log, &[("k5", "a"), ("k6", "a")]);
+    log.truncate_to(4).unwrap(); // inside the batch 3-4: segment 3 empty, a roll at 4
+    let big = "n".repeat(500); // too large to join the first group
+    put(&log, &[("k2", &big)]);
+    log.roll().unwrap();
+    let bases = |log: &Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    assert_eq!(bases(&log), [0, 2, 3, 4, 5]);
+    log.clean_at(clock.now_ms()).unwrap().expect("a round");
+    assert_eq!(bases(&log), [0, 4, 5], "segments 0, 2 and 3 merged into 0");
+    let before = served(&log);
+    assert_eq!(before.keys().copied().collect::<Vec<_>>(), [0, 1, 4]);
+    let deleted = |base: i64| tmp.path().join(format!("{base:020}.log.deleted"));
+    assert!(
+        deleted(2).exists() && deleted(3).exists(),
+        "waiting for deletion"
+    );
+    put(&log, &[("k7", "unflushed")]);
+    drop(log); // a crash: no close
+    let active = tmp.path().join(format!("{:020}.log", 5));
+    let len = std::fs::metadata(&active).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&active)
+        .unwrap()
+        .set_len(len - 10)
+        .unwrap(); // the unflushed tail torn
+    let log = open_log(&clock);
+    assert!(!log.load_report().had_clean_shutdown);
+    assert!(
+        log.load_report().restored_files.is_empty(),
+        "{:?}",
+        log.load_report()
+    );
+    assert_eq!(bases(&log), [0, 4, 5]);
+    assert_eq!(served(&log), before);
+    assert!(!deleted(2).exists() && !deleted(3).exists());
+}
+
+/// A truncation lowers the cleaner checkpoint to the base of the segment it cuts, as Kafka 4.4's
+/// `LogManager.truncateTo` does (`maybeTruncateCleanerCheckpointToActiveSegmentBaseOffset`, the
+/// active segment's base after `UnifiedLog.truncateTo`), not to the target: seglog lowered it
+/// to 6, where its cut inside a batch rolls, so the next round found nothing dirty and kept an
+/// emptied segment Kafka's round merges away (first long run, seeds 105781 and 109828:
+/// `state.segments` after a clean seglog `[0,6,9]` / `[0,22,28]`, Kafka `[0,9]` / `[0,28]`).
+#[test]
+fn a_truncation_lowers_the_cleaner_checkpoint_to_the_base_of_the_segment_it_cuts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = open_log(tmp.path(), &clock);
+    let put = |log: &Log, keys: &[&str]| {
+        let mut builder = BatchBuilder::new(0);
+        for key in keys {
+            builder.append(clock.now_ms(), Some(key.as_bytes()), Some(b"v"), &[]);
+        }
+        log.append(&builder.build().unwrap()).unwrap();
+    };
+    let bases = |log: &Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    put(&log, &["a", "b", "c", "d"]);
+    put(&log, &["e", "f", "g", "h"]);
+    log.roll().unwrap();
+    log.clean_at(clock.now_ms()).unwrap().expect("a round");
+    assert!(
+        log.cleaner_checkpoint() > Some(6),
+        "{:?}",
+        log.cleaner_checkpoint()
+    );
+    log.truncate_to(6).unwrap(); // inside the batch 4-7 of segment 0: a roll at 6
+    assert_eq!(bases(&log), [0, 6]);
+    assert_eq!(
+        log.cleaner_checkpoint(),
+        Some(0),
+        "Kafka's active segment after truncateTo(6) is segment 0"
+    );
+    put(&log, &["i", "j", "k", "l"]);
+    log.truncate_to(9).unwrap(); // inside 6-9: segment 6 emptied, a roll at 9
+    assert_eq!(bases(&log), [0, 6, 9]);
+    let report = log
+        .clean_at(clock.now_ms())
+        .unwrap()
+        .expect("segment 0 is dirty again");
+    assert_eq!(report.end_offset, 9);
+    assert_eq!(
+        bases(&log),
+        [0, 9],
+        "segments 0 and 6 merged, as Kafka's round merges them"
+    );
+    let offsets: Vec<i64> = served(&log).keys().copied().collect();
+    assert_eq!(offsets, [0, 1, 2, 3]);
+}
+
+/// A round never replaces the active segment, whatever the cleaner checkpoint says: the writer
+/// appends to its file, so a swap of it left every later append in the replaced file, lost
+/// (acknowledged, then never served). A purge round (seglog's round over the clean section
+/// when a delete horizon passed) ends at the checkpoint, and a checkpoint can lie above the
+/// active segment's base: here DeleteRecords moved the log start into the active segment, and
+/// the round reset the checkpoint to it. Found by the compaction model proptest (its input is
+/// in proptest-regressions/compaction.txt, case 7fb938ef: there a truncation had lowered the
+/// checkpoint only to its target, above the segment it left active).
+#[test]
+fn a_purge_round_never_replaces_the_active_segment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let clock = Arc::new(ManualClock::new(T0));
+    let log = open_log(tmp.path(), &clock);
+    let put = |log: &Log, key: &str, value: Option<&str>| {
+        let mut builder = BatchBuilder::new(0);
+        builder.append(
+            clock.now_ms(),
+            Some(key.as_bytes()),
+            value.map(str::as_bytes),
+            &[],
+        );
+        log.append(&builder.build().unwrap()).unwrap().first_offset
+    };
+    put(&log, "a", Some("1"));
+    put(&log, "b", None); // a tombstone at 1
+    put(&log, "c", Some("1"));
+    log.roll().unwrap();
+    put(&log, "d", Some("1"));
+    log.clean_at(clock.now_ms()).unwrap().expect("a round");
+    log.truncate_to(2).unwrap(); // segment 0 is the active one again, its tombstone stamped
+    let bases = |log: &Log| -> Vec<i64> { log.segments().iter().map(|s| s.base_offset).collect() };
+    assert_eq!(bases(&log), [0]);
+    log.delete_records_before(1).unwrap(); // the log start inside the active segment
+    clock.advance(config().delete_retention_ms + 1);
+    let _ = log.clean_at(clock.now_ms()).unwrap();
+    assert_eq!(put(&log, "e", Some("1")), 2);
+    let offsets: Vec<i64> = served(&log).keys().copied().collect();
+    assert_eq!(offsets, [1, 2], "the append after the round is served");
 }
