@@ -66,8 +66,6 @@ public final class DiffDriver {
     private final DiffTime time = new DiffTime();
     /** LogCleanerManager's checkpoint of this log (the first dirty offset); none before a round. */
     private Optional<Long> cleanerCheckpoint = Optional.empty();
-    /** The checkpoint before the last truncation (for {@code roll_at_truncation_target}). */
-    private Optional<Long> checkpointBeforeTruncation = Optional.empty();
     private Cleaner cleaner;
     private UnifiedLog log;
     private Path dir;
@@ -155,23 +153,17 @@ public final class DiffDriver {
                 boolean skipsReplay = target < log.logEndOffset()
                         && log.logSegments().get(0).baseOffset() <= target
                         && psm.isEmpty() && psm.mapEndOffset() >= target;
-                checkpointBeforeTruncation = cleanerCheckpoint;
                 log.truncateTo(target);
                 if (skipsReplay) reply.put("skipped_truncation_replay", true);
                 cleanerCheckpointAtMost(log.activeSegment().baseOffset());
             });
             // The runner's roll after a truncation inside a batch or in a gap (rule
             // `truncation-inside-a-batch-rolls-at-the-target`): seglog's truncation rolled at the
-            // target, so LogManager's checkpoint rule (run after the truncation) sees an active
-            // segment based at the target; Kafka's, which does not roll, lowered the checkpoint
-            // to the base of the segment holding the target. The roll makes Kafka's layout
-            // seglog's, and the checkpoint is what the rule gives on that layout (second long
-            // run, seed 207045: Kafka's round re-cleaned that segment, seglog had nothing dirty).
-            case "roll_at_truncation_target" -> refusable(reply, () -> {
-                log.roll();
-                cleanerCheckpoint = checkpointBeforeTruncation;
-                cleanerCheckpointAtMost(log.activeSegment().baseOffset());
-            });
+            // target, and the roll makes Kafka's layout seglog's. The cleaner checkpoint stays
+            // what LogManager's rule gave on Kafka's own layout (the base of the segment holding
+            // the target), which seglog's truncation now writes too (8ea045a; seeds 207045,
+            // 109828, 105781).
+            case "roll_at_truncation_target" -> refusable(reply, () -> log.roll());
             case "hw" -> refusable(reply, () -> {
                 long target = Math.min(r.path("offset").asLong(), log.logEndOffset());
                 if (target > log.highWatermark()) log.updateHighWatermark(target);
