@@ -153,6 +153,11 @@ pub const RULES: &[Rule] = &[
         documented: "docs/format.md, Deliberate differences: \"MAX_TIMESTAMP after a truncation below a reloaded time index entry\"",
         explains: crate::rules_log::max_timestamp_forgotten_by_truncation,
     },
+    Rule {
+        name: crate::rules_log::LOOKUP_PAST_A_FORGOTTEN_MAX_TIMESTAMP,
+        documented: "docs/format.md, Deliberate differences: \"Offset for timestamp past a segment whose max timestamp Kafka forgot\"",
+        explains: crate::rules_log::lookup_past_a_forgotten_max_timestamp,
+    },
 ];
 
 /// The rule after which the runner rolls seglog's log too, so that the rest of the history
@@ -251,7 +256,12 @@ fn recompressed_batch_bytes(_: &Step, path: &str, ours: &Observation, kafka: &Ob
 /// log start on the same except the delete-horizon flag of a marker-shaped batch (one record of
 /// 10 key and value bytes, a control record's), and the batches ending below the log start
 /// different in it or in an earlier segment at the same base on both sides; the segment's size
-/// may then differ too. Once a later round has removed the data on Kafka's side as well, the
+/// may then differ too. From the log start on Kafka may also hold marker-shaped batches without
+/// a horizon that seglog's segment lacks: Kafka's `CleanedTransactionMetadata` keeps the
+/// producer in `ongoingCommittedTxns` past its ABORT (only a COMMIT removes it), so the
+/// producer's later COMMIT is never deletable on Kafka's side, while seglog's round stamped it
+/// as the marker of an empty transaction and a later round removed it (long-run seed 300099:
+/// Kafka keeps the COMMIT at 15, log start 11). Once a later round has removed the data on Kafka's side as well, the
 /// batches are the same again, but the ABORT marker was stamped in another round on each side
 /// (Kafka's in the round that did not know the abort, seglog's in the round after the data
 /// went), so its delete horizon (the batch's base timestamp, and the varint of its record's
@@ -293,7 +303,42 @@ fn aborted_data_below_log_start(
         && same_base(i)
         && segment_batches(ours, i) != segment_batches(kafka, i)
         && (0..=i).any(|j| same_base(j) && part(ours, j, true) != part(kafka, j, true))
-        && part(ours, i, false) == part(kafka, i, false)
+        && part(ours, i, false).zip(part(kafka, i, false)).is_some_and(|(a, b)| {
+            a == b || only_unstamped_markers_more(&a, &b, segment_batches(kafka, i), start)
+        })
+}
+
+/// Whether Kafka's batches of a segment from the log start on (`kafka`, horizon flags of
+/// marker-shaped batches cleared) are seglog's (`ours`, likewise) plus marker-shaped batches
+/// that Kafka keeps without a delete horizon (in `kafka_all`, the segment's batches as Kafka
+/// has them): the COMMIT marker of a producer whose aborted data below the log start Kafka's
+/// round counted as committed, which Kafka keeps for good and seglog's later round removed as
+/// the marker of an empty transaction (long-run seed 300099).
+fn only_unstamped_markers_more(
+    ours: &[FileBatch],
+    kafka: &[FileBatch],
+    kafka_all: Option<&Vec<FileBatch>>,
+    start: i64,
+) -> bool {
+    let Some(kafka_all) = kafka_all else {
+        return false;
+    };
+    let unstamped_marker = |b: &FileBatch| {
+        b[3] == 1
+            && b[4] == CONTROL_RECORD_BYTES
+            && kafka_all
+                .iter()
+                .any(|k| k[0] == b[0] && k[1] >= start && k[6] == 0)
+    };
+    let mut rest = ours.iter().peekable();
+    for b in kafka {
+        if rest.peek() == Some(&b) {
+            rest.next();
+        } else if !unstamped_marker(b) {
+            return false;
+        }
+    }
+    rest.next().is_none() && kafka.len() > ours.len()
 }
 
 /// The size form of `aborted_data_below_log_start`: segment `i` at the same base with the
@@ -638,6 +683,73 @@ mod tests {
             [5, 5, 0, 2, 20, 2, 0],
         ]]);
         assert!(!aborted_data_below_log_start(&step(), path, &ours, &data));
+    }
+
+    /// Long-run seed 300099: producer 1002's transaction 0-1 was aborted at 6, below the log
+    /// start 11; Kafka keeps one record of it and its later COMMIT at 15 (unstamped, for
+    /// good), seglog empties the batch and its second round removed that COMMIT.
+    #[test]
+    fn aborted_data_below_log_start_allows_a_commit_marker_seglog_removed_above_the_log_start() {
+        let with = |batches: Vec<FileBatch>| Observation {
+            state: State {
+                log_start: 11,
+                log_end: 17,
+                ..State::default()
+            },
+            files: Some(vec![(0, 400)]),
+            file_batches: Some(vec![batches]),
+            ..Observation::default()
+        };
+        let ours = with(vec![
+            [0, 1, 0, 0, 0, 2, 0],
+            [6, 6, 0, 1, 10, 2, 0],
+            [11, 12, 0, 2, 50, 2, 0],
+            [13, 13, 0, 1, 10, 2, 0],
+        ]);
+        let kafka = with(vec![
+            [0, 1, 0, 1, 24, 2, 0],
+            [11, 12, 0, 2, 50, 2, 0],
+            [13, 13, 0, 1, 10, 2, 0],
+            [15, 15, 0, 1, 10, 2, 0],
+        ]);
+        for path in ["file_batches[0][0]", "files[0]"] {
+            assert!(
+                aborted_data_below_log_start(&step(), path, &ours, &kafka),
+                "{path}"
+            );
+        }
+        // The same extra marker with the same data below the log start: not this form.
+        let mut same_below = ours.clone();
+        same_below.file_batches = Some(vec![vec![
+            [0, 1, 0, 0, 0, 2, 0],
+            [6, 6, 0, 1, 10, 2, 0],
+            [11, 12, 0, 2, 50, 2, 0],
+            [13, 13, 0, 1, 10, 2, 0],
+            [15, 15, 0, 1, 10, 2, 0],
+        ]]);
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[0][4]",
+            &ours,
+            &same_below
+        ));
+        // A data batch Kafka has above the log start and seglog lacks: not this form.
+        let mut data = kafka.clone();
+        data.file_batches = Some(vec![vec![
+            [0, 1, 0, 1, 24, 2, 0],
+            [11, 12, 0, 2, 50, 2, 0],
+            [13, 13, 0, 1, 10, 2, 0],
+            [15, 16, 0, 2, 20, 2, 0],
+        ]]);
+        assert!(!aborted_data_below_log_start(&step(), "file_batches[0][0]", &ours, &data));
+        // A stamped marker Kafka has that seglog lacks: not this form.
+        let mut stamped = kafka.clone();
+        stamped.file_batches.as_mut().unwrap()[0][3][6] = 1;
+        assert!(!aborted_data_below_log_start(&step(), "file_batches[0][0]", &ours, &stamped));
+        // seglog holding a batch Kafka lacks above the log start: not this form.
+        let mut fewer = kafka.clone();
+        fewer.file_batches.as_mut().unwrap()[0].remove(2);
+        assert!(!aborted_data_below_log_start(&step(), "file_batches[0][0]", &ours, &fewer));
     }
 
     /// Long-run seed 201896: the aborted data (9) and its ABORT marker (10) lie in segment 0
