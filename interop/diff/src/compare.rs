@@ -303,9 +303,11 @@ fn aborted_data_below_log_start(
         && same_base(i)
         && segment_batches(ours, i) != segment_batches(kafka, i)
         && (0..=i).any(|j| same_base(j) && part(ours, j, true) != part(kafka, j, true))
-        && part(ours, i, false).zip(part(kafka, i, false)).is_some_and(|(a, b)| {
-            a == b || only_unstamped_markers_more(&a, &b, segment_batches(kafka, i), start)
-        })
+        && part(ours, i, false)
+            .zip(part(kafka, i, false))
+            .is_some_and(|(a, b)| {
+                a == b || only_unstamped_markers_more(&a, &b, segment_batches(kafka, i), start)
+            })
 }
 
 /// Whether Kafka's batches of a segment from the log start on (`kafka`, horizon flags of
@@ -741,15 +743,30 @@ mod tests {
             [13, 13, 0, 1, 10, 2, 0],
             [15, 16, 0, 2, 20, 2, 0],
         ]]);
-        assert!(!aborted_data_below_log_start(&step(), "file_batches[0][0]", &ours, &data));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[0][0]",
+            &ours,
+            &data
+        ));
         // A stamped marker Kafka has that seglog lacks: not this form.
         let mut stamped = kafka.clone();
         stamped.file_batches.as_mut().unwrap()[0][3][6] = 1;
-        assert!(!aborted_data_below_log_start(&step(), "file_batches[0][0]", &ours, &stamped));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[0][0]",
+            &ours,
+            &stamped
+        ));
         // seglog holding a batch Kafka lacks above the log start: not this form.
         let mut fewer = kafka.clone();
         fewer.file_batches.as_mut().unwrap()[0].remove(2);
-        assert!(!aborted_data_below_log_start(&step(), "file_batches[0][0]", &ours, &fewer));
+        assert!(!aborted_data_below_log_start(
+            &step(),
+            "file_batches[0][0]",
+            &ours,
+            &fewer
+        ));
     }
 
     /// Long-run seed 201896: the aborted data (9) and its ABORT marker (10) lie in segment 0

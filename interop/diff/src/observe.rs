@@ -31,6 +31,13 @@ pub struct Outcome {
     /// searched, for the rule on lookups past it.
     #[serde(default, skip_serializing)]
     pub searched_segment_end: Option<i64>,
+    /// Kafka only, never compared: for a lookup by timestamp, the first segment (base offset,
+    /// next offset) its search skipped although its batches reach the target, because its
+    /// `maxTimestampSoFar()` is below their largest timestamp and `largestTimestamp()` (the
+    /// file's mtime when it is -1) is below the target, for the rule on a lookup past a segment
+    /// whose max timestamp Kafka forgot.
+    #[serde(default, skip_serializing)]
+    pub skipped_stale_segment: Option<[i64; 2]>,
     /// Kafka only, never compared: for MAX_TIMESTAMP, the largest batch max timestamp of any
     /// segment as its batches hold it (`FileRecords.largestTimestampAfter(0)`), for the rule on
     /// a segment's forgotten max timestamp.

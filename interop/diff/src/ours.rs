@@ -354,6 +354,7 @@ fn accepted(offsets: Option<(i64, i64)>) -> Outcome {
         searched_segment_end: None,
         batches_max_timestamp: None,
         max_timestamp_so_far_stale: false,
+        skipped_stale_segment: None,
         retention_kept_by_stale_max_timestamp: Vec::new(),
         skipped_truncation_replay: false,
     }

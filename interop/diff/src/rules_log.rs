@@ -15,6 +15,11 @@ pub const MAX_TIMESTAMP_BELOW_LOG_START: &str = "max-timestamp-below-log-start";
 /// The name of the rule for a segment max timestamp Kafka forgets in a truncation.
 pub const MAX_TIMESTAMP_FORGOTTEN: &str = "max-timestamp-of-a-segment-forgotten-by-a-truncation";
 
+/// The name of the rule for a lookup by timestamp that Kafka makes past a segment whose max
+/// timestamp it forgot in a truncation.
+pub const LOOKUP_PAST_A_FORGOTTEN_MAX_TIMESTAMP: &str =
+    "offset-for-timestamp-past-a-segment-whose-max-timestamp-kafka-forgot";
+
 /// The name of the rule for Kafka's truncation that skips its replay after producer expiry;
 /// the runner ends the history after it.
 pub const TRUNCATION_REPLAY_SKIPPED: &str =
@@ -300,6 +305,46 @@ pub fn max_timestamp_forgotten_by_truncation(
             .is_some_and(|found| found.timestamp == largest)
 }
 
+/// A lookup by timestamp after a truncation forgot a segment's max timestamp (the Kafka 4.4
+/// behaviour of `max_timestamp_forgotten_by_truncation`: `LogSegment.truncateTo` after a reopen
+/// leaves `maxTimestampSoFar()` at -1). `searchOffsetInLocalLog` skips every segment whose
+/// `largestTimestamp()` is below the target, and for such a segment that is the file's mtime,
+/// which follows the wall clock, not the history's held clock: when the truncation touched the
+/// file earlier than the target (a fast replay; long-run seed 305431: target 1352 ms before the
+/// step's clock), Kafka skips the segment that holds the answer and searches the later ones
+/// (none: no answer); seglog goes by the records' timestamps. Exactly: a lookup by a target
+/// timestamp, Kafka reports a segment its search skipped whose batches reach the target while
+/// its `maxTimestampSoFar()` is below their largest timestamp, seglog's answer lies in that
+/// segment, and Kafka's answer is none or lies at or after that segment's next offset.
+pub fn lookup_past_a_forgotten_max_timestamp(
+    step: &Step,
+    path: &str,
+    ours: &Observation,
+    kafka: &Observation,
+) -> bool {
+    let Some([base, next]) = kafka.outcome.skipped_stale_segment else {
+        return false;
+    };
+    matches!(
+        step.op,
+        Op::OffsetForTimestamp {
+            target: TimestampTarget::AgoMs(_)
+        }
+    ) && path.starts_with("outcome.timestamp_lookup")
+        && ours.outcome.refused.is_none()
+        && kafka.outcome.refused.is_none()
+        && ours
+            .outcome
+            .timestamp_lookup
+            .as_ref()
+            .is_some_and(|found| (base..next).contains(&found.offset))
+        && kafka
+            .outcome
+            .timestamp_lookup
+            .as_ref()
+            .is_none_or(|found| found.offset >= next)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -548,6 +593,58 @@ mod tests {
         kafka.outcome.timestamp_lookup = answer(1000, 0, 0);
         kafka.state.log_end = 4;
         assert!(!max_timestamp_below_log_start(
+            &max_timestamp(),
+            path,
+            &ours,
+            &kafka
+        ));
+    }
+
+    #[test]
+    fn a_lookup_past_a_segment_whose_max_timestamp_kafka_forgot_is_explained_only_in_its_form() {
+        // Long-run seed 305431: segment 51..58 after a reopen and truncateTo(58); Kafka skipped
+        // it (maxTimestampSoFar() -1, the file's mtime below the target) and answered none,
+        // seglog answers 51.
+        let lookup = Step {
+            op: Op::OffsetForTimestamp {
+                target: TimestampTarget::AgoMs(1352),
+            },
+            fetch_offset: 55,
+        };
+        let mut ours = Observation::default();
+        ours.outcome.timestamp_lookup = answer(1_796_232_932_162, 51, 0);
+        let mut kafka = Observation::default();
+        kafka.outcome.skipped_stale_segment = Some([51, 58]);
+        let path = "outcome.timestamp_lookup";
+        assert!(lookup_past_a_forgotten_max_timestamp(
+            &lookup, path, &ours, &kafka
+        ));
+        // Kafka's answer in a later segment: also this form.
+        let mut later = kafka.clone();
+        later.outcome.timestamp_lookup = answer(1_796_232_932_900, 58, 0);
+        assert!(lookup_past_a_forgotten_max_timestamp(
+            &lookup, path, &ours, &later
+        ));
+        // No segment skipped for a forgotten max timestamp: no.
+        let mut fresh = kafka.clone();
+        fresh.outcome.skipped_stale_segment = None;
+        assert!(!lookup_past_a_forgotten_max_timestamp(
+            &lookup, path, &ours, &fresh
+        ));
+        // seglog's answer outside the skipped segment: no.
+        let mut elsewhere = ours.clone();
+        elsewhere.outcome.timestamp_lookup = answer(1_796_232_932_162, 58, 0);
+        assert!(!lookup_past_a_forgotten_max_timestamp(
+            &lookup, path, &elsewhere, &kafka
+        ));
+        // Kafka's answer inside the skipped segment: no.
+        let mut inside = kafka.clone();
+        inside.outcome.timestamp_lookup = answer(1_796_232_932_162, 52, 0);
+        assert!(!lookup_past_a_forgotten_max_timestamp(
+            &lookup, path, &ours, &inside
+        ));
+        // MAX_TIMESTAMP is the other rule's: no.
+        assert!(!lookup_past_a_forgotten_max_timestamp(
             &max_timestamp(),
             path,
             &ours,

@@ -465,8 +465,23 @@ public final class DiffDriver {
             // Which segment searchOffsetInLocalLog searched: the first whose largestTimestamp()
             // (the file's mtime for a segment without batches) reaches the target.
             if (target >= 0) {
+                boolean skippedStale = false;
                 for (var segment : log.logSegments()) {
-                    if (segment.largestTimestamp() < target) continue;
+                    if (segment.largestTimestamp() < target) {
+                        // Skipped only because its maxTimestampSoFar() was forgotten (rule
+                        // offset-for-timestamp-past-a-segment-whose-max-timestamp-kafka-forgot):
+                        // its batches reach the target, its largestTimestamp() (the file's
+                        // mtime once maxTimestampSoFar() is -1) does not. Only segments the
+                        // search itself looked at, so no lazy load is triggered here.
+                        long batches = segment.log().largestTimestampAfter(0).timestamp;
+                        if (!skippedStale && batches >= target && segment.maxTimestampSoFar() < batches) {
+                            skippedStale = true;
+                            ArrayNode range = reply.putArray("skipped_stale_segment");
+                            range.add(segment.baseOffset());
+                            range.add(segment.readNextOffset());
+                        }
+                        continue;
+                    }
                     if (segment.size() == 0) reply.put("searched_empty_segment", true);
                     reply.put("searched_segment_end", segment.readNextOffset());
                     break;
