@@ -317,6 +317,12 @@ impl Log {
                         },
                     });
                 }
+                // seglog's own refusal of a batch overlapping the previous one comes after
+                // Kafka's checks (long-run seed 305774: `[45]`, `[45, 46]` at log end 46 is
+                // Kafka's `UnexpectedAppendOffsetException`).
+                if let Some(kind) = analysis.overlap.take() {
+                    return Err(Error::InvalidAppend { kind });
+                }
                 Vec::new()
             }
         };

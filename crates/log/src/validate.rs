@@ -60,6 +60,10 @@ pub(crate) struct Analysis {
     /// Bytes of whole batches at the start of each chunk (a follower's last chunk is cut
     /// here before writing).
     chunk_valid: Vec<usize>,
+    /// A follower batch starting at or below the previous one's last offset
+    /// ([`AppendErrorKind::OverlappingBatch`]): seglog's own refusal (Kafka 4.4 accepts it),
+    /// so the append raises it only after Kafka's checks, the log-end one included.
+    pub(crate) overlap: Option<AppendErrorKind>,
 }
 
 impl Analysis {
@@ -170,8 +174,9 @@ pub(crate) fn analyze(
             // compressed wrapper's is its last), so the append refuses it too: seglog never
             // writes what its next open would not serve (Kafka 4.4 accepts it: docs/format.md,
             // "Overlapping follower batches").
-            // Reported after the whole append is checked: a later batch out of order (or
-            // otherwise invalid) is the error Kafka gives for the append. A legacy compressed
+            // Reported after the whole append is checked, and by the append after its log-end
+            // check: a later batch out of order (or otherwise invalid), or a first offset below
+            // the log end, is the error Kafka gives for the append. A legacy compressed
             // wrapper's first offset is its first inner message's: one whose inner offsets
             // begin inside the previous batch would put an offset in the log twice (long-run
             // seeds 100360 and 100097; `Log::append_as_follower` checks the first batch against
@@ -212,13 +217,11 @@ pub(crate) fn analyze(
     if batches.is_empty() {
         return Err(invalid(AppendErrorKind::Empty { size: total as u64 }));
     }
-    if let Some(kind) = overlap {
-        return Err(invalid(kind));
-    }
     Ok(Analysis {
         batches,
         valid_bytes,
         chunk_valid,
+        overlap,
     })
 }
 

@@ -485,3 +485,56 @@ fn an_overlap_is_reported_after_the_append_is_otherwise_valid() {
     );
     assert_eq!(log.log_end_offset(), 0);
 }
+
+/// A follower append whose first batch begins below the log end and whose second overlaps the
+/// first is refused as Kafka 4.4 refuses it, with `UnexpectedAppendOffset`: seglog's own overlap
+/// refusal comes after Kafka's log-end check (third long run of the differential histories,
+/// seed 305774: `[45]`, `[45, 46]` at log end 46; seglog `OverlappingBatch`, Kafka
+/// `UnexpectedAppendOffsetException`). Before the fix the overlap was reported.
+#[test]
+fn an_overlap_is_reported_after_the_log_end_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = open(dir.path(), small_config(1 << 20), &clock());
+    let one = |base: i64, count: usize| {
+        let mut b = seglog::BatchBuilder::new(base);
+        for _ in 0..count {
+            b.append(T0, None, Some(b"x"), &[]);
+        }
+        b.build().unwrap()
+    };
+    log.append_as_follower(&one(0, 46)).unwrap();
+    let e = log
+        .append_as_follower(&[one(45, 1), one(45, 2)].concat())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::UnexpectedAppendOffset {
+                    first_offset: 45,
+                    log_end_offset: 46,
+                }
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(log.log_end_offset(), 46);
+    // At the log end the overlap is still seglog's refusal, nothing written.
+    let e = log
+        .append_as_follower(&[one(46, 1), one(46, 2)].concat())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::InvalidAppend {
+                kind: AppendErrorKind::OverlappingBatch {
+                    previous_last_offset: 46,
+                    first_offset: 46,
+                    ..
+                }
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(log.log_end_offset(), 46);
+}
