@@ -275,6 +275,9 @@ fn aborted_data_below_log_start(
     ours: &Observation,
     kafka: &Observation,
 ) -> bool {
+    if path.starts_with("read_uncommitted.batches") || path.starts_with("read_committed.batches") {
+        return read_with_kept_commit_markers(path, ours, kafka);
+    }
     let Some(i) = segment_of(path) else {
         return false;
     };
@@ -308,6 +311,78 @@ fn aborted_data_below_log_start(
             .is_some_and(|(a, b)| {
                 a == b || only_unstamped_markers_more(&a, &b, segment_batches(kafka, i), start)
             })
+}
+
+/// The read form of `only_unstamped_markers_more`: a fetch from below such a COMMIT marker
+/// returns it on Kafka's side only. Exactly: the same log start, log end and high watermark,
+/// and Kafka's batches are seglog's plus control batches of one offset each, every one at an
+/// offset the runner recorded when the file form applied (`kept_commit_markers`).
+fn read_with_kept_commit_markers(path: &str, ours: &Observation, kafka: &Observation) -> bool {
+    let (a, b) = if path.starts_with("read_uncommitted") {
+        (&ours.read_uncommitted, &kafka.read_uncommitted)
+    } else {
+        (&ours.read_committed, &kafka.read_committed)
+    };
+    let (Some(a), Some(b)) = (&a.batches, &b.batches) else {
+        return false;
+    };
+    let kept = |batch: &(i64, i64, bool)| {
+        batch.2 && batch.0 == batch.1 && kafka.kept_commit_markers.contains(&batch.0)
+    };
+    let mut rest = a.iter().peekable();
+    for batch in b {
+        if rest.peek() == Some(&batch) {
+            rest.next();
+        } else if !kept(batch) {
+            return false;
+        }
+    }
+    ours.state.log_start == kafka.state.log_start
+        && ours.state.log_end == kafka.state.log_end
+        && ours.state.high_watermark == kafka.state.high_watermark
+        && rest.next().is_none()
+        && b.len() > a.len()
+}
+
+/// After a step: the offsets of the marker-shaped batches without a delete horizon that Kafka's
+/// segments hold at or above the log start and seglog's do not, when the file form of
+/// `aborted-data-below-log-start` explains that segment (its cleaned files are observed after a
+/// cleaning round), added to `kept` for the reads of later steps.
+pub(crate) fn note_kept_commit_markers(
+    ours: &Observation,
+    kafka: &Observation,
+    kept: &mut std::collections::BTreeSet<i64>,
+) {
+    // A truncation to or below a recorded marker removes it from both logs.
+    let end = ours.state.log_end.min(kafka.state.log_end);
+    kept.retain(|&offset| offset < end);
+    let (Some(a), Some(b)) = (&ours.file_batches, &kafka.file_batches) else {
+        return;
+    };
+    let start = ours.state.log_start;
+    for (i, segment) in b.iter().enumerate() {
+        if !aborted_data_below_log_start(
+            &Step {
+                op: crate::history::Op::Roll,
+                fetch_offset: 0,
+            },
+            &format!("file_batches[{i}]"),
+            ours,
+            kafka,
+        ) {
+            continue;
+        }
+        for batch in segment {
+            if batch[1] >= start
+                && batch[3] == 1
+                && batch[4] == CONTROL_RECORD_BYTES
+                && batch[6] == 0
+                && !a.iter().flatten().any(|o| o[0] == batch[0])
+            {
+                kept.insert(batch[0]);
+            }
+        }
+    }
 }
 
 /// Whether Kafka's batches of a segment from the log start on (`kafka`, horizon flags of
@@ -767,6 +842,67 @@ mod tests {
             &ours,
             &fewer
         ));
+    }
+
+    /// Long-run seed 300099 regenerated (50 steps): after the round that removed seglog's
+    /// COMMIT at 15, a read_uncommitted fetch from 14 returns Kafka's kept COMMIT too.
+    #[test]
+    fn aborted_data_below_log_start_allows_a_read_of_a_commit_marker_kafka_keeps() {
+        let with = |batches: Vec<FileBatch>| Observation {
+            state: State {
+                log_start: 11,
+                log_end: 17,
+                high_watermark: 17,
+                ..State::default()
+            },
+            files: Some(vec![(0, 400)]),
+            file_batches: Some(vec![batches]),
+            ..Observation::default()
+        };
+        let ours = with(vec![
+            [0, 1, 0, 0, 0, 2, 0],
+            [6, 6, 0, 1, 10, 2, 0],
+            [14, 14, 0, 1, 10, 2, 0],
+        ]);
+        let mut kafka = with(vec![
+            [0, 1, 0, 1, 24, 2, 0],
+            [14, 14, 0, 1, 10, 2, 0],
+            [15, 15, 0, 1, 10, 2, 0],
+        ]);
+        let mut kept = std::collections::BTreeSet::new();
+        note_kept_commit_markers(&ours, &kafka, &mut kept);
+        assert_eq!(kept.iter().copied().collect::<Vec<_>>(), vec![15]);
+        let (mut ours, mut later) = (ours, kafka.clone());
+        ours.file_batches = None;
+        later.file_batches = None;
+        ours.read_uncommitted.batches = Some(vec![(14, 14, true)]);
+        later.read_uncommitted.batches = Some(vec![(14, 14, true), (15, 15, true)]);
+        let path = "read_uncommitted.batches";
+        // Not before the runner recorded the marker.
+        assert!(!aborted_data_below_log_start(&step(), path, &ours, &later));
+        later.kept_commit_markers = vec![15];
+        assert!(aborted_data_below_log_start(&step(), path, &ours, &later));
+        // A data batch more, or another control batch: not this form.
+        let mut data = later.clone();
+        data.read_uncommitted.batches = Some(vec![(14, 14, true), (15, 16, false)]);
+        assert!(!aborted_data_below_log_start(&step(), path, &ours, &data));
+        let mut other = later.clone();
+        other.read_uncommitted.batches = Some(vec![(14, 14, true), (16, 16, true)]);
+        assert!(!aborted_data_below_log_start(&step(), path, &ours, &other));
+        // A truncation to 15 forgets it.
+        later.state.log_end = 15;
+        note_kept_commit_markers(&ours, &later, &mut kept);
+        assert!(kept.is_empty());
+        // Without the difference below the log start the file form does not hold: nothing.
+        kafka.file_batches.as_mut().unwrap()[0][0] = [0, 1, 0, 0, 0, 2, 0];
+        kafka.file_batches.as_mut().unwrap()[0].insert(1, [6, 6, 0, 1, 10, 2, 0]);
+        let ours_files = with(vec![
+            [0, 1, 0, 0, 0, 2, 0],
+            [6, 6, 0, 1, 10, 2, 0],
+            [14, 14, 0, 1, 10, 2, 0],
+        ]);
+        note_kept_commit_markers(&ours_files, &kafka, &mut kept);
+        assert!(kept.is_empty());
     }
 
     /// Long-run seed 201896: the aborted data (9) and its ABORT marker (10) lie in segment 0

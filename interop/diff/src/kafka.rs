@@ -167,6 +167,7 @@ impl Kafka {
             read_uncommitted: fetch("read_uncommitted")?,
             read_committed: fetch("read_committed")?,
             fresh_first_unstable: reply.get("fresh_first_unstable").and_then(Value::as_i64),
+            kept_commit_markers: Vec::new(),
             files: files(reply)?,
             file_batches: reply
                 .get("file_batches")

@@ -155,6 +155,13 @@ pub struct Observation {
     /// round, a crash): every segment's base offset and `.log` size in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<Vec<(i64, u64)>>,
+    /// Kafka only, set by the runner, never compared: the offsets of the marker-shaped
+    /// batches an earlier step's `aborted-data-below-log-start` found Kafka keeping (without a
+    /// delete horizon) at or above the log start where seglog's round had removed them (the
+    /// COMMIT of a producer whose aborted data below the log start Kafka counted as committed),
+    /// for that rule's read form.
+    #[serde(default, skip_serializing)]
+    pub kept_commit_markers: Vec<i64>,
     /// With `files`: each segment's batches as read from its `.log` (what the records are,
     /// whatever bytes a compressor made of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]

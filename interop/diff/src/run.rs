@@ -106,6 +106,9 @@ impl Runner {
         // Kafka's observation after the previous step (what an undo of Kafka's append restores).
         let mut kafka_last = theirs.clone();
         let mut applied = Vec::new();
+        // The markers Kafka keeps that seglog's cleaner removed (rule
+        // aborted-data-below-log-start), for the reads of the later steps.
+        let mut kept_commits = std::collections::BTreeSet::new();
         let mut done = Vec::new();
         if let Some(difference) = compare_initial(&last, &theirs, &mut applied) {
             self.kafka.close()?;
@@ -218,8 +221,10 @@ impl Runner {
                 self.follow_forgotten_max_timestamp(&step, &observed, theirs, &mut applied)?;
             let theirs =
                 self.follow_overlapping_batch(&step, &kafka_last, &observed, theirs, &mut applied)?;
-            let theirs =
+            let mut theirs =
                 self.follow_several_leader_batches(&step, &bytes, &observed, theirs, &mut applied)?;
+            crate::compare::note_kept_commit_markers(&observed, &theirs, &mut kept_commits);
+            theirs.kept_commit_markers = kept_commits.iter().copied().collect();
             *coverage.ops.entry(step.op.name()).or_default() += 1;
             record(coverage, &observed, &notes);
             record_maintenance(coverage, &step, &last, &observed, &notes);
