@@ -95,9 +95,11 @@ impl PartitionTier {
     /// COPY_SEGMENT_STARTED and COPY_SEGMENT_FINISHED records for it, by ascending start offset.
     /// Idempotent: a fileset that already has metadata (in any state) is counted in
     /// [`AdoptReport::already_known`] and not touched. Every new fileset is checked before the
-    /// first record is written, so a damaged one adopts nothing. An incomplete one is reported
-    /// in [`AdoptReport::incomplete`] and not adopted (the module doc says why); the next
-    /// [`PartitionTier::recover`] deletes it.
+    /// first record is written, so a damaged one adopts nothing. An incomplete one (a part other
+    /// than the `.txnindex` missing) is reported in [`AdoptReport::incomplete`] and not adopted:
+    /// Kafka's `LocalTieredStorage` writes every part before the broker records
+    /// COPY_SEGMENT_FINISHED, so it is a copy the broker abandoned or a deletion it did not
+    /// finish. The next [`PartitionTier::recover`] deletes it as an orphan.
     ///
     /// For a store a Kafka broker tiered to with `LocalTieredStorage` (`dir=` the store's root).
     /// Run it before anything that recovers the store ([`PartitionTier::recover`] deletes data
