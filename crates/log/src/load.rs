@@ -314,6 +314,9 @@ struct Loader<'a> {
     /// base offset, with the suffix their `.log` carries (`None` until it is resolved, and
     /// always in a read-write load, which renames the files instead).
     view: Option<BTreeMap<i64, Option<TempSuffix>>>,
+    /// The directory and the config, shared by every deferred segment (issue 28: no copy
+    /// of either per segment).
+    shared: (Arc<Path>, Arc<SegmentConfig>),
     /// The first listing, when the temporary-file pass found nothing to change (see
     /// [`Loader::segment_files`]).
     unchanged_listing: Option<Vec<ParsedFileName>>,
@@ -382,6 +385,7 @@ fn load_once(
         digests: BTreeMap::new(),
         view: None,
         unchanged_listing: None,
+        shared: (Arc::from(dir), Arc::new(config.clone())),
         listed: BTreeMap::new(),
     };
     if mode.recover_all {
@@ -839,7 +843,7 @@ impl Loader<'_> {
                 digest_entries: 0,
                 ..options
             };
-            let segment = Segment::deferred(self.dir, base, self.config, options, size);
+            let segment = Segment::deferred(&self.shared.0, base, &self.shared.1, options, size);
             let load = SegmentLoad {
                 base_offset: base,
                 rebuilt: None,

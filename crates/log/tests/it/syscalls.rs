@@ -332,7 +332,10 @@ fn a_clean_open_lists_the_partition_directory_twice() {
     let dir = tmp.path().join("listed-0");
     write_log(&dir, SMALL);
     let opens = directory_opens(name, "open", &dir);
-    eprintln!("clean open: {} opens of the directory: {opens:#?}", opens.len());
+    eprintln!(
+        "clean open: {} opens of the directory: {opens:#?}",
+        opens.len()
+    );
     // The loader's listing and the producer state's (its snapshots). Three before issue 28:
     // the loader's temporary-file pass and its segment pass listed it each; the second pass
     // takes the first one's listing when that changed nothing.
