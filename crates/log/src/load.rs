@@ -708,7 +708,9 @@ impl Loader<'_> {
             .next_back()
             .copied()
             .unwrap_or(i64::MIN);
-        let mut segments = SegmentMap::new();
+        // In base order: collected, then built in one pass (full B-tree nodes; inserted one
+        // by one they are left about half full, issue 28).
+        let mut segments = Vec::new();
         let mut dropped = Vec::new();
         let mut truncated = false;
         let mut unlinked = false;
@@ -784,14 +786,14 @@ impl Loader<'_> {
                 }
             }
             self.report.segments.push(load);
-            segments.insert(base, segment);
+            segments.push((base, segment));
         }
         // The drops are durable before anything is appended at their offsets (a power loss
         // must not bring the old segments back over newer acknowledged records).
         if (unlinked || !dropped.is_empty()) && !self.read_only {
             sync_dir(&self.config.io, self.dir)?;
         }
-        Ok((segments, dropped))
+        Ok((SegmentMap::from_sorted(segments), dropped))
     }
 
     /// A segment error as the load returns it. A read-only load cannot split an overflowed
