@@ -34,7 +34,7 @@ use seglog_index_core::relative_offset;
 use seglog_segment::{
     ActiveSegment, FileKind, FileType, ListedFiles, OpenMode, ParsedFileName, RebuildReason,
     RecoveryDigest, RecoveryReport, Segment, SegmentConfig, SegmentOpenOptions, TempSuffix,
-    file_name, file_path, parse_file_name,
+    file_path, parse_listed_name,
 };
 
 use crate::checkpoint::CheckpointProblem;
@@ -58,8 +58,10 @@ pub struct SegmentLoad {
     /// [`RebuildReason::Requested`] for a recovery after an unclean shutdown or
     /// [`crate::LogOpenOptions::recover_all`].
     pub rebuilt: Option<RebuildReason>,
-    /// The recovery, when one ran: batches validated, bytes truncated and why.
-    pub recovery: Option<RecoveryReport>,
+    /// The recovery, when one ran: batches validated, bytes truncated and why. Boxed: the
+    /// report keeps an entry per segment for the log's lifetime, and most have none (every
+    /// segment a clean open defers; issue 28: 224 bytes per entry inline, 40 boxed).
+    pub recovery: Option<Box<RecoveryReport>>,
 }
 
 /// What [`crate::Log::open`] found and did.
@@ -312,7 +314,13 @@ struct Loader<'a> {
     /// base offset, with the suffix their `.log` carries (`None` until it is resolved, and
     /// always in a read-write load, which renames the files instead).
     view: Option<BTreeMap<i64, Option<TempSuffix>>>,
-    /// What the last listing ([`Loader::segment_files`]) showed of each segment's files
+    /// The directory and the config, shared by every deferred segment (issue 28: no copy
+    /// of either per segment).
+    shared: (Arc<Path>, Arc<SegmentConfig>),
+    /// The first listing, when the temporary-file pass found nothing to change (see
+    /// [`Loader::segment_files`]).
+    unchanged_listing: Option<Vec<ParsedFileName>>,
+    /// What the last listing ([`Loader::list`]) showed of each segment's files
     /// (names without a suffix), handed to the open so that it stats none of them.
     listed: BTreeMap<i64, ListedFiles>,
 }
@@ -376,6 +384,8 @@ fn load_once(
         digest_budget: mode.digest_limits.per_load,
         digests: BTreeMap::new(),
         view: None,
+        unchanged_listing: None,
+        shared: (Arc::from(dir), Arc::new(config.clone())),
         listed: BTreeMap::new(),
     };
     if mode.recover_all {
@@ -411,7 +421,7 @@ fn load_once(
             .find(|s| s.base_offset == base)
             .and_then(|s| s.recovery.as_ref())
             .filter(|r| r.damaged_tail_kept)
-            .map(|r| (base, r.clone()))
+            .map(|r| (base, RecoveryReport::clone(r)))
     });
     if let Some((base, recovery)) = damaged_last
         && !read_only
@@ -495,6 +505,8 @@ fn load_once(
         segment_base_offset: last_base,
         position: segments.last().map_or(0, |(_, s)| s.size()),
     };
+    // Kept as long as the log: not the up to twice the entries its growth reserved.
+    loader.report.segments.shrink_to_fit();
     Ok(Loaded {
         segments,
         active,
@@ -516,24 +528,55 @@ impl Loader<'_> {
         }
     }
 
-    /// Segment files in the directory, parsed.
-    fn segment_files(&mut self) -> Result<Vec<(PathBuf, ParsedFileName)>> {
+    /// Segment files in the directory, parsed, oldest base first (as their names order):
+    /// the listing the temporary-file pass kept when it changed nothing, else a new one;
+    /// with a read-only load's view of the leftovers applied. A file's path is
+    /// `file_path(self.dir, base_offset, kind)` (only canonical names are listed), except
+    /// for a `.log` the read-only view lists as live under its temporary name.
+    fn segment_files(&mut self) -> Result<Vec<ParsedFileName>> {
+        let mut out = match self.unchanged_listing.take() {
+            Some(files) => files,
+            None => self.list()?,
+        };
+        if let Some(view) = &self.view {
+            // Read-only: the segments as the leftovers rule leaves them, each `.log` under
+            // the name it has now, listed as a live one.
+            out.retain(|p| p.kind != FileKind::LOG || view.get(&p.base_offset) == Some(&None));
+            for (base, suffix) in view {
+                if suffix.is_some() {
+                    out.push(ParsedFileName {
+                        base_offset: *base,
+                        kind: FileKind::LOG,
+                    });
+                }
+            }
+            out.sort_unstable_by(|a, b| name_order(a).cmp(&name_order(b)));
+        }
+        Ok(out)
+    }
+
+    /// One listing of the directory: its segment files (canonical names, regular files, no
+    /// `.snapshot`s), in the order of their names; the strays and what [`Loader::listed`]
+    /// keeps are recorded on the way. Per file it keeps a parsed name (16 bytes), not a path
+    /// (issue 28: the listing's `PathBuf`s were a third of what a clean open of many
+    /// segments left resident).
+    fn list(&mut self) -> Result<Vec<ParsedFileName>> {
         let entries =
             fs::read_dir(self.dir).map_err(|e| Error::io("list directory", self.dir, e))?;
         let mut out = Vec::new();
         self.listed.clear();
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("list directory", self.dir, e))?;
-            let path = entry.path();
-            let Some(parsed) = parse_file_name(&path) else {
+            let name = entry.file_name();
+            let Some((parsed, canonical)) = parse_listed_name(&name) else {
                 continue;
             };
             // The type the listing gave (no call per entry); a symlink is followed, as
             // `Path::is_file` does (issue 28: no `statx` per file of the listing).
             let (regular, symlink) = match entry.file_type() {
-                Ok(t) if t.is_symlink() => (path.is_file(), true),
+                Ok(t) if t.is_symlink() => (self.dir.join(&name).is_file(), true),
                 Ok(t) => (t.is_file(), false),
-                Err(_) => (path.is_file(), true),
+                Err(_) => (self.dir.join(&name).is_file(), true),
             };
             if parsed.kind.suffix.is_none() {
                 let listed = self.listed.entry(parsed.base_offset).or_default();
@@ -550,40 +593,21 @@ impl Loader<'_> {
             // Only the names Kafka writes (20-digit base offsets): `123.log`, a stray copy,
             // is not a segment (Kafka would load it, and its offsets would overlap others).
             // Base offset i64::MAX holds no record (the offset after it overflows).
-            let canonical = path.file_name().and_then(|n| n.to_str())
-                == Some(file_name(parsed.base_offset, parsed.kind).as_str())
-                && parsed.base_offset < i64::MAX;
-            if !canonical {
+            if !canonical || parsed.base_offset == i64::MAX {
+                let path = self.dir.join(&name);
                 if !self.report.stray_files.contains(&path) {
                     self.report.stray_files.push(path);
                 }
                 continue;
             }
             if parsed.kind.file_type != FileType::Snapshot {
-                out.push((path, parsed));
+                out.push(parsed);
             }
         }
-        if let Some(view) = &self.view {
-            // Read-only: the segments as the leftovers rule leaves them, each `.log` under
-            // the name it has now, listed as a live one.
-            out.retain(|(_, p)| p.kind != FileKind::LOG || view.get(&p.base_offset) == Some(&None));
-            for (base, suffix) in view {
-                if let Some(suffix) = suffix {
-                    let kind = FileKind::LOG.with_suffix(Some(*suffix));
-                    out.push((
-                        file_path(self.dir, *base, kind),
-                        ParsedFileName {
-                            base_offset: *base,
-                            kind: FileKind::LOG,
-                        },
-                    ));
-                }
-            }
-        }
-        // Every path is `self.dir` joined with a name, so their bytes order as the names do:
-        // a byte comparison, not `Path`'s component walk (which was half of a clean open of
-        // 20,000 segments).
-        out.sort_by(|a, b| a.0.as_os_str().cmp(b.0.as_os_str()));
+        // In the order of the names (20 digits, then the extension): no name is formatted
+        // to sort them (issue 28; a `Path` comparison was half of a clean open of 20,000
+        // segments before be0b88a).
+        out.sort_unstable_by(|a, b| name_order(a).cmp(&name_order(b)));
         Ok(out)
     }
 
@@ -614,7 +638,17 @@ impl Loader<'_> {
     /// Passes 1–3: `.deleted`, `.cleaned`, `.swap`, by the rule of `leftovers/`: applied on
     /// disk by a read-write load, kept as the view of a read-only one.
     fn clean_temporary_files(&mut self) -> Result<()> {
-        let files = self.segment_files()?;
+        let files = self.list()?;
+        if files.iter().all(|p| p.kind.suffix.is_none()) {
+            // No temporary file: the plan would change nothing and leave every listed `.log`
+            // live, so the next pass takes this listing instead of listing again.
+            self.unchanged_listing = Some(files);
+            return Ok(());
+        }
+        let files: Vec<(PathBuf, ParsedFileName)> = files
+            .into_iter()
+            .map(|p| (file_path(self.dir, p.base_offset, p.kind), p))
+            .collect();
         let plan = Plan::new(self.dir, &files, self.now_ms)?;
         if self.read_only {
             self.report.rejected_swaps = plan
@@ -654,26 +688,29 @@ impl Loader<'_> {
         let files = self.segment_files()?;
         let logs: BTreeSet<i64> = files
             .iter()
-            .filter(|(_, p)| p.kind == FileKind::LOG)
-            .map(|(_, p)| p.base_offset)
+            .filter(|p| p.kind == FileKind::LOG)
+            .map(|p| p.base_offset)
             .collect();
         if !self.read_only {
-            for (path, parsed) in &files {
+            for parsed in &files {
                 let orphan = parsed.kind.suffix.is_none()
                     && parsed.kind.file_type.is_index()
                     && !logs.contains(&parsed.base_offset);
                 if orphan {
-                    self.remove(path)?;
+                    self.remove(&file_path(self.dir, parsed.base_offset, parsed.kind))?;
                 }
             }
         }
+        drop(files);
         // Recovery covers the segment holding the recovery point and everything after it.
         let recover_from = logs
             .range(..=state.recovery_point)
             .next_back()
             .copied()
             .unwrap_or(i64::MIN);
-        let mut segments = SegmentMap::new();
+        // In base order: collected, then built in one pass (full B-tree nodes; inserted one
+        // by one they are left about half full, issue 28).
+        let mut segments = Vec::new();
         let mut dropped = Vec::new();
         let mut truncated = false;
         let mut unlinked = false;
@@ -749,14 +786,14 @@ impl Loader<'_> {
                 }
             }
             self.report.segments.push(load);
-            segments.insert(base, segment);
+            segments.push((base, segment));
         }
         // The drops are durable before anything is appended at their offsets (a power loss
         // must not bring the old segments back over newer acknowledged records).
         if (unlinked || !dropped.is_empty()) && !self.read_only {
             sync_dir(&self.config.io, self.dir)?;
         }
-        Ok((segments, dropped))
+        Ok((SegmentMap::from_sorted(segments), dropped))
     }
 
     /// A segment error as the load returns it. A read-only load cannot split an overflowed
@@ -808,7 +845,7 @@ impl Loader<'_> {
                 digest_entries: 0,
                 ..options
             };
-            let segment = Segment::deferred(self.dir, base, self.config, options, size);
+            let segment = Segment::deferred(&self.shared.0, base, &self.shared.1, options, size);
             let load = SegmentLoad {
                 base_offset: base,
                 rebuilt: None,
@@ -827,11 +864,11 @@ impl Loader<'_> {
         let mut load = SegmentLoad {
             base_offset: base,
             rebuilt: report.rebuilt,
-            recovery: report.recovery,
+            recovery: report.recovery.map(Box::new),
         };
         if recover && load.recovery.is_none() {
             match segment.recover_with_digest(self.protect_below, digest_entries) {
-                Ok(recovery) => load.recovery = Some(recovery),
+                Ok(recovery) => load.recovery = Some(Box::new(recovery)),
                 Err(e) if overflow(&e) => return Ok(None),
                 Err(e) => return Err(self.read_only_overflow(base, e)),
             }
@@ -857,5 +894,29 @@ impl Loader<'_> {
             }
         }
         Ok(Some((segment, load)))
+    }
+}
+
+/// The sort key of a listed file: the order of its name's bytes. The names are canonical (20
+/// digits, so the base offsets order as their digits do), and no extension is a prefix of
+/// another, so the extension, then the temporary suffix (none first), order the rest.
+fn name_order(parsed: &ParsedFileName) -> (i64, &'static str, &'static str) {
+    (
+        parsed.base_offset,
+        parsed.kind.file_type.extension(),
+        parsed.kind.suffix.map_or("", TempSuffix::as_str),
+    )
+}
+
+#[cfg(test)]
+mod size_tests {
+    /// The load report keeps one entry per segment for the log's lifetime, unopened ones
+    /// included (issue 28: the memory per unopened segment). 224 bytes with the recovery
+    /// report inline.
+    #[test]
+    fn a_segment_load_entry_stays_small() {
+        let size = std::mem::size_of::<super::SegmentLoad>();
+        eprintln!("SegmentLoad: {size} bytes");
+        assert!(size <= 40, "SegmentLoad is {size} bytes");
     }
 }

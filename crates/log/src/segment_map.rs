@@ -26,6 +26,15 @@ impl<S> SegmentMap<S> {
         Self::default()
     }
 
+    /// The map of `segments`, given in ascending base order (checked in debug builds), built
+    /// in one pass with full nodes.
+    pub(crate) fn from_sorted(segments: Vec<(i64, S)>) -> Self {
+        debug_assert!(segments.windows(2).all(|w| w[0].0 < w[1].0));
+        Self {
+            by_base: segments.into_iter().collect(),
+        }
+    }
+
     /// Number of segments.
     pub(crate) fn len(&self) -> usize {
         self.by_base.len()
@@ -100,6 +109,16 @@ mod tests {
             m.insert(b, b);
         }
         m
+    }
+
+    #[test]
+    fn from_sorted_is_the_map_of_its_entries() {
+        let bases: Vec<i64> = (0..1000).map(|i| i * 3 - 50).collect();
+        let built = SegmentMap::from_sorted(bases.iter().map(|&b| (b, b)).collect());
+        let inserted = map(&bases);
+        assert_eq!(built.len(), inserted.len());
+        assert!(built.iter().eq(inserted.iter()));
+        assert_eq!(built.floor(100), inserted.floor(100));
     }
 
     #[test]

@@ -165,7 +165,33 @@ pub fn file_path(dir: &Path, base_offset: i64, kind: FileKind) -> PathBuf {
 /// assert!(parse_file_name("leader-epoch-checkpoint".as_ref()).is_none());
 /// ```
 pub fn parse_file_name(path: &Path) -> Option<ParsedFileName> {
-    let name = path.file_name()?.to_str()?;
+    parse_name(path.file_name()?.to_str()?)
+}
+
+/// [`parse_file_name`] of a bare name (a directory listing's entry), with whether the name is
+/// exactly the one [`file_name`] writes for what it parses as (`file_name(base_offset, kind)
+/// == name`: a base offset of 20 digits; Kafka's loader also takes `123.log`), found without
+/// formatting a name (issue 28: the loader asks it of every listed file).
+///
+/// ```
+/// use seglog_segment::{parse_listed_name, FileKind};
+/// let (parsed, canonical) = parse_listed_name("00000000000000001234.log".as_ref()).unwrap();
+/// assert_eq!((parsed.base_offset, parsed.kind, canonical), (1234, FileKind::LOG, true));
+/// assert_eq!(parse_listed_name("1234.log".as_ref()).map(|(_, c)| c), Some(false));
+/// ```
+pub fn parse_listed_name(name: &std::ffi::OsStr) -> Option<(ParsedFileName, bool)> {
+    let name = name.to_str()?;
+    let parsed = parse_name(name)?;
+    // The digits run to the first `.`; every value of 20 digits that parses is below 10^19
+    // and so prints back as the same 20 digits, and the rest matched an extension exactly.
+    Some((parsed, name.find('.') == Some(BASE_OFFSET_DIGITS)))
+}
+
+/// The digits of a base offset in a file name as Kafka writes it.
+const BASE_OFFSET_DIGITS: usize = 20;
+
+/// [`parse_file_name`] of a bare name.
+fn parse_name(name: &str) -> Option<ParsedFileName> {
     let dot = name.find('.')?;
     let (digits, rest) = name.split_at(dot);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -207,6 +233,41 @@ mod tests {
                     let parsed = parse_file_name(Path::new(&name));
                     assert_eq!(parsed, Some(ParsedFileName { base_offset, kind }), "{name}");
                 }
+            }
+        }
+    }
+
+    /// The oracle: a name is canonical when formatting what it parses as gives it back.
+    #[test]
+    fn canonical_names_are_the_ones_file_name_writes() {
+        let mut names = vec![
+            "1234.log".to_string(),
+            "0000000000000001234.log".to_string(),
+            "000000000000000001234.log".to_string(),
+            "09223372036854775807.log".to_string(),
+            "09223372036854775808.log".to_string(),
+            "00000000000000000000.index.swap".to_string(),
+            "0.timeindex".to_string(),
+            "00000000000000000000.logx".to_string(),
+            "leader-epoch-checkpoint".to_string(),
+        ];
+        for file_type in FileType::ALL {
+            for suffix in [None, Some(TempSuffix::Deleted), Some(TempSuffix::Swap)] {
+                for base in [0, 7, 1234, i64::MAX] {
+                    let name = file_name(base, FileKind { file_type, suffix });
+                    names.push(name[1..].to_string());
+                    names.push(format!("0{name}"));
+                    names.push(name);
+                }
+            }
+        }
+        for name in &names {
+            let listed = parse_listed_name(name.as_ref());
+            let parsed = parse_file_name(Path::new(name));
+            assert_eq!(listed.map(|(p, _)| p), parsed, "{name}");
+            if let Some((parsed, canonical)) = listed {
+                let expected = file_name(parsed.base_offset, parsed.kind) == *name;
+                assert_eq!(canonical, expected, "{name}");
             }
         }
     }

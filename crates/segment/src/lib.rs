@@ -77,6 +77,7 @@ pub use crate::digest::{EpochStart, ProducerBatch, RecoveryDigest, TxnMarker};
 pub use crate::error::{CorruptKind, Error, IoOp, TxnIndexProblem};
 pub use crate::file_name::{
     FileKind, FileType, ParsedFileName, TempSuffix, file_name, file_path, parse_file_name,
+    parse_listed_name,
 };
 pub use crate::open::{ListedFiles, OpenReport, RebuildReason, SegmentOpenOptions};
 pub use crate::producer_batches::ProducerBatches;

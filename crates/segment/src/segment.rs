@@ -45,8 +45,10 @@ pub enum OpenMode {
 #[derive(Debug)]
 pub struct Segment {
     pub(crate) base_offset: i64,
-    pub(crate) dir: PathBuf,
-    pub(crate) config: SegmentConfig,
+    /// Shared by the segments a load defers (issue 28: no path per segment).
+    pub(crate) dir: Arc<Path>,
+    /// Shared by the segments a load defers (issue 28: 64 bytes per segment otherwise).
+    pub(crate) config: Arc<SegmentConfig>,
     pub(crate) mode: OpenMode,
     /// The current temporary suffix and the `.log` path it gives.
     names: Mutex<Names>,
@@ -93,7 +95,9 @@ pub struct Segment {
 #[derive(Debug, Clone)]
 struct Names {
     suffix: Option<TempSuffix>,
-    log_path: Arc<Path>,
+    /// The `.log` path under that suffix, made on first use (readers' errors name it): an
+    /// unopened segment keeps none (issue 28).
+    log_path: Option<Arc<Path>>,
 }
 
 /// The open files of a segment: its `.log` and its two indexes. Readers clone it (two `Arc`s)
@@ -134,16 +138,16 @@ impl Segment {
         let max = indexes.time.last_entry();
         Arc::new_cyclic(|me| Segment {
             base_offset,
-            dir: dir.to_path_buf(),
-            config: config.clone(),
+            dir: Arc::from(dir),
+            config: Arc::new(config.clone()),
             mode,
             names: Mutex::new(Names {
                 suffix,
-                log_path: Arc::from(file_path(
+                log_path: Some(Arc::from(file_path(
                     dir,
                     base_offset,
                     FileKind::LOG.with_suffix(suffix),
-                )),
+                ))),
             }),
             size: PublishedSize::new(size),
             files: RwLock::new(Some(Files {
@@ -281,25 +285,24 @@ impl Segment {
     /// after a clean shutdown, so that loading costs no file open per sealed segment. `size`
     /// is the `.log` file's length (Kafka's logical size of a segment); the max timestamp and
     /// the index entry counts are read on first use.
+    ///
+    /// `dir` and `config` are shared, not copied: a load of many segments passes the same
+    /// two to each (issue 28: the memory per unopened segment).
     pub fn deferred(
-        dir: &Path,
+        dir: &Arc<Path>,
         base_offset: i64,
-        config: &SegmentConfig,
+        config: &Arc<SegmentConfig>,
         options: crate::SegmentOpenOptions,
         size: u64,
     ) -> Arc<Segment> {
         Arc::new_cyclic(|me| Segment {
             base_offset,
-            dir: dir.to_path_buf(),
-            config: config.clone(),
+            dir: Arc::clone(dir),
+            config: Arc::clone(config),
             mode: options.mode,
             names: Mutex::new(Names {
                 suffix: options.suffix,
-                log_path: Arc::from(file_path(
-                    dir,
-                    base_offset,
-                    FileKind::LOG.with_suffix(options.suffix),
-                )),
+                log_path: None,
             }),
             size: PublishedSize::new(size),
             files: RwLock::new(None),
@@ -325,7 +328,7 @@ impl Segment {
     fn open_deferred(&self, options: crate::SegmentOpenOptions) -> Result<Files> {
         let config = SegmentConfig {
             cache: None,
-            ..self.config.clone()
+            ..SegmentConfig::clone(&self.config)
         };
         let (fresh, report) = Segment::open(&self.dir, self.base_offset, &config, options)?;
         let files = fresh
@@ -478,7 +481,16 @@ impl Segment {
     }
 
     pub(crate) fn log_path_arc(&self) -> Arc<Path> {
-        Arc::clone(&lock(&self.names).log_path)
+        let mut names = lock(&self.names);
+        let suffix = names.suffix;
+        let path = names.log_path.get_or_insert_with(|| {
+            Arc::from(file_path(
+                &self.dir,
+                self.base_offset,
+                FileKind::LOG.with_suffix(suffix),
+            ))
+        });
+        Arc::clone(path)
     }
 
     /// A snapshot of the current indexes (cheap: two `Arc` clones under a read lock), reopening
@@ -752,12 +764,13 @@ impl Segment {
             )
         };
         let new_log = path_of(FileType::Log, suffix);
+        let old_log = path_of(FileType::Log, old);
         self.config
             .io
-            .rename(&path_of(FileType::Log, old), &new_log)
-            .map_err(Error::io(IoOp::Rename, &names.log_path))?;
+            .rename(&old_log, &new_log)
+            .map_err(Error::io(IoOp::Rename, &old_log))?;
         names.suffix = suffix;
-        names.log_path = Arc::from(new_log);
+        names.log_path = Some(Arc::from(new_log));
         // Not `files()`: reopening takes the names lock held here. Closed files are renamed
         // on disk; a reopen (which waits for this lock) then opens the new names.
         match self.loaded_files() {
@@ -954,7 +967,31 @@ mod size_tests {
             "Segment: {size} bytes (the OpenReport it boxes: {})",
             std::mem::size_of::<crate::OpenReport>()
         );
-        // 544 before the first-use report was boxed.
-        assert!(size <= 336, "Segment is {size} bytes");
+        // 544 before the first-use report was boxed, 336 before the directory and the config
+        // were shared (`Arc`s; the `.log` path is made on first use).
+        assert!(size <= 272, "Segment is {size} bytes");
+    }
+
+    /// Deferred segments share the loader's directory path and config, and make their `.log`
+    /// path only when it is first asked for.
+    #[test]
+    fn deferred_segments_share_their_directory_and_config() {
+        let dir: Arc<Path> = Arc::from(Path::new("/data/topic-0"));
+        let config = Arc::new(SegmentConfig::default());
+        let options = crate::SegmentOpenOptions::default();
+        let a = Segment::deferred(&dir, 0, &config, options, 10);
+        let b = Segment::deferred(&dir, 1, &config, options, 10);
+        assert!(std::ptr::eq(a.dir(), b.dir()));
+        assert!(std::ptr::eq(a.config(), b.config()));
+        assert!(lock(&a.names).log_path.is_none());
+        assert_eq!(
+            b.log_path(),
+            Path::new("/data/topic-0/00000000000000000001.log")
+        );
+        assert!(lock(&b.names).log_path.is_some());
+        assert_eq!(
+            a.path(FileType::Log),
+            Path::new("/data/topic-0/00000000000000000000.log")
+        );
     }
 }

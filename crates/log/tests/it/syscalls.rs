@@ -298,3 +298,46 @@ fn a_full_recovery_of_a_one_batch_segment_reads_it_once_and_writes_its_indexes_o
         ],
     );
 }
+
+/// The child's `openat` calls of `dir` itself with `O_DIRECTORY` (a listing, or the
+/// directory's fsync), as `strace` prints them.
+fn directory_opens(test_name: &str, op: &str, dir: &Path) -> Vec<String> {
+    let out = dir.with_extension("strace-dir");
+    let status = Command::new("strace")
+        .args(["-f", "-qq", "-o"])
+        .arg(&out)
+        .args(["-e", "trace=openat"])
+        .arg(std::env::current_exe().unwrap())
+        .args([test_name, "--exact", "--test-threads=1", "--nocapture"])
+        .env(CHILD, format!("{op}:0:{}", dir.display()))
+        .status()
+        .unwrap();
+    assert!(status.success(), "the traced child failed: {status}");
+    let quoted = format!("\"{}\"", dir.display());
+    std::fs::read_to_string(&out)
+        .unwrap()
+        .lines()
+        .filter(|line| line.contains(&quoted) && line.contains("O_DIRECTORY"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn a_clean_open_lists_the_partition_directory_twice() {
+    let name = "syscalls::a_clean_open_lists_the_partition_directory_twice";
+    let Some(true) = child_or_strace(name) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("listed-0");
+    write_log(&dir, SMALL);
+    let opens = directory_opens(name, "open", &dir);
+    eprintln!(
+        "clean open: {} opens of the directory: {opens:#?}",
+        opens.len()
+    );
+    // The loader's listing and the producer state's (its snapshots). Three before issue 28:
+    // the loader's temporary-file pass and its segment pass listed it each; the second pass
+    // takes the first one's listing when that changed nothing.
+    assert!(opens.len() <= 2, "{opens:#?}");
+}
