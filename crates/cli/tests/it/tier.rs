@@ -163,6 +163,22 @@ fn files_under(root: &std::path::Path) -> std::collections::BTreeSet<std::path::
     out
 }
 
+/// A produced partition tiered by seglog to a `file://` store whose metadata tree is then
+/// removed: exactly what a broker's `LocalTieredStorage` leaves (the data half of the layout).
+/// Returns the directory, the store directory, its URL and how many segments were copied.
+fn broker_store(root: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf, String, usize) {
+    let dir = produced(root);
+    let d = dir.to_str().unwrap();
+    let remote = root.join("remote");
+    let store = format!("file://{}", remote.display());
+    let first: serde_json::Value =
+        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
+    let copied = first["copied"].as_array().unwrap().len();
+    assert!(copied >= 3, "{first}");
+    std::fs::remove_dir_all(remote.join("seglog-remote-log-metadata")).unwrap();
+    (dir, remote, store, copied)
+}
+
 /// A store holding a broker's `LocalTieredStorage` filesets (here: seglog's copies with their
 /// metadata tree removed, which is exactly what a broker leaves: the data half of the layout)
 /// is refused by a copy until it is adopted. Before, the copy's recovery deleted every such
@@ -170,15 +186,8 @@ fn files_under(root: &std::path::Path) -> std::collections::BTreeSet<std::path::
 #[test]
 fn tier_refuses_a_store_with_segments_not_yet_adopted_and_deletes_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = produced(tmp.path());
+    let (dir, remote, store, copied) = broker_store(tmp.path());
     let d = dir.to_str().unwrap();
-    let remote = tmp.path().join("remote");
-    let store = format!("file://{}", remote.display());
-    let first: serde_json::Value =
-        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
-    let copied = first["copied"].as_array().unwrap().len();
-    assert!(copied >= 3, "{first}");
-    std::fs::remove_dir_all(remote.join("seglog-remote-log-metadata")).unwrap();
     let before = files_under(&remote);
     let run = seglog(["tier", d, "--store", &store, "--json"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
@@ -216,15 +225,8 @@ fn tier_refuses_a_store_with_segments_not_yet_adopted_and_deletes_nothing() {
 #[test]
 fn adopt_names_an_incomplete_fileset_and_the_next_copy_replaces_it() {
     let tmp = tempfile::tempdir().unwrap();
-    let dir = produced(tmp.path());
+    let (dir, remote, store, copied) = broker_store(tmp.path());
     let d = dir.to_str().unwrap();
-    let remote = tmp.path().join("remote");
-    let store = format!("file://{}", remote.display());
-    let first: serde_json::Value =
-        serde_json::from_str(&seglog(["tier", d, "--store", &store, "--json"]).ok()).unwrap();
-    let copied = first["copied"].as_array().unwrap().len();
-    assert!(copied >= 3, "{first}");
-    std::fs::remove_dir_all(remote.join("seglog-remote-log-metadata")).unwrap();
     let snapshot = files_under(&remote)
         .into_iter()
         .filter(|f| f.to_string_lossy().ends_with(".snapshot"))

@@ -119,21 +119,24 @@ pub(crate) fn consistent_end(segment: &RemoteSegment, lineage: &BTreeMap<i32, i6
     segment.end_offset
 }
 
+/// A remote segment of ids `[id; 16]`, offsets `base..=end` and `epochs`, for the remote
+/// module's tests.
+#[cfg(test)]
+pub(crate) fn test_segment(id: u8, base: i64, end: i64, epochs: &[(i32, i64)]) -> RemoteSegment {
+    RemoteSegment {
+        base_offset: base,
+        end_offset: end,
+        max_timestamp_ms: -1,
+        size_in_bytes: 100,
+        leader_epochs: epochs.to_vec(),
+        id: super::RemoteSegmentId::from_bytes([id; 16]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_segment as segment;
     use super::*;
-    use crate::remote::RemoteSegmentId;
-
-    fn segment(id: u8, base: i64, end: i64, epochs: &[(i32, i64)]) -> RemoteSegment {
-        RemoteSegment {
-            base_offset: base,
-            end_offset: end,
-            max_timestamp_ms: -1,
-            size_in_bytes: 100,
-            leader_epochs: epochs.to_vec(),
-            id: RemoteSegmentId::from_bytes([id; 16]),
-        }
-    }
 
     fn ranges(chain: &[LineageSegment]) -> Vec<(u8, i64, i64)> {
         chain

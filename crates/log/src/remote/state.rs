@@ -142,19 +142,8 @@ impl RemoteState {
 
 #[cfg(test)]
 mod tests {
+    use super::super::lineage::test_segment as segment;
     use super::*;
-    use crate::remote::RemoteSegmentId;
-
-    fn segment(id: u8, base: i64, end: i64, epochs: &[(i32, i64)]) -> RemoteSegment {
-        RemoteSegment {
-            base_offset: base,
-            end_offset: end,
-            max_timestamp_ms: -1,
-            size_in_bytes: 100,
-            leader_epochs: epochs.to_vec(),
-            id: RemoteSegmentId::from_bytes([id; 16]),
-        }
-    }
 
     #[test]
     fn the_chain_is_computed_once_per_segment_list_and_epoch_cache() {

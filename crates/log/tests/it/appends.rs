@@ -349,6 +349,15 @@ fn a_follower_batch_overlapping_the_previous_one_is_refused() {
     assert_eq!(after, before);
 }
 
+/// A v2 batch of `count` one-byte records from `base`, all at `T0`.
+fn batch_of(base: i64, count: usize) -> seglog::Bytes {
+    let mut b = seglog::BatchBuilder::new(base);
+    for _ in 0..count {
+        b.append(T0, None, Some(b"x"), &[]);
+    }
+    b.build().unwrap()
+}
+
 /// A follower's legacy compressed wrapper whose inner offsets begin inside the previous batch
 /// (or below the log end) is refused too, nothing written, though it passes the log-end check
 /// by its last offset (the only one its header has, and Kafka 4.4's check): it would put an
@@ -361,14 +370,7 @@ fn a_follower_batch_overlapping_the_previous_one_is_refused() {
 fn a_legacy_wrapper_overlapping_the_log_or_the_previous_batch_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), small_config(1 << 20), &clock());
-    let v2 = |base: i64, count: usize| {
-        let mut b = seglog::BatchBuilder::new(base);
-        for _ in 0..count {
-            b.append(T0, None, Some(b"x"), &[]);
-        }
-        b.build().unwrap()
-    };
-    log.append_as_follower(&v2(0, 7)).unwrap();
+    log.append_as_follower(&batch_of(0, 7)).unwrap();
     // Inner offsets 6..=8 after the log's 0..=6: the wrapper (offset 8) is above the log end.
     let e = log
         .append_as_follower(&crate::legacy_cleaning::gzip_v1_set(6, &["a", "b", "c"]))
@@ -388,7 +390,7 @@ fn a_legacy_wrapper_overlapping_the_log_or_the_previous_batch_is_refused() {
     );
     assert_eq!(log.log_end_offset(), 7);
     // In one append: inner offsets 8..=10 after the batch 7..=8.
-    let mut append = v2(7, 2).to_vec();
+    let mut append = batch_of(7, 2).to_vec();
     let at = append.len() as u64;
     append.extend(crate::legacy_cleaning::gzip_v1_set(8, &["a", "b", "c"]));
     let e = log.append_as_follower(&append).unwrap_err();
@@ -495,16 +497,9 @@ fn an_overlap_is_reported_after_the_append_is_otherwise_valid() {
 fn an_overlap_is_reported_after_the_log_end_check() {
     let dir = tempfile::tempdir().unwrap();
     let log = open(dir.path(), small_config(1 << 20), &clock());
-    let one = |base: i64, count: usize| {
-        let mut b = seglog::BatchBuilder::new(base);
-        for _ in 0..count {
-            b.append(T0, None, Some(b"x"), &[]);
-        }
-        b.build().unwrap()
-    };
-    log.append_as_follower(&one(0, 46)).unwrap();
+    log.append_as_follower(&batch_of(0, 46)).unwrap();
     let e = log
-        .append_as_follower(&[one(45, 1), one(45, 2)].concat())
+        .append_as_follower(&[batch_of(45, 1), batch_of(45, 2)].concat())
         .unwrap_err();
     assert!(
         matches!(
@@ -521,7 +516,7 @@ fn an_overlap_is_reported_after_the_log_end_check() {
     assert_eq!(log.log_end_offset(), 46);
     // At the log end the overlap is still seglog's refusal, nothing written.
     let e = log
-        .append_as_follower(&[one(46, 1), one(46, 2)].concat())
+        .append_as_follower(&[batch_of(46, 1), batch_of(46, 2)].concat())
         .unwrap_err();
     assert!(
         matches!(

@@ -71,10 +71,11 @@ pub(super) fn check_remote(
     let mut listed: Vec<RemoteSegment> = segments.iter().map(remote_segment).collect();
     listed.sort_by_key(|s| s.base_offset);
     let chain = lineage_chain(&listed, epochs);
+    let by_id: HashMap<[u8; 16], &RemoteLogSegmentMetadata> =
+        segments.iter().map(|s| (s.segment_id.0, s)).collect();
     let names_of = |range: &LineageSegment| {
-        segments
-            .iter()
-            .find(|s| &s.segment_id.0 == range.segment.id.as_bytes())
+        by_id
+            .get(range.segment.id.as_bytes())
             .map(|s| ObjectNames::new(remote, s).of(FileKind::Segment))
     };
     let mut previous: Option<&LineageSegment> = None;
