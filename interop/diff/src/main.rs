@@ -128,28 +128,16 @@ fn real_main() -> Result<bool, String> {
             vec![path.clone()]
         };
         let mut diverged = 0;
-        let mut skipped = 0;
         for file in &files {
-            // A history marked `# wall-clock: WHY` depends on what the held clock does not
-            // cover (file mtimes, which Kafka's time retention reads for a segment without a
-            // timestamp): how fast the steps run decides it. Replayed only on its own.
-            if files.len() > 1 && wall_clock_dependent(file)? {
-                eprintln!(
-                    "seglog-diff: {} skipped (marked wall-clock)",
-                    file.display()
-                );
-                skipped += 1;
-                continue;
-            }
             if !replay_one(&args, &mut runner, file)? {
                 diverged += 1;
             }
         }
         if files.len() > 1 {
             eprintln!(
-                "seglog-diff: {} of the {} histories in {} agree, {skipped} skipped ({:.1} s)",
-                files.len() - diverged - skipped,
-                files.len() - skipped,
+                "seglog-diff: {} of the {} histories in {} agree ({:.1} s)",
+                files.len() - diverged,
+                files.len(),
                 path.display(),
                 started.elapsed().as_secs_f64()
             );
@@ -270,13 +258,6 @@ fn report(
         Err(e) => eprintln!("  could not write {}: {e}\n{text}", file.display()),
     }
     file
-}
-
-/// Whether the history in `file` is marked `# wall-clock: ...` (see the replay of a directory).
-fn wall_clock_dependent(file: &std::path::Path) -> Result<bool, String> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| format!("read {}: {e}", file.display()))?;
-    Ok(text.lines().any(|l| l.starts_with("# wall-clock:")))
 }
 
 /// Replays the history in `file`; whether it agreed (a divergence is reported as a run's).

@@ -102,6 +102,7 @@ impl Runner {
         let theirs = self
             .kafka
             .open(&base.join("kafka").join("diff-0"), self.segment_bytes)?;
+        pin_mtimes(&base, start_ms, start_ms)?;
         let mut last = ours.initial();
         // Kafka's observation after the previous step (what an undo of Kafka's append restores).
         let mut kafka_last = theirs.clone();
@@ -170,6 +171,10 @@ impl Runner {
             }
             ours.set_clock(now_ms);
             self.kafka.now_ms = now_ms;
+            if let Some(delay) = step_delay() {
+                // A slow machine, on purpose: no answer may depend on the wall clock.
+                std::thread::sleep(delay);
+            }
             let (observed, notes, theirs) = if matches!(step.op, Op::Clean { .. }) {
                 self.clean_step(&mut ours, &step, &bytes, coverage)?
             } else if matches!(step.op, Op::DeleteRecords { .. }) {
@@ -210,6 +215,8 @@ impl Runner {
                     Err(e) => return Err(e),
                 }
             };
+            // Both sides' files carry the held clock, as every other time does.
+            pin_mtimes(&base, start_ms, now_ms)?;
             let observed = follow_follower_batch_without_epoch(
                 &step,
                 &mut ours,
@@ -772,6 +779,80 @@ fn record_part_b(coverage: &mut Coverage, step: &Step, before: &Observation, o: 
 /// `producer.id.expiration.ms` removed a producer only when a reopen between took longer).
 const STEP_MS: i64 = 50;
 
+/// Sets the mtime of every file under `dir` that the wall clock stamped (an mtime off the held
+/// clock's grid: not `start_ms` plus a whole number of steps, or not a whole millisecond) to
+/// `now_ms`, the step's held clock.
+///
+/// Kafka's time retention, its lookup by timestamp and both cleaners read a `.log` file's mtime
+/// when a segment has no max timestamp (`LogSegment.largestTimestamp()`), and the file system
+/// stamps every write with the wall clock, not the held one: before this, whether a segment
+/// written or truncated one step earlier breached `retention.ms` depended on how fast the steps
+/// ran (CI on 2026-12-02: `d3-retention-forgotten-max-timestamp-a` diverged on a loaded machine).
+/// A file stamped earlier keeps its time: each side's cleaner copies an older segment's mtime to
+/// the segment it writes (`setLastModified`), a value on the grid already, and a write stamps a
+/// wall-clock time with nanoseconds, which is off it.
+fn pin_mtimes(dir: &Path, start_ms: i64, now_ms: i64) -> Result<(), String> {
+    let held = UNIX_EPOCH + std::time::Duration::from_millis(u64::try_from(now_ms).unwrap_or(0));
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("list {}: {e}", dir.display())),
+    };
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("list {}: {e}", dir.display()))?;
+        let path = entry.path();
+        let meta = match entry.metadata() {
+            Ok(meta) => meta,
+            // Deleted since the listing (Kafka's asynchronous segment deletion).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("stat {}: {e}", path.display())),
+        };
+        if meta.is_dir() {
+            pin_mtimes(&path, start_ms, now_ms)?;
+            continue;
+        }
+        let modified = meta
+            .modified()
+            .map_err(|e| format!("mtime of {}: {e}", path.display()))?;
+        if on_held_grid(modified, start_ms) {
+            continue;
+        }
+        let set = std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .and_then(|f| f.set_modified(held));
+        match set {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("set the mtime of {}: {e}", path.display())),
+        }
+    }
+    Ok(())
+}
+
+/// Whether `time` is a time of the held clock that starts at `start_ms` (whole milliseconds,
+/// a whole number of steps after the start).
+fn on_held_grid(time: SystemTime, start_ms: i64) -> bool {
+    let Ok(since) = time.duration_since(UNIX_EPOCH) else {
+        return false;
+    };
+    let Ok(ms) = i64::try_from(since.as_millis()) else {
+        return false;
+    };
+    since.subsec_nanos() % 1_000_000 == 0 && ms >= start_ms && (ms - start_ms) % STEP_MS == 0
+}
+
+/// The wall-clock pause before each step that `SEGLOG_DIFF_STEP_DELAY_MS` asks for: a replay
+/// with one (say 200 ms, four times a step of the held clock) checks that no answer depends on
+/// how fast the steps run.
+fn step_delay() -> Option<std::time::Duration> {
+    let ms: u64 = std::env::var("SEGLOG_DIFF_STEP_DELAY_MS")
+        .ok()?
+        .parse()
+        .ok()?;
+    Some(std::time::Duration::from_millis(ms))
+}
+
 /// Now, in ms since the epoch (the wall clock: the held clock's start).
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
@@ -783,6 +864,35 @@ pub(crate) fn now_ms() -> i64 {
 mod tests {
     use super::*;
     use crate::observe::State;
+
+    /// A file the wall clock stamped takes the step's held time; one on the held clock's grid
+    /// (a cleaner's copy of an older segment's mtime) keeps its own, in any subdirectory.
+    #[test]
+    fn pinned_mtimes_follow_the_held_clock_only_where_the_wall_clock_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let start_ms = now_ms() - 10 * STEP_MS;
+        let sub = dir.path().join("kafka").join("diff-0");
+        std::fs::create_dir_all(&sub).unwrap();
+        let written = sub.join("00000000000000000000.log");
+        let copied = sub.join("00000000000000000005.log");
+        std::fs::write(&written, b"x").unwrap();
+        std::fs::write(&copied, b"y").unwrap();
+        let earlier = start_ms + 3 * STEP_MS;
+        let at = |ms: i64| UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
+        std::fs::File::options()
+            .write(true)
+            .open(&copied)
+            .unwrap()
+            .set_modified(at(earlier))
+            .unwrap();
+        let now = start_ms + 7 * STEP_MS;
+        pin_mtimes(dir.path(), start_ms, now).unwrap();
+        let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+        assert_eq!(mtime(&written), at(now));
+        assert_eq!(mtime(&copied), at(earlier));
+        assert!(!on_held_grid(at(now + 1), start_ms));
+        assert!(!on_held_grid(at(start_ms - STEP_MS), start_ms));
+    }
 
     /// Long-run seed 101659's form, and what is not it.
     #[test]
